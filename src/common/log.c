@@ -1,0 +1,83 @@
+#include "log.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Level and fd are plain ints read racily by design: a stale read only
+ * changes whether one line is printed. */
+static int g_level = VS_LOG_WARN;
+static int g_fd = 2;
+static int g_ready;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void parse_env(void) {
+  const char *env = getenv("VRAMSHIM_LOG");
+  if (!env || !*env) return;
+  char spec[512];
+  snprintf(spec, sizeof spec, "%s", env);
+  char *save = NULL;
+  for (char *tok = strtok_r(spec, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(tok, "error")) g_level = VS_LOG_ERROR;
+    else if (!strcmp(tok, "warn") || !strcmp(tok, "warning")) g_level = VS_LOG_WARN;
+    else if (!strcmp(tok, "info")) g_level = VS_LOG_INFO;
+    else if (!strcmp(tok, "debug")) g_level = VS_LOG_DEBUG;
+    else if (!strncmp(tok, "file:", 5)) {
+      int fd = open(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+      if (fd >= 0) g_fd = fd;
+      else dprintf(2, "vramshim: cannot open log file %s, logging to stderr\n", tok + 5);
+    } else {
+      dprintf(2, "vramshim: unknown VRAMSHIM_LOG item '%s' ignored\n", tok);
+    }
+  }
+}
+
+static void init_once(void) {
+  parse_env();
+  g_ready = 1;
+}
+
+void vs_log_init(void) {
+  pthread_once(&g_once, init_once);
+}
+
+int vs_log_enabled(vs_log_level level) {
+  if (!g_ready) vs_log_init();
+  return (int)level <= g_level;
+}
+
+void vs_log(vs_log_level level, const char *fmt, ...) {
+  if (!vs_log_enabled(level)) return;
+  /* One write() per line so lines from threads and processes don't interleave. */
+  char line[1024];
+  int n = snprintf(line, sizeof line, "vramshim: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
+  if (len == 0 || line[len - 1] != '\n') line[len++] = '\n';
+  ssize_t w = write(g_fd, line, len);
+  (void)w;
+}
+
+const char *vs_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) {
+    snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    return buf;
+  }
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, "%.2f %s", v, units[u]);
+  return buf;
+}

@@ -1,0 +1,1 @@
+typedef int vs_placeholder_interpose;

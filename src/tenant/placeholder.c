@@ -1,0 +1,1 @@
+/* placeholder: replaced when this concern lands */ typedef int vs_placeholder_tenant;
