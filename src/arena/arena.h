@@ -1,0 +1,117 @@
+/* The arena: serves device allocations from memory it holds, to cut driver
+ * calls and fragmentation. One arena per card.
+ *
+ * It knows nothing of CUDA symbols or tenants: it asks a backend
+ * (vs_arena_backend) for device memory. The shim implements the backend
+ * over the real driver table (charging the tenant ledger as it grows); the
+ * replay tool and the unit tests implement it over a simulated address
+ * space (space_backend.h). A backend call that returns VS_BACKEND_OOM is a
+ * refusal (driver or quota): the arena then releases everything it caches
+ * and retries once before failing (the OOM ladder).
+ *
+ * Thread safety: every function may be called from any thread at once.
+ *
+ * This header is the contract between the arena and its users; keep it
+ * readable top to bottom. */
+#ifndef VS_ARENA_H
+#define VS_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vs_arena vs_arena;
+
+/* ---- Backend ------------------------------------------------------------ */
+enum { VS_BACKEND_OK = 0, VS_BACKEND_OOM = 1, VS_BACKEND_ERROR = 2 };
+
+typedef struct vs_arena_backend {
+  void *ctx;
+  /* One contiguous device allocation (cuMemAlloc) and its release. */
+  int (*chunk_alloc)(void *ctx, uint64_t size, uint64_t *addr);
+  int (*chunk_free)(void *ctx, uint64_t addr, uint64_t size);
+
+  /* Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap +
+   * cuMemSetAccess, ...). All NULL and granule 0 when the card lacks VMM.
+   * Physical memory comes in granules of `granule` bytes. */
+  uint64_t granule;
+  int (*va_reserve)(void *ctx, uint64_t size, uint64_t *va);
+  int (*va_free)(void *ctx, uint64_t va, uint64_t size);
+  int (*phys_create)(void *ctx, uint64_t size, uint64_t *handle);
+  int (*phys_release)(void *ctx, uint64_t handle, uint64_t size);
+  int (*map)(void *ctx, uint64_t va, uint64_t size, uint64_t handle); /* maps and grants access */
+  int (*unmap)(void *ctx, uint64_t va, uint64_t size);
+
+  /* Stream safety: returns once all device work enqueued before the call
+   * has finished (cuCtxSynchronize). Freed blocks are not handed out again
+   * until a sync that started after their free has returned. */
+  int (*sync)(void *ctx);
+} vs_arena_backend;
+
+/* ---- Configuration ------------------------------------------------------ */
+typedef enum { VS_ARENA_CHUNKS = 1, VS_ARENA_VMM = 2 } vs_arena_mode;
+
+typedef struct vs_arena_config {
+  vs_arena_mode mode;          /* VMM needs backend->granule != 0 */
+  uint64_t release_threshold;  /* free device bytes kept cached; beyond it memory goes back */
+} vs_arena_config;
+
+vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *backend);
+void vs_arena_destroy(vs_arena *a);   /* returns every byte to the backend */
+
+/* ---- Allocation --------------------------------------------------------- */
+/* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every
+ * pointer is at least 512-byte aligned. size 0 is refused with ERROR. */
+int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr);
+/* 0, or -1 when addr is not a live allocation of this arena (nothing changes). */
+int vs_arena_free(vs_arena *a, uint64_t addr);
+/* Any address inside a live allocation: its own start and requested size.
+ * 0 found, -1 not an arena allocation. */
+int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);
+/* Where a live allocation sits in backend memory: the chunk (or VMM range)
+ * base and the allocation's offset in it, and whether it is VMM-backed
+ * (IPC of VMM-backed memory is not possible through cuIpcGetMemHandle). */
+int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_t *offset, int *vmm_backed);
+/* Releases cached free memory down to keep_bytes (0 = everything). Returns bytes released. */
+uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes);
+
+/* ---- Introspection ------------------------------------------------------ */
+#define VS_ARENA_HIST_BUCKETS 48   /* free extents by floor(log2(size)) */
+#define VS_ARENA_MAX_CLASSES 128
+
+typedef struct vs_arena_stats {
+  uint64_t live_bytes, live_count, peak_live_bytes;   /* requested sizes */
+  uint64_t reserved_bytes, peak_reserved_bytes;       /* held from the backend */
+  uint64_t internal_waste;      /* rounding: allocated block bytes - requested bytes */
+  uint64_t free_bytes;          /* reserved, not live (includes pending) */
+  uint64_t pending_bytes;       /* freed, waiting for a sync before reuse */
+  uint64_t largest_free;        /* largest contiguous free extent that could serve one request */
+  uint64_t hist_count[VS_ARENA_HIST_BUCKETS], hist_bytes[VS_ARENA_HIST_BUCKETS];
+  uint64_t requests, served_from_cache;  /* allocations, and those with no backend call */
+  uint64_t backend_calls;       /* every backend call that grows, shrinks, maps or syncs */
+  uint64_t syncs;
+  uint32_t class_count;         /* size classes in use by the small-object path */
+  uint64_t class_size[VS_ARENA_MAX_CLASSES];
+  uint64_t class_live[VS_ARENA_MAX_CLASSES];   /* live blocks of that class */
+  uint64_t class_slots[VS_ARENA_MAX_CLASSES];  /* slots in its slabs */
+} vs_arena_stats;
+
+void vs_arena_get_stats(vs_arena *a, vs_arena_stats *out);
+
+/* Memory map walk, for dumps: each region (slab, TLSF chunk, VMM range,
+ * dedicated chunk) then its blocks in address order. */
+typedef enum { VS_REGION_SLAB = 1, VS_REGION_CHUNK, VS_REGION_VMM_RANGE, VS_REGION_DEDICATED } vs_region_kind;
+typedef enum { VS_BLOCK_FREE = 0, VS_BLOCK_LIVE = 1, VS_BLOCK_PENDING = 2 } vs_block_state;
+typedef struct vs_region_info { uint64_t base, size; vs_region_kind kind; uint64_t class_size; } vs_region_info;
+typedef struct vs_block_info { uint64_t offset, size; vs_block_state state; } vs_block_info;
+typedef struct vs_arena_walker {
+  void *user;
+  void (*region)(void *user, const vs_region_info *r);
+  void (*block)(void *user, const vs_region_info *r, const vs_block_info *b);
+} vs_arena_walker;
+void vs_arena_walk(vs_arena *a, const vs_arena_walker *w);
+
+/* Walks every structure and checks every invariant. 0 when all hold;
+ * otherwise -1 with the first broken invariant described in err. */
+int vs_arena_check(vs_arena *a, char *err, size_t errlen);
+
+#endif
