@@ -1,8 +1,329 @@
+/* `vramshim replay`: replays allocation traces (RMM logging CSV) through
+ * allocator policies side by side, over simulated cards, and prints what
+ * each would hold from the driver, the smallest card each needs, how many
+ * driver calls each makes and how fast it serves. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "log.h"
+#include "replay.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define GIB (1024ULL * MIB)
+#define MAX_POLICIES 8
+
+static const vs_policy *const all_policies[] = {&vs_policy_off, &vs_policy_chunks, &vs_policy_vmm,
+                                                &vs_policy_pytorch};
+#define NPOLICIES (sizeof all_policies / sizeof all_policies[0])
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: vramshim replay [OPTIONS] TRACE.csv...\n"
+          "\n"
+          "Replays allocation traces in the RMM logging CSV layout\n"
+          "(Thread,Time,Action,Pointer,Size,Stream) through allocator policies side by\n"
+          "side, over simulated cards (no device memory is used), and prints per trace\n"
+          "and policy:\n"
+          "  requests       allocations replayed ('allocate failure' lines are skipped)\n"
+          "  peak live      most requested bytes live at once\n"
+          "  peak reserved  most bytes the policy held from the driver at once\n"
+          "  reserved/live  peak reserved / peak live (1.0 is the physical limit)\n"
+          "  smallest card  least card capacity on which the trace runs with no refused\n"
+          "                 allocation (binary search, to --resolution), and / peak live\n"
+          "  from cache     share of allocations served without a driver call\n"
+          "  driver calls   every driver call (allocations, frees, VMM calls, syncs)\n"
+          "  ns/request     wall time of the replay loop (allocations and their frees)\n"
+          "                 divided by the allocations: about one alloc+free pair\n"
+          "\n"
+          "policies (default: all, in this order):\n");
+  for (size_t i = 0; i < NPOLICIES; i++)
+    fprintf(out, "  %-8s %s\n", all_policies[i]->name, all_policies[i]->summary);
+  fprintf(out,
+          "\n"
+          "options:\n"
+          "  --policy LIST             comma-separated policies, e.g. --policy vmm,pytorch\n"
+          "  --json                    one JSON object per line per (trace, policy), sizes in\n"
+          "                            bytes: trace, policy, requests, frees, peak_live,\n"
+          "                            peak_reserved, reserved_over_live, smallest_card,\n"
+          "                            card_over_live, served_from_cache (0..1),\n"
+          "                            driver_calls, ns_per_request, release_threshold\n"
+          "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
+          "  --resolution SIZE         smallest-card search step (default 1MiB)\n"
+          "  --no-search               skip the smallest-card search (smallest_card 0)\n"
+          "  -q, --quiet               no progress on stderr\n"
+          "  -h, --help                this text\n"
+          "\n"
+          "SIZE: a number of bytes with an optional unit B, KiB, MiB, GiB, TiB (binary)\n"
+          "or KB, MB, GB, TB (decimal).\n"
+          "Exit status: 0 done; 1 a trace is malformed or a policy failed; 2 usage error\n"
+          "(unknown option or policy, unreadable file).\n");
+}
+
+/* "512", "1GiB", "1.5 GiB", "100MB". 0 ok, -1 malformed or out of range. */
+static int parse_size(const char *s, uint64_t *out) {
+  static const struct {
+    const char *unit;
+    double mult;
+  } units[] = {{"B", 1},           {"KiB", 1024.0},       {"MiB", 1048576.0},
+               {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3},
+               {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+               {"", 1}};
+  char *end;
+  if (*s < '0' || *s > '9') return -1;
+  double v = strtod(s, &end);
+  while (*end == ' ') end++;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(end, units[i].unit)) continue;
+    double bytes = v * units[i].mult;
+    if (!(bytes >= 0) || bytes > 1.8e19) return -1;
+    *out = (uint64_t)bytes;
+    return 0;
+  }
+  return -1;
+}
+
+static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
+  char buf[256];
+  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
+    fprintf(stderr, "vramshim: --policy list too long\n");
+    return -1;
+  }
+  *n = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    const vs_policy *p = NULL;
+    for (size_t i = 0; i < NPOLICIES; i++)
+      if (!strcmp(tok, all_policies[i]->name)) p = all_policies[i];
+    if (!p) {
+      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch)\n", tok);
+      return -1;
+    }
+    for (size_t i = 0; i < *n; i++)
+      if (sel[i] == p) p = NULL;
+    if (p && *n < MAX_POLICIES) sel[(*n)++] = p;
+  }
+  if (!*n) {
+    fprintf(stderr, "vramshim: --policy needs at least one policy (off, chunks, vmm, pytorch)\n");
+    return -1;
+  }
+  return 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static void json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+    else if (c < 0x20) fprintf(out, "\\u%04x", c);
+    else fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+static int is_arena(const vs_policy *p) {
+  return p == &vs_policy_chunks || p == &vs_policy_vmm;
+}
+
+static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
+                       const vs_replay_result *r) {
+  double live = r->peak_live ? (double)r->peak_live : 1.0;
+  fprintf(out, "{\"trace\":");
+  json_string(out, path);
+  fprintf(out,
+          ",\"policy\":\"%s\",\"requests\":%llu,\"frees\":%llu,\"peak_live\":%llu,\"peak_reserved\":%llu,"
+          "\"reserved_over_live\":%.6f,\"smallest_card\":%llu,\"card_over_live\":%.6f,"
+          "\"served_from_cache\":%.6f,\"driver_calls\":%llu,\"ns_per_request\":%.1f",
+          p->name, (unsigned long long)r->requests, (unsigned long long)r->frees,
+          (unsigned long long)r->peak_live, (unsigned long long)r->stats.peak_reserved,
+          (double)r->stats.peak_reserved / live, (unsigned long long)r->smallest_card,
+          (double)r->smallest_card / live,
+          r->requests ? (double)r->stats.served_from_cache / (double)r->requests : 0.0,
+          (unsigned long long)r->stats.driver_calls, r->ns_per_request);
+  if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
+  fprintf(out, "}\n");
+  fflush(out);
+}
+
+/* ---- Text table --------------------------------------------------------- */
+#define NCOL 11
+static const char *const col_head[NCOL] = {"trace",         "policy",    "requests",   "peak live",
+                                           "peak reserved", "res/live",  "smallest card", "card/live",
+                                           "from cache",    "driver calls", "ns/request"};
+
+typedef struct row {
+  char cell[NCOL][48];
+} row;
+
+static void make_row(row *w, const char *path, const vs_policy *p, const vs_replay_result *r) {
+  double live = r->peak_live ? (double)r->peak_live : 1.0;
+  char b[32];
+  snprintf(w->cell[0], sizeof w->cell[0], "%s", base_name(path));
+  snprintf(w->cell[1], sizeof w->cell[1], "%s", p->name);
+  snprintf(w->cell[2], sizeof w->cell[2], "%llu", (unsigned long long)r->requests);
+  snprintf(w->cell[3], sizeof w->cell[3], "%s", vs_fmt_bytes(r->peak_live, b, sizeof b));
+  snprintf(w->cell[4], sizeof w->cell[4], "%s", vs_fmt_bytes(r->stats.peak_reserved, b, sizeof b));
+  snprintf(w->cell[5], sizeof w->cell[5], "%.3f", (double)r->stats.peak_reserved / live);
+  if (r->smallest_card) {
+    snprintf(w->cell[6], sizeof w->cell[6], "%s", vs_fmt_bytes(r->smallest_card, b, sizeof b));
+    snprintf(w->cell[7], sizeof w->cell[7], "%.3f", (double)r->smallest_card / live);
+  } else {
+    snprintf(w->cell[6], sizeof w->cell[6], "-");
+    snprintf(w->cell[7], sizeof w->cell[7], "-");
+  }
+  snprintf(w->cell[8], sizeof w->cell[8], "%.2f%%",
+           r->requests ? 100.0 * (double)r->stats.served_from_cache / (double)r->requests : 0.0);
+  snprintf(w->cell[9], sizeof w->cell[9], "%llu", (unsigned long long)r->stats.driver_calls);
+  snprintf(w->cell[10], sizeof w->cell[10], "%.0f", r->ns_per_request);
+}
+
+static void print_table(FILE *out, const row *rows, size_t n) {
+  size_t wd[NCOL];
+  for (int c = 0; c < NCOL; c++) {
+    wd[c] = strlen(col_head[c]);
+    for (size_t i = 0; i < n; i++)
+      if (strlen(rows[i].cell[c]) > wd[c]) wd[c] = strlen(rows[i].cell[c]);
+  }
+  /* Names left-aligned, numbers right-aligned. */
+  for (int c = 0; c < NCOL; c++)
+    fprintf(out, c < 2 ? "%-*s%s" : "%*s%s", (int)wd[c], col_head[c], c == NCOL - 1 ? "\n" : "  ");
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && strcmp(rows[i].cell[0], rows[i - 1].cell[0])) fputc('\n', out);
+    for (int c = 0; c < NCOL; c++)
+      fprintf(out, c < 2 ? "%-*s%s" : "%*s%s", (int)wd[c], rows[i].cell[c], c == NCOL - 1 ? "\n" : "  ");
+  }
+}
+
+/* ---- Command ------------------------------------------------------------ */
 int cmd_replay(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "vramshim: 'replay' is not built yet\n");
+  const vs_policy *sel[MAX_POLICIES];
+  size_t nsel = 0;
+  int json = 0, quiet = 0, search = 1;
+  vs_replay_opts opts = {.release_threshold = GIB};
+  uint64_t resolution = MIB;
+  const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+  size_t npaths = 0;
+  if (!paths) return 1;
+  for (size_t i = 0; i < NPOLICIES; i++) sel[nsel++] = all_policies[i];
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+    int takes = !strcmp(a, "--policy") || !strcmp(a, "--release-threshold") || !strcmp(a, "--resolution");
+    const char *eq = strchr(a, '=');
+    if (!takes && eq && !strncmp(a, "--", 2)) {
+      size_t k = (size_t)(eq - a);
+      if ((k == 8 && !strncmp(a, "--policy", k)) || (k == 19 && !strncmp(a, "--release-threshold", k)) ||
+          (k == 12 && !strncmp(a, "--resolution", k))) {
+        takes = 1;
+        val = eq + 1;
+      }
+    }
+    if (takes && !val) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "vramshim: %s needs a value\n", a);
+        goto usage_error;
+      }
+      val = argv[++i];
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      free(paths);
+      return 0;
+    } else if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (!strcmp(a, "--no-search")) {
+      search = 0;
+    } else if (takes && !strncmp(a, "--policy", 8)) {
+      if (parse_policies(val, sel, &nsel)) goto usage_error;
+    } else if (takes && !strncmp(a, "--release-threshold", 19)) {
+      if (parse_size(val, &opts.release_threshold)) {
+        fprintf(stderr, "vramshim: bad --release-threshold '%s': expected a size such as 1GiB\n", val);
+        goto usage_error;
+      }
+    } else if (takes && !strncmp(a, "--resolution", 12)) {
+      if (parse_size(val, &resolution) || resolution == 0) {
+        fprintf(stderr, "vramshim: bad --resolution '%s': expected a size above 0 such as 1MiB\n", val);
+        goto usage_error;
+      }
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "vramshim: unknown option '%s'\n", a);
+      goto usage_error;
+    } else {
+      paths[npaths++] = a;
+    }
+  }
+  if (!npaths) {
+    fprintf(stderr, "vramshim: replay needs at least one trace file\n");
+    goto usage_error;
+  }
+
+  /* Every trace is read before any replay, so a bad file is reported at once. */
+  vs_trace *traces = calloc(npaths, sizeof *traces);
+  row *rows = calloc(npaths * nsel, sizeof *rows);
+  if (!traces || !rows) {
+    fprintf(stderr, "vramshim: out of memory\n");
+    free(traces);
+    free(rows);
+    free(paths);
+    return 1;
+  }
+  int status = 0;
+  char err[512];
+  for (size_t i = 0; i < npaths && !status; i++) {
+    FILE *probe = fopen(paths[i], "r");
+    if (!probe) {
+      fprintf(stderr, "vramshim: cannot open trace %s: %s\n", paths[i], strerror(errno));
+      status = 2;
+      break;
+    }
+    fclose(probe);
+    if (vs_trace_load(paths[i], &traces[i], err, sizeof err)) {
+      fprintf(stderr, "vramshim: %s\n", err);
+      status = 1;
+    }
+  }
+
+  vs_progress pr;
+  vs_progress_init(&pr, quiet);
+  size_t nrows = 0;
+  int loaded = status == 0;
+  for (size_t i = 0; i < npaths && loaded; i++) {
+    char label[160];
+    snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, npaths, base_name(paths[i]));
+    for (size_t k = 0; k < nsel; k++) {
+      vs_replay_result r;
+      if (vs_replay_policy(sel[k], &traces[i], &opts, search ? resolution : 0, &pr, label, &r, err, sizeof err)) {
+        vs_progress_done(&pr);
+        fprintf(stderr, "vramshim: %s, policy %s: %s\n", base_name(paths[i]), sel[k]->name, err);
+        status = 1;
+        continue;
+      }
+      vs_progress_done(&pr);
+      if (json) print_json(stdout, paths[i], sel[k], &opts, &r);
+      else make_row(&rows[nrows++], paths[i], sel[k], &r);
+    }
+  }
+  vs_progress_done(&pr);
+  if (!json && nrows) print_table(stdout, rows, nrows);
+
+  for (size_t i = 0; i < npaths; i++) vs_trace_free(&traces[i]);
+  free(traces);
+  free(rows);
+  free(paths);
+  return status;
+
+usage_error:
+  fprintf(stderr, "vramshim: see 'vramshim replay --help'\n");
+  free(paths);
   return 2;
 }

@@ -1,0 +1,69 @@
+/* Policies of `vramshim replay`: each replays a trace's requests over a
+ * simulated card of a given capacity (no device bytes) and counts what a
+ * real allocator of that kind would do with the driver. */
+#ifndef VS_REPLAY_H
+#define VS_REPLAY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_csv.h"
+
+#define VS_REPLAY_NO_LIMIT UINT64_MAX
+
+typedef struct vs_replay_opts {
+  uint64_t release_threshold; /* arena policies */
+} vs_replay_opts;
+
+typedef struct vs_policy_stats {
+  uint64_t peak_reserved;     /* bytes held from the driver, at most */
+  uint64_t driver_calls;      /* every driver call, refused ones included */
+  uint64_t served_from_cache; /* allocations that needed no driver call */
+} vs_policy_stats;
+
+typedef struct vs_policy {
+  const char *name;
+  const char *summary;
+  /* A fresh instance over a card of `capacity` bytes, for a trace with
+   * `nallocs` allocation ids. NULL with a message in err when unavailable. */
+  void *(*create)(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen);
+  /* 0 served, 1 refused (out of memory on this card), -1 internal error. */
+  int (*alloc)(void *p, uint32_t id, uint64_t size, uint64_t stream);
+  void (*free)(void *p, uint32_t id, uint64_t size); /* only ids whose alloc returned 0 */
+  void (*stats)(void *p, vs_policy_stats *s);
+  void (*destroy)(void *p);
+} vs_policy;
+
+extern const vs_policy vs_policy_off;     /* replay_off.c */
+extern const vs_policy vs_policy_pytorch; /* replay_pytorch.c */
+extern const vs_policy vs_policy_chunks;  /* replay_arena.c */
+extern const vs_policy vs_policy_vmm;     /* replay_arena.c */
+
+/* ---- Running a policy over a trace (replay_run.c) ------------------------ */
+typedef struct vs_replay_result {
+  uint64_t requests;       /* allocations replayed */
+  uint64_t frees;
+  uint64_t failed;         /* allocations refused */
+  uint64_t peak_live;      /* requested bytes live at once, at most */
+  vs_policy_stats stats;
+  double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
+  uint64_t smallest_card;  /* 0 when not searched */
+} vs_replay_result;
+
+/* Progress of a long run on stderr: one updating line on a terminal, a line
+ * every few seconds otherwise, nothing when quiet. */
+typedef struct vs_progress {
+  int quiet, tty;
+  double last;        /* time of the last line (non-tty) */
+  int shown;          /* an updating line is on screen */
+} vs_progress;
+void vs_progress_init(vs_progress *pr, int quiet);
+void vs_progress_update(vs_progress *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vs_progress_done(vs_progress *pr);
+
+/* Replays the whole trace on a card without limit, then (if resolution is
+ * not 0) binary-searches the smallest capacity, a multiple of resolution,
+ * on which no allocation is refused. 0, or -1 with a message in err. */
+int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t resolution,
+                     vs_progress *pr, const char *label, vs_replay_result *out, char *err, size_t errlen);
+
+#endif

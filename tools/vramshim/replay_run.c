@@ -1,0 +1,133 @@
+/* The replay loop and the smallest-card search of `vramshim replay`. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "replay.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void vs_progress_init(vs_progress *pr, int quiet) {
+  memset(pr, 0, sizeof *pr);
+  pr->quiet = quiet;
+  pr->tty = isatty(2);
+  pr->last = now_s();
+}
+
+void vs_progress_update(vs_progress *pr, const char *fmt, ...) {
+  if (pr->quiet) return;
+  double t = now_s();
+  if (!pr->tty && t - pr->last < 5.0) return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (pr->tty) {
+    fprintf(stderr, "\r\033[Kvramshim: %s", line);
+    pr->shown = 1;
+  } else {
+    fprintf(stderr, "vramshim: %s\n", line);
+  }
+  fflush(stderr);
+  pr->last = t;
+}
+
+void vs_progress_done(vs_progress *pr) {
+  if (pr->shown) fprintf(stderr, "\r\033[K");
+  pr->shown = 0;
+}
+
+/* One replay over a card of `capacity` bytes. With stop_at_failure the run
+ * ends at the first refused allocation (the search only needs yes/no).
+ * 0, or -1 on an internal error of the policy. */
+static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t capacity,
+                    int stop_at_failure, vs_replay_result *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  void *p = pol->create(capacity, t->nallocs, o, err, errlen);
+  if (!p) return -1;
+  /* held[id]: the policy holds that allocation (its alloc succeeded and
+   * it is not freed yet); frees of refused allocations are skipped. */
+  unsigned char *held = calloc(t->nallocs ? t->nallocs : 1, 1);
+  if (!held) {
+    pol->destroy(p);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int rc = 0;
+  uint64_t live = 0, peak = 0;
+  double t0 = now_s();
+  for (size_t i = 0; i < t->nev; i++) {
+    uint32_t id = t->ev[i].id;
+    uint64_t size = t->sizes[id];
+    if (t->ev[i].free) {
+      if (!held[id]) continue;
+      pol->free(p, id, size);
+      held[id] = 0;
+      live -= size;
+      r->frees++;
+      continue;
+    }
+    r->requests++;
+    int a = pol->alloc(p, id, size, t->streams[id]);
+    if (a < 0) {
+      snprintf(err, errlen, "policy %s: internal error on allocation %u (%llu bytes)", pol->name, id,
+               (unsigned long long)size);
+      rc = -1;
+      break;
+    }
+    if (a > 0) {
+      r->failed++;
+      if (stop_at_failure) break;
+      continue;
+    }
+    held[id] = 1;
+    live += size;
+    if (live > peak) peak = live;
+  }
+  double t1 = now_s();
+  r->peak_live = peak;
+  r->ns_per_request = r->requests ? (t1 - t0) * 1e9 / (double)r->requests : 0.0;
+  pol->stats(p, &r->stats);
+  pol->destroy(p);
+  free(held);
+  return rc;
+}
+
+int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t resolution,
+                     vs_progress *pr, const char *label, vs_replay_result *out, char *err, size_t errlen) {
+  vs_progress_update(pr, "%s: %s, replaying", label, pol->name);
+  if (run_once(pol, t, o, VS_REPLAY_NO_LIMIT, 0, out, err, errlen)) return -1;
+  if (out->failed) {
+    snprintf(err, errlen, "policy %s refused %llu allocations on a card without limit", pol->name,
+             (unsigned long long)out->failed);
+    return -1;
+  }
+  if (!resolution || !out->peak_live) return 0;
+
+  /* Invariant: a card of lo*resolution bytes refuses some allocation, one of
+   * hi*resolution bytes refuses none. Below the peak of live bytes every
+   * policy fails; at the peak the unlimited run reserved, the run is the
+   * same as without limit. Policies are assumed monotone in capacity. */
+  uint64_t lo = (out->peak_live - 1) / resolution;
+  uint64_t hi = (out->stats.peak_reserved + resolution - 1) / resolution;
+  vs_replay_result r;
+  unsigned steps = 0, total = 0;
+  for (uint64_t span = hi - lo; span > 1; span = (span + 1) / 2) total++;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    vs_progress_update(pr, "%s: %s, smallest card search %u/%u", label, pol->name, ++steps, total);
+    if (run_once(pol, t, o, mid * resolution, 1, &r, err, errlen)) return -1;
+    if (r.failed) lo = mid;
+    else hi = mid;
+  }
+  out->smallest_card = hi * resolution;
+  return 0;
+}

@@ -1,0 +1,272 @@
+/* RMM logging CSV reader: see trace_csv.h for the format and the contract. */
+#include "trace_csv.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#define NCOLS 6
+static const char *const HEADER = "Thread,Time,Action,Pointer,Size,Stream";
+
+/* A live pointer of the trace: which allocation id holds it, and where. */
+typedef struct live_ptr {
+  uint64_t ptr;
+  uint32_t id;
+  size_t line;
+  UT_hash_handle hh;
+} live_ptr;
+
+typedef struct reader {
+  const char *name;
+  size_t line;
+  char *err;
+  size_t errlen;
+  vs_trace *t;
+  size_t cap_ev, cap_alloc;
+  live_ptr *live;   /* uthash head */
+  live_ptr *spare;  /* recycled nodes, linked through hh.next */
+} reader;
+
+static int fail(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(reader *r, const char *fmt, ...) {
+  int n = snprintf(r->err, r->errlen, "%s:%zu: ", r->name, r->line);
+  if (n < 0 || (size_t)n >= r->errlen) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* Unsigned number, decimal or (if allow_hex) 0x-prefixed hex, the whole
+ * field. 0 ok, -1 not a number, -2 too large for 64 bits. */
+static int parse_u64(const char *s, size_t len, int allow_hex, uint64_t *out) {
+  uint64_t v = 0;
+  unsigned base = 10;
+  size_t i = 0;
+  if (allow_hex && len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    i = 2;
+  }
+  if (i >= len) return -1;
+  for (; i < len; i++) {
+    unsigned d;
+    char c = s[i];
+    if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+    else if (base == 16 && c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+    else if (base == 16 && c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
+    else return -1;
+    if (v > (UINT64_MAX - d) / base) return -2;
+    v = v * base + d;
+  }
+  *out = v;
+  return 0;
+}
+
+static int all_digits(const char *s, size_t len) {
+  if (len == 0) return 0;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] < '0' || s[i] > '9') return 0;
+  return 1;
+}
+
+/* HH:MM:SS.ffffff (hours may have more digits; the fraction is optional). */
+static int valid_time(const char *s, size_t len) {
+  const char *c1 = memchr(s, ':', len);
+  if (!c1 || !all_digits(s, (size_t)(c1 - s))) return 0;
+  const char *rest = c1 + 1;
+  size_t rlen = len - (size_t)(rest - s);
+  if (rlen < 5 || !all_digits(rest, 2) || rest[2] != ':' || !all_digits(rest + 3, 2)) return 0;
+  if (rest[0] > '5' || rest[3] > '5') return 0;
+  if (rlen == 5) return 1;
+  return rest[5] == '.' && all_digits(rest + 6, rlen - 6);
+}
+
+/* Shows a field in a message: at most 40 characters of it. */
+#define FIELD(f) (int)((f).len > 40 ? 40 : (f).len), (f).s
+
+typedef struct field {
+  const char *s;
+  size_t len;
+} field;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap * 2 : 4096;
+  while (n < need) n *= 2;
+  void *q = realloc(*p, n * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+static int push_event(reader *r, uint32_t id, uint32_t is_free) {
+  vs_trace *t = r->t;
+  if (grow((void **)&t->ev, &r->cap_ev, t->nev + 1, sizeof *t->ev)) return fail(r, "out of memory");
+  t->ev[t->nev].id = id;
+  t->ev[t->nev].free = is_free;
+  t->nev++;
+  return 0;
+}
+
+static int do_allocate(reader *r, uint64_t ptr, uint64_t size, uint64_t stream) {
+  vs_trace *t = r->t;
+  live_ptr *lp;
+  HASH_FIND(hh, r->live, &ptr, sizeof ptr, lp);
+  if (lp)
+    return fail(r, "allocate of 0x%llx, which is still live (allocated at line %zu)", (unsigned long long)ptr,
+                lp->line);
+  if (t->nallocs == UINT32_MAX) return fail(r, "too many allocations (more than %u)", UINT32_MAX - 1);
+  size_t cap = r->cap_alloc;
+  if (grow((void **)&t->sizes, &cap, (size_t)t->nallocs + 1, sizeof *t->sizes) ||
+      grow((void **)&t->streams, &r->cap_alloc, (size_t)t->nallocs + 1, sizeof *t->streams))
+    return fail(r, "out of memory");
+  uint32_t id = t->nallocs++;
+  t->sizes[id] = size;
+  t->streams[id] = stream;
+  if (r->spare) {
+    lp = r->spare;
+    r->spare = lp->hh.next;
+  } else if (!(lp = malloc(sizeof *lp))) {
+    return fail(r, "out of memory");
+  }
+  lp->ptr = ptr;
+  lp->id = id;
+  lp->line = r->line;
+  HASH_ADD(hh, r->live, ptr, sizeof lp->ptr, lp);
+  return push_event(r, id, 0);
+}
+
+static int do_free(reader *r, uint64_t ptr, uint64_t size) {
+  live_ptr *lp;
+  HASH_FIND(hh, r->live, &ptr, sizeof ptr, lp);
+  if (!lp) return fail(r, "free of 0x%llx, which is not live (never allocated, or already freed)",
+                       (unsigned long long)ptr);
+  uint64_t want = r->t->sizes[lp->id];
+  if (size != want)
+    return fail(r, "free of 0x%llx with size %llu, but it was allocated with size %llu at line %zu",
+                (unsigned long long)ptr, (unsigned long long)size, (unsigned long long)want, lp->line);
+  uint32_t id = lp->id;
+  HASH_DEL(r->live, lp);
+  lp->hh.next = r->spare;
+  r->spare = lp;
+  r->t->nfrees++;
+  return push_event(r, id, 1);
+}
+
+static int parse_line(reader *r, char *s, size_t len) {
+  field f[NCOLS];
+  size_t n = 0, start = 0;
+  for (size_t i = 0; i <= len; i++) {
+    if (i == len || s[i] == ',') {
+      if (n < NCOLS) f[n] = (field){s + start, i - start};
+      n++;
+      start = i + 1;
+    }
+  }
+  if (n != NCOLS) return fail(r, "expected %d columns (%s), found %zu", NCOLS, HEADER, n);
+
+  uint64_t thread, ptr, size, stream;
+  if (parse_u64(f[0].s, f[0].len, 1, &thread))
+    return fail(r, "bad Thread '%.*s': not an unsigned number", FIELD(f[0]));
+  if (!valid_time(f[1].s, f[1].len)) return fail(r, "bad Time '%.*s': expected HH:MM:SS.ffffff", FIELD(f[1]));
+  int rc = parse_u64(f[3].s, f[3].len, 1, &ptr);
+  if (rc) return fail(r, "bad Pointer '%.*s': %s", FIELD(f[3]), rc == -2 ? "out of range" : "not a number");
+  rc = parse_u64(f[4].s, f[4].len, 0, &size);
+  if (rc == -1) return fail(r, "bad Size '%.*s': not a decimal number of bytes", FIELD(f[4]));
+  if (rc == -2 || size > VS_TRACE_MAX_SIZE)
+    return fail(r, "bad Size '%.*s': larger than %llu bytes (1 PiB)", FIELD(f[4]), VS_TRACE_MAX_SIZE);
+  rc = parse_u64(f[5].s, f[5].len, 1, &stream);
+  if (rc) return fail(r, "bad Stream '%.*s': %s", FIELD(f[5]), rc == -2 ? "out of range" : "not a number");
+
+  const field *a = &f[2];
+  if (a->len == 8 && !memcmp(a->s, "allocate", 8)) {
+    if (size == 0) return fail(r, "allocate of 0 bytes");
+    return do_allocate(r, ptr, size, stream);
+  }
+  if (a->len == 16 && !memcmp(a->s, "allocate failure", 16)) {
+    r->t->failures_skipped++;
+    return 0;
+  }
+  if (a->len == 4 && !memcmp(a->s, "free", 4)) return do_free(r, ptr, size);
+  return fail(r, "unknown Action '%.*s' (expected allocate, allocate failure or free)", FIELD(*a));
+}
+
+int vs_trace_read(FILE *f, const char *name, vs_trace *t, char *err, size_t errlen) {
+  memset(t, 0, sizeof *t);
+  reader r = {.name = name, .err = err, .errlen = errlen, .t = t};
+  char *buf = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  int rc = 0, seen_header = 0;
+  while ((got = getline(&buf, &cap, f)) >= 0) {
+    r.line++;
+    size_t len = (size_t)got;
+    int complete = len > 0 && buf[len - 1] == '\n';
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) len--;
+    if (memchr(buf, '\0', len)) {
+      rc = fail(&r, "binary data (a NUL byte): not a CSV trace");
+      break;
+    }
+    if (!seen_header) {
+      /* A UTF-8 byte order mark before the header is tolerated. */
+      char *h = buf;
+      if (len >= 3 && !memcmp(h, "\xef\xbb\xbf", 3)) h += 3, len -= 3;
+      if (len != strlen(HEADER) || memcmp(h, HEADER, len)) {
+        rc = fail(&r, "missing header: the first line must be '%s'", HEADER);
+        break;
+      }
+      seen_header = 1;
+      continue;
+    }
+    if (len == 0) {
+      if (!complete) break; /* nothing after the last newline */
+      continue;             /* blank lines are allowed */
+    }
+    if ((rc = parse_line(&r, buf, len))) break;
+  }
+  if (!rc && ferror(f)) {
+    r.line++;
+    rc = fail(&r, "read error: %s", strerror(errno));
+  }
+  if (!rc && !seen_header) {
+    r.line = 1;
+    rc = fail(&r, "empty file: expected the header '%s'", HEADER);
+  }
+  free(buf);
+  t->live_at_end = HASH_COUNT(r.live);
+  live_ptr *lp, *tmp;
+  HASH_ITER(hh, r.live, lp, tmp) {
+    HASH_DEL(r.live, lp);
+    free(lp);
+  }
+  while (r.spare) {
+    lp = r.spare;
+    r.spare = lp->hh.next;
+    free(lp);
+  }
+  if (rc) vs_trace_free(t);
+  return rc;
+}
+
+int vs_trace_load(const char *path, vs_trace *t, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    memset(t, 0, sizeof *t);
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  int rc = vs_trace_read(f, path, t, err, errlen);
+  fclose(f);
+  return rc;
+}
+
+void vs_trace_free(vs_trace *t) {
+  free(t->ev);
+  free(t->sizes);
+  free(t->streams);
+  memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,51 @@
+/* Reader for allocation traces in the RMM logging CSV layout:
+ *
+ *   Thread,Time,Action,Pointer,Size,Stream
+ *
+ * Action is `allocate`, `allocate failure` or `free`; Time is
+ * HH:MM:SS.ffffff; Pointer and Stream are hex (0x...) or decimal; Size is
+ * decimal bytes (for `free`, the size of the matching allocate).
+ *
+ * The reader turns a trace into dense events: every successful allocate gets
+ * an id 0..nallocs-1 (its size and stream in sizes[id], streams[id]); a free
+ * names the id of the live allocation it ends. So replaying needs no
+ * pointer hashing. `allocate failure` lines are counted and skipped: the
+ * original run could not serve them, so they hold no memory.
+ *
+ * Every malformed input (missing header, wrong column count, bad or
+ * out-of-range number, unknown action, free of a pointer that is not live,
+ * allocate of a pointer that is already live, size mismatch) is refused with
+ * a message naming file:line and the reason. Nothing is partially loaded. */
+#ifndef VS_TRACE_CSV_H
+#define VS_TRACE_CSV_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Sizes above this are refused: no card holds them, and sums of sizes stay
+ * far from uint64 overflow even over billions of events. */
+#define VS_TRACE_MAX_SIZE (1ULL << 50)
+
+typedef struct vs_trace_event {
+  uint32_t id;    /* allocation id */
+  uint32_t free;  /* 0 allocate, 1 free */
+} vs_trace_event;
+
+typedef struct vs_trace {
+  vs_trace_event *ev;
+  size_t nev;
+  uint64_t *sizes;    /* per allocation id: requested bytes */
+  uint64_t *streams;  /* per allocation id: the Stream column */
+  uint32_t nallocs;
+  uint64_t nfrees;
+  uint64_t failures_skipped;  /* `allocate failure` lines */
+  uint64_t live_at_end;       /* allocations never freed in the trace */
+} vs_trace;
+
+/* Reads `path`. 0 on success; -1 with a message ("file:line: reason") in err. */
+int vs_trace_load(const char *path, vs_trace *t, char *err, size_t errlen);
+/* Same, from an open stream; `name` is used in messages. */
+int vs_trace_read(FILE *f, const char *name, vs_trace *t, char *err, size_t errlen);
+void vs_trace_free(vs_trace *t);
+
+#endif
