@@ -18,6 +18,7 @@ typedef struct vs_policy_stats {
   uint64_t peak_reserved;     /* bytes held from the driver, at most */
   uint64_t driver_calls;      /* every driver call, refused ones included */
   uint64_t served_from_cache; /* allocations that needed no driver call */
+  char problem[200];          /* non-empty: the policy broke an invariant; the run is void */
 } vs_policy_stats;
 
 typedef struct vs_policy {

@@ -95,7 +95,12 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   double t1 = now_s();
   r->peak_live = peak;
   r->ns_per_request = r->requests ? (t1 - t0) * 1e9 / (double)r->requests : 0.0;
+  memset(&r->stats, 0, sizeof r->stats);
   pol->stats(p, &r->stats);
+  if (!rc && r->stats.problem[0]) {
+    snprintf(err, errlen, "policy %s: %s", pol->name, r->stats.problem);
+    rc = -1;
+  }
   pol->destroy(p);
   free(held);
   return rc;
