@@ -18,13 +18,15 @@ void vs_progress_init(vs_progress *pr, int quiet) {
   memset(pr, 0, sizeof *pr);
   pr->quiet = quiet;
   pr->tty = isatty(2);
-  pr->last = now_s();
+  pr->last = now_s() - (pr->tty ? 1.0 : 0.0); /* a terminal shows the first update at once */
 }
 
 void vs_progress_update(vs_progress *pr, const char *fmt, ...) {
   if (pr->quiet) return;
   double t = now_s();
-  if (!pr->tty && t - pr->last < 5.0) return;
+  /* A terminal line is redrawn at most 10 times a second; a log gets a line
+   * every 5 s. */
+  if (t - pr->last < (pr->tty ? 0.1 : 5.0)) return;
   char line[256];
   va_list ap;
   va_start(ap, fmt);
