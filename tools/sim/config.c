@@ -1,0 +1,188 @@
+/* cuInit, configuration from the environment, call counters, fork. */
+#include "sim_internal.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+_Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
+struct sim_config sim_cfg;
+
+static const char *const fn_names[SIM_FN_COUNT] = {
+#define SIM_FN(name) #name,
+#include "sim_api.def"
+#undef SIM_FN
+};
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int initialized;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+int sim_initialized(void) { return atomic_load_explicit(&initialized, memory_order_acquire); }
+
+/* "24GiB", "3 GiB", "512MiB", "1048576", "1.5GiB" */
+int sim_parse_size(const char *s, uint64_t *out)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        {"B", 1}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+        {"TiB", 1ull << 40}, {"KB", 1000ull}, {"MB", 1000000ull}, {"GB", 1000000000ull},
+        {"K", 1ull << 10}, {"M", 1ull << 20}, {"G", 1ull << 30}, {"", 1}};
+    char *end;
+    while (isspace((unsigned char)*s)) s++;
+    if (!isdigit((unsigned char)*s)) return -1;
+    double v = strtod(s, &end);
+    while (isspace((unsigned char)*end)) end++;
+    size_t n = strlen(end);
+    while (n && isspace((unsigned char)end[n - 1])) n--;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strlen(units[i].unit) == n && strncmp(end, units[i].unit, n) == 0) {
+            double b = v * (double)units[i].mul;
+            if (b < 1 || b > 1e18) return -1;
+            *out = (uint64_t)b;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    return *end ? dflt : (uint64_t)x;
+}
+
+static int read_config(struct sim_config *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *cards = getenv("VRAMSIM_CARDS");
+    if (!cards || !*cards) cards = "24GiB";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", cards);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (c->ncards == SIM_MAX_CARDS || sim_parse_size(tok, &c->capacity[c->ncards]) != 0) {
+            fprintf(stderr, "vramshim: sim: bad VRAMSIM_CARDS \"%s\" (sizes like 3GiB,24GiB; "
+                            "at most %d cards)\n", cards, SIM_MAX_CARDS);
+            return -1;
+        }
+        c->ncards++;
+    }
+    if (c->ncards == 0) return -1;
+    const char *vmm = getenv("VRAMSIM_VMM");
+    c->vmm = !(vmm && strcmp(vmm, "0") == 0);
+    c->async_delay_us = env_u64("VRAMSIM_ASYNC_DELAY_US", 0);
+    c->alloc_latency_us = env_u64("VRAMSIM_ALLOC_LATENCY_US", 0);
+    c->alloc_granule = 512;
+    const char *g = getenv("VRAMSIM_ALLOC_GRANULE");
+    if (g && *g && (sim_parse_size(g, &c->alloc_granule) != 0 || c->alloc_granule == 0))
+        c->alloc_granule = 512;
+    return 0;
+}
+
+static void before_fork(void)
+{
+    pthread_mutex_lock(&init_lock);
+    pthread_mutex_lock(&sim_mem_lock);
+}
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&sim_mem_lock);
+    pthread_mutex_unlock(&init_lock);
+}
+/* The child starts clean: no context, no streams (their threads are gone),
+ * no allocations of its own, no slot in the shared state; cuInit again. */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&sim_mem_lock, NULL);
+    pthread_mutex_init(&init_lock, NULL);
+    atomic_store(&initialized, 0);
+    sim_stream_after_fork_child();
+    sim_pool_after_fork_child();
+    sim_vmm_after_fork_child();
+    sim_mem_after_fork_child();
+    sim_ctx_after_fork_child();
+    sim_state_after_fork_child();
+    vramsim_reset_calls();
+}
+static void install_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+
+SIM_API CUresult cuInit(unsigned int flags)
+{
+    SIM_COUNT(cuInit);
+    pthread_once(&atfork_once, install_atfork);
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (sim_initialized()) return CUDA_SUCCESS;
+    pthread_mutex_lock(&init_lock);
+    CUresult r = CUDA_SUCCESS;
+    if (!sim_initialized()) {
+        struct sim_config want;
+        if (read_config(&want) != 0) {
+            r = CUDA_ERROR_INVALID_VALUE;
+        } else {
+            /* One memfd per allocation: make room for many. */
+            struct rlimit rl;
+            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+            char path[4096];
+            const char *p = getenv("VRAMSIM_STATE");
+            if (!p || !*p) {
+                snprintf(path, sizeof path, "/dev/shm/vramsim-%u.state", (unsigned)getuid());
+                p = path;
+            }
+            struct sim_config got = want;
+            r = sim_state_open(p, &want, &got);
+            if (r == CUDA_SUCCESS) {
+                sim_cfg = got;
+                atomic_store_explicit(&initialized, 1, memory_order_release);
+            }
+        }
+    }
+    pthread_mutex_unlock(&init_lock);
+    return r;
+}
+
+SIM_API CUresult cuDriverGetVersion(int *v)
+{
+    SIM_COUNT(cuDriverGetVersion);
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+
+void sim_latency(void)
+{
+    uint64_t us = sim_cfg.alloc_latency_us;
+    if (!us) return;
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+/* ---- extension API ---- */
+SIM_API uint64_t vramsim_calls(const char *fn)
+{
+    if (!fn) return 0;
+    for (int i = 0; i < SIM_FN_COUNT; i++)
+        if (strcmp(fn_names[i], fn) == 0)
+            return atomic_load_explicit(&sim_call_counts[i], memory_order_relaxed);
+    return 0;
+}
+
+SIM_API void vramsim_reset_calls(void)
+{
+    for (int i = 0; i < SIM_FN_COUNT; i++)
+        atomic_store_explicit(&sim_call_counts[i], 0, memory_order_relaxed);
+}
+
+SIM_API uint64_t vramsim_card_used(int card)
+{
+    if (!sim_initialized() || card < 0 || card >= sim_cfg.ncards) return 0;
+    return sim_state_used(card);
+}

@@ -1,0 +1,147 @@
+/* The process's table of device memory records, sorted by base address so
+ * an interior pointer finds its allocation by binary search; memfd backing;
+ * per-process live counters. */
+#include "sim_internal.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+pthread_mutex_t sim_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_alloc **tab;
+static size_t ntab, captab;
+static _Atomic uint64_t next_id = 1;
+static _Atomic int64_t live_bytes[SIM_MAX_CARDS], live_count[SIM_MAX_CARDS];
+
+uint64_t sim_next_id(void) { return atomic_fetch_add(&next_id, 1); }
+
+/* index of the last record with base <= p, or -1 */
+static ssize_t floor_index(uintptr_t p)
+{
+    size_t lo = 0, hi = ntab;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tab[mid]->base <= p) lo = mid + 1;
+        else hi = mid;
+    }
+    return (ssize_t)lo - 1;
+}
+
+void sim_mem_insert(struct sim_alloc *a)
+{
+    if (ntab == captab) {
+        size_t nc = captab ? captab * 2 : 256;
+        struct sim_alloc **nv = realloc(tab, nc * sizeof *nv);
+        if (!nv) abort();   /* host out of memory: nothing sane to return */
+        tab = nv;
+        captab = nc;
+    }
+    size_t i = (size_t)(floor_index(a->base) + 1);
+    memmove(&tab[i + 1], &tab[i], (ntab - i) * sizeof *tab);
+    tab[i] = a;
+    ntab++;
+}
+
+void sim_mem_remove(struct sim_alloc *a)
+{
+    ssize_t i = floor_index(a->base);
+    /* equal bases cannot happen: mappings never overlap */
+    if (i < 0 || tab[i] != a) return;
+    memmove(&tab[i], &tab[i + 1], (ntab - (size_t)i - 1) * sizeof *tab);
+    ntab--;
+}
+
+struct sim_alloc *sim_mem_find(uintptr_t p)
+{
+    ssize_t i = floor_index(p);
+    if (i < 0) return NULL;
+    struct sim_alloc *a = tab[i];
+    size_t extent = a->size ? a->size : 1;
+    if (a->kind == SIM_K_VA) extent = a->map_len;
+    return p - a->base < extent ? a : NULL;
+}
+
+struct sim_alloc *sim_mem_find_base(uintptr_t p)
+{
+    ssize_t i = floor_index(p);
+    return i >= 0 && tab[i]->base == p ? tab[i] : NULL;
+}
+
+size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out)
+{
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc **v = malloc((ntab + 1) * sizeof *v);
+    size_t n = 0, j = 0;
+    for (size_t i = 0; v && i < ntab; i++) {
+        struct sim_alloc *a = tab[i];
+        if (a->ctx == ctx && a->kind != SIM_K_VA && a->kind != SIM_K_HOST) v[n++] = a;
+        else tab[j++] = a;
+    }
+    if (v) ntab = j;
+    pthread_mutex_unlock(&sim_mem_lock);
+    *out = v;
+    return n;
+}
+
+CUresult sim_backing_create(size_t len, uint64_t id, int *fd, void **addr)
+{
+    char name[64];
+    snprintf(name, sizeof name, "vramsim-%d-%llu", (int)getpid(), (unsigned long long)id);
+    int f = memfd_create(name, MFD_CLOEXEC);
+    if (f < 0) return errno == EMFILE || errno == ENFILE ? CUDA_ERROR_OUT_OF_MEMORY
+                                                         : CUDA_ERROR_OPERATING_SYSTEM;
+    size_t l = SIM_ROUND_UP(len, SIM_PAGE);
+    if (ftruncate(f, (off_t)l) != 0) {
+        close(f);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, f, 0);
+    if (m == MAP_FAILED) {
+        close(f);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *fd = f;
+    *addr = m;
+    return CUDA_SUCCESS;
+}
+
+void sim_backing_destroy(int fd, void *addr, size_t len)
+{
+    if (addr) munmap(addr, SIM_ROUND_UP(len, SIM_PAGE));
+    if (fd >= 0) close(fd);
+}
+
+void sim_live_add(int card, int64_t bytes, int64_t count)
+{
+    if (card < 0 || card >= SIM_MAX_CARDS) return;
+    atomic_fetch_add(&live_bytes[card], bytes);
+    atomic_fetch_add(&live_count[card], count);
+}
+
+SIM_API uint64_t vramsim_live_bytes(int card)
+{
+    if (card < 0 || card >= SIM_MAX_CARDS) return 0;
+    int64_t v = atomic_load(&live_bytes[card]);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+SIM_API uint64_t vramsim_live_count(int card)
+{
+    if (card < 0 || card >= SIM_MAX_CARDS) return 0;
+    int64_t v = atomic_load(&live_count[card]);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+void sim_mem_after_fork_child(void)
+{
+    /* The parent's records are the parent's: forget them (mappings stay). */
+    free(tab);
+    tab = NULL;
+    ntab = captab = 0;
+    for (int i = 0; i < SIM_MAX_CARDS; i++) {
+        atomic_store(&live_bytes[i], 0);
+        atomic_store(&live_count[i], 0);
+    }
+}

@@ -1,0 +1,133 @@
+/* Internals of the simulated driver: shared by its translation units only.
+ *
+ * __CUDA_API_VERSION_INTERNAL makes cuda.h declare every ABI variant under
+ * its own name (cuMemAlloc = the legacy 32-bit one, cuMemAlloc_v2,
+ * cuMemcpyHtoD_v2_ptds, ...), which is what a driver has to define. */
+#ifndef VRAMSIM_INTERNAL_H
+#define VRAMSIM_INTERNAL_H
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "vramsim.h"
+
+#define SIM_API __attribute__((visibility("default")))
+#define SIM_MAX_CARDS 16
+#define SIM_VMM_GRANULE ((size_t)2 << 20)
+#define SIM_PAGE ((size_t)4096)
+#define SIM_ROUND_UP(x, a) ((((x) + (a) - 1) / (a)) * (a))
+
+/* ---- call counters (config.c) ---- */
+enum sim_fn_id {
+#define SIM_FN(name) SIM_FN_##name,
+#include "sim_api.def"
+#undef SIM_FN
+    SIM_FN_COUNT
+};
+extern _Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
+#define SIM_COUNT(name) \
+    atomic_fetch_add_explicit(&sim_call_counts[SIM_FN_##name], 1, memory_order_relaxed)
+
+/* ---- configuration, read once at cuInit (config.c) ---- */
+struct sim_config {
+    int ncards;
+    uint64_t capacity[SIM_MAX_CARDS];
+    int vmm;                    /* cards report VMM support */
+    uint64_t async_delay_us;    /* before each async op on a stream worker */
+    uint64_t alloc_latency_us;  /* per cuMemAlloc/Free/Create/Release */
+    uint64_t alloc_granule;     /* cuMemAlloc charge rounding */
+};
+extern struct sim_config sim_cfg;
+int sim_initialized(void);
+#define SIM_REQUIRE_INIT() \
+    do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+int sim_parse_size(const char *s, uint64_t *out);
+void sim_latency(void);
+const char *sim_error_name(CUresult r);
+
+/* ---- shared state across processes (state.c) ---- */
+CUresult sim_state_open(const char *path, const struct sim_config *want, struct sim_config *got);
+CUresult sim_charge(int card, uint64_t bytes);   /* CUDA_ERROR_OUT_OF_MEMORY when full */
+void sim_uncharge(int card, uint64_t bytes);
+uint64_t sim_state_used(int card);               /* all live processes, dead ones reclaimed */
+void sim_state_after_fork_child(void);
+
+/* ---- contexts (context.c) ---- */
+struct sim_ctx {
+    uint32_t magic;
+    int dev;
+    unsigned flags;
+    int primary;
+    int active;      /* regular: until destroyed; primary: while retained */
+    int retain;      /* primary contexts only */
+};
+CUresult sim_ctx_current(struct sim_ctx **out);   /* INVALID_CONTEXT if none/inactive */
+struct sim_ctx *sim_ctx_lookup(CUcontext c);      /* NULL if not a live context */
+void sim_ctx_after_fork_child(void);
+
+/* ---- device memory records (memtable.c) ---- */
+enum sim_kind {
+    SIM_K_DEVICE,   /* cuMemAlloc, cuMemAllocPitch */
+    SIM_K_MANAGED,  /* cuMemAllocManaged */
+    SIM_K_POOL,     /* cuMemAllocAsync / FromPool */
+    SIM_K_HOST,     /* cuMemHostAlloc: pinned host memory, never charged */
+    SIM_K_IPC,      /* opened from another process: charged there */
+    SIM_K_VA        /* a cuMemAddressReserve range (vmm.c tracks its mappings) */
+};
+struct sim_pool;
+struct sim_alloc {
+    uintptr_t base;
+    size_t size;        /* requested (pitch*height for pitch allocations) */
+    size_t map_len;     /* bytes mapped at base */
+    size_t charged;     /* bytes charged to the card for it */
+    int fd;             /* memfd backing it, -1 if none */
+    int card;
+    enum sim_kind kind;
+    struct sim_ctx *ctx;
+    uint64_t id;        /* BUFFER_ID, unique per process */
+    struct sim_pool *pool;
+    int free_pending;   /* cuMemFreeAsync queued */
+    int ipc_refs;       /* SIM_K_IPC: opens of the same handle */
+    int32_t ipc_pid;
+    uint64_t ipc_id;
+};
+extern pthread_mutex_t sim_mem_lock;    /* guards the table and every record */
+uint64_t sim_next_id(void);
+void sim_mem_insert(struct sim_alloc *a);
+void sim_mem_remove(struct sim_alloc *a);
+struct sim_alloc *sim_mem_find(uintptr_t p);       /* record containing p */
+struct sim_alloc *sim_mem_find_base(uintptr_t p);  /* record starting at p */
+size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out);
+/* memfd-backed shared mapping of len bytes (page-rounded) */
+CUresult sim_backing_create(size_t len, uint64_t id, int *fd, void **addr);
+void sim_backing_destroy(int fd, void *addr, size_t len);
+void sim_live_add(int card, int64_t bytes, int64_t count);
+/* Allocate/free a device record of the given kind on the current context. */
+CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size,
+                          struct sim_alloc **out);
+void sim_free_record(struct sim_alloc *a);   /* caller removed it from the table */
+/* 1 when [p, p+n) lies in device memory this process may touch */
+int sim_dev_range_ok(uintptr_t p, size_t n);
+void sim_mem_after_fork_child(void);
+
+/* ---- streams and events (stream.c) ---- */
+struct sim_stream;
+typedef void (*sim_op_fn)(void *arg);
+/* Resolve a handle (0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are the
+ * process's default stream); NULL if invalid. */
+struct sim_stream *sim_stream_get(CUstream s);
+/* Queue fn(arg) (arg is copied, argsz bytes) to run later on the stream. */
+CUresult sim_stream_enqueue(struct sim_stream *st, sim_op_fn fn, const void *arg, size_t argsz);
+void sim_stream_sync(struct sim_stream *st);
+void sim_default_stream_sync(void);
+void sim_sync_all(void);
+void sim_stream_after_fork_child(void);
+
+/* ---- pools (pool.c), vmm (vmm.c) ---- */
+void sim_pool_free_now(struct sim_alloc *a);   /* a removed from the table */
+void sim_pool_after_fork_child(void);
+int sim_vmm_range_ok(uintptr_t p, size_t n);
+void sim_vmm_after_fork_child(void);
+#endif

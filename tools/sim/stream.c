@@ -1,0 +1,613 @@
+/* Streams run their work later, in order, on one worker thread each, after
+ * VRAMSIM_ASYNC_DELAY_US per operation, so a block reused before the work
+ * touching it has run shows up as corrupted bytes. Events mark points in a
+ * stream; waits on an event are ops too. The process's default stream
+ * (handles 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is one such stream. */
+#include "sim_internal.h"
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x45564e54u
+
+struct sim_op {
+    struct sim_op *next;
+    sim_op_fn fn;
+    _Alignas(16) unsigned char arg[64];
+};
+
+struct sim_stream {
+    uint32_t magic;
+    struct sim_ctx *ctx;
+    unsigned flags;
+    int priority;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* work queued / work done */
+    struct sim_op *head, *tail;
+    uint64_t enq, done;
+    int stop;                /* destroyed: drain, then the worker exits */
+    int dead;                /* destroyed (guarded by reg_lock); stays listed */
+    int is_default;
+    struct sim_stream *next_live;
+};
+
+struct sim_event {
+    uint32_t magic;
+    unsigned flags;
+    uint64_t rec, done;      /* generations recorded / reached */
+    struct timespec t;
+    int refs;                /* the handle + queued ops */
+    struct sim_event *next_live;
+};
+
+/* Guards the live lists, every event's fields and refs. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
+static struct sim_stream *streams;
+static struct sim_event *events;
+static struct sim_stream *default_stream;
+
+static void sleep_us(uint64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+static void *worker(void *p)
+{
+    struct sim_stream *st = p;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (!st->head && !st->stop) pthread_cond_wait(&st->cv, &st->mu);
+        if (!st->head) break;   /* stopped and drained */
+        struct sim_op *op = st->head;
+        pthread_mutex_unlock(&st->mu);
+        if (sim_cfg.async_delay_us) sleep_us(sim_cfg.async_delay_us);
+        op->fn(op->arg);
+        pthread_mutex_lock(&st->mu);
+        st->head = op->next;
+        if (!st->head) st->tail = NULL;
+        st->done++;
+        pthread_cond_broadcast(&st->cv);
+        free(op);
+    }
+    /* The stream object itself is kept (a destroyed stream is a few hundred
+     * bytes): a synchroniser may still hold a pointer to it. */
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+static struct sim_stream *stream_new(struct sim_ctx *ctx, unsigned flags, int prio, int is_default)
+{
+    struct sim_stream *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->magic = STREAM_MAGIC;
+    st->ctx = ctx;
+    st->flags = flags;
+    st->priority = prio;
+    st->is_default = is_default;
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at, worker, st);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        pthread_mutex_destroy(&st->mu);
+        pthread_cond_destroy(&st->cv);
+        free(st);
+        return NULL;
+    }
+    return st;
+}
+
+struct sim_stream *sim_stream_get(CUstream s)
+{
+    uintptr_t h = (uintptr_t)s;
+    struct sim_stream *found = NULL;
+    pthread_mutex_lock(&reg_lock);
+    if (h == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        if (!default_stream) default_stream = stream_new(NULL, 0, 0, 1);
+        found = default_stream;
+    } else {
+        for (struct sim_stream *x = streams; x; x = x->next_live)
+            if (x == (struct sim_stream *)s && !x->dead) found = x;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return found;
+}
+
+CUresult sim_stream_enqueue(struct sim_stream *st, sim_op_fn fn, const void *arg, size_t argsz)
+{
+    struct sim_op *op = calloc(1, sizeof *op);
+    if (!op || argsz > sizeof op->arg) {
+        free(op);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->fn = fn;
+    memcpy(op->arg, arg, argsz);
+    pthread_mutex_lock(&st->mu);
+    if (st->tail) st->tail->next = op;
+    else st->head = op;
+    st->tail = op;
+    st->enq++;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return CUDA_SUCCESS;
+}
+
+void sim_stream_sync(struct sim_stream *st)
+{
+    pthread_mutex_lock(&st->mu);
+    uint64_t target = st->enq;
+    while (st->done < target) pthread_cond_wait(&st->cv, &st->mu);
+    pthread_mutex_unlock(&st->mu);
+}
+
+void sim_default_stream_sync(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    struct sim_stream *d = default_stream;
+    pthread_mutex_unlock(&reg_lock);
+    if (d) sim_stream_sync(d);
+}
+
+/* Waits for every stream's work queued so far. Stream objects are never
+ * freed, so waiting on one after dropping reg_lock is safe (ops such as
+ * event records take reg_lock, so it must not be held while waiting). */
+void sim_sync_all(void)
+{
+    for (;;) {
+        struct sim_stream *busy = NULL;
+        uint64_t target = 0;
+        pthread_mutex_lock(&reg_lock);
+        struct sim_stream *list[2] = {default_stream, streams};
+        for (int k = 0; k < 2 && !busy; k++) {
+            for (struct sim_stream *x = list[k]; x && !busy; x = k ? x->next_live : NULL) {
+                pthread_mutex_lock(&x->mu);
+                if (x->done < x->enq) {
+                    busy = x;
+                    target = x->enq;
+                }
+                pthread_mutex_unlock(&x->mu);
+            }
+        }
+        pthread_mutex_unlock(&reg_lock);
+        if (!busy) return;
+        pthread_mutex_lock(&busy->mu);
+        while (busy->done < target) pthread_cond_wait(&busy->cv, &busy->mu);
+        pthread_mutex_unlock(&busy->mu);
+    }
+}
+
+#define GET_STREAM(var, h) \
+    struct sim_stream *var = sim_stream_get(h); \
+    if (!var) return CUDA_ERROR_INVALID_HANDLE
+
+/* ---- streams ---- */
+static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
+{
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+    if (prio > 0) prio = 0;
+    if (prio < -5) prio = -5;
+    struct sim_stream *st = stream_new(ctx, flags, prio, 0);
+    if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&reg_lock);
+    st->next_live = streams;
+    streams = st;
+    pthread_mutex_unlock(&reg_lock);
+    *ph = (CUstream)st;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    SIM_COUNT(cuStreamCreate);
+    return stream_create(phStream, Flags, 0);
+}
+
+SIM_API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    SIM_COUNT(cuStreamCreateWithPriority);
+    return stream_create(phStream, flags, priority);
+}
+
+static CUresult stream_destroy(CUstream h)
+{
+    SIM_REQUIRE_INIT();
+    if (!h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&reg_lock);
+    struct sim_stream *st = streams;
+    while (st && (st != (struct sim_stream *)h || st->dead)) st = st->next_live;
+    if (st) st->dead = 1;
+    pthread_mutex_unlock(&reg_lock);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    /* Like the driver, return at once; queued work still completes. */
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    st->magic = 0;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    SIM_COUNT(cuStreamDestroy_v2);
+    return stream_destroy(hStream);
+}
+SIM_API CUresult cuStreamDestroy(CUstream hStream)
+{
+    SIM_COUNT(cuStreamDestroy);
+    return stream_destroy(hStream);
+}
+
+static CUresult stream_sync(CUstream h)
+{
+    SIM_REQUIRE_INIT();
+    GET_STREAM(st, h);
+    sim_stream_sync(st);
+    return CUDA_SUCCESS;
+}
+SIM_API CUresult cuStreamSynchronize(CUstream h)
+{
+    SIM_COUNT(cuStreamSynchronize);
+    return stream_sync(h);
+}
+SIM_API CUresult cuStreamSynchronize_ptsz(CUstream h)
+{
+    SIM_COUNT(cuStreamSynchronize_ptsz);
+    return stream_sync(h);
+}
+
+static CUresult stream_query(CUstream h)
+{
+    SIM_REQUIRE_INIT();
+    GET_STREAM(st, h);
+    pthread_mutex_lock(&st->mu);
+    int idle = st->done == st->enq;
+    pthread_mutex_unlock(&st->mu);
+    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+SIM_API CUresult cuStreamQuery(CUstream h)
+{
+    SIM_COUNT(cuStreamQuery);
+    return stream_query(h);
+}
+SIM_API CUresult cuStreamQuery_ptsz(CUstream h)
+{
+    SIM_COUNT(cuStreamQuery_ptsz);
+    return stream_query(h);
+}
+
+static CUresult stream_get(CUstream h, int *prio, unsigned *flags, CUcontext *ctx)
+{
+    SIM_REQUIRE_INIT();
+    if (!prio && !flags && !ctx) return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(st, h);
+    if (prio) *prio = st->priority;
+    if (flags) *flags = st->flags;
+    if (ctx) {
+        struct sim_ctx *c = st->ctx;
+        if (!c && sim_ctx_current(&c) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_CONTEXT;
+        *ctx = (CUcontext)c;
+    }
+    return CUDA_SUCCESS;
+}
+SIM_API CUresult cuStreamGetPriority(CUstream h, int *p)
+{
+    SIM_COUNT(cuStreamGetPriority);
+    return p ? stream_get(h, p, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_API CUresult cuStreamGetPriority_ptsz(CUstream h, int *p)
+{
+    SIM_COUNT(cuStreamGetPriority_ptsz);
+    return p ? stream_get(h, p, NULL, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_API CUresult cuStreamGetFlags(CUstream h, unsigned int *f)
+{
+    SIM_COUNT(cuStreamGetFlags);
+    return f ? stream_get(h, NULL, f, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_API CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f)
+{
+    SIM_COUNT(cuStreamGetFlags_ptsz);
+    return f ? stream_get(h, NULL, f, NULL) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_API CUresult cuStreamGetCtx(CUstream h, CUcontext *c)
+{
+    SIM_COUNT(cuStreamGetCtx);
+    return c ? stream_get(h, NULL, NULL, c) : CUDA_ERROR_INVALID_VALUE;
+}
+SIM_API CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c)
+{
+    SIM_COUNT(cuStreamGetCtx_ptsz);
+    return c ? stream_get(h, NULL, NULL, c) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- host functions ---- */
+struct host_fn_op { CUhostFn fn; void *user; };
+static void run_host_fn(void *p)
+{
+    struct host_fn_op *o = p;
+    o->fn(o->user);
+}
+
+static CUresult launch_host_fn(CUstream h, CUhostFn fn, void *user)
+{
+    SIM_REQUIRE_INIT();
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(st, h);
+    struct host_fn_op o = {fn, user};
+    return sim_stream_enqueue(st, run_host_fn, &o, sizeof o);
+}
+SIM_API CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *userData)
+{
+    SIM_COUNT(cuLaunchHostFunc);
+    return launch_host_fn(h, fn, userData);
+}
+SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *userData)
+{
+    SIM_COUNT(cuLaunchHostFunc_ptsz);
+    return launch_host_fn(h, fn, userData);
+}
+
+struct callback_op { CUstreamCallback fn; CUstream h; void *user; };
+static void run_callback(void *p)
+{
+    struct callback_op *o = p;
+    o->fn(o->h, CUDA_SUCCESS, o->user);
+}
+static CUresult add_callback(CUstream h, CUstreamCallback fn, void *user, unsigned flags)
+{
+    SIM_REQUIRE_INIT();
+    if (!fn || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(st, h);
+    struct callback_op o = {fn, h, user};
+    return sim_stream_enqueue(st, run_callback, &o, sizeof o);
+}
+SIM_API CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *user, unsigned int flags)
+{
+    SIM_COUNT(cuStreamAddCallback);
+    return add_callback(h, cb, user, flags);
+}
+SIM_API CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *user, unsigned int flags)
+{
+    SIM_COUNT(cuStreamAddCallback_ptsz);
+    return add_callback(h, cb, user, flags);
+}
+
+/* ---- events ---- */
+static struct sim_event *event_get(CUevent h)
+{
+    for (struct sim_event *e = events; e; e = e->next_live)
+        if (e == (struct sim_event *)h) return e;
+    return NULL;
+}
+
+static void event_unref_locked(struct sim_event *e)
+{
+    if (--e->refs == 0) free(e);
+}
+
+SIM_API CUresult cuEventCreate(CUevent *ph, unsigned int Flags)
+{
+    SIM_COUNT(cuEventCreate);
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ph || (Flags & ~0xfu)) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_event *e = calloc(1, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = EVENT_MAGIC;
+    e->flags = Flags;
+    e->refs = 1;
+    pthread_mutex_lock(&reg_lock);
+    e->next_live = events;
+    events = e;
+    pthread_mutex_unlock(&reg_lock);
+    *ph = (CUevent)e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_destroy(CUevent h)
+{
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event **pp = &events;
+    while (*pp && *pp != (struct sim_event *)h) pp = &(*pp)->next_live;
+    struct sim_event *e = *pp;
+    if (e) {
+        *pp = e->next_live;
+        e->magic = 0;
+        event_unref_locked(e);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+SIM_API CUresult cuEventDestroy_v2(CUevent h)
+{
+    SIM_COUNT(cuEventDestroy_v2);
+    return event_destroy(h);
+}
+SIM_API CUresult cuEventDestroy(CUevent h)
+{
+    SIM_COUNT(cuEventDestroy);
+    return event_destroy(h);
+}
+
+struct record_op { struct sim_event *e; uint64_t gen; };
+static void run_record(void *p)
+{
+    struct record_op *o = p;
+    pthread_mutex_lock(&reg_lock);
+    if (o->gen > o->e->done) {
+        o->e->done = o->gen;
+        clock_gettime(CLOCK_MONOTONIC, &o->e->t);
+    }
+    pthread_cond_broadcast(&ev_cv);
+    event_unref_locked(o->e);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static CUresult event_record(CUevent h, CUstream s)
+{
+    SIM_REQUIRE_INIT();
+    GET_STREAM(st, s);
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event *e = event_get(h);
+    if (!e) {
+        pthread_mutex_unlock(&reg_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct record_op o = {e, ++e->rec};
+    e->refs++;
+    pthread_mutex_unlock(&reg_lock);
+    CUresult r = sim_stream_enqueue(st, run_record, &o, sizeof o);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&reg_lock);
+        event_unref_locked(e);
+        pthread_mutex_unlock(&reg_lock);
+    }
+    return r;
+}
+SIM_API CUresult cuEventRecord(CUevent h, CUstream s)
+{
+    SIM_COUNT(cuEventRecord);
+    return event_record(h, s);
+}
+SIM_API CUresult cuEventRecord_ptsz(CUevent h, CUstream s)
+{
+    SIM_COUNT(cuEventRecord_ptsz);
+    return event_record(h, s);
+}
+SIM_API CUresult cuEventRecordWithFlags(CUevent h, CUstream s, unsigned int flags)
+{
+    SIM_COUNT(cuEventRecordWithFlags);
+    (void)flags;
+    return event_record(h, s);
+}
+SIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent h, CUstream s, unsigned int flags)
+{
+    SIM_COUNT(cuEventRecordWithFlags_ptsz);
+    (void)flags;
+    return event_record(h, s);
+}
+
+SIM_API CUresult cuEventQuery(CUevent h)
+{
+    SIM_COUNT(cuEventQuery);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event *e = event_get(h);
+    CUresult r = !e ? CUDA_ERROR_INVALID_HANDLE : e->done >= e->rec ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+SIM_API CUresult cuEventSynchronize(CUevent h)
+{
+    SIM_COUNT(cuEventSynchronize);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event *e = event_get(h);
+    if (!e) {
+        pthread_mutex_unlock(&reg_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    uint64_t target = e->rec;
+    e->refs++;
+    while (e->done < target) pthread_cond_wait(&ev_cv, &reg_lock);
+    event_unref_locked(e);
+    pthread_mutex_unlock(&reg_lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+    SIM_REQUIRE_INIT();
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event *s = event_get(a), *e = event_get(b);
+    CUresult r = CUDA_SUCCESS;
+    if (!s || !e || (s->flags & CU_EVENT_DISABLE_TIMING) || (e->flags & CU_EVENT_DISABLE_TIMING) ||
+        s->rec == 0 || e->rec == 0)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (s->done < s->rec || e->done < e->rec)
+        r = CUDA_ERROR_NOT_READY;
+    else
+        *ms = (float)((double)(e->t.tv_sec - s->t.tv_sec) * 1e3 +
+                      (double)(e->t.tv_nsec - s->t.tv_nsec) / 1e6);
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+SIM_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    SIM_COUNT(cuEventElapsedTime);
+    return elapsed(ms, a, b);
+}
+SIM_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    SIM_COUNT(cuEventElapsedTime_v2);
+    return elapsed(ms, a, b);
+}
+
+struct wait_op { struct sim_event *e; uint64_t gen; };
+static void run_wait(void *p)
+{
+    struct wait_op *o = p;
+    pthread_mutex_lock(&reg_lock);
+    while (o->e->done < o->gen) pthread_cond_wait(&ev_cv, &reg_lock);
+    event_unref_locked(o->e);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static CUresult stream_wait_event(CUstream s, CUevent h, unsigned flags)
+{
+    SIM_REQUIRE_INIT();
+    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(st, s);
+    pthread_mutex_lock(&reg_lock);
+    struct sim_event *e = event_get(h);
+    if (!e) {
+        pthread_mutex_unlock(&reg_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct wait_op o = {e, e->rec};
+    e->refs++;
+    pthread_mutex_unlock(&reg_lock);
+    CUresult r = sim_stream_enqueue(st, run_wait, &o, sizeof o);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&reg_lock);
+        event_unref_locked(e);
+        pthread_mutex_unlock(&reg_lock);
+    }
+    return r;
+}
+SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    SIM_COUNT(cuStreamWaitEvent);
+    return stream_wait_event(s, e, flags);
+}
+SIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{
+    SIM_COUNT(cuStreamWaitEvent_ptsz);
+    return stream_wait_event(s, e, flags);
+}
+
+void sim_stream_after_fork_child(void)
+{
+    /* Worker threads do not exist in the child: forget every stream and
+     * event (leaked, not freed: their locks may be held by lost threads). */
+    pthread_mutex_init(&reg_lock, NULL);
+    pthread_cond_init(&ev_cv, NULL);
+    streams = NULL;
+    events = NULL;
+    default_stream = NULL;
+}
