@@ -1,0 +1,106 @@
+/* The config file: [global], [card N|GPU-UUID], [tenant NAME] (see docs/config.md).
+ *
+ * Parsing checks everything that does not depend on a card: syntax, known
+ * sections and keys, duplicates, sizes, durations, values, and reserve above
+ * limit when both are in the same unit. vs_config_check_cards() adds what
+ * needs a capacity (percentages, overcommitted reservations). Every error is
+ * one line "FILE:LINE: reason" (LINE omitted when no line is involved). */
+#ifndef VS_TENANT_CONFIG_H
+#define VS_TENANT_CONFIG_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "units.h"
+
+#define VS_CFG_MAX_TENANTS 32
+#define VS_CFG_MAX_CARDS 16     /* [card] sections */
+#define VS_CFG_MAX_CARD_INDEX 64 /* card indexes 0..63 */
+#define VS_CFG_MAX_EXES 8       /* match_exe names per tenant */
+#define VS_NAME_MAX 64          /* tenant names, exe names, UUIDs (with NUL) */
+#define VS_PATH_MAX 256
+#define VS_ERR_MAX 512          /* a good size for error buffers */
+#define VS_NO_LIMIT UINT64_MAX
+#define VS_DEFAULT_TENANT "default"
+#define VS_DEFAULT_LEDGER_DIR "/dev/shm/vramshim"
+#define VS_DEFAULT_DUMP_DIR "/var/tmp/vramshim"
+#define VS_DEFAULT_CONFIG "/etc/vramshim.conf"
+#define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */
+
+typedef enum { VS_ARENA_AUTO = 0, VS_ARENA_VMM, VS_ARENA_CHUNKS, VS_ARENA_OFF } vs_arena_mode;
+
+typedef struct vs_tenant_cfg {
+  char name[VS_NAME_MAX];
+  int line;                     /* of the [tenant] header */
+  vs_size reserve;              /* 0 B when not set */
+  int reserve_line;
+  vs_size limit;
+  int has_limit, limit_line;
+  uint32_t warn_ppm;            /* of the limit; 0 = no warning */
+  uint64_t wait_ms;             /* on_limit: 0 = fail, else wait:DURATION */
+  uint64_t cards_mask;          /* bit i = card i; all ones when not set */
+  char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
+  int nexes;
+} vs_tenant_cfg;
+
+typedef struct vs_card_cfg {
+  int index;                    /* -1 for a [card GPU-...] section */
+  char uuid[VS_NAME_MAX];       /* "" for a card by index */
+  int line;
+  vs_size headroom;             /* 0 B when not set */
+  int headroom_line;
+} vs_card_cfg;
+
+typedef struct vs_config {
+  char file[VS_PATH_MAX];       /* as named in messages */
+  uint64_t generation;          /* FNV-1a of the file's bytes: which config a process runs */
+  vs_arena_mode arena;
+  vs_size release_threshold;
+  int has_release_threshold;
+  char ledger_dir[VS_PATH_MAX];
+  char dump_dir[VS_PATH_MAX];
+  int dump_signal;              /* 0 = none, else SIGUSR1 / SIGUSR2 */
+  uint64_t timeline_interval_ms;
+  vs_card_cfg cards[VS_CFG_MAX_CARDS];
+  int ncards;
+  vs_tenant_cfg tenants[VS_CFG_MAX_TENANTS];
+  int ntenants;
+} vs_config;
+
+/* The built-in config when there is no file: defaults, no cards, no tenants. */
+void vs_config_defaults(vs_config *cfg);
+
+/* 0 on success; -1 with "FILE:LINE: reason" in err. name is what messages
+ * call the text (e.g. a file name or "<string>"). */
+int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t errlen);
+int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, char *err, size_t errlen);
+
+/* Checks the config against cards of these capacities (card i has caps[i]):
+ * percentages resolved, reserve <= limit, reservations + headroom <= capacity.
+ * [card GPU-...] sections are checked against every capacity given. */
+int vs_config_check_cards(const vs_config *cfg, const uint64_t *caps, int ncaps, char *err, size_t errlen);
+
+/* Lookups; NULL / -1 when absent. */
+const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name);
+/* The [card] section for a card: by UUID first (uuid may be NULL), then by index. */
+const vs_card_cfg *vs_config_card(const vs_config *cfg, int index, const char *uuid);
+
+/* ---- Tenant selection ---------------------------------------------------- */
+/* $VRAMSHIM_TENANT (env_tenant, may be NULL or ""), else the tenant whose
+ * match_exe names exe (a basename or a path; may be NULL), else "default".
+ * Writes the name (which need not have a section) and returns how it was
+ * chosen: "VRAMSHIM_TENANT", "match_exe" or "default". */
+const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
+                                    char name[VS_NAME_MAX]);
+/* The basename of /proc/self/exe, else of argv0 (may be NULL). */
+void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]);
+
+/* ---- Loading at program start -------------------------------------------- */
+/* Loads $VRAMSHIM_CONFIG, else /etc/vramshim.conf. Returns 1 when neither is
+ * set nor present (cfg holds the defaults), 0 when loaded, -1 on error. */
+int vs_config_load_env(vs_config *cfg, char *err, size_t errlen);
+/* What a config error at load does: with VRAMSHIM_ON_ERROR=passthrough it
+ * logs the error and a line saying enforcement is off, and returns 0 (the
+ * caller then runs without enforcement); otherwise it logs the error and
+ * ends the process with exit status 78. */
+int vs_config_on_error(const char *err);
+#endif

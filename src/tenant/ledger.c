@@ -1,0 +1,615 @@
+/* The ledger: opening, admission, release, death of processes. */
+#include "ledger.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger_shm.h"
+#include "log.h"
+
+#define SWEEP_EVERY_NS 500000000ull   /* reclaim the dead at least this often while active */
+#define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
+#define REFUSAL_LOG_EVERY_NS 1000000000ull
+#define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
+
+struct vs_ledger {
+  int fd;                       /* -1 in a fork child */
+  vs_ledger_shm *shm;
+  pid_t pid;                    /* the owner process */
+  int slot;
+  uint32_t tenant;              /* index in shm->tenants */
+  vs_plan plan;                 /* kept for the life of the process */
+  uint64_t limit, warn_at;      /* L_a, and the warn_at threshold in bytes (0 = none) */
+  uint64_t wait_ms;
+  int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
+  uint32_t known;               /* reserve_of[] is filled for tenants below this */
+  vs_ledger_hook hook;
+  uint64_t last_refusal_log_ns, refusals_unlogged;
+  char tenant_name[VS_NAME_MAX];
+  struct vs_ledger *next;       /* every open handle of the process, for fork */
+};
+
+/* ---- Handles of this process, closed in a fork child ------------------- */
+static pthread_mutex_t g_handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static vs_ledger *g_handles;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_prepare(void) { pthread_mutex_lock(&g_handles_lock); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g_handles_lock); }
+/* The child must not keep the parent's slot locks alive (OFD locks follow
+ * the descriptor), so it drops the descriptors; the parent's slots stay. */
+static void atfork_child(void) {
+  for (vs_ledger *h = g_handles; h; h = h->next) {
+    if (h->fd >= 0) close(h->fd);
+    h->fd = -1;
+  }
+  g_handles = NULL;
+  pthread_mutex_unlock(&g_handles_lock);
+}
+static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+
+static uint64_t now_ns(clockid_t clk) {
+  struct timespec ts;
+  clock_gettime(clk, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t self_start_time(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  /* Field 22 (starttime), counting from the one after the ")" of comm. */
+  char *p = strrchr(buf, ')');
+  if (!p) return 0;
+  int field = 2;
+  for (; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  return strtoull(p, NULL, 10);
+}
+
+/* ---- Seqlock and lock ------------------------------------------------------ */
+static void write_begin(vs_ledger_shm *s) {
+  VS_STORE(&s->seq, s->seq + 1);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+static void write_end(vs_ledger_shm *s) { __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE); }
+
+/* Totals from slots: run when a writer died inside the lock. */
+static void rebuild_locked(vs_ledger_shm *s) {
+  if (s->seq & 1) s->seq++;
+  write_begin(s);
+  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) VS_STORE(&s->tenants[t].used, 0);
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    vs_ledger_slot *sl = &s->slots[i];
+    if (sl->state == VS_SLOT_ACTIVE && sl->tenant < VS_LEDGER_TENANTS)
+      VS_STORE(&s->tenants[sl->tenant].used, s->tenants[sl->tenant].used + sl->held);
+  }
+  write_end(s);
+}
+
+static int lock_shm(vs_ledger_shm *s) {
+  int r = pthread_mutex_lock(&s->lock);
+  if (r == EOWNERDEAD) {
+    rebuild_locked(s);
+    pthread_mutex_consistent(&s->lock);
+    VS_INFO("ledger of card %s: a process died holding the lock; totals rebuilt from process slots", s->card_id);
+    return 0;
+  }
+  return r ? -r : 0;
+}
+static void unlock_shm(vs_ledger_shm *s) { pthread_mutex_unlock(&s->lock); }
+
+static void wake_waiters(vs_ledger_shm *s) {
+  if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
+    syscall(SYS_futex, &s->gen, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* ---- Events ------------------------------------------------------------------ */
+static void add_event_locked(vs_ledger_shm *s, int kind, int32_t pid, uint32_t tenant, uint64_t bytes,
+                             uint64_t used, uint64_t limit) {
+  vs_ledger_event *e = &s->events[s->event_head % VS_LEDGER_EVENTS];
+  write_begin(s);
+  e->time_ns = now_ns(CLOCK_REALTIME);
+  e->pid = pid;
+  e->tenant = (uint16_t)tenant;
+  e->kind = (uint16_t)kind;
+  e->bytes = bytes;
+  e->used = used;
+  e->limit = limit;
+  s->event_head++;
+  write_end(s);
+}
+
+/* ---- Dead processes ------------------------------------------------------- */
+int vs_ledger_slot_alive(int fd, int slot) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE + slot, .l_len = 1};
+  if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return 1; /* cannot tell: assume alive, never steal */
+  return fl.l_type != F_UNLCK;
+}
+
+static int sweep_locked(vs_ledger *h) {
+  vs_ledger_shm *s = h->shm;
+  int n = 0;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    vs_ledger_slot *sl = &s->slots[i];
+    if (sl->state != VS_SLOT_ACTIVE || i == h->slot || vs_ledger_slot_alive(h->fd, i)) continue;
+    uint32_t t = sl->tenant < VS_LEDGER_TENANTS ? sl->tenant : 0;
+    uint64_t held = sl->held;
+    int32_t pid = sl->pid;
+    write_begin(s);
+    VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
+    memset(sl, 0, sizeof *sl);
+    write_end(s);
+    add_event_locked(s, VS_EVENT_RECLAIM, pid, t, held, s->tenants[t].used, s->tenants[t].limit);
+    VS_INFO("ledger of card %s: reclaimed %llu bytes of dead process %d (tenant '%s')", s->card_id,
+            (unsigned long long)held, (int)pid, s->tenants[t].name);
+    n++;
+  }
+  s->last_sweep_ns = now_ns(CLOCK_MONOTONIC);
+  if (n) {
+    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+  }
+  return n;
+}
+
+int vs_ledger_sweep(vs_ledger *h) {
+  if (!h || h->pid != getpid()) return -ECHILD;
+  int r = lock_shm(h->shm);
+  if (r) return r;
+  int n = sweep_locked(h);
+  unlock_shm(h->shm);
+  if (n) wake_waiters(h->shm);
+  return n;
+}
+
+/* ---- Tenants ------------------------------------------------------------------ */
+static int find_tenant_locked(vs_ledger_shm *s, const char *name, int create) {
+  for (uint32_t i = 0; i < s->ntenants && i < VS_LEDGER_TENANTS; i++)
+    if (!strcmp(s->tenants[i].name, name)) return (int)i;
+  if (!create || s->ntenants >= VS_LEDGER_TENANTS) return -1;
+  vs_ledger_tenant *t = &s->tenants[s->ntenants];
+  write_begin(s);
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->limit = VS_NO_LIMIT;
+  s->ntenants++;
+  write_end(s);
+  return (int)s->ntenants - 1;
+}
+
+/* Our plan's reservation for every ledger tenant (new ones appear as other
+ * processes join). */
+static void refresh_map_locked(vs_ledger *h) {
+  vs_ledger_shm *s = h->shm;
+  for (; h->known < s->ntenants && h->known < VS_LEDGER_TENANTS; h->known++) {
+    const vs_plan_tenant *p = vs_plan_find(&h->plan, s->tenants[h->known].name);
+    h->reserve_of[h->known] = p ? (int64_t)p->reserve : -1;
+  }
+}
+
+/* ---- Opening ---------------------------------------------------------------- */
+static int init_file(int fd, const char *path, const vs_plan *plan, const char *card_id, char *err, size_t errlen) {
+  struct stat st;
+  if (fstat(fd, &st)) {
+    snprintf(err, errlen, "ledger %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH)) {
+    snprintf(err, errlen, "ledger %s is %s; refusing to use it", path,
+             S_ISREG(st.st_mode) ? "world-writable" : "not a regular file");
+    return -1;
+  }
+  if (st.st_size != 0 && st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+    snprintf(err, errlen,
+             "ledger %s has another layout (%lld bytes, this vramshim uses %zu): an older or newer vramshim uses "
+             "it; remove it once no process uses the card",
+             path, (long long)st.st_size, sizeof(vs_ledger_shm));
+    return -1;
+  }
+  if (st.st_size == 0 && ftruncate(fd, (off_t)sizeof(vs_ledger_shm))) {
+    snprintf(err, errlen, "ledger %s: cannot size it: %s", path, strerror(errno));
+    return -1;
+  }
+  vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (s == MAP_FAILED) {
+    snprintf(err, errlen, "ledger %s: cannot map it: %s", path, strerror(errno));
+    return -1;
+  }
+  int rc = 0;
+  if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC) {
+    /* New, or its creator died before finishing: we hold the flock. */
+    memset(s, 0, sizeof *s);
+    s->version = VS_LEDGER_VERSION;
+    s->size = (uint32_t)sizeof *s;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&s->lock, &a);
+    pthread_mutexattr_destroy(&a);
+    s->card_index = plan->card;
+    snprintf(s->card_id, sizeof s->card_id, "%s", card_id);
+    s->capacity = plan->capacity;
+    s->headroom = plan->headroom;
+    __atomic_store_n(&s->magic, VS_LEDGER_MAGIC, __ATOMIC_RELEASE);
+  } else if (s->version != VS_LEDGER_VERSION || s->size != sizeof *s) {
+    snprintf(err, errlen, "ledger %s has layout version %u, this vramshim uses %u; remove it once no process uses the card",
+             path, s->version, VS_LEDGER_VERSION);
+    rc = -1;
+  }
+  munmap(s, sizeof *s);
+  return rc;
+}
+
+static int claim_slot_locked(vs_ledger *h) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+      if (h->shm->slots[i].state != VS_SLOT_FREE) continue;
+      struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE + i, .l_len = 1};
+      if (fcntl(h->fd, F_OFD_SETLK, &fl) == 0) return i;
+      /* Held: a process is between freeing the slot and dropping its lock. */
+    }
+    h->slot = -1;
+    sweep_locked(h);
+  }
+  return -1;
+}
+
+vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *plan, const char *tenant, char *err,
+                          size_t errlen) {
+  char name[VS_NAME_MAX + 16], path[VS_PATH_MAX + VS_NAME_MAX + 16];
+  if (!dir || !card_id || !plan || !tenant || !*tenant || vs_ledger_file_name(card_id, name, sizeof name)) {
+    snprintf(err, errlen, "ledger: bad arguments (dir, card id, plan and tenant are required)");
+    return NULL;
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  pthread_once(&g_atfork_once, register_atfork);
+  int dfd = vs_ledger_open_dir(dir, 1, err, errlen);
+  if (dfd < 0) return NULL;
+  int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0660);
+  int e = errno;
+  close(dfd);
+  if (fd < 0) {
+    snprintf(err, errlen, "ledger %s: cannot open it: %s", path, strerror(e));
+    return NULL;
+  }
+  flock(fd, LOCK_EX); /* serialises creation only */
+  int bad = init_file(fd, path, plan, card_id, err, errlen);
+  flock(fd, LOCK_UN);
+  vs_ledger *h = bad ? NULL : calloc(1, sizeof *h);
+  vs_ledger_shm *s = h ? mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (s == MAP_FAILED) {
+    if (!bad) snprintf(err, errlen, "ledger %s: cannot map it", path);
+    free(h);
+    close(fd);
+    return NULL;
+  }
+  h->fd = fd;
+  h->shm = s;
+  h->pid = getpid();
+  h->slot = -1;
+  h->plan = *plan;
+  snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
+  const vs_plan_tenant *me = vs_plan_find(plan, tenant);
+  h->limit = me ? me->limit : VS_NO_LIMIT;
+  h->wait_ms = me ? me->wait_ms : 0;
+  uint64_t eff = vs_plan_total(plan, tenant);
+  h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)eff * me->warn_ppm / VS_PPM_100) : 0;
+  const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
+  if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
+  if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
+
+  if (lock_shm(s)) {
+    snprintf(err, errlen, "ledger %s: its lock is unusable", path);
+    goto fail;
+  }
+  int slot = claim_slot_locked(h);
+  int t = slot < 0 ? -1 : find_tenant_locked(s, tenant, 1);
+  if (slot < 0 || t < 0) {
+    unlock_shm(s);
+    snprintf(err, errlen, "ledger %s is full (%d processes, %d tenants at most)", path, VS_LEDGER_SLOTS,
+             VS_LEDGER_TENANTS);
+    goto fail;
+  }
+  h->slot = slot;
+  h->tenant = (uint32_t)t;
+  /* The newest process's plan is what status shows; each process still
+   * enforces its own (see refresh_map_locked). */
+  write_begin(s);
+  for (int i = 0; i < plan->ntenants; i++) {
+    int k = find_tenant_locked(s, plan->tenants[i].name, 1);
+    if (k < 0) continue;
+    s->tenants[k].reserve = plan->tenants[i].reserve;
+    s->tenants[k].limit = plan->tenants[i].limit;
+    s->tenants[k].generation = plan->generation;
+  }
+  s->capacity = plan->capacity;
+  s->headroom = plan->headroom;
+  s->plan_generation = plan->generation;
+  s->plan_pid = h->pid;
+  s->card_index = plan->card;
+  vs_ledger_slot *sl = &s->slots[slot];
+  memset(sl, 0, sizeof *sl);
+  sl->pid = h->pid;
+  sl->start_time = self_start_time();
+  sl->tenant = (uint32_t)t;
+  sl->generation = plan->generation;
+  sl->attach_ns = now_ns(CLOCK_REALTIME);
+  sl->state = VS_SLOT_ACTIVE;
+  write_end(s);
+  refresh_map_locked(h);
+  int reclaimed = sweep_locked(h);
+  unlock_shm(s);
+  if (reclaimed) wake_waiters(s);
+  pthread_mutex_lock(&g_handles_lock);
+  h->next = g_handles;
+  g_handles = h;
+  pthread_mutex_unlock(&g_handles_lock);
+  return h;
+fail:
+  munmap(s, sizeof *s);
+  close(fd);
+  free(h);
+  return NULL;
+}
+
+void vs_ledger_close(vs_ledger *h) {
+  if (!h) return;
+  pthread_mutex_lock(&g_handles_lock);
+  for (vs_ledger **pp = &g_handles; *pp; pp = &(*pp)->next)
+    if (*pp == h) {
+      *pp = h->next;
+      break;
+    }
+  pthread_mutex_unlock(&g_handles_lock);
+  vs_ledger_shm *s = h->shm;
+  if (h->pid == getpid() && h->fd >= 0 && lock_shm(s) == 0) {
+    vs_ledger_slot *sl = &s->slots[h->slot];
+    write_begin(s);
+    uint64_t u = s->tenants[h->tenant].used;
+    VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
+    memset(sl, 0, sizeof *sl);
+    write_end(s);
+    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+    unlock_shm(s);
+    wake_waiters(s);
+  }
+  munmap(s, sizeof *s);
+  if (h->fd >= 0) close(h->fd); /* drops the slot lock after the slot is free */
+  free(h);
+}
+
+/* ---- Admission ---------------------------------------------------------------- */
+static uint64_t reserve_of(const vs_ledger *h, uint32_t t) {
+  return h->reserve_of[t] >= 0 ? (uint64_t)h->reserve_of[t] : h->shm->tenants[t].reserve;
+}
+
+/* The rule, under the lock: 0 admitted, else the refusing condition. */
+static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusal *why) {
+  const vs_ledger_shm *s = h->shm;
+  uint64_t ua = s->tenants[h->tenant].used, others = 0;
+  for (uint32_t t = 0; t < h->known; t++) {
+    if (t == h->tenant) continue;
+    uint64_t u = s->tenants[t].used, r = reserve_of(h, t);
+    others = vs_sat_add(others, u > r ? u : r);
+  }
+  uint64_t want = vs_sat_add(ua, n);
+  vs_refusal_kind k = VS_REFUSE_NONE;
+  if (want > h->limit) k = VS_REFUSE_LIMIT;
+  else if (vs_sat_add(vs_sat_add(want, others), h->plan.headroom) > h->plan.capacity) k = VS_REFUSE_CAPACITY;
+  if (why) {
+    why->kind = k;
+    why->cause = k;
+    why->request = n;
+    why->used = ua;
+    why->limit = h->limit;
+    why->others = others;
+    why->headroom = h->plan.headroom;
+    why->capacity = h->plan.capacity;
+  }
+  return k;
+}
+
+static void stall_hook(vs_ledger *h) {
+  if (h->hook == VS_LEDGER_HOOK_STOP) raise(SIGSTOP);
+  else if (h->hook == VS_LEDGER_HOOK_SLEEP) sleep(3600);
+}
+
+int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
+  if (!h) return -EINVAL;
+  if (h->pid != getpid() || h->fd < 0) return -ECHILD;
+  vs_ledger_shm *s = h->shm;
+  int r = lock_shm(s);
+  if (r) return r;
+  if (h->hook) stall_hook(h);
+  refresh_map_locked(h);
+  int swept = 0, reclaimed = 0;
+  if (now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns > SWEEP_EVERY_NS) {
+    reclaimed += sweep_locked(h);
+    swept = 1;
+  }
+  vs_refusal local;
+  vs_refusal *w = why ? why : &local;
+  vs_refusal_kind k = evaluate_locked(h, n, w);
+  if (k != VS_REFUSE_NONE && !swept) {
+    /* Before saying no, make sure no dead process holds what we need. */
+    int got = sweep_locked(h);
+    reclaimed += got;
+    if (got) k = evaluate_locked(h, n, w);
+  }
+  int warn = 0;
+  uint64_t used = 0;
+  if (k == VS_REFUSE_NONE) {
+    vs_ledger_slot *sl = &s->slots[h->slot];
+    vs_ledger_tenant *t = &s->tenants[h->tenant];
+    uint64_t before = t->used;
+    write_begin(s);
+    VS_STORE(&sl->held, sl->held + n);
+    if (sl->held > sl->peak) sl->peak = sl->held;
+    VS_STORE(&t->used, t->used + n);
+    if (t->used > t->peak) t->peak = t->used;
+    write_end(s);
+    used = t->used;
+    if (h->warn_at && before < h->warn_at && used >= h->warn_at) {
+      uint64_t now = now_ns(CLOCK_REALTIME);
+      if (now - t->last_warn_ns >= WARN_EVERY_NS) {
+        t->last_warn_ns = now;
+        add_event_locked(s, VS_EVENT_WARN, h->pid, h->tenant, used, used, h->limit);
+        warn = 1;
+      }
+    }
+  }
+  unlock_shm(s);
+  if (reclaimed) wake_waiters(s);
+  if (warn) {
+    char a[32], b[32];
+    uint64_t eff = vs_plan_total(&h->plan, h->tenant_name);
+    VS_WARN("tenant '%s' on card %d crossed its warning threshold: using %s of %s (%.0f%%)", h->tenant_name,
+            h->plan.card, vs_fmt_bytes(used, a, sizeof a), vs_fmt_bytes(eff, b, sizeof b),
+            eff ? 100.0 * (double)used / (double)eff : 100.0);
+  }
+  return k == VS_REFUSE_NONE ? 0 : 1;
+}
+
+void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
+  if (!h || h->pid != getpid() || h->fd < 0 || !n) return;
+  vs_ledger_shm *s = h->shm;
+  if (lock_shm(s)) return;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  uint64_t m = n < sl->held ? n : sl->held;
+  write_begin(s);
+  VS_STORE(&sl->held, sl->held - m);
+  VS_STORE(&t->used, t->used >= m ? t->used - m : 0);
+  write_end(s);
+  __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+  int sweep_due = now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns > SWEEP_EVERY_NS;
+  if (sweep_due) sweep_locked(h);
+  unlock_shm(s);
+  wake_waiters(s);
+}
+
+/* Whether the request could fit if every other process freed everything. */
+static int could_ever_fit(const vs_ledger *h, uint64_t n) {
+  return n <= h->limit && n <= vs_plan_total(&h->plan, h->tenant_name);
+}
+
+int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why) {
+  vs_refusal local;
+  vs_refusal *w = why ? why : &local;
+  int r = vs_ledger_charge(h, n, w);
+  if (r != 1 || !could_ever_fit(h, n) || timeout_ms == 0) return r;
+  vs_ledger_shm *s = h->shm;
+  uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
+  __atomic_add_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  for (;;) {
+    /* Read gen before trying: a release after our check changes it, and
+     * the futex wait then returns at once. */
+    uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
+    r = vs_ledger_charge(h, n, w);
+    if (r != 1) break;
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if (now >= deadline) {
+      w->cause = w->kind;
+      w->kind = VS_REFUSE_TIMEOUT;
+      break;
+    }
+    uint64_t left = deadline - now, slice = WAIT_SLICE_MS * 1000000ull;
+    if (left > slice) left = slice;
+    struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
+    syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
+  }
+  __atomic_sub_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  return r;
+}
+
+void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
+  if (!h || h->pid != getpid() || h->fd < 0) return;
+  VS_STORE(&h->shm->slots[h->slot].live, live);
+}
+
+uint64_t vs_ledger_held(const vs_ledger *h) {
+  return h && h->pid == getpid() && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].held) : 0;
+}
+
+void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
+  if (h) h->hook = hook;
+}
+
+/* ---- View and reports -------------------------------------------------------- */
+void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
+  uint64_t total = h ? vs_plan_total(&h->plan, h->tenant_name) : 0, avail = 0;
+  if (h && h->pid == getpid() && h->fd >= 0) {
+    const vs_ledger_shm *s = h->shm;
+    uint32_t known = h->known; /* tenants after it are unknown to our plan: ledger values */
+    uint32_t nt = VS_LOAD(&s->ntenants);
+    if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
+    uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+      if (t == h->tenant) continue;
+      uint64_t u = VS_LOAD(&s->tenants[t].used);
+      uint64_t r = t < known && h->reserve_of[t] >= 0 ? (uint64_t)h->reserve_of[t] : VS_LOAD(&s->tenants[t].reserve);
+      others = vs_sat_add(others, u > r ? u : r);
+    }
+    uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
+    uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
+    uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
+    avail = by_limit < by_card ? by_limit : by_card;
+  }
+  uint64_t f = vs_sat_add(avail, cached);
+  if (free_bytes) *free_bytes = f < total ? f : total;
+  if (total_bytes) *total_bytes = total;
+}
+
+void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
+  if (!h || !why || why->kind == VS_REFUSE_NONE || h->pid != getpid() || h->fd < 0) return;
+  vs_ledger_shm *s = h->shm;
+  if (lock_shm(s) == 0) {
+    add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
+    unlock_shm(s);
+  }
+  uint64_t now = now_ns(CLOCK_MONOTONIC);
+  if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {
+    h->refusals_unlogged++;
+    return;
+  }
+  h->last_refusal_log_ns = now;
+  char rq[32], us[32], li[32], ot[32], hr[32], ca[32], more[64] = "";
+  vs_fmt_bytes(why->request, rq, sizeof rq);
+  vs_fmt_bytes(why->used, us, sizeof us);
+  if (why->limit == VS_NO_LIMIT) snprintf(li, sizeof li, "none");
+  else vs_fmt_bytes(why->limit, li, sizeof li);
+  vs_fmt_bytes(why->others, ot, sizeof ot);
+  vs_fmt_bytes(why->headroom, hr, sizeof hr);
+  vs_fmt_bytes(why->capacity, ca, sizeof ca);
+  if (h->refusals_unlogged) snprintf(more, sizeof more, " (%llu more refusals in the last second)",
+                                     (unsigned long long)h->refusals_unlogged);
+  h->refusals_unlogged = 0;
+  vs_refusal_kind c = why->kind == VS_REFUSE_TIMEOUT ? why->cause : why->kind;
+  const char *waited = why->kind == VS_REFUSE_TIMEOUT ? " after waiting" : "";
+  if (c == VS_REFUSE_LIMIT)
+    VS_WARN("tenant '%s' on card %d: refused %s%s: usage %s + request would exceed the tenant's limit %s "
+            "(condition: limit)%s",
+            h->tenant_name, h->plan.card, rq, waited, us, li, more);
+  else
+    VS_WARN("tenant '%s' on card %d: refused %s%s: usage %s (limit %s) + request + other tenants' usage or "
+            "reservations %s + headroom %s would exceed the card's %s (condition: reservations/capacity)%s",
+            h->tenant_name, h->plan.card, rq, waited, us, li, ot, hr, ca, more);
+}

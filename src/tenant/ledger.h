@@ -1,0 +1,92 @@
+/* The cross-process ledger of one card: who holds how much device memory,
+ * and the admission rule of docs/config.md evaluated atomically.
+ *
+ * One file per card under ledger_dir ("card-<id>.ledger", id = index or
+ * GPU UUID), mapped shared by every process using the card. Process slots
+ * are the source of truth; tenant totals are their sums and are rebuilt
+ * from them when a process dies inside the critical section. Each process
+ * holds an open-file-description lock on its slot's byte, which the kernel
+ * drops at death: that is how the dead are found (in any PID namespace),
+ * without trusting pids. Writers serialise on a robust process-shared
+ * mutex; readers copy under a sequence counter and never block writers.
+ *
+ * A handle belongs to the process that opened it: in a fork child every
+ * call fails with -ECHILD (the child opens its own; it is its own process
+ * in the ledger), and the library closes the inherited descriptors at fork
+ * so a child cannot keep a dead parent's slot alive. */
+#ifndef VS_TENANT_LEDGER_H
+#define VS_TENANT_LEDGER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+typedef struct vs_ledger vs_ledger;
+
+typedef enum {
+  VS_REFUSE_NONE = 0,
+  VS_REFUSE_LIMIT,     /* U_a + n > L_a */
+  VS_REFUSE_CAPACITY,  /* U_a + n + sum_{t!=a} max(U_t, R_t) + H > C: others' reservations or the card */
+  VS_REFUSE_TIMEOUT,   /* wait mode: the time ran out (the condition is in .cause) */
+} vs_refusal_kind;
+
+typedef struct vs_refusal {
+  vs_refusal_kind kind;
+  vs_refusal_kind cause;   /* for TIMEOUT: the condition that still refused */
+  uint64_t request;        /* n */
+  uint64_t used;           /* U_a */
+  uint64_t limit;          /* L_a (VS_NO_LIMIT when none) */
+  uint64_t others;         /* sum_{t!=a} max(U_t, R_t) */
+  uint64_t headroom;       /* H */
+  uint64_t capacity;       /* C */
+} vs_refusal;
+
+/* Opens (creating when needed) the ledger of a card and takes a slot for
+ * this process under tenant `tenant` with this plan (which the process
+ * keeps). card_id names the file: the card's UUID when known (stable across
+ * CUDA_VISIBLE_DEVICES), else its index as a string. NULL with a message in
+ * err on failure (permissions, a world-writable dir, a symlink, no slot). */
+vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *plan, const char *tenant, char *err,
+                          size_t errlen);
+/* Gives back the slot and its usage (a dead process's is reclaimed by others). */
+void vs_ledger_close(vs_ledger *h);
+
+/* Admission: 0 when n more bytes are admitted (and charged), 1 when refused
+ * (*why says by which condition, with the numbers; may be NULL), <0 -errno.
+ * Quiet: call vs_ledger_report_refusal() once the caller gives up (e.g.
+ * after trimming its cache and trying again). Logs and records the warn_at
+ * crossing itself. */
+int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why);
+/* Same, but when refused waits (no busy wait) until others free memory, a
+ * dead process is reclaimed, or timeout_ms runs out (why->kind TIMEOUT).
+ * A request that could never fit fails at once. */
+int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why);
+/* Gives back n bytes (clamped to what the process holds) and wakes waiters. */
+void vs_ledger_uncharge(vs_ledger *h, uint64_t n);
+/* The bytes of allocations the program holds (for status; not enforced). */
+void vs_ledger_set_live(vs_ledger *h, uint64_t live);
+/* One log line naming tenant, request, usage, limit and the condition, and
+ * a "limit" event in the ring. Rate-limited to one line per second per
+ * process (the count of the rest is given). */
+void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why);
+
+/* The tenant's view of the card: total = min(L_a, C - H - sum_{t!=a} R_t);
+ * free = what it could be admitted now, plus `cached` (device memory the
+ * process holds but does not use, e.g. its arena cache), at most total.
+ * Takes no lock. */
+void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
+
+/* Finds slots of dead processes and gives their usage back (an event per
+ * process). Runs by itself on refusals, while waiting, and every 500 ms of
+ * activity; returns the number reclaimed. */
+int vs_ledger_sweep(vs_ledger *h);
+
+/* What this process holds on the card. */
+uint64_t vs_ledger_held(const vs_ledger *h);
+
+/* Test hook: stop (SIGSTOP) or sleep inside the critical section of the
+ * next charge, to test death while holding the lock. Also set at open by
+ * $VRAMSHIM_TEST_LEDGER_STALL=stop|sleep. */
+typedef enum { VS_LEDGER_HOOK_NONE, VS_LEDGER_HOOK_STOP, VS_LEDGER_HOOK_SLEEP } vs_ledger_hook;
+void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook);
+#endif

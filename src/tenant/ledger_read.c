@@ -1,0 +1,202 @@
+#include "ledger_read.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger_shm.h"
+
+int vs_ledger_file_name(const char *card_id, char *out, size_t len) {
+  char id[VS_NAME_MAX];
+  size_t n = strlen(card_id);
+  if (n == 0 || n >= sizeof id) return -1;
+  for (size_t i = 0; i <= n; i++) {
+    char c = card_id[i];
+    id[i] = (c == 0 || isalnum((unsigned char)c) || c == '-' || c == '_') ? c : '_';
+  }
+  int w = snprintf(out, len, "card-%s.ledger", id);
+  return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen) {
+  if (create && mkdir(dir, 0700) && errno != EEXIST) {
+    snprintf(err, errlen, "ledger dir %s: cannot create it: %s", dir, strerror(errno));
+    return -1;
+  }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) {
+    int e = errno;
+    snprintf(err, errlen, "ledger dir %s: cannot open it: %s", dir,
+             e == ELOOP ? "it is a symbolic link" : strerror(e));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(dfd, &st) || (st.st_mode & S_IWOTH)) {
+    close(dfd);
+    snprintf(err, errlen, "ledger dir %s is world-writable; refusing to use it (chmod o-w it, or pick another)", dir);
+    return -1;
+  }
+  return dfd;
+}
+
+static int cmp_ids(const void *a, const void *b) {
+  const char *x = a, *y = b;
+  /* Numeric ids in numeric order, then UUIDs. */
+  int dx = isdigit((unsigned char)x[0]), dy = isdigit((unsigned char)y[0]);
+  if (dx && dy) return atoi(x) - atoi(y);
+  if (dx != dy) return dy - dx;
+  return strcmp(x, y);
+}
+
+int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err, size_t errlen) {
+  int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
+  if (dfd < 0) return -1;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    snprintf(err, errlen, "ledger dir %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    size_t len = strlen(e->d_name);
+    if (len <= 12 || strncmp(e->d_name, "card-", 5) || strcmp(e->d_name + len - 7, ".ledger")) continue;
+    if (len - 12 >= VS_NAME_MAX) continue;
+    memcpy(ids[n], e->d_name + 5, len - 12);
+    ids[n][len - 12] = 0;
+    n++;
+  }
+  closedir(d);
+  qsort(ids, (size_t)n, VS_NAME_MAX, cmp_ids);
+  return n;
+}
+
+/* A consistent copy: retry while a writer is inside; give up after ~200 ms
+ * (a writer that died mid-write leaves seq odd until the next locker). */
+static int copy_consistent(const vs_ledger_shm *s, vs_ledger_shm *copy) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned tries = 0;; tries++) {
+    uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    memcpy(copy, s, sizeof *copy);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint32_t b = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    if (a == b && !(a & 1)) return 1;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000l + (t.tv_nsec - t0.tv_nsec) > 200000000l) return 0;
+    if (tries > 100) sched_yield();
+  }
+}
+
+static const char *event_kind(int k) {
+  switch (k) {
+    case VS_EVENT_WARN: return "warn";
+    case VS_EVENT_LIMIT: return "limit";
+    case VS_EVENT_RECLAIM: return "reclaim";
+    default: return "unknown";
+  }
+}
+
+int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snapshot *out, char *err, size_t errlen) {
+  char name[VS_NAME_MAX + 16];
+  if (vs_ledger_file_name(card_id, name, sizeof name)) {
+    snprintf(err, errlen, "ledger: bad card id '%s'", card_id);
+    return -1;
+  }
+  int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
+  if (dfd < 0) return -1;
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  close(dfd);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) || st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+    snprintf(err, errlen, "ledger %s/%s: %s", dir, name,
+             fd < 0 ? strerror(e) : "another layout (older or newer vramshim) or not initialised");
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  const vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ, MAP_SHARED, fd, 0);
+  vs_ledger_shm *c = s == MAP_FAILED ? NULL : malloc(sizeof *c);
+  if (!c) {
+    if (s != MAP_FAILED) munmap((void *)s, sizeof *s);
+    close(fd);
+    snprintf(err, errlen, "ledger %s/%s: cannot map it", dir, name);
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  out->consistent = copy_consistent(s, c);
+  munmap((void *)s, sizeof *s);
+  if (c->magic != VS_LEDGER_MAGIC || c->version != VS_LEDGER_VERSION) {
+    free(c);
+    close(fd);
+    snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim version", dir, name);
+    return -1;
+  }
+  snprintf(out->card_id, sizeof out->card_id, "%s", c->card_id);
+  out->card_index = c->card_index;
+  out->capacity = c->capacity;
+  out->headroom = c->headroom;
+  out->generation = c->plan_generation;
+  uint32_t nt = c->ntenants < VS_LEDGER_TENANTS ? c->ntenants : VS_LEDGER_TENANTS;
+  out->ntenants = (int)nt;
+  for (uint32_t t = 0; t < nt; t++) {
+    vs_snap_tenant *o = &out->tenants[t];
+    memcpy(o->name, c->tenants[t].name, VS_NAME_MAX);
+    o->name[VS_NAME_MAX - 1] = 0;
+    o->reserve = c->tenants[t].reserve;
+    o->limit = c->tenants[t].limit;
+    o->peak = c->tenants[t].peak;
+  }
+  uint64_t gens[VS_LEDGER_SLOTS];
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &c->slots[i];
+    if (sl->state != VS_SLOT_ACTIVE) continue;
+    vs_snap_proc *p = &out->procs[out->nprocs++];
+    p->pid = sl->pid;
+    p->start_time = sl->start_time;
+    p->held = sl->held;
+    p->live = sl->live;
+    p->peak = sl->peak;
+    p->generation = sl->generation;
+    p->attach_ns = sl->attach_ns;
+    p->alive = vs_ledger_slot_alive(fd, i);
+    uint32_t t = sl->tenant < nt ? sl->tenant : 0;
+    if (nt) memcpy(p->tenant, out->tenants[t].name, VS_NAME_MAX);
+    if (!p->alive) {
+      out->dead_bytes += sl->held;
+      continue;
+    }
+    if (nt) {
+      out->tenants[t].used += sl->held;
+      out->tenants[t].nprocs++;
+    }
+    int seen = 0;
+    for (int g = 0; g < out->generations; g++) seen |= gens[g] == sl->generation;
+    if (!seen) gens[out->generations++] = sl->generation;
+  }
+  uint64_t head = c->event_head, first = head > VS_LEDGER_EVENTS ? head - VS_LEDGER_EVENTS : 0;
+  for (uint64_t k = first; k < head; k++) {
+    const vs_ledger_event *ev = &c->events[k % VS_LEDGER_EVENTS];
+    vs_snap_event *o = &out->events[out->nevents++];
+    o->time_ns = ev->time_ns;
+    o->pid = ev->pid;
+    if (ev->tenant < nt) memcpy(o->tenant, out->tenants[ev->tenant].name, VS_NAME_MAX);
+    o->kind = event_kind(ev->kind);
+    o->bytes = ev->bytes;
+    o->used = ev->used;
+    o->limit = ev->limit;
+  }
+  free(c);
+  close(fd);
+  return 0;
+}

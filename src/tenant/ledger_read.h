@@ -1,0 +1,60 @@
+/* Reading ledgers without taking part: what `vramshim status` uses.
+ * A snapshot is a consistent copy (seqlock), taken without any lock a
+ * writer waits on. Usage of processes found dead is left out of the tenant
+ * totals (they are reclaimed at the next ledger activity) and listed. */
+#ifndef VS_TENANT_LEDGER_READ_H
+#define VS_TENANT_LEDGER_READ_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define VS_SNAP_TENANTS 64
+#define VS_SNAP_PROCS 256
+#define VS_SNAP_EVENTS 256
+
+typedef struct vs_snap_tenant {
+  char name[VS_NAME_MAX];
+  uint64_t reserve, limit;      /* limit VS_NO_LIMIT when none */
+  uint64_t used;                /* held by its live processes */
+  uint64_t peak;
+  int nprocs;
+} vs_snap_tenant;
+
+typedef struct vs_snap_proc {
+  int pid;
+  uint64_t start_time;
+  char tenant[VS_NAME_MAX];
+  uint64_t held, live, peak;
+  uint64_t generation;
+  uint64_t attach_ns;
+  int alive;                    /* 0: dead, its usage not yet reclaimed */
+} vs_snap_proc;
+
+typedef struct vs_snap_event {
+  uint64_t time_ns;
+  int pid;
+  char tenant[VS_NAME_MAX];
+  const char *kind;             /* "warn", "limit", "reclaim" */
+  uint64_t bytes, used, limit;
+} vs_snap_event;
+
+typedef struct vs_ledger_snapshot {
+  char card_id[VS_NAME_MAX];
+  int card_index;
+  uint64_t capacity, headroom, generation; /* the newest process's plan */
+  int consistent;               /* 0 when a writer kept changing it (or died mid-write) */
+  int ntenants, nprocs, nevents;
+  int generations;              /* distinct config generations among live processes */
+  uint64_t dead_bytes;          /* held by dead processes, not yet reclaimed */
+  vs_snap_tenant tenants[VS_SNAP_TENANTS];
+  vs_snap_proc procs[VS_SNAP_PROCS];
+  vs_snap_event events[VS_SNAP_EVENTS]; /* oldest first */
+} vs_ledger_snapshot;
+
+/* Card ids with a ledger file in dir, sorted; returns how many (<= max), or
+ * -1 with err when the dir cannot be read. */
+int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err, size_t errlen);
+/* 0, or -1 with err. */
+int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snapshot *out, char *err, size_t errlen);
+#endif

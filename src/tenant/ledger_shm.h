@@ -1,0 +1,92 @@
+/* The layout of a ledger file (internal to the tenant concern).
+ *
+ * Invariants, for every tenant t, whenever no writer is inside the lock:
+ *   tenants[t].used == sum of slots[s].held over ACTIVE slots s with tenant t.
+ * Slots are the source of truth: a writer that dies inside the lock may leave
+ * a tenant total stale, and the next locker rebuilds totals from slots.
+ * A slot is ACTIVE exactly while its owner holds the OFD lock on byte
+ * VS_SLOT_LOCK_BASE + slot; an ACTIVE slot whose byte is unlocked belongs to
+ * a dead process and is reclaimed.
+ * seq is odd while a writer changes anything readers copy.
+ * Changing this layout: bump VS_LEDGER_VERSION. */
+#ifndef VS_TENANT_LEDGER_SHM_H
+#define VS_TENANT_LEDGER_SHM_H
+#include <pthread.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
+#define VS_LEDGER_VERSION 1u
+#define VS_LEDGER_SLOTS 256
+#define VS_LEDGER_TENANTS 64
+#define VS_LEDGER_EVENTS 256
+#define VS_SLOT_LOCK_BASE (1ll << 30) /* lock bytes lie past the end of the file */
+
+enum { VS_SLOT_FREE = 0, VS_SLOT_ACTIVE = 1 };
+enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3 };
+
+typedef struct vs_ledger_tenant {
+  char name[VS_NAME_MAX];
+  uint64_t reserve;          /* as set by the newest process whose plan names the tenant */
+  uint64_t limit;            /* VS_NO_LIMIT when none */
+  uint64_t used;             /* sum of its slots' held */
+  uint64_t peak;
+  uint64_t last_warn_ns;     /* CLOCK_REALTIME of the last warn_at line (rate limit) */
+  uint64_t generation;       /* config generation of reserve/limit */
+} vs_ledger_tenant;
+
+typedef struct vs_ledger_slot {
+  uint32_t state;
+  int32_t pid;               /* as seen by the process itself (display only) */
+  uint64_t start_time;       /* /proc/self/stat starttime: tells pid reuse apart */
+  uint32_t tenant;
+  uint32_t pad;
+  uint64_t held;             /* device bytes charged by the process */
+  uint64_t live;             /* bytes of its live allocations (reported) */
+  uint64_t peak;
+  uint64_t generation;       /* config generation the process runs */
+  uint64_t attach_ns;        /* CLOCK_REALTIME */
+} vs_ledger_slot;
+
+typedef struct vs_ledger_event {
+  uint64_t time_ns;          /* CLOCK_REALTIME */
+  int32_t pid;
+  uint16_t tenant;
+  uint16_t kind;
+  uint64_t bytes;            /* request (limit), usage reached (warn), reclaimed (reclaim) */
+  uint64_t used;
+  uint64_t limit;
+} vs_ledger_event;
+
+typedef struct vs_ledger_shm {
+  uint64_t magic;            /* written last at creation */
+  uint32_t version;
+  uint32_t size;
+  pthread_mutex_t lock;      /* robust, process-shared */
+  uint32_t seq;              /* seqlock for lock-free readers */
+  uint32_t gen;              /* futex word: bumped whenever memory is given back */
+  uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */
+  uint32_t ntenants;         /* entries only ever appended: indexes are stable */
+  int32_t card_index;
+  int32_t plan_pid;          /* the newest process that set the plan below */
+  char card_id[VS_NAME_MAX];
+  uint64_t capacity, headroom, plan_generation;
+  uint64_t last_sweep_ns;    /* CLOCK_MONOTONIC */
+  uint64_t event_head;       /* events written so far; slot = head % VS_LEDGER_EVENTS */
+  vs_ledger_tenant tenants[VS_LEDGER_TENANTS];
+  vs_ledger_slot slots[VS_LEDGER_SLOTS];
+  vs_ledger_event events[VS_LEDGER_EVENTS];
+} vs_ledger_shm;
+
+/* Relaxed atomic access to fields read without the lock. */
+#define VS_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define VS_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+/* "card-<id>.ledger" with id reduced to [A-Za-z0-9_-]; 0 or -1 if too long. */
+int vs_ledger_file_name(const char *card_id, char *out, size_t len);
+/* Opens dir (creating it 0700) refusing symlinks and world-writable dirs. */
+int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen);
+/* Whether the slot's owner still holds its lock (fd: any descriptor of the file). */
+int vs_ledger_slot_alive(int fd, int slot);
+#endif

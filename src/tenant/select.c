@@ -1,0 +1,84 @@
+/* Which tenant a process belongs to, and what happens with the config at
+ * program start. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+/* Copies at most VS_NAME_MAX - 1 bytes: longer names are cut, not rejected. */
+static void copy_name(char out[VS_NAME_MAX], const char *s) {
+  size_t n = strnlen(s, VS_NAME_MAX - 1);
+  memcpy(out, s, n);
+  out[n] = 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
+                                    char name[VS_NAME_MAX]) {
+  if (env_tenant && *env_tenant) {
+    copy_name(name, env_tenant);
+    return "VRAMSHIM_TENANT";
+  }
+  if (exe && *exe) {
+    const char *b = base_name(exe);
+    for (int i = 0; i < cfg->ntenants; i++)
+      for (int j = 0; j < cfg->tenants[i].nexes; j++)
+        if (!strcmp(cfg->tenants[i].exes[j], b)) {
+          snprintf(name, VS_NAME_MAX, "%s", cfg->tenants[i].name);
+          return "match_exe";
+        }
+  }
+  snprintf(name, VS_NAME_MAX, "%s", VS_DEFAULT_TENANT);
+  return "default";
+}
+
+void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]) {
+  char path[4096];
+  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) {
+    path[n] = 0;
+    /* A deleted binary reads as "/usr/bin/x (deleted)". */
+    char *del = strstr(path, " (deleted)");
+    if (del && del[10] == 0) *del = 0;
+    copy_name(out, base_name(path));
+    return;
+  }
+  copy_name(out, argv0 ? base_name(argv0) : "");
+}
+
+int vs_config_load_env(vs_config *cfg, char *err, size_t errlen) {
+  const char *path = getenv("VRAMSHIM_CONFIG");
+  if (!path || !*path) {
+    if (access(VS_DEFAULT_CONFIG, F_OK) != 0 && errno == ENOENT) {
+      vs_config_defaults(cfg);
+      return 1;
+    }
+    path = VS_DEFAULT_CONFIG;
+  }
+  return vs_config_parse_file(path, cfg, err, errlen) ? -1 : 0;
+}
+
+int vs_config_on_error(const char *err) {
+  const char *mode = getenv("VRAMSHIM_ON_ERROR");
+  if (mode && !strcmp(mode, "passthrough")) {
+    vs_log(VS_LOG_ERROR, "%s", err);
+    vs_log(VS_LOG_ERROR, "config error: VRAMSHIM_ON_ERROR=passthrough, running WITHOUT quota enforcement");
+    return 0;
+  }
+  vs_log(VS_LOG_ERROR, "%s", err);
+  vs_log(VS_LOG_ERROR,
+         "config error: stopping (exit status %d); fix the file, or set VRAMSHIM_ON_ERROR=passthrough to run "
+         "without enforcement",
+         VS_EXIT_CONFIG);
+  /* _exit: this runs at load, before the program; its atexit handlers and
+   * stdio buffers are not ours to run. */
+  _exit(VS_EXIT_CONFIG);
+}

@@ -1,0 +1,36 @@
+#include "tenant_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void tt_tempdir(char *out, unsigned len) {
+  snprintf(out, len, "/tmp/vs-tenant-test-XXXXXX");
+  if (!mkdtemp(out)) {
+    perror("mkdtemp");
+    abort();
+  }
+}
+
+void tt_rmdir(const char *dir) {
+  char cmd[512];
+  if (strncmp(dir, "/tmp/vs-tenant-test-", 20)) return;
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+void tt_write_file(const char *dir, const char *name, const char *text, char *out, unsigned len) {
+  snprintf(out, len, "%s/%s", dir, name);
+  FILE *f = fopen(out, "w");
+  if (!f) abort();
+  fputs(text, f);
+  fclose(f);
+}
+
+double tt_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
