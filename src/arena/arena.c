@@ -1,0 +1,151 @@
+/* The arena: dispatch by size, stream-safe reuse, counters, trim, stats.
+ *
+ * Sizes: <= VS_SMALL_MAX go to slabs (slab.c); everything larger to the
+ * heap (heap.c), rounded to 512 B.
+ *
+ * Stream safety. A free never makes memory reusable by itself: the block
+ * becomes PENDING, stamped with the number of syncs started so far. A
+ * pending block is reusable once a sync that started after its free has
+ * returned, i.e. when stamp < sync_done (sync_done holds the generation of
+ * the newest sync that returned; generations count syncs started). Syncs
+ * are batched: one call makes every pending block reusable at once, and it
+ * is issued only (a) by an allocation that could otherwise not be served
+ * without growing (slab bin or heap), (b) when pending bytes exceed the
+ * batch limit, or (c) by the OOM ladder or a trim. */
+#include "arena_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local uint64_t tl_calls;
+
+int vs_arena_call_done(vs_arena *a) {
+  atomic_fetch_add_explicit(&a->backend_calls, 1, memory_order_relaxed);
+  tl_calls++;
+  return 0;
+}
+
+uint64_t vs_arena_stamp(vs_arena *a) { return atomic_load(&a->sync_started); }
+int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
+
+void vs_arena_sync(vs_arena *a) {
+  uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
+  vs_arena_call_done(a);
+  atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
+  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return;   /* nothing becomes reusable */
+  uint64_t done = atomic_load(&a->sync_done);
+  while (gen > done && !atomic_compare_exchange_weak(&a->sync_done, &done, gen)) {}
+}
+
+void vs_arena_note_reserved(vs_arena *a) {
+  uint64_t r = vs_heap_reserved(&a->heap), p = atomic_load(&a->peak_reserved);
+  while (r > p && !atomic_compare_exchange_weak(&a->peak_reserved, &p, r)) {}
+}
+
+void vs_arena_live_add(vs_arena *a, uint64_t req) {
+  uint64_t live = atomic_fetch_add_explicit(&a->live_bytes, req, memory_order_relaxed) + req;
+  uint64_t peak = atomic_load_explicit(&a->peak_live, memory_order_relaxed);
+  while (live > peak && !atomic_compare_exchange_weak(&a->peak_live, &peak, live)) {}
+}
+
+vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be) {
+  if (!cfg || !be || !be->chunk_alloc || !be->chunk_free || !be->sync) return NULL;
+  if (cfg->mode == VS_ARENA_VMM &&
+      (be->granule < 512 || (be->granule & (be->granule - 1)) || !be->va_reserve || !be->va_free ||
+       !be->phys_create || !be->phys_release || !be->map || !be->unmap))
+    return NULL;
+  if (cfg->mode != VS_ARENA_VMM && cfg->mode != VS_ARENA_CHUNKS) return NULL;
+  vs_arena *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->cfg = *cfg;
+  a->be = *be;
+  pthread_mutex_init(&a->slab_mu, NULL);
+  vs_heap_init(a);
+  vs_slab_classes(a);
+  return a;
+}
+
+void vs_arena_destroy(vs_arena *a) {
+  if (!a) return;
+  vs_heap_fini(a);    /* returns every region and handle, live or not */
+  vs_slab_fini(a);
+  pthread_mutex_destroy(&a->slab_mu);
+  free(a);
+}
+
+static uint64_t batch_limit(vs_arena *a) {
+  uint64_t r = atomic_load_explicit(&a->peak_reserved, memory_order_relaxed) / 8;
+  return r > VS_BATCH_MIN ? r : VS_BATCH_MIN;
+}
+
+int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
+  if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
+  uint64_t calls0 = tl_calls;
+  atomic_fetch_add_explicit(&a->requests, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
+  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr)
+                                : vs_heap_alloc(a, (size + 511) & ~511ull, size, VS_TLSF_ALIGN, addr);
+  if (rc == 0 && tl_calls == calls0) atomic_fetch_add_explicit(&a->served, 1, memory_order_relaxed);
+  return rc;
+}
+
+int vs_arena_free(vs_arena *a, uint64_t addr) {
+  if (!a) return -1;
+  int rc = vs_slab_free(a, addr);
+  if (rc == 1) rc = vs_heap_free(a, addr, 0);
+  return rc;
+}
+
+/* Caller holds heap.mu: the LIVE user block containing addr, or NULL. */
+static vs_tblock *heap_block_at(vs_heap *h, uint64_t addr) {
+  vs_tblock *b = vs_tlsf_used(&h->t, addr);
+  if (b) return b;
+  for (vs_tregion *r = h->t.regions; r; r = r->rnext) {
+    if (addr < r->base || addr >= r->base + r->size) continue;
+    for (b = r->first; b; b = b->next)
+      if (addr >= b->addr && addr < b->addr + b->size) return b;
+  }
+  return NULL;
+}
+
+int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) {
+  if (!a || !start || !size) return -1;
+  int rc = vs_slab_lookup(a, addr, start, size);
+  if (rc != 1) return rc;
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  vs_tblock *b = heap_block_at(h, addr);
+  rc = -1;
+  if (b && b->state == VS_TB_LIVE && b->req && addr < b->addr + b->req) {
+    *start = b->addr;
+    *size = b->req;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
+int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_t *offset, int *vmm_backed) {
+  uint64_t start, size;
+  if (!a || vs_arena_lookup(a, addr, &start, &size)) return -1;
+  vs_heap *h = &a->heap;
+  int rc = -1;
+  pthread_mutex_lock(&h->mu);
+  for (vs_tregion *r = h->t.regions; r; r = r->rnext)
+    if (start >= r->base && start < r->base + r->size) {
+      if (chunk_base) *chunk_base = r->base;
+      if (offset) *offset = start - r->base;
+      if (vmm_backed) *vmm_backed = h->vmm;
+      rc = 0;
+      break;
+    }
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
+uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
+  if (!a) return 0;
+  if (atomic_load(&a->pend_total)) vs_arena_sync(a);
+  vs_slab_trim(a);
+  return vs_heap_trim(a, keep_bytes);
+}

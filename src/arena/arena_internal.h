@@ -1,0 +1,134 @@
+/* Internal structures of the arena, shared by its files. Not a contract. */
+#ifndef VS_ARENA_INTERNAL_H
+#define VS_ARENA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "arena.h"
+#include "tlsf.h"
+
+/* ---- Tunables (may change; docs/arena.md explains each) ---------------- */
+#define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
+#define VS_SLAB_SIZE (2ull << 20)       /* one slab; also the page-map page */
+#define VS_SLAB_SHIFT 21
+#define VS_NBINS 4                      /* per class: threads spread over bins */
+#define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
+#define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
+#define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
+#define VS_BATCH_MIN (256ull << 20)     /* pending bytes that force a sync at the next allocation */
+
+/* ---- Physical handles (VMM) ---------------------------------------------- */
+typedef struct vs_handle {
+  uint64_t id, size, va;   /* va valid when mapped */
+  int mapped, used;        /* used: slot in use */
+  uint32_t pnext;          /* pool list (index + 1) */
+} vs_handle;
+
+/* A heap region: a chunk (chunks mode) or a VA reservation (VMM). */
+typedef struct vs_hregion {
+  vs_tregion tr;
+  int dedicated;           /* chunks mode: made for one large request */
+  uint32_t *gmap;          /* VMM: per granule, handle index + 1, 0 = unmapped */
+  uint64_t ngran, hiwater; /* VMM: granules; 1 + highest mapped granule ever */
+} vs_hregion;
+
+/* Medium and large allocations: TLSF over the regions, one lock. */
+typedef struct vs_heap {
+  pthread_mutex_t mu;
+  vs_tlsf t;
+  int vmm;
+  uint64_t G;
+  vs_handle *h;
+  uint32_t nh, caph, hfree;         /* hfree: free slot list (index + 1) */
+  uint32_t pool;                    /* unmapped handles (index + 1) */
+  uint64_t pool_bytes, mapped_bytes, chunk_bytes;
+  vs_tblock *pend_head, *pend_tail; /* FIFO through fnext */
+  uint64_t pend_bytes, pend_count;
+  uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
+  uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
+} vs_heap;
+
+/* ---- Small objects ------------------------------------------------------ */
+typedef struct vs_slab {
+  uint64_t base;            /* VS_SLAB_SIZE aligned */
+  struct vs_bin *bin;
+  uint32_t cls, nslots, nfree, nlive, npend;
+  uint64_t pend_stamp;      /* newest stamp among pending slots */
+  struct vs_slab *next, *prev;        /* bin's slab list */
+  struct vs_slab *pnext;              /* bin's list of slabs with pending slots; spare list */
+  struct vs_slab *all;                /* every descriptor, for destroy */
+  int on_pend;
+  uint64_t *free_bm, *live_bm, *pend_bm;
+  uint32_t *req;            /* requested size per slot */
+  uint32_t words;
+} vs_slab;
+
+typedef struct vs_bin {
+  pthread_mutex_t mu;
+  uint32_t cls;
+  vs_slab *slabs;           /* every slab of the bin */
+  vs_slab *cur;             /* slab allocations come from */
+  vs_slab *pend;            /* slabs with pending slots */
+  uint64_t nslabs, live_req, live_count, waste, pend_bytes, requests;
+  char pad[64];
+} vs_bin;
+
+typedef struct vs_class {
+  uint64_t size;
+  vs_bin bins[VS_NBINS];
+} vs_class;
+
+/* Page map: slab lookup by address without a lock. Two levels over 48-bit
+ * addresses in VS_SLAB_SIZE pages; leaves are never freed before destroy. */
+#define VS_PM_TOP_BITS 13
+#define VS_PM_LEAF_BITS (48 - VS_SLAB_SHIFT - VS_PM_TOP_BITS)
+typedef struct { _Atomic(vs_slab *) e[1u << VS_PM_LEAF_BITS]; } vs_pm_leaf;
+
+struct vs_arena {
+  vs_arena_config cfg;
+  vs_arena_backend be;
+  vs_heap heap;
+  uint32_t nclasses;
+  vs_class classes[VS_ARENA_MAX_CLASSES];
+  _Atomic(vs_pm_leaf *) pm[1u << VS_PM_TOP_BITS];
+  pthread_mutex_t slab_mu;          /* slab descriptor pool */
+  vs_slab *spare_slabs;
+  vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
+  _Atomic uint64_t sync_started, sync_done;
+  _Atomic uint64_t backend_calls, syncs, requests, served;
+  _Atomic uint64_t live_bytes, peak_live, peak_reserved, pend_total;
+  _Atomic uint32_t next_bin;
+};
+
+/* arena.c */
+int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
+void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */
+uint64_t vs_arena_stamp(vs_arena *a);
+int vs_arena_ready(vs_arena *a, uint64_t stamp);
+void vs_arena_note_reserved(vs_arena *a);      /* caller holds heap.mu */
+void vs_arena_live_add(vs_arena *a, uint64_t req);
+
+/* heap.c */
+int vs_heap_init(vs_arena *a);
+void vs_heap_fini(vs_arena *a);
+/* size: multiple of 512; req: requested bytes (0 for a slab). align: 512 or VS_SLAB_SIZE. */
+int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
+int vs_heap_free(vs_arena *a, uint64_t addr, int immediate);  /* -1 when not a live block */
+uint64_t vs_heap_trim(vs_arena *a, uint64_t keep);          /* caller holds no heap lock */
+uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
+uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
+void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */
+int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu */
+int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
+
+/* slab.c */
+void vs_slab_classes(vs_arena *a);
+int vs_slab_class_of(vs_arena *a, uint64_t size);
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr);
+int vs_slab_free(vs_arena *a, uint64_t addr);                /* -1 not a slab slot, 1 not a slab */
+int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
+vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
+void vs_slab_fini(vs_arena *a);
+uint64_t vs_slab_trim(vs_arena *a);                          /* empty slabs back to the heap */
+
+#endif

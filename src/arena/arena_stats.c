@@ -1,0 +1,235 @@
+/* Introspection: stats, the memory-map walk and the invariant checker. */
+#include "arena_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+static void hist_add(vs_arena_stats *st, uint64_t n) {
+  if (!n) return;
+  int k = msb64(n);
+  if (k >= VS_ARENA_HIST_BUCKETS) k = VS_ARENA_HIST_BUCKETS - 1;
+  st->hist_count[k]++;
+  st->hist_bytes[k] += n;
+  if (n > st->largest_free) st->largest_free = n;
+}
+
+/* Caller holds heap.mu. Free extents: FREE heap blocks, in VMM mode only
+ * where physical memory is mapped under them; pooled handles count as
+ * extents of their own size (they can be mapped anywhere). */
+static void heap_extents(vs_heap *h, vs_arena_stats *st) {
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+    vs_hregion *r = (vs_hregion *)tr;
+    for (vs_tblock *b = tr->first; b; b = b->next) {
+      if (b->state != VS_TB_FREE) continue;
+      if (!h->vmm) { hist_add(st, b->size); continue; }
+      uint64_t end = b->addr + b->size, top = tr->base + r->hiwater * h->G, run = 0;
+      for (uint64_t at = b->addr; at < end && at < top;) {
+        uint64_t g = (at - tr->base) / h->G, gend = tr->base + (g + 1) * h->G;
+        uint64_t piece = (gend < end ? gend : end) - at;
+        if (r->gmap[g]) run += piece;
+        else { hist_add(st, run); run = 0; }
+        at += piece;
+      }
+      hist_add(st, run);
+    }
+  }
+  for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) hist_add(st, h->h[p - 1].size);
+}
+
+void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
+  memset(st, 0, sizeof *st);
+  if (!a) return;
+  uint64_t slab_live_bytes = 0, slab_pend = 0, waste = 0;
+  st->class_count = a->nclasses;
+  for (uint32_t c = 0; c < a->nclasses; c++) {
+    st->class_size[c] = a->classes[c].size;
+    for (int k = 0; k < VS_NBINS; k++) {
+      vs_bin *bin = &a->classes[c].bins[k];
+      pthread_mutex_lock(&bin->mu);
+      uint64_t run = 0;
+      for (vs_slab *s = bin->slabs; s; s = s->next) {
+        st->class_slots[c] += s->nslots;
+        st->class_live[c] += s->nlive;
+        slab_live_bytes += (uint64_t)s->nlive * a->classes[c].size;
+        /* free slots as extents: runs of consecutive FREE slots */
+        for (uint32_t i = 0; i < s->nslots; i++) {
+          if (s->free_bm[i / 64] & (1ull << (i % 64))) run += a->classes[c].size;
+          else { hist_add(st, run); run = 0; }
+        }
+        hist_add(st, run);
+        run = 0;
+      }
+      slab_pend += bin->pend_bytes;
+      waste += bin->waste;
+      pthread_mutex_unlock(&bin->mu);
+    }
+  }
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  heap_extents(h, st);
+  st->reserved_bytes = vs_heap_reserved(h);
+  uint64_t heap_live_blocks = 0;
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext)
+    for (vs_tblock *b = tr->first; b; b = b->next)
+      if (b->state == VS_TB_LIVE && b->req) heap_live_blocks += b->size;
+  st->pending_bytes = h->pend_bytes + slab_pend;
+  waste += h->waste;
+  pthread_mutex_unlock(&h->mu);
+  st->live_bytes = atomic_load(&a->live_bytes);
+  st->peak_live_bytes = atomic_load(&a->peak_live);
+  st->peak_reserved_bytes = atomic_load(&a->peak_reserved);
+  uint64_t used = heap_live_blocks + slab_live_bytes;
+  st->free_bytes = st->reserved_bytes > used ? st->reserved_bytes - used : 0;
+  st->internal_waste = waste;
+  st->requests = atomic_load(&a->requests);
+  st->served_from_cache = atomic_load(&a->served);
+  st->backend_calls = atomic_load(&a->backend_calls);
+  st->syncs = atomic_load(&a->syncs);
+  for (uint32_t c = 0; c < a->nclasses; c++) st->live_count += st->class_live[c];
+  pthread_mutex_lock(&h->mu);
+  st->live_count += h->live_count;
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- Walk ----------------------------------------------------------------- */
+void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
+  if (!a || !w) return;
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+    vs_hregion *r = (vs_hregion *)tr;
+    vs_region_info ri = {.base = tr->base, .size = tr->size,
+                         .kind = h->vmm ? VS_REGION_VMM_RANGE : r->dedicated ? VS_REGION_DEDICATED : VS_REGION_CHUNK};
+    /* A VMM reservation is reported up to its highest mapped granule: the
+     * rest is address space, not memory. */
+    if (h->vmm) ri.size = r->hiwater * h->G;
+    if (w->region) w->region(w->user, &ri);
+    for (vs_tblock *b = tr->first; b && b->addr < tr->base + ri.size; b = b->next) {
+      uint64_t end = b->addr + b->size;
+      if (end > tr->base + ri.size) end = tr->base + ri.size;
+      vs_block_info bi = {.offset = b->addr - tr->base, .size = end - b->addr,
+                          .state = b->state == VS_TB_FREE ? VS_BLOCK_FREE
+                                   : b->state == VS_TB_PENDING ? VS_BLOCK_PENDING : VS_BLOCK_LIVE};
+      if (w->block) w->block(w->user, &ri, &bi);
+    }
+  }
+  pthread_mutex_unlock(&h->mu);
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int k = 0; k < VS_NBINS; k++) {
+      vs_bin *bin = &a->classes[c].bins[k];
+      uint64_t cs = a->classes[c].size;
+      pthread_mutex_lock(&bin->mu);
+      for (vs_slab *s = bin->slabs; s; s = s->next) {
+        vs_region_info ri = {.base = s->base, .size = VS_SLAB_SIZE, .kind = VS_REGION_SLAB, .class_size = cs};
+        if (w->region) w->region(w->user, &ri);
+        if (!w->block) continue;
+        /* runs of slots in the same state */
+        uint32_t i = 0;
+        while (i < s->nslots) {
+          int st = s->live_bm[i / 64] & (1ull << (i % 64)) ? VS_BLOCK_LIVE
+                   : s->pend_bm[i / 64] & (1ull << (i % 64)) ? VS_BLOCK_PENDING : VS_BLOCK_FREE;
+          uint32_t j = i + 1;
+          while (j < s->nslots) {
+            int sj = s->live_bm[j / 64] & (1ull << (j % 64)) ? VS_BLOCK_LIVE
+                     : s->pend_bm[j / 64] & (1ull << (j % 64)) ? VS_BLOCK_PENDING : VS_BLOCK_FREE;
+            if (sj != st || st == VS_BLOCK_LIVE) break;   /* live slots one by one */
+            j++;
+          }
+          vs_block_info bi = {.offset = i * cs, .size = (uint64_t)(j - i) * cs, .state = (vs_block_state)st};
+          w->block(w->user, &ri, &bi);
+          i = j;
+        }
+      }
+      pthread_mutex_unlock(&bin->mu);
+    }
+}
+
+/* ---- Check ---------------------------------------------------------------- */
+#define FAIL(...) do { snprintf(err, len, __VA_ARGS__); goto out; } while (0)
+
+static int popcount_words(const uint64_t *w, uint32_t n) {
+  int c = 0;
+  for (uint32_t i = 0; i < n; i++) c += __builtin_popcountll(w[i]);
+  return c;
+}
+
+int vs_arena_check(vs_arena *a, char *err, size_t len) {
+  char dummy[8];
+  if (!err || !len) { err = dummy; len = sizeof dummy; }
+  err[0] = 0;
+  if (!a) { snprintf(err, len, "arena: NULL"); return -1; }
+  int rc = -1;
+  /* Lock order: every bin (class, then bin), then the heap. */
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int k = 0; k < VS_NBINS; k++) pthread_mutex_lock(&a->classes[c].bins[k].mu);
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  if (vs_heap_check(a, err, len)) goto out;
+  uint64_t live = h->live_req, nslabs_all = 0, pend = h->pend_bytes;
+  for (uint32_t c = 0; c < a->nclasses; c++) {
+    uint64_t cs = a->classes[c].size;
+    if (cs % 512) FAIL("slab: class %u size %llu not 512-aligned", c, (unsigned long long)cs);
+    for (int k = 0; k < VS_NBINS; k++) {
+      vs_bin *bin = &a->classes[c].bins[k];
+      uint64_t blive = 0, bcount = 0, bwaste = 0, bpend = 0, n = 0;
+      int cur_found = !bin->cur;
+      for (vs_slab *s = bin->slabs; s; s = s->next, n++) {
+        if (s->bin != bin || s->cls != c) FAIL("slab 0x%llx: wrong owner", (unsigned long long)s->base);
+        if (s == bin->cur) cur_found = 1;
+        if (s->base % VS_SLAB_SIZE) FAIL("slab 0x%llx: not aligned", (unsigned long long)s->base);
+        if (vs_pm_get(a, s->base) != s) FAIL("slab 0x%llx: page map disagrees", (unsigned long long)s->base);
+        vs_tblock *hb = vs_tlsf_used(&h->t, s->base);
+        if (!hb || hb->state != VS_TB_LIVE || hb->req || hb->size != VS_SLAB_SIZE)
+          FAIL("slab 0x%llx: heap block missing or wrong", (unsigned long long)s->base);
+        for (uint32_t w = 0; w < s->words; w++) {
+          uint64_t all = w * 64 + 64 <= s->nslots ? ~0ull : (1ull << (s->nslots % 64)) - 1;
+          if ((s->free_bm[w] & s->live_bm[w]) || (s->free_bm[w] & s->pend_bm[w]) || (s->live_bm[w] & s->pend_bm[w]))
+            FAIL("slab 0x%llx: a slot in two states", (unsigned long long)s->base);
+          if ((s->free_bm[w] | s->live_bm[w] | s->pend_bm[w]) != all)
+            FAIL("slab 0x%llx: a slot in no state", (unsigned long long)s->base);
+        }
+        if (popcount_words(s->free_bm, s->words) != (int)s->nfree || popcount_words(s->live_bm, s->words) != (int)s->nlive ||
+            popcount_words(s->pend_bm, s->words) != (int)s->npend)
+          FAIL("slab 0x%llx: counts disagree with bitmaps", (unsigned long long)s->base);
+        int listed = 0;
+        for (vs_slab *p = bin->pend; p; p = p->pnext) if (p == s) listed = 1;
+        if (listed != (s->npend > 0) || listed != s->on_pend)
+          FAIL("slab 0x%llx: pending list membership wrong", (unsigned long long)s->base);
+        for (uint32_t i = 0; i < s->nslots; i++)
+          if (s->live_bm[i / 64] & (1ull << (i % 64))) {
+            if (!s->req[i] || s->req[i] > cs) FAIL("slab 0x%llx: slot %u request %u", (unsigned long long)s->base, i, s->req[i]);
+            blive += s->req[i]; bcount++; bwaste += cs - s->req[i];
+          }
+        bpend += s->npend * cs;
+        if (s->nlive == 0 && s->npend == 0 && s != bin->cur)
+          FAIL("slab 0x%llx: empty but not returned", (unsigned long long)s->base);
+      }
+      if (!cur_found) FAIL("slab: current slab not in its bin");
+      if (n != bin->nslabs) FAIL("slab: bin count %llu, listed %llu", (unsigned long long)bin->nslabs, (unsigned long long)n);
+      if (blive != bin->live_req || bcount != bin->live_count || bwaste != bin->waste || bpend != bin->pend_bytes)
+        FAIL("slab: bin counters disagree with slots (class %u)", c);
+      live += blive;
+      pend += bpend;
+      nslabs_all += n;
+    }
+  }
+  uint64_t heap_slabs = 0;
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext)
+    for (vs_tblock *b = tr->first; b; b = b->next)
+      if (b->state == VS_TB_LIVE && !b->req) heap_slabs++;
+  if (heap_slabs != nslabs_all) FAIL("arena: %llu slab blocks in the heap, %llu slabs", (unsigned long long)heap_slabs,
+                                     (unsigned long long)nslabs_all);
+  if (live != atomic_load(&a->live_bytes)) FAIL("arena: live bytes %llu, blocks say %llu",
+                                                (unsigned long long)atomic_load(&a->live_bytes), (unsigned long long)live);
+  if (pend != atomic_load(&a->pend_total)) FAIL("arena: pending total disagrees");
+  if (vs_heap_reserved(h) > atomic_load(&a->peak_reserved)) FAIL("arena: reserved above its peak");
+  if (atomic_load(&a->sync_done) > atomic_load(&a->sync_started)) FAIL("arena: sync generations inverted");
+  rc = 0;
+out:
+  pthread_mutex_unlock(&h->mu);
+  for (uint32_t c = a->nclasses; c-- > 0;)
+    for (int k = VS_NBINS; k-- > 0;) pthread_mutex_unlock(&a->classes[c].bins[k].mu);
+  return rc;
+}

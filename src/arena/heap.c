@@ -1,0 +1,477 @@
+/* Medium and large allocations: TLSF over heap regions, under one lock.
+ *
+ * chunks mode: a region is one backend chunk. Requests up to
+ * VS_DEDICATED_MIN grow the heap by a VS_CHUNK_MEDIUM chunk; larger ones by a
+ * chunk of their own size (2 MiB rounded), which, once free, serves any
+ * request that fits (best fit).
+ *
+ * VMM mode: a region is a large VA reservation; blocks are placed in VA by
+ * TLSF as if memory were contiguous, and physical memory is mapped only
+ * under granules that a LIVE or PENDING block touches or that were mapped
+ * before. Physical handles are sized to the run they first backed. Before
+ * creating new physical memory the heap steals handles that lie wholly in
+ * free space (unmaps them into the pool) and maps pooled handles into the
+ * new run: freed memory backs any later request, whatever its address
+ * ("stitching"). So the heap grows only when no free physical memory is
+ * left that could be moved.
+ *
+ * Invariants (vs_heap_check): every LIVE/PENDING block lies on mapped
+ * granules (VMM); gmap and the handle table agree both ways; pool handles
+ * are unmapped; mapped_bytes, pool_bytes, chunk_bytes equal their sums; the
+ * pending FIFO holds exactly the PENDING blocks, stamps non-decreasing. */
+#include "arena_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
+
+uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
+uint64_t vs_heap_cached(vs_heap *h) {
+  uint64_t r = vs_heap_reserved(h);
+  return r > h->t.used_bytes ? r - h->t.used_bytes : 0;
+}
+
+int vs_heap_init(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  memset(h, 0, sizeof *h);
+  pthread_mutex_init(&h->mu, NULL);
+  vs_tlsf_init(&h->t);
+  h->vmm = a->cfg.mode == VS_ARENA_VMM;
+  h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
+  return 0;
+}
+
+/* ---- Handle table ------------------------------------------------------- */
+static uint32_t handle_new(vs_heap *h, uint64_t id, uint64_t size) {
+  uint32_t i;
+  if (h->hfree) {
+    i = h->hfree - 1;
+    h->hfree = h->h[i].pnext;
+  } else {
+    if (h->nh == h->caph) {
+      uint32_t cap = h->caph ? h->caph * 2 : 256;
+      vs_handle *n = realloc(h->h, cap * sizeof *n);
+      if (!n) return UINT32_MAX;
+      h->h = n;
+      h->caph = cap;
+    }
+    i = h->nh++;
+  }
+  h->h[i] = (vs_handle){.id = id, .size = size, .used = 1};
+  return i;
+}
+static void handle_put(vs_heap *h, uint32_t i) {
+  h->h[i].used = 0;
+  h->h[i].pnext = h->hfree;
+  h->hfree = i + 1;
+}
+static void pool_push(vs_heap *h, uint32_t i) {
+  h->h[i].pnext = h->pool;
+  h->pool = i + 1;
+  h->pool_bytes += h->h[i].size;
+}
+static void pool_unlink(vs_heap *h, uint32_t i) {
+  uint32_t *p = &h->pool;
+  while (*p && *p != i + 1) p = &h->h[*p - 1].pnext;
+  if (*p) { *p = h->h[i].pnext; h->pool_bytes -= h->h[i].size; }
+}
+
+static int be_call(vs_arena *a, int rc) { vs_arena_call_done(a); return rc; }
+
+/* Region and granule of a VA inside a VMM region, or NULL. */
+static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
+  for (vs_tregion *r = h->t.regions; r; r = r->rnext)
+    if (addr >= r->base && addr < r->base + r->size) return hr(r);
+  return NULL;
+}
+
+/* Bytes of [addr, addr+size) on granules not mapped. */
+static uint64_t unmapped_bytes(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
+  uint64_t g0 = (addr - r->tr.base) / h->G, g1 = (addr + size - 1 - r->tr.base) / h->G, n = 0;
+  for (uint64_t g = g0; g <= g1; g++) if (!r->gmap[g]) n++;
+  return n * h->G;
+}
+int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
+  return unmapped_bytes(h, r, addr, size) == 0;
+}
+
+static int map_handle(vs_arena *a, vs_hregion *r, uint32_t i, uint64_t va) {
+  vs_heap *h = &a->heap;
+  int rc = be_call(a, a->be.map(a->be.ctx, va, h->h[i].size, h->h[i].id));
+  if (rc) return rc;
+  h->h[i].mapped = 1;
+  h->h[i].va = va;
+  uint64_t g0 = (va - r->tr.base) / h->G, n = h->h[i].size / h->G;
+  for (uint64_t g = g0; g < g0 + n; g++) r->gmap[g] = i + 1;
+  if (g0 + n > r->hiwater) r->hiwater = g0 + n;
+  h->mapped_bytes += h->h[i].size;
+  return 0;
+}
+
+static int unmap_handle(vs_arena *a, uint32_t i) {
+  vs_heap *h = &a->heap;
+  vs_handle *x = &h->h[i];
+  vs_hregion *r = region_of(h, x->va);
+  int rc = be_call(a, a->be.unmap(a->be.ctx, x->va, x->size));
+  if (rc) return rc;
+  uint64_t g0 = (x->va - r->tr.base) / h->G;
+  for (uint64_t g = g0; g < g0 + x->size / h->G; g++) r->gmap[g] = 0;
+  x->mapped = 0;
+  h->mapped_bytes -= x->size;
+  pool_push(h, i);
+  return 0;
+}
+
+static void release_handle(vs_arena *a, uint32_t i) {
+  vs_heap *h = &a->heap;
+  pool_unlink(h, i);
+  be_call(a, a->be.phys_release(a->be.ctx, h->h[i].id, h->h[i].size));
+  handle_put(h, i);
+}
+
+/* Backs the unmapped granules [g0, g0+n) of r: pooled handles first
+ * (largest that fits), new physical memory for the rest. */
+static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
+  vs_heap *h = &a->heap;
+  while (n) {
+    uint32_t best = 0;
+    for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext)
+      if (h->h[p - 1].size <= n * h->G && (!best || h->h[p - 1].size > h->h[best - 1].size)) best = p;
+    uint32_t i;
+    if (best) {
+      i = best - 1;
+      pool_unlink(h, i);
+    } else {
+      uint64_t id;
+      int rc = be_call(a, a->be.phys_create(a->be.ctx, n * h->G, &id));
+      if (rc) return rc;
+      i = handle_new(h, id, n * h->G);
+      if (i == UINT32_MAX) { be_call(a, a->be.phys_release(a->be.ctx, id, n * h->G)); return VS_BACKEND_ERROR; }
+    }
+    int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
+    if (rc) { pool_push(h, i); return rc; }
+    g0 += h->h[i].size / h->G;
+    n -= h->h[i].size / h->G;
+  }
+  return 0;
+}
+
+static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
+  vs_heap *h = &a->heap;
+  uint64_t g0 = (addr - r->tr.base) / h->G, g1 = (addr + size - 1 - r->tr.base) / h->G;
+  for (uint64_t g = g0; g <= g1;) {
+    if (r->gmap[g]) { g++; continue; }
+    uint64_t e = g;
+    while (e <= g1 && !r->gmap[e]) e++;
+    int rc = cover_run(a, r, g, e - g);
+    if (rc) return rc;
+    vs_arena_note_reserved(a);
+    g = e;
+  }
+  return 0;
+}
+
+/* Calls fn on every mapped handle lying wholly inside a FREE block and not
+ * meeting [lo, hi); stops when fn returns nonzero. */
+static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_arena *, uint32_t), vs_arena *a) {
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+    vs_hregion *r = hr(tr);
+    uint64_t top = tr->base + r->hiwater * h->G;
+    for (vs_tblock *b = tr->first; b && b->addr < top; b = b->next) {
+      if (b->state != VS_TB_FREE) continue;
+      uint64_t end = b->addr + b->size;
+      for (uint64_t va = up(b->addr, h->G); va + h->G <= end && va < top;) {
+        uint32_t i = r->gmap[(va - tr->base) / h->G];
+        if (!i) { va += h->G; continue; }
+        vs_handle *x = &h->h[i - 1];
+        uint64_t next = x->va + x->size;
+        if (x->va >= b->addr && next <= end && (next <= lo || x->va >= hi))
+          if (fn(a, i - 1)) return;
+        va = next;   /* a handle's granules are contiguous */
+      }
+    }
+  }
+}
+
+static _Thread_local uint64_t steal_want;
+static int steal_one(vs_arena *a, uint32_t i) {
+  if (unmap_handle(a, i) == 0) {
+    uint64_t s = a->heap.h[i].size;
+    steal_want = s >= steal_want ? 0 : steal_want - s;
+  }
+  return steal_want == 0;
+}
+static _Thread_local uint64_t trim_want, trim_done;
+static int trim_one(vs_arena *a, uint32_t i) {
+  if (unmap_handle(a, i) == 0) {
+    trim_done += a->heap.h[i].size;
+    release_handle(a, i);
+  }
+  return trim_done >= trim_want;
+}
+
+/* Caller holds mu. Releases cached memory until at most keep is cached. */
+static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
+  vs_heap *h = &a->heap;
+  uint64_t cached = vs_heap_cached(h), done = 0;
+  if (cached <= keep) return 0;
+  uint64_t want = cached - keep;
+  if (h->vmm) {
+    while (h->pool && done < want) {
+      uint32_t i = h->pool - 1;
+      done += h->h[i].size;
+      release_handle(a, i);
+    }
+    if (done < want) {
+      trim_want = want - done;
+      trim_done = 0;
+      free_handles(h, 0, 0, trim_one, a);
+      done += trim_done;
+    }
+    return done;
+  }
+  for (vs_tregion *tr = h->t.regions, *n; tr && done < want; tr = n) {
+    n = tr->rnext;
+    if (tr->first->state != VS_TB_FREE || tr->first->size != tr->size) continue;
+    uint64_t base = tr->base, size = tr->size;
+    vs_tlsf_remove_region(&h->t, tr);
+    free(tr);
+    be_call(a, a->be.chunk_free(a->be.ctx, base, size));
+    h->chunk_bytes -= size;
+    done += size;
+  }
+  return done;
+}
+
+void vs_heap_reclaim(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  int any = 0;
+  while (h->pend_head && vs_arena_ready(a, h->pend_head->stamp)) {
+    vs_tblock *b = h->pend_head;
+    h->pend_head = b->fnext;
+    if (!h->pend_head) h->pend_tail = NULL;
+    b->fnext = NULL;
+    h->pend_bytes -= b->size;
+    h->pend_count--;
+    atomic_fetch_sub(&a->pend_total, b->size);
+    vs_tlsf_release(&h->t, b);
+    any = 1;
+  }
+  /* Release threshold, with hysteresis: cached memory that cannot be
+   * released (handles under live blocks) must not cause a walk per free. */
+  uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
+  uint64_t cached = vs_heap_cached(h);
+  if (any && cached > thr + slack && cached > h->trim_floor + slack) {
+    trim_locked(a, thr);
+    h->trim_floor = vs_heap_cached(h);
+  }
+}
+
+static vs_hregion *region_new(vs_arena *a, uint64_t size, int dedicated, int *rc) {
+  vs_heap *h = &a->heap;
+  vs_hregion *r = calloc(1, sizeof *r);
+  if (!r) { *rc = VS_BACKEND_ERROR; return NULL; }
+  uint64_t base;
+  if (h->vmm) {
+    size = up(size > VS_VMM_REGION ? size : VS_VMM_REGION, h->G);
+    r->ngran = size / h->G;
+    r->gmap = calloc(r->ngran, sizeof *r->gmap);
+    *rc = r->gmap ? be_call(a, a->be.va_reserve(a->be.ctx, size, &base)) : VS_BACKEND_ERROR;
+  } else {
+    *rc = be_call(a, a->be.chunk_alloc(a->be.ctx, size, &base));
+    if (*rc == 0 && base % VS_TLSF_ALIGN) {  /* the driver promises 512 B; refuse otherwise */
+      be_call(a, a->be.chunk_free(a->be.ctx, base, size));
+      *rc = VS_BACKEND_ERROR;
+    }
+  }
+  if (*rc) { free(r->gmap); free(r); return NULL; }
+  r->tr.base = base;
+  r->tr.size = size;
+  r->tr.owner = r;
+  r->dedicated = dedicated;
+  if (vs_tlsf_add_region(&h->t, &r->tr)) {
+    if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, base, size));
+    else be_call(a, a->be.chunk_free(a->be.ctx, base, size));
+    free(r->gmap); free(r);
+    *rc = VS_BACKEND_ERROR;
+    return NULL;
+  }
+  if (!h->vmm) { h->chunk_bytes += size; vs_arena_note_reserved(a); }
+  return r;
+}
+
+int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
+  vs_heap *h = &a->heap;
+  int synced = 0, laddered = 0, rc = 0;
+  uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
+  pthread_mutex_lock(&h->mu);
+  for (;;) {
+    vs_heap_reclaim(a);
+    vs_tblock *b = vs_tlsf_find(&h->t, size + extra);
+    uint64_t p = b ? up(b->addr, align) : 0;
+    vs_hregion *r = b ? hr(b->region) : NULL;
+    uint64_t need = !b ? size : (h->vmm ? unmapped_bytes(h, r, p, size) : 0);
+    if (need && !synced && atomic_load(&a->pend_total)) {
+      /* Growing while frees wait: one sync makes them all reusable. */
+      pthread_mutex_unlock(&h->mu);
+      vs_arena_sync(a);
+      pthread_mutex_lock(&h->mu);
+      synced = 1;
+      continue;
+    }
+    if (!b) {
+      uint64_t rsize = h->vmm ? size + extra
+                               : (size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM);
+      if (!region_new(a, rsize, !h->vmm && size > VS_DEDICATED_MIN, &rc)) goto refused;
+      continue;
+    }
+    if (need) {
+      if (h->pool_bytes < need) {
+        steal_want = need - h->pool_bytes;
+        free_handles(h, p, p + size, steal_one, a);
+      }
+      rc = map_range(a, r, p, size);
+      if (rc) goto refused;
+    }
+    b = vs_tlsf_take_at(&h->t, b, p, size);
+    if (!b) { rc = VS_BACKEND_ERROR; break; }
+    b->req = req;
+    if (req) { h->live_req += req; h->live_count++; h->waste += size - req; vs_arena_live_add(a, req); }
+    *addr = p;
+    break;
+  refused:
+    if (rc != VS_BACKEND_OOM || laddered) break;
+    /* The OOM ladder: drain pending with one sync, release all cached, retry. */
+    laddered = 1;
+    pthread_mutex_unlock(&h->mu);
+    vs_arena_sync(a);
+    if (req) vs_slab_trim(a);
+    pthread_mutex_lock(&h->mu);
+    vs_heap_reclaim(a);
+    trim_locked(a, 0);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
+int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  vs_tblock *b = vs_tlsf_used(&h->t, addr);
+  if (!b || b->state != VS_TB_LIVE || (!immediate && !b->req)) {
+    pthread_mutex_unlock(&h->mu);
+    return -1;
+  }
+  if (b->req) {
+    h->live_req -= b->req;
+    h->live_count--;
+    h->waste -= b->size - b->req;
+    atomic_fetch_sub(&a->live_bytes, b->req);
+  }
+  if (immediate) {
+    vs_tlsf_release(&h->t, b);
+  } else {
+    vs_tlsf_pend(&h->t, b, vs_arena_stamp(a));
+    b->fnext = NULL;
+    if (h->pend_tail) h->pend_tail->fnext = b;
+    else h->pend_head = b;
+    h->pend_tail = b;
+    h->pend_bytes += b->size;
+    h->pend_count++;
+    atomic_fetch_add(&a->pend_total, b->size);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return 0;
+}
+
+uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  vs_heap_reclaim(a);
+  uint64_t n = trim_locked(a, keep);
+  h->trim_floor = vs_heap_cached(h);
+  pthread_mutex_unlock(&h->mu);
+  return n;
+}
+
+void vs_heap_fini(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  for (uint32_t i = 0; i < h->nh; i++) {
+    if (!h->h[i].used) continue;
+    if (h->h[i].mapped) unmap_handle(a, i);
+    release_handle(a, i);
+  }
+  vs_tregion *list = h->t.regions;
+  for (vs_tregion *tr = list; tr; tr = tr->rnext) {
+    if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, tr->base, tr->size));
+    else be_call(a, a->be.chunk_free(a->be.ctx, tr->base, tr->size));
+  }
+  vs_tlsf_fini(&h->t);   /* frees the block descriptors of every region */
+  while (list) {
+    vs_tregion *n = list->rnext;
+    free(hr(list)->gmap);
+    free(list);
+    list = n;
+  }
+  free(h->h);
+  pthread_mutex_destroy(&h->mu);
+}
+
+#define FAIL(...) do { snprintf(err, len, __VA_ARGS__); return -1; } while (0)
+
+int vs_heap_check(vs_arena *a, char *err, size_t len) {
+  vs_heap *h = &a->heap;
+  if (vs_tlsf_check(&h->t, err, len)) return -1;
+  uint64_t mapped = 0, pool = 0, chunks = 0, pend = 0, npend = 0, live = 0, nlive = 0, waste = 0;
+  for (uint32_t i = 0; i < h->nh; i++) {
+    vs_handle *x = &h->h[i];
+    if (!x->used) continue;
+    if (x->mapped) {
+      vs_hregion *r = region_of(h, x->va);
+      if (!r) FAIL("heap: handle %u mapped outside every region", i);
+      for (uint64_t g = (x->va - r->tr.base) / h->G, k = 0; k < x->size / h->G; k++)
+        if (r->gmap[g + k] != i + 1) FAIL("heap: granule map disagrees with handle %u", i);
+      mapped += x->size;
+    }
+  }
+  for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) {
+    if (h->h[p - 1].mapped || !h->h[p - 1].used) FAIL("heap: pool holds a mapped or unused handle");
+    pool += h->h[p - 1].size;
+  }
+  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+    vs_hregion *r = hr(tr);
+    if (!h->vmm) chunks += tr->size;
+    if (h->vmm)
+      for (uint64_t g = 0; g < r->hiwater; g++) {
+        uint32_t i = r->gmap[g];
+        if (i && (i > h->nh || !h->h[i - 1].used || !h->h[i - 1].mapped)) FAIL("heap: granule %llu maps a dead handle", (unsigned long long)g);
+      }
+    for (vs_tblock *b = tr->first; b; b = b->next) {
+      if (b->state == VS_TB_FREE) continue;
+      if (h->vmm && !vs_heap_mapped(h, r, b->addr, b->size))
+        FAIL("heap: used block 0x%llx on unmapped memory", (unsigned long long)b->addr);
+      if (b->state == VS_TB_LIVE && b->req) {
+        if (b->req > b->size) FAIL("heap: block 0x%llx smaller than its request", (unsigned long long)b->addr);
+        live += b->req; nlive++; waste += b->size - b->req;
+      }
+      if (b->state == VS_TB_PENDING) { pend += b->size; npend++; }
+    }
+  }
+  if (mapped != h->mapped_bytes || pool != h->pool_bytes || chunks != h->chunk_bytes)
+    FAIL("heap: mapped/pool/chunk byte counters disagree with the tables");
+  if (live != h->live_req || nlive != h->live_count || waste != h->waste) FAIL("heap: live counters disagree with the blocks");
+  uint64_t fifo = 0, nf = 0, last = 0;
+  for (vs_tblock *b = h->pend_head; b; b = b->fnext) {
+    if (b->state != VS_TB_PENDING) FAIL("heap: pending list holds a non-pending block");
+    if (b->stamp < last) FAIL("heap: pending stamps out of order");
+    last = b->stamp;
+    fifo += b->size; nf++;
+    if (!b->fnext && b != h->pend_tail) FAIL("heap: pending tail wrong");
+  }
+  if (fifo != pend || nf != npend || pend != h->pend_bytes || npend != h->pend_count) FAIL("heap: pending list and blocks disagree");
+  return 0;
+}

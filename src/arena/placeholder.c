@@ -1,1 +1,0 @@
-/* placeholder: replaced when this concern lands */ typedef int vs_placeholder_arena;

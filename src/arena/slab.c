@@ -1,0 +1,308 @@
+/* Small requests: size classes served from slabs of one class each.
+ *
+ * Classes are multiples of 512 B (the alignment contract): 512, 1 KiB,
+ * 1.5 KiB, 2 KiB, then 4 per doubling up to VS_SMALL_MAX. A slab is one
+ * VS_SLAB_SIZE block of the heap, aligned to its size, so the page map finds
+ * the slab of any address without a lock.
+ *
+ * Each class has VS_NBINS bins, each with its own lock and slabs; a thread
+ * sticks to one bin, so threads rarely share a lock. A free goes to the bin
+ * that owns the slab.
+ *
+ * A slot is FREE, LIVE or PENDING (freed, waiting for a sync). A slab keeps
+ * the newest stamp of its pending slots: once a sync newer than that stamp
+ * has returned, all of them become FREE together. Allocation takes the
+ * lowest free slot of the current slab; when it is full, the fullest slab
+ * that has room becomes current, so sparse slabs drain. An empty slab goes
+ * back to the heap at once (its slots were all synced), except the current.
+ *
+ * Invariants (checked in arena_check.c): per slab, the three bitmaps are
+ * disjoint and cover every slot; nfree/nlive/npend are their popcounts; a
+ * slab is on its bin's pending list iff npend > 0; the page map maps each
+ * slab page to its slab; the slab's heap block is LIVE with no request. */
+#include "arena_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SLOTS (VS_SLAB_SIZE / 512)
+#define MAX_WORDS (MAX_SLOTS / 64)
+
+static uint8_t class_by_512[VS_SMALL_MAX / 512 + 1];
+
+void vs_slab_classes(vs_arena *a) {
+  uint32_t n = 0;
+  for (uint64_t s = 512; s <= VS_SMALL_MAX;) {
+    a->classes[n].size = s;
+    for (int b = 0; b < VS_NBINS; b++) {
+      pthread_mutex_init(&a->classes[n].bins[b].mu, NULL);
+      a->classes[n].bins[b].cls = n;
+    }
+    n++;
+    uint64_t step = s < 2048 ? 512 : (1ull << (63 - __builtin_clzll(s))) / 4;
+    s += step;
+  }
+  a->nclasses = n;
+  uint32_t c = 0;
+  for (uint64_t k = 1; k <= VS_SMALL_MAX / 512; k++) {
+    while (a->classes[c].size < k * 512) c++;
+    class_by_512[k] = (uint8_t)c;
+  }
+}
+
+int vs_slab_class_of(vs_arena *a, uint64_t size) {
+  (void)a;
+  return class_by_512[(size + 511) / 512];
+}
+
+/* ---- Page map ------------------------------------------------------------ */
+vs_slab *vs_pm_get(vs_arena *a, uint64_t addr) {
+  if (addr >> 48) return NULL;
+  uint64_t page = addr >> VS_SLAB_SHIFT;
+  vs_pm_leaf *l = atomic_load_explicit(&a->pm[page >> VS_PM_LEAF_BITS], memory_order_acquire);
+  if (!l) return NULL;
+  return atomic_load_explicit(&l->e[page & ((1u << VS_PM_LEAF_BITS) - 1)], memory_order_acquire);
+}
+
+static int pm_set(vs_arena *a, uint64_t addr, vs_slab *s) {
+  if (addr >> 48) return -1;
+  uint64_t page = addr >> VS_SLAB_SHIFT;
+  _Atomic(vs_pm_leaf *) *slot = &a->pm[page >> VS_PM_LEAF_BITS];
+  vs_pm_leaf *l = atomic_load_explicit(slot, memory_order_acquire);
+  if (!l) {
+    vs_pm_leaf *n = calloc(1, sizeof *n);
+    if (!n) return -1;
+    if (atomic_compare_exchange_strong(slot, &l, n)) l = n;
+    else free(n);   /* another thread installed one: l holds it */
+  }
+  atomic_store_explicit(&l->e[page & ((1u << VS_PM_LEAF_BITS) - 1)], s, memory_order_release);
+  return 0;
+}
+
+/* ---- Slab descriptors (type-stable: never freed before destroy, so a
+ * lock-free page-map reader never touches freed memory) --------------------- */
+static vs_slab *desc_get(vs_arena *a) {
+  pthread_mutex_lock(&a->slab_mu);
+  vs_slab *s = a->spare_slabs;
+  if (s) a->spare_slabs = s->pnext;
+  pthread_mutex_unlock(&a->slab_mu);
+  if (s) return s;
+  s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->free_bm = calloc(3 * MAX_WORDS, sizeof(uint64_t));
+  s->req = calloc(MAX_SLOTS, sizeof(uint32_t));
+  if (!s->free_bm || !s->req) { free(s->free_bm); free(s->req); free(s); return NULL; }
+  s->live_bm = s->free_bm + MAX_WORDS;
+  s->pend_bm = s->live_bm + MAX_WORDS;
+  pthread_mutex_lock(&a->slab_mu);
+  s->all = a->all_slabs;
+  a->all_slabs = s;
+  pthread_mutex_unlock(&a->slab_mu);
+  return s;
+}
+
+static vs_bin *my_bin(vs_arena *a, int cls) {
+  static _Thread_local int tl_bin = -1;
+  if (tl_bin < 0) tl_bin = (int)(atomic_fetch_add(&a->next_bin, 1) % VS_NBINS);
+  return &a->classes[cls].bins[tl_bin];
+}
+
+static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int *rc) {
+  uint64_t base;
+  *rc = vs_heap_alloc(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, &base);
+  if (*rc) return NULL;
+  vs_slab *s = desc_get(a);
+  if (!s) { vs_heap_free(a, base, 1); *rc = VS_BACKEND_ERROR; return NULL; }
+  uint64_t size = a->classes[bin->cls].size;
+  s->base = base;
+  s->cls = bin->cls;
+  s->nslots = (uint32_t)(VS_SLAB_SIZE / size);
+  s->words = (s->nslots + 63) / 64;
+  s->nfree = s->nslots;
+  s->nlive = s->npend = 0;
+  s->on_pend = 0;
+  s->pend_stamp = 0;
+  memset(s->free_bm, 0, 3 * MAX_WORDS * sizeof(uint64_t));
+  for (uint32_t i = 0; i < s->nslots; i++) s->free_bm[i / 64] |= 1ull << (i % 64);
+  __atomic_store_n(&s->bin, bin, __ATOMIC_RELEASE);
+  s->prev = NULL;
+  s->next = bin->slabs;
+  if (bin->slabs) bin->slabs->prev = s;
+  bin->slabs = s;
+  bin->nslabs++;
+  if (pm_set(a, base, s)) {
+    bin->slabs = s->next;
+    if (s->next) s->next->prev = NULL;
+    bin->nslabs--;
+    vs_heap_free(a, base, 1);
+    *rc = VS_BACKEND_ERROR;
+    return NULL;
+  }
+  return s;
+}
+
+/* Caller holds bin->mu; s is empty and not on the pending list. */
+static void slab_release(vs_arena *a, vs_bin *bin, vs_slab *s) {
+  pm_set(a, s->base, NULL);
+  if (s->prev) s->prev->next = s->next;
+  else bin->slabs = s->next;
+  if (s->next) s->next->prev = s->prev;
+  if (bin->cur == s) bin->cur = NULL;
+  bin->nslabs--;
+  uint64_t base = s->base;
+  __atomic_store_n(&s->bin, NULL, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&a->slab_mu);
+  s->pnext = a->spare_slabs;
+  a->spare_slabs = s;
+  pthread_mutex_unlock(&a->slab_mu);
+  vs_heap_free(a, base, 1);
+}
+
+/* Caller holds bin->mu: pending slots synced since become FREE. */
+static void bin_reclaim(vs_arena *a, vs_bin *bin, int release_cur) {
+  uint64_t size = a->classes[bin->cls].size;
+  vs_slab **pp = &bin->pend;
+  while (*pp) {
+    vs_slab *s = *pp;
+    if (!vs_arena_ready(a, s->pend_stamp)) { pp = &s->pnext; continue; }
+    for (uint32_t w = 0; w < s->words; w++) { s->free_bm[w] |= s->pend_bm[w]; s->pend_bm[w] = 0; }
+    s->nfree += s->npend;
+    bin->pend_bytes -= s->npend * size;
+    atomic_fetch_sub(&a->pend_total, s->npend * size);
+    s->npend = 0;
+    s->on_pend = 0;
+    *pp = s->pnext;
+    if (s->nlive == 0 && (s != bin->cur || release_cur)) slab_release(a, bin, s);
+  }
+}
+
+/* The fullest slab with a free slot, or NULL. */
+static vs_slab *pick(vs_bin *bin) {
+  vs_slab *best = NULL;
+  for (vs_slab *s = bin->slabs; s; s = s->next)
+    if (s->nfree && (!best || s->nfree < best->nfree || (s->nfree == best->nfree && s->base < best->base))) best = s;
+  return best;
+}
+
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
+  vs_bin *bin = my_bin(a, cls);
+  int rc = 0;
+  pthread_mutex_lock(&bin->mu);
+  vs_slab *s = bin->cur;
+  if (!s || !s->nfree) {
+    s = pick(bin);
+    if (!s && bin->pend) { bin_reclaim(a, bin, 0); s = pick(bin); }
+    if (!s && bin->pend) {
+      /* Rather than grow, one sync makes every pending slot reusable. */
+      pthread_mutex_unlock(&bin->mu);
+      vs_arena_sync(a);
+      pthread_mutex_lock(&bin->mu);
+      bin_reclaim(a, bin, 0);
+      s = pick(bin);
+    }
+    if (!s) s = slab_new(a, bin, &rc);
+    if (!s) { pthread_mutex_unlock(&bin->mu); return rc; }
+    bin->cur = s;
+  }
+  uint32_t w = 0;
+  while (!s->free_bm[w]) w++;
+  uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(s->free_bm[w]);
+  s->free_bm[w] &= s->free_bm[w] - 1;
+  s->live_bm[w] |= 1ull << (i % 64);
+  s->nfree--;
+  s->nlive++;
+  s->req[i] = (uint32_t)req;
+  uint64_t size = a->classes[cls].size;
+  bin->live_req += req;
+  bin->live_count++;
+  bin->waste += size - req;
+  bin->requests++;
+  vs_arena_live_add(a, req);
+  pthread_mutex_unlock(&bin->mu);
+  *addr = s->base + (uint64_t)i * size;
+  return 0;
+}
+
+/* Locks the bin that owns the slab of addr, or returns NULL (not a slab). */
+static vs_slab *lock_slab(vs_arena *a, uint64_t addr, vs_bin **out) {
+  for (;;) {
+    vs_slab *s = vs_pm_get(a, addr);
+    if (!s) return NULL;
+    vs_bin *bin = __atomic_load_n(&s->bin, __ATOMIC_ACQUIRE);
+    if (!bin) continue;   /* being released: the page map is about to say so */
+    pthread_mutex_lock(&bin->mu);
+    if (vs_pm_get(a, addr) == s && __atomic_load_n(&s->bin, __ATOMIC_RELAXED) == bin) { *out = bin; return s; }
+    pthread_mutex_unlock(&bin->mu);
+  }
+}
+
+int vs_slab_free(vs_arena *a, uint64_t addr) {
+  vs_bin *bin;
+  vs_slab *s = lock_slab(a, addr, &bin);
+  if (!s) return 1;
+  uint64_t size = a->classes[s->cls].size, off = addr - s->base;
+  uint32_t i = (uint32_t)(off / size);
+  if (off % size || i >= s->nslots || !(s->live_bm[i / 64] & (1ull << (i % 64)))) {
+    pthread_mutex_unlock(&bin->mu);
+    return -1;
+  }
+  s->live_bm[i / 64] &= ~(1ull << (i % 64));
+  s->pend_bm[i / 64] |= 1ull << (i % 64);
+  s->nlive--;
+  s->npend++;
+  s->pend_stamp = vs_arena_stamp(a);
+  if (!s->on_pend) { s->on_pend = 1; s->pnext = bin->pend; bin->pend = s; }
+  bin->live_req -= s->req[i];
+  bin->live_count--;
+  bin->waste -= size - s->req[i];
+  bin->pend_bytes += size;
+  atomic_fetch_add_explicit(&a->pend_total, size, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&a->live_bytes, s->req[i], memory_order_relaxed);
+  pthread_mutex_unlock(&bin->mu);
+  return 0;
+}
+
+int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) {
+  vs_bin *bin;
+  vs_slab *s = lock_slab(a, addr, &bin);
+  if (!s) return 1;
+  uint64_t cs = a->classes[s->cls].size;
+  uint32_t i = (uint32_t)((addr - s->base) / cs);
+  int rc = -1;
+  if (i < s->nslots && (s->live_bm[i / 64] & (1ull << (i % 64))) && addr - s->base - i * cs < s->req[i]) {
+    *start = s->base + (uint64_t)i * cs;
+    *size = s->req[i];
+    rc = 0;
+  }
+  pthread_mutex_unlock(&bin->mu);
+  return rc;
+}
+
+uint64_t vs_slab_trim(vs_arena *a) {
+  uint64_t n = 0;
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int b = 0; b < VS_NBINS; b++) {
+      vs_bin *bin = &a->classes[c].bins[b];
+      pthread_mutex_lock(&bin->mu);
+      bin_reclaim(a, bin, 1);
+      if (bin->cur && bin->cur->nlive == 0 && bin->cur->npend == 0) {
+        slab_release(a, bin, bin->cur);
+        n += VS_SLAB_SIZE;
+      }
+      pthread_mutex_unlock(&bin->mu);
+    }
+  return n;
+}
+
+void vs_slab_fini(vs_arena *a) {
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int b = 0; b < VS_NBINS; b++) pthread_mutex_destroy(&a->classes[c].bins[b].mu);
+  for (uint32_t i = 0; i < (1u << VS_PM_TOP_BITS); i++) free(atomic_load(&a->pm[i]));
+  for (vs_slab *s = a->all_slabs, *n; s; s = n) {
+    n = s->all;
+    free(s->free_bm);
+    free(s->req);
+    free(s);
+  }
+  a->all_slabs = NULL;
+}

@@ -1,0 +1,248 @@
+/* Two-level segregated fit: see tlsf.h for the invariants. */
+#include "tlsf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+/* Class of a block of `size` bytes (size >= VS_TLSF_ALIGN). */
+static void mapping(uint64_t size, int *fl, int *sl) {
+  int f = msb64(size);
+  *fl = f;
+  *sl = (int)((size >> (f - VS_TLSF_SL_LOG2)) & (VS_TLSF_SL - 1));
+}
+
+static vs_tblock *desc_new(vs_tlsf *t) {
+  vs_tblock *b = t->spare;
+  if (b) t->spare = b->next;
+  else b = malloc(sizeof *b);
+  if (b) memset(b, 0, sizeof *b);
+  return b;
+}
+static void desc_put(vs_tlsf *t, vs_tblock *b) { b->next = t->spare; t->spare = b; }
+
+static void list_insert(vs_tlsf *t, vs_tblock *b) {
+  int fl, sl;
+  mapping(b->size, &fl, &sl);
+  b->fprev = NULL;
+  b->fnext = t->lists[fl][sl];
+  if (b->fnext) b->fnext->fprev = b;
+  t->lists[fl][sl] = b;
+  t->fl_bitmap |= 1ull << fl;
+  t->sl_bitmap[fl] |= 1u << sl;
+  t->free_bytes += b->size;
+}
+
+static void list_remove(vs_tlsf *t, vs_tblock *b) {
+  int fl, sl;
+  mapping(b->size, &fl, &sl);
+  if (b->fprev) b->fprev->fnext = b->fnext;
+  else t->lists[fl][sl] = b->fnext;
+  if (b->fnext) b->fnext->fprev = b->fprev;
+  b->fprev = b->fnext = NULL;
+  if (!t->lists[fl][sl]) {
+    t->sl_bitmap[fl] &= ~(1u << sl);
+    if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~(1ull << fl);
+  }
+  t->free_bytes -= b->size;
+}
+
+void vs_tlsf_init(vs_tlsf *t) { memset(t, 0, sizeof *t); }
+
+void vs_tlsf_fini(vs_tlsf *t) {
+  HASH_CLEAR(hh, t->used);
+  for (vs_tregion *r = t->regions; r; r = r->rnext) {
+    vs_tblock *b = r->first;
+    while (b) { vs_tblock *n = b->next; free(b); b = n; }
+    r->first = NULL;
+  }
+  while (t->spare) { vs_tblock *n = t->spare->next; free(t->spare); t->spare = n; }
+  memset(t, 0, sizeof *t);
+}
+
+int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r) {
+  vs_tblock *b = desc_new(t);
+  if (!b) return -1;
+  b->addr = r->base;
+  b->size = r->size;
+  b->region = r;
+  b->state = VS_TB_FREE;
+  r->first = b;
+  r->rprev = NULL;
+  r->rnext = t->regions;
+  if (t->regions) t->regions->rprev = r;
+  t->regions = r;
+  t->nregions++;
+  list_insert(t, b);
+  return 0;
+}
+
+void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r) {
+  vs_tblock *b = r->first;
+  list_remove(t, b);
+  desc_put(t, b);
+  r->first = NULL;
+  if (r->rprev) r->rprev->rnext = r->rnext;
+  else t->regions = r->rnext;
+  if (r->rnext) r->rnext->rprev = r->rprev;
+  t->nregions--;
+}
+
+/* Best block >= size in one list: smallest, then lowest address. */
+static vs_tblock *scan_list(vs_tblock *b, uint64_t size) {
+  vs_tblock *best = NULL;
+  for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {
+    if (b->size < size) continue;
+    if (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)) best = b;
+  }
+  return best;
+}
+
+vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
+  int fl, sl;
+  mapping(size, &fl, &sl);
+  /* Its own class first: blocks of the same size are the common reuse. */
+  vs_tblock *b = scan_list(t->lists[fl][sl], size);
+  if (b) return b;
+  /* Then the next non-empty class: every block there is large enough. */
+  uint32_t slmap = sl + 1 < (int)VS_TLSF_SL ? t->sl_bitmap[fl] & (~0u << (sl + 1)) : 0;
+  if (!slmap) {
+    uint64_t flmap = fl + 1 < VS_TLSF_FL ? t->fl_bitmap & (~0ull << (fl + 1)) : 0;
+    if (!flmap) return NULL;
+    fl = __builtin_ctzll(flmap);
+    slmap = t->sl_bitmap[fl];
+  }
+  sl = __builtin_ctz(slmap);
+  return scan_list(t->lists[fl][sl], size);
+}
+
+vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {
+  list_remove(t, b);
+  if (addr > b->addr) {          /* leading remainder stays FREE */
+    vs_tblock *lead = desc_new(t);
+    if (!lead) { list_insert(t, b); return NULL; }
+    *lead = (vs_tblock){.addr = b->addr, .size = addr - b->addr, .prev = b->prev, .next = b,
+                        .region = b->region, .state = VS_TB_FREE};
+    if (b->prev) b->prev->next = lead;
+    else b->region->first = lead;
+    b->prev = lead;
+    b->size -= lead->size;
+    b->addr = addr;
+    list_insert(t, lead);
+  }
+  if (b->size > size) {          /* trailing remainder stays FREE */
+    vs_tblock *tail = desc_new(t);
+    if (!tail) { list_insert(t, b); return NULL; }
+    *tail = (vs_tblock){.addr = addr + size, .size = b->size - size, .prev = b, .next = b->next,
+                        .region = b->region, .state = VS_TB_FREE};
+    if (b->next) b->next->prev = tail;
+    b->next = tail;
+    b->size = size;
+    list_insert(t, tail);
+  }
+  b->state = VS_TB_LIVE;
+  b->req = 0;
+  HASH_ADD(hh, t->used, addr, sizeof(uint64_t), b);
+  t->used_bytes += b->size;
+  return b;
+}
+
+vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size) { return vs_tlsf_take_at(t, b, b->addr, size); }
+
+vs_tblock *vs_tlsf_used(vs_tlsf *t, uint64_t addr) {
+  vs_tblock *b;
+  HASH_FIND(hh, t->used, &addr, sizeof(uint64_t), b);
+  return b;
+}
+
+void vs_tlsf_pend(vs_tlsf *t, vs_tblock *b, uint64_t stamp) {
+  (void)t;
+  b->state = VS_TB_PENDING;
+  b->stamp = stamp;
+}
+
+vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
+  HASH_DELETE(hh, t->used, b);
+  t->used_bytes -= b->size;
+  b->state = VS_TB_FREE;
+  vs_tblock *p = b->prev, *n = b->next;
+  if (p && p->state == VS_TB_FREE) {   /* absorb b into p */
+    list_remove(t, p);
+    p->size += b->size;
+    p->next = n;
+    if (n) n->prev = p;
+    desc_put(t, b);
+    b = p;
+  }
+  if (n && n->state == VS_TB_FREE) {   /* absorb n into b */
+    list_remove(t, n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    desc_put(t, n);
+  }
+  list_insert(t, b);
+  return b;
+}
+
+vs_tblock *vs_tlsf_largest(vs_tlsf *t) {
+  if (!t->fl_bitmap) return NULL;
+  int fl = msb64(t->fl_bitmap);
+  int sl = msb64(t->sl_bitmap[fl]);
+  vs_tblock *best = NULL;
+  for (vs_tblock *b = t->lists[fl][sl]; b; b = b->fnext)
+    if (!best || b->size > best->size) best = b;
+  return best;
+}
+
+#define FAIL(...) do { snprintf(err, len, __VA_ARGS__); return -1; } while (0)
+
+int vs_tlsf_check(vs_tlsf *t, char *err, size_t len) {
+  uint64_t free_sum = 0, used_sum = 0, nfree = 0, nused = 0;
+  for (vs_tregion *r = t->regions; r; r = r->rnext) {
+    uint64_t at = r->base;
+    vs_tblock *prev = NULL;
+    for (vs_tblock *b = r->first; b; prev = b, b = b->next) {
+      if (b->addr != at) FAIL("tlsf: block at 0x%llx, expected 0x%llx (gap or overlap)",
+                              (unsigned long long)b->addr, (unsigned long long)at);
+      if (b->prev != prev || b->region != r) FAIL("tlsf: broken links at 0x%llx", (unsigned long long)b->addr);
+      if (!b->size || b->size % VS_TLSF_ALIGN || b->addr % VS_TLSF_ALIGN)
+        FAIL("tlsf: block 0x%llx size %llu not aligned", (unsigned long long)b->addr, (unsigned long long)b->size);
+      if (b->state == VS_TB_FREE) {
+        if (prev && prev->state == VS_TB_FREE) FAIL("tlsf: adjacent free blocks at 0x%llx (coalescing incomplete)",
+                                                    (unsigned long long)b->addr);
+        int fl, sl, found = 0;
+        mapping(b->size, &fl, &sl);
+        for (vs_tblock *f = t->lists[fl][sl]; f; f = f->fnext) if (f == b) { found = 1; break; }
+        if (!found) FAIL("tlsf: free block 0x%llx not in its list", (unsigned long long)b->addr);
+        free_sum += b->size;
+        nfree++;
+      } else {
+        if (vs_tlsf_used(t, b->addr) != b) FAIL("tlsf: used block 0x%llx not in the table", (unsigned long long)b->addr);
+        used_sum += b->size;
+        nused++;
+      }
+      at += b->size;
+    }
+    if (at != r->base + r->size) FAIL("tlsf: region 0x%llx not tiled", (unsigned long long)r->base);
+  }
+  uint64_t listed = 0;
+  for (int fl = 0; fl < VS_TLSF_FL; fl++) {
+    if (!!(t->fl_bitmap & (1ull << fl)) != !!t->sl_bitmap[fl]) FAIL("tlsf: first-level bit %d wrong", fl);
+    for (int sl = 0; sl < (int)VS_TLSF_SL; sl++) {
+      if (!!(t->sl_bitmap[fl] & (1u << sl)) != !!t->lists[fl][sl]) FAIL("tlsf: bitmap (%d,%d) disagrees with list", fl, sl);
+      for (vs_tblock *f = t->lists[fl][sl]; f; f = f->fnext) {
+        int a, c;
+        mapping(f->size, &a, &c);
+        if (f->state != VS_TB_FREE || a != fl || c != sl) FAIL("tlsf: list (%d,%d) holds a wrong block", fl, sl);
+        listed++;
+      }
+    }
+  }
+  if (listed != nfree) FAIL("tlsf: %llu listed, %llu free blocks", (unsigned long long)listed, (unsigned long long)nfree);
+  if (free_sum != t->free_bytes || used_sum != t->used_bytes) FAIL("tlsf: byte counters disagree with the blocks");
+  if (HASH_COUNT(t->used) != nused) FAIL("tlsf: used table has %u, blocks %llu", HASH_COUNT(t->used), (unsigned long long)nused);
+  return 0;
+}

@@ -1,0 +1,80 @@
+/* Two-level segregated fit over address ranges, with every descriptor in
+ * host memory (device bytes are never touched).
+ *
+ * Invariants (checked by vs_tlsf_check):
+ * - The blocks of a region tile it exactly, in address order, linked by
+ *   prev/next; sizes are multiples of VS_TLSF_ALIGN.
+ * - Two physically adjacent blocks are never both FREE (coalescing is
+ *   immediate); PENDING blocks do not coalesce until they become FREE.
+ * - A FREE block is in exactly the list of its (fl, sl) class, and the bit
+ *   of a list is set iff the list is non-empty, at both levels.
+ *
+ * Tunables that may change: VS_TLSF_SL_LOG2, VS_TLSF_SCAN. Do not change:
+ * VS_TLSF_ALIGN (the 512-byte pointer alignment contract). */
+#ifndef VS_TLSF_H
+#define VS_TLSF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#define VS_TLSF_ALIGN 512ull
+#define VS_TLSF_SL_LOG2 4
+#define VS_TLSF_SL (1u << VS_TLSF_SL_LOG2)
+#define VS_TLSF_FL 64
+#define VS_TLSF_SCAN 32    /* free-list entries examined for best fit / lowest address */
+
+enum { VS_TB_FREE = 0, VS_TB_LIVE = 1, VS_TB_PENDING = 2 };
+
+struct vs_tregion;
+typedef struct vs_tblock {
+  uint64_t addr, size;
+  struct vs_tblock *prev, *next;    /* physical neighbours in the region */
+  struct vs_tblock *fprev, *fnext;  /* free list of its class (FREE only) */
+  struct vs_tregion *region;
+  uint64_t stamp;                   /* PENDING: sync generation at free */
+  uint64_t req;                     /* LIVE: requested bytes (0 = internal use) */
+  int state;
+  UT_hash_handle hh;                /* by addr, in the tlsf's used table */
+} vs_tblock;
+
+typedef struct vs_tregion {
+  uint64_t base, size;
+  vs_tblock *first;
+  struct vs_tregion *rnext, *rprev;  /* all regions of the tlsf, by creation */
+  void *owner;                       /* the heap's own per-region data */
+} vs_tregion;
+
+typedef struct vs_tlsf {
+  uint64_t fl_bitmap;
+  uint32_t sl_bitmap[VS_TLSF_FL];
+  vs_tblock *lists[VS_TLSF_FL][VS_TLSF_SL];
+  vs_tregion *regions;
+  vs_tblock *used;          /* LIVE and PENDING blocks, by addr */
+  vs_tblock *spare;         /* descriptor freelist */
+  uint64_t free_bytes, used_bytes, nregions;
+} vs_tlsf;
+
+void vs_tlsf_init(vs_tlsf *t);
+void vs_tlsf_fini(vs_tlsf *t);        /* frees descriptors (not the memory they describe) */
+/* A new region, one FREE block; 0 or -1 (host out of memory). */
+int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r);
+/* Removes a region that is one FREE block. */
+void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r);
+/* A FREE block of size >= size (size a multiple of VS_TLSF_ALIGN): good
+ * fit, lowest address among the candidates examined. Not removed. */
+vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
+/* Carves [b->addr, +size) out of FREE block b and makes it LIVE. */
+vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size);
+/* Carves [addr, addr+size) out of the FREE block b that contains it. */
+vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size);
+/* LIVE/PENDING block by start address. */
+vs_tblock *vs_tlsf_used(vs_tlsf *t, uint64_t addr);
+/* LIVE -> PENDING (stamp), PENDING -> FREE with coalescing; returns the FREE block. */
+void vs_tlsf_pend(vs_tlsf *t, vs_tblock *b, uint64_t stamp);
+vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b);
+/* Largest FREE block, or NULL. */
+vs_tblock *vs_tlsf_largest(vs_tlsf *t);
+int vs_tlsf_check(vs_tlsf *t, char *err, size_t len);
+
+#endif

@@ -1,0 +1,61 @@
+/* Helpers shared by the arena tests: an arena over the simulated address
+ * space, and the invariant check after every step. */
+#ifndef VS_ARENA_TEST_UTIL_H
+#define VS_ARENA_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "arena.h"
+#include "space_backend.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+typedef struct {
+  vs_space_backend *sb;
+  vs_arena_backend be;
+  vs_arena *a;
+} fixture;
+
+static inline void fx_open(fixture *f, vs_arena_mode mode, uint64_t capacity, uint64_t threshold) {
+  f->sb = vs_space_backend_create(capacity, 0);
+  assert_non_null(f->sb);
+  f->be = vs_space_backend_get_mode(f->sb, mode == VS_ARENA_VMM);
+  vs_arena_config cfg = {.mode = mode, .release_threshold = threshold};
+  f->a = vs_arena_create(&cfg, &f->be);
+  assert_non_null(f->a);
+}
+
+#define CHECK(a)                                            \
+  do {                                                      \
+    char err_[256];                                         \
+    int rc_ = vs_arena_check((a), err_, sizeof err_);       \
+    if (rc_) fail_msg("invariant broken: %s", err_);        \
+  } while (0)
+
+/* Destroys the arena and asserts it gave everything back, with no misuse. */
+static inline void fx_close(fixture *f) {
+  CHECK(f->a);
+  vs_arena_destroy(f->a);
+  vs_space_counters c;
+  vs_space_backend_counters(f->sb, &c);
+  assert_int_equal(c.errors, 0);
+  assert_int_equal(c.held, 0);
+  assert_int_equal(c.mapped, 0);
+  assert_int_equal(c.va_held, 0);
+  vs_space_backend_destroy(f->sb);
+}
+
+static inline uint64_t rng_next(uint64_t *s) {   /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+#endif

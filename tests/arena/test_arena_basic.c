@@ -1,0 +1,174 @@
+/* Unit tests per layer: space backend, small slabs, heap (both modes),
+ * lookup/placement, stats, walk, with the invariant check after each step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena_test_util.h"
+
+static void arena_space_backend(void **state) {
+  (void)state;
+  vs_space_backend *sb = vs_space_backend_create(10 * MiB, 0);
+  vs_arena_backend be = vs_space_backend_get(sb);
+  uint64_t c1, c2, h, va;
+  assert_int_equal(be.chunk_alloc(be.ctx, 4 * MiB, &c1), VS_BACKEND_OK);
+  assert_int_equal(c1 % 512, 0);
+  assert_int_equal(be.chunk_alloc(be.ctx, 8 * MiB, &c2), VS_BACKEND_OOM);
+  assert_int_equal(be.phys_create(be.ctx, 6 * MiB, &h), VS_BACKEND_OK);
+  assert_int_equal(be.phys_create(be.ctx, 2 * MiB, &c2), VS_BACKEND_OOM);
+  assert_int_equal(be.va_reserve(be.ctx, 64 * MiB, &va), VS_BACKEND_OK);
+  assert_int_equal(va % (2 * MiB), 0);
+  assert_int_equal(be.map(be.ctx, va, 6 * MiB, h), VS_BACKEND_OK);
+  assert_int_equal(be.map(be.ctx, va, 6 * MiB, h), VS_BACKEND_ERROR);     /* over a mapping */
+  assert_int_equal(be.phys_release(be.ctx, h, 6 * MiB), VS_BACKEND_ERROR); /* still mapped */
+  assert_int_equal(be.va_free(be.ctx, va, 64 * MiB), VS_BACKEND_ERROR);     /* still mapped */
+  assert_int_equal(be.unmap(be.ctx, va, 6 * MiB), VS_BACKEND_OK);
+  assert_int_equal(be.phys_release(be.ctx, h, 6 * MiB), VS_BACKEND_OK);
+  assert_int_equal(be.va_free(be.ctx, va, 64 * MiB), VS_BACKEND_OK);
+  assert_int_equal(be.chunk_free(be.ctx, c1, 4 * MiB), VS_BACKEND_OK);
+  assert_int_equal(be.chunk_free(be.ctx, c1, 4 * MiB), VS_BACKEND_ERROR);   /* double free */
+  assert_int_equal(be.sync(be.ctx), VS_BACKEND_OK);
+  vs_space_counters c;
+  vs_space_backend_counters(sb, &c);
+  assert_int_equal(c.held, 0);
+  assert_int_equal(c.peak_held, 10 * MiB);
+  assert_int_equal(c.oom, 2);
+  assert_int_equal(c.errors, 4);
+  assert_int_equal(c.sync, 1);
+  assert_int_equal(c.map, 2);
+  vs_space_backend_destroy(sb);
+}
+
+static void small_layer(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  enum { N = 3000 };
+  uint64_t *p = calloc(N, sizeof *p), *sz = calloc(N, sizeof *sz), seed = 7;
+  for (int i = 0; i < N; i++) {
+    sz[i] = 1 + rng_next(&seed) % (64 << 10);
+    assert_int_equal(vs_arena_alloc(f.a, sz[i], &p[i]), 0);
+    assert_int_equal(p[i] % 512, 0);
+    uint64_t s, n;
+    assert_int_equal(vs_arena_lookup(f.a, p[i] + sz[i] - 1, &s, &n), 0);
+    assert_int_equal(s, p[i]);
+    assert_int_equal(n, sz[i]);
+    if (i % 97 == 0) CHECK(f.a);
+  }
+  CHECK(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.live_count, N);
+  assert_true(st.class_count >= 20);
+  uint64_t slots = 0, live = 0;
+  for (uint32_t c = 0; c < st.class_count; c++) { slots += st.class_slots[c]; live += st.class_live[c]; }
+  assert_int_equal(live, N);
+  assert_true(slots >= N);
+  for (int i = 0; i < N; i += 2) {
+    assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+    assert_int_equal(vs_arena_free(f.a, p[i]), -1);   /* double free: refused, nothing changes */
+    if (i % 101 == 0) CHECK(f.a);
+  }
+  CHECK(f.a);
+  for (int i = 1; i < N; i += 2) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  vs_arena_trim(f.a, 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.live_bytes, 0);
+  assert_int_equal(st.reserved_bytes, 0);
+  free(p);
+  free(sz);
+  fx_close(&f);
+}
+static void arena_small_vmm(void **s) { (void)s; small_layer(VS_ARENA_VMM); }
+static void arena_small_chunks(void **s) { (void)s; small_layer(VS_ARENA_CHUNKS); }
+
+static void heap_layer(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, 0);
+  uint64_t a, b, c, s, n;
+  assert_int_equal(vs_arena_alloc(f.a, 100 * MiB + 1, &a), 0);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_alloc(f.a, 5 * MiB, &b), 0);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_alloc(f.a, 300 << 10, &c), 0);
+  CHECK(f.a);
+  assert_int_equal(a % 512 + b % 512 + c % 512, 0);
+  assert_int_equal(vs_arena_lookup(f.a, a + 100 * MiB, &s, &n), 0);
+  assert_int_equal(s, a);
+  assert_int_equal(n, 100 * MiB + 1);
+  assert_int_equal(vs_arena_lookup(f.a, a + 100 * MiB + 1, &s, &n) == 0 && s == a, 0);  /* past the request */
+  uint64_t base, off;
+  int vmm;
+  assert_int_equal(vs_arena_placement(f.a, b + 10, &base, &off, &vmm), 0);
+  assert_int_equal(base + off, b);
+  assert_int_equal(vmm, mode == VS_ARENA_VMM);
+  assert_int_equal(vs_arena_lookup(f.a, 12345, &s, &n), -1);
+  assert_int_equal(vs_arena_free(f.a, 12345), -1);
+  assert_int_equal(vs_arena_free(f.a, b + 512), -1);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.live_bytes, 100 * MiB + 1 + 5 * MiB + (300 << 10));
+  assert_int_equal(st.internal_waste, 511);
+  assert_true(st.reserved_bytes >= st.live_bytes);
+  assert_int_equal(vs_arena_free(f.a, a), 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.pending_bytes, 100 * MiB + 512);
+  assert_int_equal(vs_arena_free(f.a, b), 0);
+  assert_int_equal(vs_arena_free(f.a, c), 0);
+  CHECK(f.a);
+  /* With release_threshold 0, a trim gives everything back. */
+  vs_arena_trim(f.a, 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.reserved_bytes, 0);
+  assert_int_equal(st.pending_bytes, 0);
+  fx_close(&f);
+}
+static void arena_heap_vmm(void **s) { (void)s; heap_layer(VS_ARENA_VMM); }
+static void arena_heap_chunks(void **s) { (void)s; heap_layer(VS_ARENA_CHUNKS); }
+
+typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
+static void on_region(void *u, const vs_region_info *r) { walk_acc *w = u; w->regions++; w->last_end = 0; (void)r; }
+static void on_block(void *u, const vs_region_info *r, const vs_block_info *b) {
+  walk_acc *w = u;
+  w->blocks++;
+  if (b->state == VS_BLOCK_LIVE && r->kind != VS_REGION_VMM_RANGE && r->kind != VS_REGION_CHUNK) w->live++;
+  if (b->offset < w->last_end || b->offset + b->size > r->size) w->ordered = 0;
+  w->last_end = b->offset + b->size;
+}
+
+static void arena_walk_stats(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
+  uint64_t p[10];
+  for (int i = 0; i < 10; i++) assert_int_equal(vs_arena_alloc(f.a, 4096, &p[i]), 0);
+  uint64_t big;
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &big), 0);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  walk_acc w = {.ordered = 1};
+  vs_arena_walker wk = {.user = &w, .region = on_region, .block = on_block};
+  vs_arena_walk(f.a, &wk);
+  assert_true(w.regions >= 2);   /* the VMM range and one slab */
+  assert_int_equal(w.live, 10);  /* slab slots, one block each */
+  assert_true(w.ordered);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  uint64_t hb = 0;
+  for (int k = 0; k < VS_ARENA_HIST_BUCKETS; k++) hb += st.hist_bytes[k];
+  assert_true(hb > 0);
+  assert_true(st.largest_free > 0 && st.largest_free <= hb);
+  assert_int_equal(st.requests, 11);
+  CHECK(f.a);
+  fx_close(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
+      cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
+      cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
