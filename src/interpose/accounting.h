@@ -1,0 +1,27 @@
+/* Per-card counters behind vramshim_stats(): lock-free (relaxed atomics;
+ * the peak by compare-and-swap), usable before any constructor. Cards
+ * outside 0..VRAMSHIM_MAX_CARDS-1 are counted nowhere and said once. */
+#ifndef VS_ACCOUNTING_H
+#define VS_ACCOUNTING_H
+
+#include "vramshim.h"
+
+#include <stdint.h>
+
+/* Device memory the program holds (live) and the shim holds from the driver
+ * (reserved). Pass-through today: both move together; the arena will make
+ * reserved >= live. */
+void vs_acct_live_add(int card, uint64_t bytes);
+void vs_acct_live_sub(int card, uint64_t bytes);
+void vs_acct_reserved_add(int card, uint64_t bytes);
+void vs_acct_reserved_sub(int card, uint64_t bytes);
+void vs_acct_va_add(int card, int64_t bytes);     /* signed: reserve / free */
+void vs_acct_ipc_add(int card, int64_t bytes);    /* signed: open / close */
+
+void vs_acct_request(int card, int is_alloc);     /* alloc_requests / free_requests */
+void vs_acct_failed(int card);
+void vs_acct_call(int card, vramshim_driver_call call);
+
+void vs_acct_reset(void);   /* fork child: every counter back to zero */
+
+#endif

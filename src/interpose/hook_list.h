@@ -1,0 +1,81 @@
+/* The one list of CUDA Driver API functions the shim hooks.
+ *
+ * Every row is one ABI variant, named exactly as the driver exports it
+ * (cuMemAlloc is the legacy 32-bit-size function, cuMemAlloc_v2 the one
+ * cuda.h maps "cuMemAlloc" to; cuMemAllocAsync_ptsz the per-thread-stream
+ * one). From this list alone come:
+ *   - the exported entry points (hooks.c), each checked by the compiler
+ *     against its prototype in cuda.h;
+ *   - the table of real driver pointers (driver_table.c);
+ *   - the answer to dlsym (dlsym.c) and to cuGetProcAddress (procaddress.c),
+ *     both through the name/hook/real tables (hook_table.c).
+ * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
+ * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, procaddress.c);
+ * a missing body is a link error.
+ *
+ * X(name, params, args): params as declared in cuda.h (with
+ * __CUDA_API_VERSION_INTERNAL, see cuda_api.h), args the same names. */
+#ifndef VS_HOOK_LIST_H
+#define VS_HOOK_LIST_H
+
+#define VS_HOOKS(X)                                                                                   \
+  /* allocation and free: classic, pitch, managed */                                                 \
+  X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                           \
+  X(cuMemAlloc, (CUdeviceptr_v1 * dptr, unsigned int bytesize), (dptr, bytesize))                     \
+  X(cuMemAllocPitch_v2,                                                                               \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes), \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                           \
+  X(cuMemAllocPitch,                                                                                  \
+    (CUdeviceptr_v1 * dptr, unsigned int *pPitch, unsigned int WidthInBytes, unsigned int Height,    \
+     unsigned int ElementSizeBytes),                                                                  \
+    (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                           \
+  X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags)) \
+  X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                         \
+  X(cuMemFree, (CUdeviceptr_v1 dptr), (dptr))                                                         \
+  /* stream-ordered allocation (legacy stream and per-thread stream) */                              \
+  X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream)) \
+  X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream)) \
+  X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                            \
+  X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                       \
+  X(cuMemAllocFromPoolAsync, (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), \
+    (dptr, bytesize, pool, hStream))                                                                  \
+  X(cuMemAllocFromPoolAsync_ptsz,                                                                     \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream)) \
+  /* virtual memory management */                                                                     \
+  X(cuMemCreate,                                                                                      \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), \
+    (handle, size, prop, flags))                                                                      \
+  X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                                    \
+  X(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), \
+    (ptr, size, offset, handle, flags))                                                               \
+  X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                          \
+  X(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), \
+    (ptr, size, alignment, addr, flags))                                                              \
+  X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                                    \
+  /* inter-process memory */                                                                          \
+  X(cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr), (pHandle, dptr))                 \
+  X(cuIpcOpenMemHandle_v2, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags)) \
+  X(cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags)) \
+  X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))                                                  \
+  /* queries the quota view and the arena will answer */                                              \
+  X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                                  \
+  X(cuMemGetInfo, (unsigned int *free, unsigned int *total), (free, total))                           \
+  X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))                                \
+  X(cuDeviceTotalMem, (unsigned int *bytes, CUdevice dev), (bytes, dev))                              \
+  X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr), (pbase, psize, dptr)) \
+  X(cuMemGetAddressRange, (CUdeviceptr_v1 * pbase, unsigned int *psize, CUdeviceptr_v1 dptr), (pbase, psize, dptr)) \
+  X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr), (data, attribute, ptr)) \
+  X(cuPointerGetAttributes, (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr), \
+    (numAttributes, attributes, data, ptr))                                                           \
+  /* the lookup path itself */                                                                        \
+  X(cuGetProcAddress_v2,                                                                              \
+    (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), \
+    (symbol, pfn, cudaVersion, flags, symbolStatus))                                                  \
+  X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags))
+
+/* Driver functions the shim calls for itself but does not hook. */
+#define VS_DRIVER_EXTRAS(X)                                 \
+  X(cuCtxGetDevice, (CUdevice * device), (device))          \
+  X(cuDriverGetVersion, (int *driverVersion), (driverVersion))
+
+#endif

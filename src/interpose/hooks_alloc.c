@@ -1,0 +1,128 @@
+/* Hooks of the allocation and free paths: classic, pitch, managed and
+ * stream-ordered (legacy and per-thread stream). Each calls exactly the
+ * driver variant the program called, through the memory service. */
+#include "hook_common.h"
+
+/* One shape for every "allocate `size` bytes into *dptr" variant. The
+ * driver call is an expression over the hook's own arguments. */
+#define ALLOC_BODY(name, kind, call, dptr, ptr_t, size, card_expr, driver_call) \
+  VS_HOOK_ENTER(name, DRIVER_ARGS);                                           \
+  if (!(dptr)) VS_FORWARD(name, DRIVER_ARGS);                                 \
+  vs_guard_enter();                                                           \
+  vs_mem_op op;                                                               \
+  CUresult r;                                                                 \
+  if (vs_mem_alloc_begin(&op, kind, card_expr, size, call) == VS_MEM_DONE) {  \
+    if (op.result == CUDA_SUCCESS) *(dptr) = (ptr_t)op.addr;                  \
+    r = op.result;                                                            \
+  } else {                                                                    \
+    r = driver_call;                                                          \
+    r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*(dptr) : 0);  \
+  }                                                                           \
+  vs_guard_leave();                                                           \
+  return r
+
+#define FREE_BODY(name, mask, call, key, driver_call)                          \
+  VS_HOOK_ENTER(name, DRIVER_ARGS);                                           \
+  vs_guard_enter();                                                           \
+  vs_mem_op op;                                                               \
+  CUresult r;                                                                 \
+  if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, mask, key, call) == VS_MEM_DONE) \
+    r = op.result;                                                            \
+  else                                                                        \
+    r = vs_mem_free_end(&op, driver_call);                                    \
+  vs_guard_leave();                                                           \
+  return r
+
+#define CARD vs_driver_current_card(real)
+
+/* ---- cuMemAlloc --------------------------------------------------------- */
+#define DRIVER_ARGS (dptr, bytesize)
+CUresult vs_hook_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  ALLOC_BODY(cuMemAlloc_v2, VS_MEM_DEVICE, VRAMSHIM_CALL_MEM_ALLOC, dptr, CUdeviceptr, bytesize, CARD,
+             real->cuMemAlloc_v2(dptr, bytesize));
+}
+CUresult vs_hook_cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
+  ALLOC_BODY(cuMemAlloc, VS_MEM_DEVICE, VRAMSHIM_CALL_MEM_ALLOC, dptr, CUdeviceptr_v1, bytesize, CARD,
+             real->cuMemAlloc(dptr, bytesize));
+}
+#undef DRIVER_ARGS
+
+/* ---- cuMemAllocManaged -------------------------------------------------- */
+#define DRIVER_ARGS (dptr, bytesize, flags)
+CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  ALLOC_BODY(cuMemAllocManaged, VS_MEM_MANAGED, VRAMSHIM_CALL_MEM_ALLOC_MANAGED, dptr, CUdeviceptr, bytesize,
+             CARD, real->cuMemAllocManaged(dptr, bytesize, flags));
+}
+#undef DRIVER_ARGS
+
+/* ---- cuMemAllocAsync / cuMemAllocFromPoolAsync -------------------------- */
+#define DRIVER_ARGS (dptr, bytesize, hStream)
+CUresult vs_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_BODY(cuMemAllocAsync, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize, CARD,
+             real->cuMemAllocAsync(dptr, bytesize, hStream));
+}
+CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  ALLOC_BODY(cuMemAllocAsync_ptsz, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
+             CARD, real->cuMemAllocAsync_ptsz(dptr, bytesize, hStream));
+}
+#undef DRIVER_ARGS
+#define DRIVER_ARGS (dptr, bytesize, pool, hStream)
+CUresult vs_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  ALLOC_BODY(cuMemAllocFromPoolAsync, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
+             CARD, real->cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream));
+}
+CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream) {
+  ALLOC_BODY(cuMemAllocFromPoolAsync_ptsz, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr,
+             bytesize, CARD, real->cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream));
+}
+#undef DRIVER_ARGS
+
+/* ---- cuMemAllocPitch: the size is known after the call ------------------ */
+/* The service never serves a pitch request itself (it would have to choose
+ * the pitch); VS_MEM_DONE here can only be a refusal. */
+#define PITCH_BODY(name)                                                                      \
+  VS_HOOK_ENTER(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));                \
+  if (!dptr || !pPitch) VS_FORWARD(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)); \
+  vs_guard_enter();                                                                           \
+  vs_mem_op op;                                                                               \
+  CUresult r;                                                                                 \
+  uint64_t estimate = (uint64_t)WidthInBytes * (uint64_t)Height;                              \
+  if (vs_mem_alloc_begin(&op, VS_MEM_PITCH, CARD, estimate, VRAMSHIM_CALL_MEM_ALLOC) == VS_MEM_DONE) { \
+    r = op.result;                                                                            \
+  } else {                                                                                    \
+    r = real->name(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);                     \
+    r = vs_mem_alloc_end_sized(&op, r, r == CUDA_SUCCESS ? (uint64_t)*dptr : 0,               \
+                               r == CUDA_SUCCESS ? (uint64_t)*pPitch * (uint64_t)Height : 0);  \
+  }                                                                                           \
+  vs_guard_leave();                                                                           \
+  return r
+
+CUresult vs_hook_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                    unsigned int ElementSizeBytes) {
+  PITCH_BODY(cuMemAllocPitch_v2);
+}
+CUresult vs_hook_cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                                 unsigned int Height, unsigned int ElementSizeBytes) {
+  PITCH_BODY(cuMemAllocPitch);
+}
+
+/* ---- frees ------------------------------------------------------------- */
+#define DRIVER_ARGS (dptr)
+CUresult vs_hook_cuMemFree_v2(CUdeviceptr dptr) {
+  FREE_BODY(cuMemFree_v2, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree_v2(dptr));
+}
+CUresult vs_hook_cuMemFree(CUdeviceptr_v1 dptr) {
+  FREE_BODY(cuMemFree, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree(dptr));
+}
+#undef DRIVER_ARGS
+#define DRIVER_ARGS (dptr, hStream)
+CUresult vs_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(cuMemFreeAsync, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
+            real->cuMemFreeAsync(dptr, hStream));
+}
+CUresult vs_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  FREE_BODY(cuMemFreeAsync_ptsz, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
+            real->cuMemFreeAsync_ptsz(dptr, hStream));
+}
+#undef DRIVER_ARGS

@@ -1,0 +1,85 @@
+/* Hooks of the queries whose answers the shim will own once memory is
+ * served from the arena and viewed per tenant: free/total memory, address
+ * ranges and pointer attributes. Today the service answers VS_MEM_PASS and
+ * each passes through. */
+#include "hook_common.h"
+
+/* ---- cuMemGetInfo ------------------------------------------------------- */
+#define INFO_BODY(name, word_t)                                                 \
+  VS_HOOK_ENTER(name, (free, total));                                           \
+  if (!free || !total) VS_FORWARD(name, (free, total));                         \
+  vs_guard_enter();                                                             \
+  int card = vs_driver_current_card(real);                                      \
+  uint64_t f = 0, t = 0;                                                        \
+  CUresult r;                                                                   \
+  if (vs_mem_info(card, &f, &t) == VS_MEM_DONE) {                               \
+    *free = (word_t)f;                                                          \
+    *total = (word_t)t;                                                         \
+    r = CUDA_SUCCESS;                                                           \
+  } else {                                                                      \
+    r = real->name(free, total);                                                \
+    vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);                               \
+  }                                                                             \
+  vs_guard_leave();                                                             \
+  return r
+
+CUresult vs_hook_cuMemGetInfo_v2(size_t *free, size_t *total) { INFO_BODY(cuMemGetInfo_v2, size_t); }
+CUresult vs_hook_cuMemGetInfo(unsigned int *free, unsigned int *total) { INFO_BODY(cuMemGetInfo, unsigned int); }
+
+/* ---- cuDeviceTotalMem --------------------------------------------------- */
+#define TOTAL_BODY(name, word_t)                                                \
+  VS_HOOK_ENTER(name, (bytes, dev));                                            \
+  if (!bytes) VS_FORWARD(name, (bytes, dev));                                   \
+  vs_guard_enter();                                                             \
+  uint64_t t = 0;                                                               \
+  CUresult r;                                                                   \
+  if (vs_mem_info((int)dev, NULL, &t) == VS_MEM_DONE) {                         \
+    *bytes = (word_t)t;                                                         \
+    r = CUDA_SUCCESS;                                                           \
+  } else {                                                                      \
+    r = real->name(bytes, dev);                                                 \
+    vs_mem_count_call((int)dev, VRAMSHIM_CALL_OTHER);                           \
+  }                                                                             \
+  vs_guard_leave();                                                             \
+  return r
+
+CUresult vs_hook_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) { TOTAL_BODY(cuDeviceTotalMem_v2, size_t); }
+CUresult vs_hook_cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { TOTAL_BODY(cuDeviceTotalMem, unsigned int); }
+
+/* ---- cuMemGetAddressRange ----------------------------------------------- */
+#define RANGE_BODY(name, ptr_t, word_t)                                         \
+  VS_HOOK_ENTER(name, (pbase, psize, dptr));                                    \
+  vs_guard_enter();                                                             \
+  uint64_t b = 0, s = 0;                                                        \
+  CUresult r;                                                                   \
+  if (vs_mem_range((uint64_t)dptr, &b, &s) == VS_MEM_DONE) {                    \
+    if (pbase) *pbase = (ptr_t)b;                                               \
+    if (psize) *psize = (word_t)s;                                              \
+    r = CUDA_SUCCESS;                                                           \
+  } else {                                                                      \
+    r = real->name(pbase, psize, dptr);                                         \
+  }                                                                             \
+  vs_guard_leave();                                                             \
+  return r
+
+CUresult vs_hook_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
+  RANGE_BODY(cuMemGetAddressRange_v2, CUdeviceptr, size_t);
+}
+CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr) {
+  RANGE_BODY(cuMemGetAddressRange, CUdeviceptr_v1, unsigned int);
+}
+
+/* ---- pointer attributes -------------------------------------------------
+ * Forwarded unchanged: every attribute but the range start/size is the
+ * driver's to answer, and those two match the driver's as long as the
+ * service places nothing inside larger chunks. */
+CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  VS_HOOK_ENTER(cuPointerGetAttribute, (data, attribute, ptr));
+  VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
+}
+
+CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                        CUdeviceptr ptr) {
+  VS_HOOK_ENTER(cuPointerGetAttributes, (numAttributes, attributes, data, ptr));
+  VS_FORWARD(cuPointerGetAttributes, (numAttributes, attributes, data, ptr));
+}

@@ -1,0 +1,49 @@
+/* The constructor, lazy start-up, and fork.
+ *
+ * Nothing here needs the constructor to have run: every structure the
+ * hooks touch is statically initialised and the driver is loaded by the
+ * first hook that needs it (driver_table.c). A forked child starts clean:
+ * no live allocations, zero counters, every lock free; the driver handle
+ * stays (the mapping is inherited) but CUDA itself does not survive fork,
+ * so nothing the parent held is the child's. */
+#include "init.h"
+
+#include "accounting.h"
+#include "driver_table.h"
+#include "guard.h"
+#include "hooks.h"
+#include "log.h"
+#include "memory_service.h"
+
+#include <pthread.h>
+
+__thread int vs_guard_depth __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void atfork_prepare(void) {
+  vs_driver_atfork_prepare();
+  vs_mem_atfork_prepare();
+}
+
+static void atfork_parent(void) {
+  vs_mem_atfork_parent();
+  vs_driver_atfork_release();
+}
+
+static void atfork_child(void) {
+  vs_mem_atfork_child();
+  vs_hook_counts_reset();
+  vs_driver_atfork_release();
+  vs_guard_depth = 0;
+}
+
+static void init_once(void) {
+  vs_log_init();
+  if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+    VS_WARN("cannot register fork handlers; a forked child may inherit the parent's accounting");
+}
+
+void vs_init(void) { pthread_once(&g_once, init_once); }
+
+__attribute__((constructor)) static void vs_constructor(void) { vs_init(); }

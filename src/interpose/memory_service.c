@@ -1,0 +1,156 @@
+/* The device memory service, pass-through edition (see memory_service.h). */
+#include "memory_service.h"
+
+#include "accounting.h"
+#include "log.h"
+
+static vs_tracker *tracker_of(vs_mem_space space) {
+  switch (space) {
+  case VS_SPACE_HANDLE: return &vs_track_handle;
+  case VS_SPACE_VA: return &vs_track_va;
+  default: return &vs_track_devptr;
+  }
+}
+
+static vs_mem_space space_of(vs_mem_kind kind) {
+  if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
+  if (kind == VS_MEM_VA_RANGE) return VS_SPACE_VA;
+  return VS_SPACE_DEVPTR;
+}
+
+/* Which counters a record moves. Device memory of this process is "live"
+ * (and, passed through, "reserved" from the driver too). */
+static void account(const vs_alloc_info *rec, int sign) {
+  switch ((vs_mem_kind)rec->kind) {
+  case VS_MEM_VA_RANGE: vs_acct_va_add(rec->card, sign * (int64_t)rec->size); break;
+  case VS_MEM_IPC: vs_acct_ipc_add(rec->card, sign * (int64_t)rec->size); break;
+  default:
+    if (sign > 0) {
+      vs_acct_live_add(rec->card, rec->size);
+      vs_acct_reserved_add(rec->card, rec->size);
+    } else {
+      vs_acct_live_sub(rec->card, rec->size);
+      vs_acct_reserved_sub(rec->card, rec->size);
+    }
+  }
+}
+
+/* Requests and refusals are counted for device memory only, not for
+ * address ranges or peer memory. */
+static int holds_device_memory(int kind) { return kind != VS_MEM_VA_RANGE && kind != VS_MEM_IPC; }
+
+int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
+  op->space = space_of(kind);
+  op->call = call;
+  op->known = 0;
+  op->rec.key = 0;
+  op->rec.size = size;
+  op->rec.card = card < 0 ? 0 : card;
+  op->rec.kind = (int32_t)kind;
+  op->result = CUDA_SUCCESS;
+  op->addr = 0;
+  if (holds_device_memory(kind)) vs_acct_request(op->rec.card, 1);
+  return VS_MEM_PASS;
+}
+
+CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {
+  vs_acct_call(op->rec.card, op->call);
+  if (r != CUDA_SUCCESS) {
+    if (holds_device_memory(op->rec.kind)) vs_acct_failed(op->rec.card);
+    return r;
+  }
+  op->rec.key = addr;
+  op->rec.size = size;
+  vs_alloc_info stale;
+  int ins = vs_tracker_insert(tracker_of(op->space), &op->rec, &stale);
+  if (ins == 1) {
+    /* The driver handed out a key the shim still held: its free went by a
+     * path the shim does not see. Drop the stale record's bytes. */
+    VS_WARN("card %d: the driver reused 0x%llx, which the shim never saw freed; accounting corrected",
+            stale.card, (unsigned long long)stale.key);
+    account(&stale, -1);
+  } else if (ins < 0) {
+    VS_ERROR("card %d: out of host memory tracking 0x%llx; its free will not be accounted",
+             op->rec.card, (unsigned long long)addr);
+  }
+  account(&op->rec, +1);
+  return r;
+}
+
+CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr) {
+  return vs_mem_alloc_end_sized(op, r, addr, op->rec.size);
+}
+
+int vs_mem_free_begin(vs_mem_op *op, vs_mem_space space, unsigned kind_mask, uint64_t key,
+                      vramshim_driver_call call) {
+  op->space = space;
+  op->call = call;
+  op->result = CUDA_SUCCESS;
+  op->addr = 0;
+  /* Removed before the driver frees it: see tracker.h. */
+  op->known = vs_tracker_remove(tracker_of(space), key, kind_mask, &op->rec) == 0;
+  if (!op->known) {
+    op->rec.key = key;
+    op->rec.size = 0;
+    op->rec.card = -1;
+    op->rec.kind = -1;
+  }
+  return VS_MEM_PASS;
+}
+
+CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
+  if (!op->known) {
+    /* Never ours (or already freed): the driver's answer, nothing to undo. */
+    VS_DEBUG("free of 0x%llx, unknown to the shim, forwarded: driver said %d",
+             (unsigned long long)op->rec.key, (int)r);
+    return r;
+  }
+  vs_acct_call(op->rec.card, op->call);
+  if (r != CUDA_SUCCESS) {
+    /* Still live in the driver, so nobody can have been handed the key. */
+    vs_tracker_insert(tracker_of(op->space), &op->rec, NULL);
+    return r;
+  }
+  if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
+  account(&op->rec, -1);
+  return r;
+}
+
+int vs_mem_lookup(vs_mem_space space, uint64_t key, vs_alloc_info *out) {
+  return vs_tracker_find(tracker_of(space), key, out);
+}
+
+int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
+  (void)card;
+  (void)free_bytes;
+  (void)total_bytes;
+  return VS_MEM_PASS;
+}
+
+int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  (void)ptr;
+  (void)base;
+  (void)size;
+  return VS_MEM_PASS;
+}
+
+void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
+
+void vs_mem_atfork_prepare(void) {
+  vs_tracker_atfork_prepare(&vs_track_devptr);
+  vs_tracker_atfork_prepare(&vs_track_handle);
+  vs_tracker_atfork_prepare(&vs_track_va);
+}
+
+void vs_mem_atfork_parent(void) {
+  vs_tracker_atfork_parent(&vs_track_va);
+  vs_tracker_atfork_parent(&vs_track_handle);
+  vs_tracker_atfork_parent(&vs_track_devptr);
+}
+
+void vs_mem_atfork_child(void) {
+  vs_tracker_atfork_child(&vs_track_devptr);
+  vs_tracker_atfork_child(&vs_track_handle);
+  vs_tracker_atfork_child(&vs_track_va);
+  vs_acct_reset();
+}

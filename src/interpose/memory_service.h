@@ -1,0 +1,115 @@
+/* The device memory service: the one seam between the hooks and what the
+ * shim does with memory.
+ *
+ * A hook describes what the program asked for (kind, card, size), and the
+ * service decides how it is served. Two phases around the program's own
+ * driver call, so no request ever changes ABI variant:
+ *
+ *   vs_mem_op op;
+ *   if (vs_mem_alloc_begin(&op, VS_MEM_DEVICE, card, size, VRAMSHIM_CALL_MEM_ALLOC) == VS_MEM_DONE)
+ *     return op.result;                      // served (or refused) without the driver
+ *   CUresult r = real->cuMemAlloc_v2(dptr, size);
+ *   return vs_mem_alloc_end(&op, r, *dptr);  // record it, or roll back
+ *
+ *   if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE, ptr, call) == VS_MEM_DONE)
+ *     return op.result;
+ *   return vs_mem_free_end(&op, real->cuMemFree_v2(ptr));
+ *
+ * Today every request passes through and is accounted exactly. What plugs
+ * in behind this header later, without touching a hook:
+ *   - the tenant ledger: alloc_begin charges the tenant's ledger for
+ *     op->size and answers VS_MEM_DONE with CUDA_ERROR_OUT_OF_MEMORY when
+ *     admission fails; alloc_end refunds the charge when the driver
+ *     refused; free_end (on success) refunds the freed bytes.
+ *   - the arena (src/arena/arena.h): alloc_begin serves VS_MEM_DEVICE and
+ *     VS_MEM_PITCH requests from vs_arena_alloc() and answers VS_MEM_DONE
+ *     with op->addr; free_begin finds the record's owner == arena and
+ *     answers VS_MEM_DONE after vs_arena_free(); the arena's backend calls
+ *     the driver table directly (its chunks are "reserved", not "live").
+ *   - the virtualised view: vs_mem_info() answers cuMemGetInfo from the
+ *     ledger instead of the driver.
+ * Thread safety: every function may be called from any thread at once. */
+#ifndef VS_MEMORY_SERVICE_H
+#define VS_MEMORY_SERVICE_H
+
+#include "cuda_api.h"
+#include "tracker.h"
+#include "vramshim.h"
+
+#include <stdint.h>
+
+typedef enum vs_mem_kind {
+  VS_MEM_DEVICE = 0,  /* cuMemAlloc                               */
+  VS_MEM_PITCH,       /* cuMemAllocPitch (size = pitch x height)  */
+  VS_MEM_MANAGED,     /* cuMemAllocManaged                        */
+  VS_MEM_ASYNC,       /* cuMemAllocAsync (the stream's pool)      */
+  VS_MEM_POOL,        /* cuMemAllocFromPoolAsync                  */
+  VS_MEM_VMM_PHYS,    /* cuMemCreate: physical memory, by handle  */
+  VS_MEM_VA_RANGE,    /* cuMemAddressReserve: no device memory    */
+  VS_MEM_IPC,         /* cuIpcOpenMemHandle: another process's    */
+  VS_MEM_KINDS
+} vs_mem_kind;
+
+typedef enum vs_mem_space { VS_SPACE_DEVPTR = 0, VS_SPACE_HANDLE, VS_SPACE_VA } vs_mem_space;
+
+/* Which kinds each release path may free (a free on a record of another
+ * kind leaves the record alone and goes to the driver unchanged). */
+#define VS_KIND_BIT(k) (1u << (k))
+#define VS_FREE_MEM_FREE                                                                     \
+  (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
+   VS_KIND_BIT(VS_MEM_ASYNC) | VS_KIND_BIT(VS_MEM_POOL))
+#define VS_FREE_MEM_FREE_ASYNC VS_FREE_MEM_FREE
+#define VS_FREE_IPC_CLOSE VS_KIND_BIT(VS_MEM_IPC)
+#define VS_FREE_RELEASE VS_KIND_BIT(VS_MEM_VMM_PHYS)
+#define VS_FREE_ADDRESS VS_KIND_BIT(VS_MEM_VA_RANGE)
+
+enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
+
+/* One request in flight. Lives on the hook's stack. */
+typedef struct vs_mem_op {
+  vs_mem_space space;
+  vramshim_driver_call call;
+  int known;            /* free: the record was found (and is held in `rec`) */
+  vs_alloc_info rec;    /* alloc: what will be recorded; free: what was removed */
+  CUresult result;      /* when VS_MEM_DONE: what the hook returns */
+  uint64_t addr;        /* when VS_MEM_DONE after an alloc: the address served */
+} vs_mem_op;
+
+/* card: the device the memory is on (-1 unknown: recorded on card 0 if the
+ * driver grants it). size: the bytes asked for (for pitch: the estimate
+ * width x height; alloc_end takes the final size). */
+int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call);
+/* r: what the driver returned; addr: the address or handle it gave (read
+ * only when r == CUDA_SUCCESS). Returns what the hook returns. */
+CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr);
+/* Same, with the size known only after the call (pitch x height). */
+CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size);
+
+/* Unknown keys pass to the driver unchanged and change no accounting. */
+int vs_mem_free_begin(vs_mem_op *op, vs_mem_space space, unsigned kind_mask, uint64_t key,
+                      vramshim_driver_call call);
+CUresult vs_mem_free_end(vs_mem_op *op, CUresult r);
+
+/* The record of a live allocation starting exactly at key, 0 found / -1. */
+int vs_mem_lookup(vs_mem_space space, uint64_t key, vs_alloc_info *out);
+
+/* The view of a card (cuMemGetInfo, cuDeviceTotalMem): VS_MEM_DONE with
+ * free_bytes and total_bytes (free_bytes may be NULL) filled when the service answers (the tenant's
+ * view), VS_MEM_PASS to ask the driver. Today: always PASS. */
+int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes);
+/* The allocation around ptr as the program sees it (cuMemGetAddressRange,
+ * CU_POINTER_ATTRIBUTE_RANGE_START/SIZE): VS_MEM_DONE when the service
+ * placed it (an arena block inside a larger driver chunk), VS_MEM_PASS to
+ * ask the driver. Today: always PASS. */
+int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+
+/* A driver call that neither allocates nor frees (map, unmap, queries),
+ * counted on its card. */
+void vs_mem_count_call(int card, vramshim_driver_call call);
+
+/* fork handlers for everything the service owns. */
+void vs_mem_atfork_prepare(void);
+void vs_mem_atfork_parent(void);
+void vs_mem_atfork_child(void);
+
+#endif

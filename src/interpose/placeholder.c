@@ -1,1 +1,0 @@
-typedef int vs_placeholder_interpose;
