@@ -15,6 +15,7 @@
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
 #define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
+#define VS_GROW_DIV 64                  /* growth step: held / 64 at least */
 #define VS_BATCH_MIN (256ull << 20)     /* pending bytes that force a sync at the next allocation */
 
 /* ---- Physical handles (VMM) ---------------------------------------------- */

@@ -314,8 +314,9 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     uint64_t p = b ? up(b->addr, align) : 0;
     vs_hregion *r = b ? hr(b->region) : NULL;
     uint64_t need = !b ? size : (h->vmm ? unmapped_bytes(h, r, p, size) : 0);
-    if (need && !synced && atomic_load(&a->pend_total)) {
-      /* Growing while frees wait: one sync makes them all reusable. */
+    /* Growing while frees wait: one sync makes them all reusable. Only
+     * worth a call when the pending bytes could cover the growth. */
+    if (need && !synced && atomic_load(&a->pend_total) >= need) {
       pthread_mutex_unlock(&h->mu);
       vs_arena_sync(a);
       pthread_mutex_lock(&h->mu);
@@ -325,6 +326,10 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     if (!b) {
       uint64_t rsize = h->vmm ? size + extra
                                : (size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM);
+      /* Growth step: at least 1/VS_GROW_DIV of what is held, so the number
+       * of growth calls is logarithmic in the footprint. */
+      uint64_t step = up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
+      if (!h->vmm && rsize < step) rsize = step;
       if (!region_new(a, rsize, !h->vmm && size > VS_DEDICATED_MIN, &rc)) goto refused;
       continue;
     }
@@ -333,7 +338,14 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
         steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }
-      rc = map_range(a, r, p, size);
+      /* Map a growth step at once when the block sits in unmapped space
+       * (the end of the VA): later requests find it mapped. */
+      uint64_t span = size, step = up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
+      if (need < step) {
+        span = size + (step - need);
+        if (p + span > b->addr + b->size) span = b->addr + b->size - p;
+      }
+      rc = map_range(a, r, p, span);
       if (rc) goto refused;
     }
     b = vs_tlsf_take_at(&h->t, b, p, size);

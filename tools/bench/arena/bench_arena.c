@@ -1,0 +1,176 @@
+/* vramshim-bench-arena: hot path, thread scaling, drift soak, trace replay.
+ * Prints numbers; docs/benchmarks-arena.md records them. Never a test.
+ *
+ *   vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...]
+ * With no argument: hot, threads, soak 10^7. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_arena.h"
+
+static vs_arena *mk(vs_space_backend **sb, vs_arena_backend *be, vs_arena_mode mode) {
+  *sb = vs_space_backend_create(UINT64_MAX, 0);
+  *be = vs_space_backend_get_mode(*sb, mode == VS_ARENA_VMM);
+  vs_arena_config cfg = {.mode = mode, .release_threshold = 1ull << 30};
+  return vs_arena_create(&cfg, be);
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median ns of an alloc+free pair, over batches of 1000 pairs. */
+static double hot_median(vs_arena *a, uint64_t size) {
+  enum { BATCHES = 300, PAIRS = 1000 };
+  static double ns[BATCHES];
+  uint64_t p;
+  for (int i = 0; i < 10 * PAIRS; i++) { vs_arena_alloc(a, size, &p); vs_arena_free(a, p); }  /* warm */
+  for (int b = 0; b < BATCHES; b++) {
+    double t0 = bench_now_ns();
+    for (int i = 0; i < PAIRS; i++) { vs_arena_alloc(a, size, &p); vs_arena_free(a, p); }
+    ns[b] = (bench_now_ns() - t0) / PAIRS;
+  }
+  qsort(ns, BATCHES, sizeof ns[0], cmp_d);
+  return ns[BATCHES / 2];
+}
+
+int bench_hot(void) {
+  uint64_t sizes[] = {512, 4096, 48 << 10, 1 << 20, 64 << 20};
+  for (int mode = VS_ARENA_CHUNKS; mode <= VS_ARENA_VMM; mode++) {
+    vs_space_backend *sb;
+    vs_arena_backend be;
+    vs_arena *a = mk(&sb, &be, (vs_arena_mode)mode);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+      printf("vramshim: hot path arena=%s size %llu B: median %.1f ns per alloc+free pair\n",
+             mode == VS_ARENA_VMM ? "vmm" : "chunks", (unsigned long long)sizes[i], hot_median(a, sizes[i]));
+    vs_arena_destroy(a);
+    vs_space_backend_destroy(sb);
+  }
+  return 0;
+}
+
+typedef struct { vs_arena *a; uint64_t pairs, seed; double ns; } thr_arg;
+
+static void *thr_main(void *p) {
+  thr_arg *t = p;
+  uint64_t live[16] = {0}, s = t->seed;
+  double t0 = bench_now_ns();
+  for (uint64_t i = 0; i < t->pairs; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    int k = (int)((s >> 33) % 16);
+    if (live[k]) vs_arena_free(t->a, live[k]);
+    uint64_t size = 512ull << ((s >> 40) % 7);   /* 512 B .. 32 KiB */
+    vs_arena_alloc(t->a, size, &live[k]);
+  }
+  for (int k = 0; k < 16; k++) if (live[k]) vs_arena_free(t->a, live[k]);
+  t->ns = bench_now_ns() - t0;
+  return NULL;
+}
+
+static double throughput(int nthreads, uint64_t pairs) {
+  vs_space_backend *sb;
+  vs_arena_backend be;
+  vs_arena *a = mk(&sb, &be, VS_ARENA_VMM);
+  pthread_t th[8];
+  thr_arg args[8];
+  for (int i = 0; i < nthreads; i++) {
+    args[i] = (thr_arg){a, pairs, 1234 + (uint64_t)i, 0};
+    pthread_create(&th[i], NULL, thr_main, &args[i]);
+  }
+  double worst = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    if (args[i].ns > worst) worst = args[i].ns;
+  }
+  vs_arena_destroy(a);
+  vs_space_backend_destroy(sb);
+  return (double)pairs * nthreads / worst * 1e9;   /* pairs per second, all threads */
+}
+
+int bench_threads(int reps) {
+  uint64_t pairs = 2000000;
+  double best1 = 0, best2 = 0;
+  for (int r = 0; r < reps; r++) {   /* best of reps: the machine is shared */
+    double t1 = throughput(1, pairs), t2 = throughput(2, pairs);
+    if (t1 > best1) best1 = t1;
+    if (t2 > best2) best2 = t2;
+  }
+  printf("vramshim: threads: 1 thread %.2f M pairs/s, 2 threads %.2f M pairs/s aggregate: x%.2f\n",
+         best1 / 1e6, best2 / 1e6, best2 / best1);
+  return 0;
+}
+
+/* Stationary random workload: 512 slots; short-lived slots toggle each time
+ * they are picked, long-lived ones are freed with probability 1/64. Sizes
+ * log-uniform over 512 B .. 1 GiB, capped so the live set stays near a
+ * steady size. */
+int bench_soak(uint64_t ops) {
+  for (int mode = VS_ARENA_VMM; mode >= VS_ARENA_CHUNKS; mode--) {
+    vs_space_backend *sb;
+    vs_arena_backend be;
+    vs_arena *a = mk(&sb, &be, (vs_arena_mode)mode);
+    enum { SLOTS = 512, LONG0 = 448 };
+    static uint64_t addr[SLOTS];
+    memset(addr, 0, sizeof addr);
+    uint64_t s = 42, at10 = 0, maxres = 0, fails = 0;
+    double t0 = bench_now_ns();
+    for (uint64_t i = 0; i < ops; i++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t r = s >> 11;
+      int k = (int)(r % SLOTS);
+      if (addr[k]) {
+        if (k >= LONG0 && (r >> 20) % 64) continue;
+        vs_arena_free(a, addr[k]);
+        addr[k] = 0;
+      } else {
+        double u = (double)((r >> 9) & 0xfffff) / 1048576.0;    /* log-uniform 2^9 .. 2^30 */
+        uint64_t size = (uint64_t)(512.0 * __builtin_exp2(u * 21.0));
+        if (vs_arena_alloc(a, size, &addr[k])) { addr[k] = 0; fails++; }
+      }
+      if (i + 1 == ops / 10 || (i + 1) % (ops / 100) == 0) {
+        vs_arena_stats st;
+        vs_arena_get_stats(a, &st);
+        if (i + 1 == ops / 10) at10 = st.reserved_bytes;
+        if (st.reserved_bytes > maxres) maxres = st.reserved_bytes;
+      }
+    }
+    vs_arena_stats st;
+    vs_arena_get_stats(a, &st);
+    printf("vramshim: soak arena=%s %llu ops: reserved at 10%% %.2f GiB, at end %.2f GiB (x%.4f), max %.2f GiB, "
+           "live at end %.2f GiB, peak live %.2f GiB, failures %llu, %.0f ns/op\n",
+           mode == VS_ARENA_VMM ? "vmm" : "chunks", (unsigned long long)ops, at10 / 1073741824.0,
+           st.reserved_bytes / 1073741824.0, (double)st.reserved_bytes / (double)at10, maxres / 1073741824.0,
+           st.live_bytes / 1073741824.0, st.peak_live_bytes / 1073741824.0, (unsigned long long)fails,
+           (bench_now_ns() - t0) / (double)ops);
+    for (int k = 0; k < SLOTS; k++) if (addr[k]) vs_arena_free(a, addr[k]);
+    vs_arena_destroy(a);
+    vs_space_backend_destroy(sb);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 1) {
+    bench_hot();
+    bench_threads(3);
+    return bench_soak(10000000);
+  }
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "hot")) bench_hot();
+    else if (!strcmp(argv[i], "threads")) bench_threads(3);
+    else if (!strcmp(argv[i], "soak")) {
+      uint64_t ops = 10000000;
+      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') ops = strtoull(argv[++i], NULL, 10);
+      bench_soak(ops);
+    } else if (!strcmp(argv[i], "trace")) {
+      while (i + 1 < argc) bench_trace(argv[++i], 1ull << 30);
+    } else {
+      fprintf(stderr, "vramshim: usage: vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...]\n");
+      return 2;
+    }
+  }
+  return 0;
+}
