@@ -62,7 +62,11 @@ static void release_ctx_memory(struct sim_ctx *ctx)
 {
     struct sim_alloc **v = NULL;
     size_t n = sim_mem_collect_ctx(ctx, &v);
-    for (size_t i = 0; i < n; i++) sim_free_record(v[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i]->kind == SIM_K_POOL) sim_pool_free_now(v[i]);
+        else sim_free_record(v[i]);
+    }
+    sim_pools_sync_trim();
     free(v);
 }
 
@@ -361,6 +365,7 @@ SIM_API CUresult cuCtxSynchronize(void)
     CUresult r = sim_ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
     sim_sync_all();
+    sim_pools_sync_trim();
     return CUDA_SUCCESS;
 }
 

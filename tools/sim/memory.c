@@ -208,10 +208,15 @@ SIM_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUde
         if (pbase) *pbase = a->base;
         if (psize) *psize = a->size;
         r = CUDA_SUCCESS;
-    } else if (a && a->kind == SIM_K_VA && sim_vmm_range_ok((uintptr_t)dptr, 1)) {
-        if (pbase) *pbase = a->base;
-        if (psize) *psize = a->map_len;
-        r = CUDA_SUCCESS;
+    } else if (a && a->kind == SIM_K_VA) {
+        int dev;
+        uintptr_t base;
+        size_t size;
+        if (sim_vmm_ptr_info((uintptr_t)dptr, &dev, &base, &size)) {
+            if (pbase) *pbase = base;
+            if (psize) *psize = size;
+            r = CUDA_SUCCESS;
+        }
     }
     pthread_mutex_unlock(&sim_mem_lock);
     return r;

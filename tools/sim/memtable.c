@@ -69,6 +69,13 @@ struct sim_alloc *sim_mem_find_base(uintptr_t p)
     return i >= 0 && tab[i]->base == p ? tab[i] : NULL;
 }
 
+struct sim_alloc *sim_mem_find_ipc(int32_t pid, uint64_t id)
+{
+    for (size_t i = 0; i < ntab; i++)
+        if (tab[i]->kind == SIM_K_IPC && tab[i]->ipc_pid == pid && tab[i]->ipc_id == id) return tab[i];
+    return NULL;
+}
+
 size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out)
 {
     pthread_mutex_lock(&sim_mem_lock);

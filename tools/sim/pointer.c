@@ -13,10 +13,21 @@ static void lookup(CUdeviceptr p, struct ptr_info *pi)
     memset(pi, 0, sizeof *pi);
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find((uintptr_t)p);
-    if (a && (a->kind != SIM_K_VA || sim_vmm_range_ok((uintptr_t)p, 1))) {
+    if (a && a->kind != SIM_K_VA) {
         pi->known = 1;
         pi->a = *a;
-        if (a->kind == SIM_K_VA) pi->a.size = a->map_len;
+    } else if (a) {
+        /* a mapped VMM address reads as its mapping */
+        int dev;
+        uintptr_t base;
+        size_t size;
+        if (sim_vmm_ptr_info((uintptr_t)p, &dev, &base, &size)) {
+            pi->known = 1;
+            pi->a = *a;
+            pi->a.card = dev;
+            pi->a.base = base;
+            pi->a.size = pi->a.map_len = size;
+        }
     }
     pthread_mutex_unlock(&sim_mem_lock);
 }

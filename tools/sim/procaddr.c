@@ -139,7 +139,6 @@ static const struct proc_row rows[] = {
     R(cuEventDestroy, 4000, cuEventDestroy_v2)
     R(cuEventElapsedTime, 2000, cuEventElapsedTime)
     R(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)
-#ifndef SIM_PROCADDR_CORE_ONLY
     /* stream-ordered allocation and pools */
     RP(cuMemAllocAsync, 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz)
     RP(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz)
@@ -169,7 +168,6 @@ static const struct proc_row rows[] = {
     R(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle)
     R(cuIpcOpenMemHandle, 11000, cuIpcOpenMemHandle_v2)
     R(cuIpcCloseMemHandle, 4010, cuIpcCloseMemHandle)
-#endif
 };
 
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -99,6 +99,8 @@ void sim_mem_insert(struct sim_alloc *a);
 void sim_mem_remove(struct sim_alloc *a);
 struct sim_alloc *sim_mem_find(uintptr_t p);       /* record containing p */
 struct sim_alloc *sim_mem_find_base(uintptr_t p);  /* record starting at p */
+/* an open IPC record of buffer (pid, id); sim_mem_lock held */
+struct sim_alloc *sim_mem_find_ipc(int32_t pid, uint64_t id);
 size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out);
 /* memfd-backed shared mapping of len bytes (page-rounded) */
 CUresult sim_backing_create(size_t len, uint64_t id, int *fd, void **addr);
@@ -127,7 +129,12 @@ void sim_stream_after_fork_child(void);
 
 /* ---- pools (pool.c), vmm (vmm.c) ---- */
 void sim_pool_free_now(struct sim_alloc *a);   /* a removed from the table */
+/* returns cached pool memory above each pool's release threshold */
+void sim_pools_sync_trim(void);
 void sim_pool_after_fork_child(void);
-int sim_vmm_range_ok(uintptr_t p, size_t n);
+/* all three with sim_mem_lock held */
+int sim_vmm_range_ok(uintptr_t p, size_t n);           /* mapped read-write */
+int sim_vmm_range_mapped_locked(uintptr_t p, size_t n); /* mapped at all */
+int sim_vmm_ptr_info(uintptr_t p, int *dev, uintptr_t *base, size_t *size);
 void sim_vmm_after_fork_child(void);
 #endif

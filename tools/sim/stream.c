@@ -253,6 +253,7 @@ static CUresult stream_sync(CUstream h)
     SIM_REQUIRE_INIT();
     GET_STREAM(st, h);
     sim_stream_sync(st);
+    sim_pools_sync_trim();
     return CUDA_SUCCESS;
 }
 SIM_API CUresult cuStreamSynchronize(CUstream h)
@@ -526,6 +527,7 @@ SIM_API CUresult cuEventSynchronize(CUevent h)
     while (e->done < target) pthread_cond_wait(&ev_cv, &reg_lock);
     event_unref_locked(e);
     pthread_mutex_unlock(&reg_lock);
+    sim_pools_sync_trim();
     return CUDA_SUCCESS;
 }
 

@@ -1,0 +1,134 @@
+/* Legacy IPC handles. An exported allocation is named by the exporter's
+ * pid, the memfd descriptor backing it and its buffer id; the importer opens
+ * /proc/<pid>/fd/<fd> (same user) and maps the same pages, after checking
+ * that the descriptor still names that very buffer (memfd name
+ * "vramsim-<pid>-<id>"), so a stale handle fails instead of mapping some
+ * other allocation. */
+#include "sim_internal.h"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define IPC_MAGIC 0x76735049u   /* "IPsv" */
+
+struct ipc_wire {
+    uint32_t magic;
+    int32_t pid;
+    int32_t fd;
+    int32_t card;
+    uint64_t id;
+    uint64_t size;
+    uint64_t map_len;
+};
+_Static_assert(sizeof(struct ipc_wire) <= CU_IPC_HANDLE_SIZE, "IPC handle is 64 bytes");
+
+SIM_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    SIM_COUNT(cuIpcGetMemHandle);
+    SIM_REQUIRE_INIT();
+    if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (a && a->kind == SIM_K_DEVICE && !a->free_pending) {
+        struct ipc_wire w = {IPC_MAGIC, (int32_t)getpid(), a->fd, a->card, a->id, a->size, a->map_len};
+        memset(pHandle, 0, sizeof *pHandle);
+        memcpy(pHandle->reserved, &w, sizeof w);
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned flags)
+{
+    SIM_REQUIRE_INIT();
+    if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    struct ipc_wire w;
+    memcpy(&w, handle.reserved, sizeof w);
+    if (w.magic != IPC_MAGIC || w.pid <= 0 || w.fd < 0 || w.map_len == 0 || w.size > w.map_len)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (w.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *open_a = sim_mem_find_ipc(w.pid, w.id);
+    if (open_a) {
+        open_a->ipc_refs++;
+        *pdptr = open_a->base;
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+
+    char path[64], link[256], want[96];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
+    ssize_t ln = readlink(path, link, sizeof link - 1);
+    snprintf(want, sizeof want, "/memfd:vramsim-%d-%llu ", (int)w.pid, (unsigned long long)w.id);
+    if (ln <= 0) return CUDA_ERROR_INVALID_HANDLE;
+    link[ln] = 0;
+    if (strncmp(link, want, strlen(want)) != 0) return CUDA_ERROR_INVALID_HANDLE;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+    void *m = mmap(NULL, w.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return CUDA_ERROR_MAP_FAILED;
+    struct sim_alloc *a = calloc(1, sizeof *a);
+    if (!a) {
+        munmap(m, w.map_len);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->base = (uintptr_t)m;
+    a->size = w.size;
+    a->map_len = w.map_len;
+    a->fd = -1;
+    a->card = w.card;
+    a->kind = SIM_K_IPC;
+    a->ctx = ctx;
+    a->id = sim_next_id();
+    a->ipc_refs = 1;
+    a->ipc_pid = w.pid;
+    a->ipc_id = w.id;
+    pthread_mutex_lock(&sim_mem_lock);
+    sim_mem_insert(a);
+    pthread_mutex_unlock(&sim_mem_lock);
+    *pdptr = a->base;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    SIM_COUNT(cuIpcOpenMemHandle_v2);
+    return ipc_open(pdptr, handle, Flags);
+}
+
+SIM_API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    SIM_COUNT(cuIpcOpenMemHandle);
+    return ipc_open(pdptr, handle, Flags);
+}
+
+SIM_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    SIM_COUNT(cuIpcCloseMemHandle);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
+    if (!a || a->kind != SIM_K_IPC) {
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (--a->ipc_refs > 0) {
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_SUCCESS;
+    }
+    sim_mem_remove(a);
+    pthread_mutex_unlock(&sim_mem_lock);
+    sim_free_record(a);
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,470 @@
+/* Stream-ordered allocation: memory pools.
+ *
+ * A pool block is a device record (SIM_K_POOL) charged to the card like a
+ * cuMemAlloc block. cuMemFreeAsync queues the free on the stream; when it
+ * runs, the block goes back to its pool's cache, still mapped and still
+ * charged (the pool keeps it reserved), and a later allocation from the
+ * pool may be given the very same address: work still queued on another
+ * stream then really does touch reused memory. Cached memory above the
+ * pool's release threshold is returned to the card at synchronisation
+ * points and by cuMemPoolTrimTo, and before an allocation would fail. */
+#include "sim_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_MAGIC 0x504f4f4cu
+
+struct sim_pool {
+    uint32_t magic;
+    int dev;
+    int is_default;
+    int destroyed;
+    uint64_t release_threshold;
+    int reuse[3];                   /* the three REUSE_* attributes */
+    uint64_t reserved_cur, reserved_high, used_cur, used_high;
+    struct sim_alloc **cache;       /* freed blocks kept for reuse */
+    size_t ncache, capcache;
+    struct sim_pool *next;
+};
+
+/* Guards every pool; taken after sim_mem_lock when both are needed. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_pool *pools;
+static struct sim_pool default_pools[SIM_MAX_CARDS];
+static struct sim_pool *current_pool[SIM_MAX_CARDS];
+
+static struct sim_pool *default_pool(int dev)
+{
+    struct sim_pool *p = &default_pools[dev];
+    if (p->magic != POOL_MAGIC) {
+        memset(p, 0, sizeof *p);
+        p->magic = POOL_MAGIC;
+        p->dev = dev;
+        p->is_default = 1;
+        p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+    }
+    return p;
+}
+
+/* pool_lock held */
+static struct sim_pool *pool_get(CUmemoryPool h)
+{
+    struct sim_pool *x = (struct sim_pool *)h;
+    for (int i = 0; i < sim_cfg.ncards; i++)
+        if (x == &default_pools[i] && x->magic == POOL_MAGIC) return x;
+    for (struct sim_pool *p = pools; p; p = p->next)
+        if (p == x && !p->destroyed) return p;
+    return NULL;
+}
+
+/* Releases cached blocks until reserved <= keep; pool_lock held. The
+ * blocks are returned in *out (the caller frees them without the lock). */
+static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc ***out)
+{
+    size_t n = 0;
+    struct sim_alloc **v = malloc((p->ncache + 1) * sizeof *v);
+    if (!v) {
+        *out = NULL;
+        return 0;
+    }
+    while (p->ncache && p->reserved_cur > keep) {
+        struct sim_alloc *a = p->cache[--p->ncache];
+        p->reserved_cur -= a->charged;
+        v[n++] = a;
+    }
+    *out = v;
+    return n;
+}
+
+static void release_blocks(struct sim_alloc **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sim_alloc *a = v[i];
+        sim_uncharge(a->card, a->charged);
+        sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
+        free(a);
+    }
+    free(v);
+}
+
+static void trim_pool(struct sim_pool *p, uint64_t keep)
+{
+    pthread_mutex_lock(&pool_lock);
+    struct sim_alloc **v;
+    size_t n = trim_locked(p, keep, &v);
+    pthread_mutex_unlock(&pool_lock);
+    release_blocks(v, n);
+}
+
+void sim_pools_sync_trim(void)
+{
+    for (int i = 0; i < sim_cfg.ncards; i++) {
+        pthread_mutex_lock(&pool_lock);
+        int live = default_pools[i].magic == POOL_MAGIC;
+        uint64_t thr = default_pools[i].release_threshold;
+        pthread_mutex_unlock(&pool_lock);
+        if (live) trim_pool(&default_pools[i], thr);
+    }
+    /* pools are never freed, so walking with the lock dropped is safe */
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *first = pools;
+    pthread_mutex_unlock(&pool_lock);
+    for (struct sim_pool *p = first; p; p = p->next) {
+        pthread_mutex_lock(&pool_lock);
+        uint64_t thr = p->destroyed ? 0 : p->release_threshold;
+        pthread_mutex_unlock(&pool_lock);
+        trim_pool(p, thr);
+    }
+}
+
+/* A block freed (now or in stream order) goes back to its pool; it was
+ * already taken out of the table. */
+void sim_pool_free_now(struct sim_alloc *a)
+{
+    struct sim_pool *p = a->pool;
+    sim_live_add(a->card, -(int64_t)a->size, -1);
+    pthread_mutex_lock(&pool_lock);
+    p->used_cur -= a->charged;
+    int cached = 0;
+    if (!p->destroyed) {
+        if (p->ncache == p->capcache) {
+            size_t nc = p->capcache ? p->capcache * 2 : 16;
+            struct sim_alloc **nv = realloc(p->cache, nc * sizeof *nv);
+            if (nv) {
+                p->cache = nv;
+                p->capcache = nc;
+            }
+        }
+        if (p->ncache < p->capcache) {
+            a->free_pending = 0;
+            p->cache[p->ncache++] = a;
+            cached = 1;
+        }
+    }
+    if (!cached) p->reserved_cur -= a->charged;
+    pthread_mutex_unlock(&pool_lock);
+    if (!cached) {
+        sim_uncharge(a->card, a->charged);
+        sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
+        free(a);
+    }
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, CUstream s)
+{
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_stream_get(s)) return CUDA_ERROR_INVALID_HANDLE;
+    size_t charge = SIM_ROUND_UP(size, sim_cfg.alloc_granule);
+    /* best fit among cached blocks of the pool (same charge class or larger) */
+    pthread_mutex_lock(&pool_lock);
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < p->ncache; i++) {
+        struct sim_alloc *c = p->cache[i];
+        if (c->map_len >= size && c->charged >= charge && c->charged <= 2 * charge &&
+            (best == SIZE_MAX || c->charged < p->cache[best]->charged))
+            best = i;
+    }
+    struct sim_alloc *a = NULL;
+    if (best != SIZE_MAX) {
+        a = p->cache[best];
+        p->cache[best] = p->cache[--p->ncache];
+        p->used_cur += a->charged;
+        if (p->used_cur > p->used_high) p->used_high = p->used_cur;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (a) {
+        a->size = size;
+        a->ctx = ctx;
+        pthread_mutex_lock(&sim_mem_lock);
+        sim_mem_insert(a);
+        pthread_mutex_unlock(&sim_mem_lock);
+        sim_live_add(a->card, (int64_t)size, 1);
+        *dptr = a->base;
+        return CUDA_SUCCESS;
+    }
+    if (ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;
+    r = sim_alloc_device(SIM_K_POOL, size, charge, &a);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        /* the driver gives cached memory back before failing */
+        sim_pools_sync_trim();
+        trim_pool(p, 0);
+        r = sim_alloc_device(SIM_K_POOL, size, charge, &a);
+    }
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&sim_mem_lock);
+    a->pool = p;
+    pthread_mutex_unlock(&sim_mem_lock);
+    pthread_mutex_lock(&pool_lock);
+    p->reserved_cur += a->charged;
+    p->used_cur += a->charged;
+    if (p->reserved_cur > p->reserved_high) p->reserved_high = p->reserved_cur;
+    if (p->used_cur > p->used_high) p->used_high = p->used_cur;
+    pthread_mutex_unlock(&pool_lock);
+    *dptr = a->base;
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+    SIM_REQUIRE_INIT();
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = current_pool[ctx->dev];
+    if (!p || !pool_get((CUmemoryPool)p)) p = default_pool(ctx->dev);
+    pthread_mutex_unlock(&pool_lock);
+    return pool_alloc(dptr, size, p, s);
+}
+
+SIM_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SIM_COUNT(cuMemAllocAsync);
+    return alloc_async(dptr, bytesize, hStream);
+}
+SIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SIM_COUNT(cuMemAllocAsync_ptsz);
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool h, CUstream s)
+{
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(h);
+    pthread_mutex_unlock(&pool_lock);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    return pool_alloc(dptr, size, p, s);
+}
+SIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                         CUstream hStream)
+{
+    SIM_COUNT(cuMemAllocFromPoolAsync);
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+SIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream)
+{
+    SIM_COUNT(cuMemAllocFromPoolAsync_ptsz);
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+
+struct free_op { struct sim_alloc *a; };
+static void run_free(void *arg)
+{
+    struct free_op *o = arg;
+    pthread_mutex_lock(&sim_mem_lock);
+    sim_mem_remove(o->a);
+    pthread_mutex_unlock(&sim_mem_lock);
+    if (o->a->kind == SIM_K_POOL) {
+        sim_pool_free_now(o->a);
+    } else {
+        sim_free_record(o->a);
+    }
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream s)
+{
+    SIM_REQUIRE_INIT();
+    struct sim_stream *st = sim_stream_get(s);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
+    /* Plain cuMemAlloc memory may be freed in stream order too. */
+    if (!a || a->free_pending || (a->kind != SIM_K_POOL && a->kind != SIM_K_DEVICE &&
+                                  a->kind != SIM_K_MANAGED)) {
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    a->free_pending = 1;
+    pthread_mutex_unlock(&sim_mem_lock);
+    struct free_op o = {a};
+    CUresult r = sim_stream_enqueue(st, run_free, &o, sizeof o);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&sim_mem_lock);
+        a->free_pending = 0;
+        pthread_mutex_unlock(&sim_mem_lock);
+    }
+    return r;
+}
+SIM_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    SIM_COUNT(cuMemFreeAsync);
+    return free_async(dptr, hStream);
+}
+SIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    SIM_COUNT(cuMemFreeAsync_ptsz);
+    return free_async(dptr, hStream);
+}
+
+/* ---- pool objects ---- */
+SIM_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    SIM_COUNT(cuDeviceGetDefaultMemPool);
+    SIM_REQUIRE_INIT();
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&pool_lock);
+    *pool = (CUmemoryPool)default_pool(dev);
+    pthread_mutex_unlock(&pool_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    SIM_COUNT(cuDeviceGetMemPool);
+    SIM_REQUIRE_INIT();
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = current_pool[dev];
+    if (!p || !pool_get((CUmemoryPool)p)) p = default_pool(dev);
+    *pool = (CUmemoryPool)p;
+    pthread_mutex_unlock(&pool_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    SIM_COUNT(cuDeviceSetMemPool);
+    SIM_REQUIRE_INIT();
+    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&pool_lock);
+    default_pool(dev);
+    struct sim_pool *p = pool_get(pool);
+    CUresult r = p && p->dev == dev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) current_pool[dev] = p;
+    pthread_mutex_unlock(&pool_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    SIM_COUNT(cuMemPoolCreate);
+    SIM_REQUIRE_INIT();
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+         props->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (props->location.id < 0 || props->location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_pool *p = calloc(1, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    p->magic = POOL_MAGIC;
+    p->dev = props->location.id;
+    p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+    pthread_mutex_lock(&pool_lock);
+    p->next = pools;
+    pools = p;
+    pthread_mutex_unlock(&pool_lock);
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+/* Like the driver: returns at once; blocks still allocated from the pool
+ * are released to the card when they are freed. */
+SIM_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    SIM_COUNT(cuMemPoolDestroy);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    if (!p || p->is_default) {
+        pthread_mutex_unlock(&pool_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    p->destroyed = 1;
+    for (int i = 0; i < SIM_MAX_CARDS; i++)
+        if (current_pool[i] == p) current_pool[i] = NULL;
+    struct sim_alloc **v;
+    size_t n = trim_locked(p, 0, &v);
+    pthread_mutex_unlock(&pool_lock);
+    release_blocks(v, n);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    SIM_COUNT(cuMemPoolTrimTo);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    pthread_mutex_unlock(&pool_lock);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    trim_pool(p, minBytesToKeep);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_COUNT(cuMemPoolSetAttribute);
+    SIM_REQUIRE_INIT();
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    CUresult r = p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (p) {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value;
+            break;
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            p->release_threshold = *(cuuint64_t *)value;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+            if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
+            else p->reserved_high = p->reserved_cur;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
+            else p->used_high = p->used_cur;
+            break;
+        default:
+            r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SIM_COUNT(cuMemPoolGetAttribute);
+    SIM_REQUIRE_INIT();
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    CUresult r = p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (p) {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            *(int *)value = p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+            break;
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->release_threshold; break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved_cur; break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+        case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used_cur; break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+        default: r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    pthread_mutex_unlock(&pool_lock);
+    return r;
+}
+
+void sim_pool_after_fork_child(void)
+{
+    pthread_mutex_init(&pool_lock, NULL);
+    pools = NULL;
+    memset(default_pools, 0, sizeof default_pools);
+    memset(current_pool, 0, sizeof current_pool);
+}

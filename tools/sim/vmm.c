@@ -1,0 +1,487 @@
+/* Virtual memory management: reservations, physical memory, mappings.
+ *
+ * cuMemAddressReserve takes PROT_NONE address space; cuMemCreate makes a
+ * memfd of the requested size (charged to the card); cuMemMap maps it into
+ * a reservation with MAP_FIXED|MAP_SHARED; cuMemSetAccess makes it
+ * readable/writable. Physical memory mapped at two addresses shows the same
+ * bytes at both, so stitching is real. Physical memory lives until it has
+ * been released and unmapped everywhere (the driver's rule). Everything
+ * here is guarded by sim_mem_lock. */
+#include "sim_internal.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PHYS_MAGIC 0x50485953u
+
+struct phys {
+    uint32_t magic;
+    int fd;
+    size_t size;
+    int dev;
+    int refs;          /* the handle (until released) + one per mapping/retain */
+    int released;
+    uint64_t id;
+    CUmemAllocationProp prop;
+    struct phys *next;
+};
+
+struct vmap {
+    uintptr_t addr;
+    size_t size;
+    struct phys *ph;
+    int access;        /* CU_MEM_ACCESS_FLAGS_PROT_* */
+};
+
+struct va {
+    struct sim_alloc *rec;   /* SIM_K_VA record in the table */
+    struct vmap *maps;
+    size_t nmaps, capmaps;
+    struct va *next;
+};
+
+static struct phys *physs;
+static struct va *vas;
+
+static CUresult check_prop(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.id < 0 || prop->location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+        prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return CUDA_SUCCESS;
+}
+
+#define REQUIRE_VMM() \
+    do { SIM_REQUIRE_INIT(); if (!sim_cfg.vmm) return CUDA_ERROR_NOT_SUPPORTED; } while (0)
+
+SIM_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                               CUmemAllocationGranularity_flags option)
+{
+    SIM_COUNT(cuMemGetAllocationGranularity);
+    REQUIRE_VMM();
+    if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = check_prop(prop);
+    if (r != CUDA_SUCCESS) return r;
+    *granularity = SIM_VMM_GRANULE;
+    return CUDA_SUCCESS;
+}
+
+/* ---- reservations ---- */
+SIM_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags)
+{
+    SIM_COUNT(cuMemAddressReserve);
+    REQUIRE_VMM();
+    if (!ptr || size == 0 || size % SIM_VMM_GRANULE || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (alignment == 0) alignment = SIM_VMM_GRANULE;
+    if ((alignment & (alignment - 1)) || alignment % SIM_VMM_GRANULE) return CUDA_ERROR_INVALID_VALUE;
+    void *m = MAP_FAILED;
+    int prot = PROT_NONE, mf = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (addr && addr % alignment == 0)   /* a hint, as for the driver */
+        m = mmap((void *)addr, size, prot, mf | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m == MAP_FAILED) {
+        if (size + alignment < size) return CUDA_ERROR_OUT_OF_MEMORY;
+        void *big = mmap(NULL, size + alignment, prot, mf, -1, 0);
+        if (big == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+        uintptr_t b = (uintptr_t)big, a = SIM_ROUND_UP(b, alignment);
+        if (a > b) munmap(big, a - b);
+        if (b + size + alignment > a + size) munmap((void *)(a + size), b + size + alignment - (a + size));
+        m = (void *)a;
+    }
+    struct va *v = calloc(1, sizeof *v);
+    struct sim_alloc *rec = calloc(1, sizeof *rec);
+    if (!v || !rec) {
+        free(v);
+        free(rec);
+        munmap(m, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rec->base = (uintptr_t)m;
+    rec->size = size;
+    rec->map_len = size;
+    rec->fd = -1;
+    rec->kind = SIM_K_VA;
+    rec->id = sim_next_id();
+    v->rec = rec;
+    pthread_mutex_lock(&sim_mem_lock);
+    sim_mem_insert(rec);
+    v->next = vas;
+    vas = v;
+    pthread_mutex_unlock(&sim_mem_lock);
+    *ptr = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+
+static struct va *va_containing(uintptr_t p)
+{
+    for (struct va *v = vas; v; v = v->next)
+        if (p >= v->rec->base && p - v->rec->base < v->rec->size) return v;
+    return NULL;
+}
+
+static void phys_unref(struct phys *ph, struct phys **to_free)
+{
+    if (--ph->refs == 0) {
+        struct phys **pp = &physs;
+        while (*pp && *pp != ph) pp = &(*pp)->next;
+        if (*pp) *pp = ph->next;
+        ph->next = *to_free;
+        *to_free = ph;
+    }
+}
+
+static void phys_destroy_list(struct phys *list)
+{
+    while (list) {
+        struct phys *n = list->next;
+        sim_latency();
+        sim_live_add(list->dev, -(int64_t)list->size, -1);
+        sim_uncharge(list->dev, list->size);
+        close(list->fd);
+        list->magic = 0;
+        free(list);
+        list = n;
+    }
+}
+
+static void unmap_one(struct vmap *m, struct phys **to_free)
+{
+    mmap((void *)m->addr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    phys_unref(m->ph, to_free);
+}
+
+SIM_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    SIM_COUNT(cuMemAddressFree);
+    REQUIRE_VMM();
+    struct phys *to_free = NULL;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va **pp = &vas;
+    while (*pp && (*pp)->rec->base != (uintptr_t)ptr) pp = &(*pp)->next;
+    struct va *v = *pp;
+    if (!v || v->rec->size != size) {
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pp = v->next;
+    for (size_t i = 0; i < v->nmaps; i++) unmap_one(&v->maps[i], &to_free);
+    sim_mem_remove(v->rec);
+    pthread_mutex_unlock(&sim_mem_lock);
+    munmap((void *)v->rec->base, v->rec->size);
+    free(v->rec);
+    free(v->maps);
+    free(v);
+    phys_destroy_list(to_free);
+    return CUDA_SUCCESS;
+}
+
+/* ---- physical memory ---- */
+static struct phys *phys_get(CUmemGenericAllocationHandle h)
+{
+    for (struct phys *p = physs; p; p = p->next)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)p == h) return p;
+    return NULL;
+}
+
+SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                             const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    SIM_COUNT(cuMemCreate);
+    REQUIRE_VMM();
+    if (!handle || size == 0 || size % SIM_VMM_GRANULE || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = check_prop(prop);
+    if (r != CUDA_SUCCESS) return r;
+    int dev = prop->location.id;
+    sim_latency();
+    r = sim_charge(dev, size);
+    if (r != CUDA_SUCCESS) return r;
+    struct phys *ph = calloc(1, sizeof *ph);
+    void *m = NULL;
+    int fd = -1;
+    if (!ph || (r = sim_backing_create(size, sim_next_id(), &fd, &m)) != CUDA_SUCCESS) {
+        free(ph);
+        sim_uncharge(dev, size);
+        return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    munmap(m, size);   /* only the memfd is kept; mappings come from cuMemMap */
+    ph->magic = PHYS_MAGIC;
+    ph->fd = fd;
+    ph->size = size;
+    ph->dev = dev;
+    ph->refs = 1;
+    ph->id = sim_next_id();
+    ph->prop = *prop;
+    pthread_mutex_lock(&sim_mem_lock);
+    ph->next = physs;
+    physs = ph;
+    pthread_mutex_unlock(&sim_mem_lock);
+    sim_live_add(dev, (int64_t)size, 1);
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    SIM_COUNT(cuMemRelease);
+    REQUIRE_VMM();
+    struct phys *to_free = NULL;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct phys *ph = phys_get(handle);
+    if (!ph || ph->released) {
+        pthread_mutex_unlock(&sim_mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    ph->released = 1;
+    phys_unref(ph, &to_free);
+    pthread_mutex_unlock(&sim_mem_lock);
+    phys_destroy_list(to_free);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    SIM_COUNT(cuMemRetainAllocationHandle);
+    REQUIRE_VMM();
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va *v = va_containing((uintptr_t)addr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; v && i < v->nmaps; i++) {
+        struct vmap *m = &v->maps[i];
+        if ((uintptr_t)addr >= m->addr && (uintptr_t)addr - m->addr < m->size) {
+            /* a new handle reference, released with cuMemRelease */
+            m->ph->refs++;
+            m->ph->released = 0;
+            *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->ph;
+            r = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                        CUmemGenericAllocationHandle handle)
+{
+    SIM_COUNT(cuMemGetAllocationPropertiesFromHandle);
+    REQUIRE_VMM();
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct phys *ph = phys_get(handle);
+    if (ph) *prop = ph->prop;
+    pthread_mutex_unlock(&sim_mem_lock);
+    return ph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- mappings ---- */
+static int overlaps(const struct va *v, uintptr_t a, size_t n)
+{
+    for (size_t i = 0; i < v->nmaps; i++)
+        if (a < v->maps[i].addr + v->maps[i].size && v->maps[i].addr < a + n) return 1;
+    return 0;
+}
+
+SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags)
+{
+    SIM_COUNT(cuMemMap);
+    REQUIRE_VMM();
+    uintptr_t a = (uintptr_t)ptr;
+    if (flags != 0 || size == 0 || a % SIM_VMM_GRANULE || size % SIM_VMM_GRANULE || offset % SIM_VMM_GRANULE)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va *v = va_containing(a);
+    struct phys *ph = phys_get(handle);
+    CUresult r = CUDA_SUCCESS;
+    if (!v || size > v->rec->size - (a - v->rec->base)) r = CUDA_ERROR_INVALID_VALUE;
+    else if (!ph || ph->released) r = CUDA_ERROR_INVALID_HANDLE;
+    else if (offset > ph->size || size > ph->size - offset) r = CUDA_ERROR_INVALID_VALUE;
+    else if (overlaps(v, a, size)) r = CUDA_ERROR_ALREADY_MAPPED;
+    else if (v->nmaps == v->capmaps) {
+        size_t nc = v->capmaps ? v->capmaps * 2 : 8;
+        struct vmap *nm = realloc(v->maps, nc * sizeof *nm);
+        if (!nm) r = CUDA_ERROR_OUT_OF_MEMORY;
+        else {
+            v->maps = nm;
+            v->capmaps = nc;
+        }
+    }
+    if (r == CUDA_SUCCESS &&
+        mmap((void *)a, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset) == MAP_FAILED)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        v->maps[v->nmaps++] = (struct vmap){a, size, ph, CU_MEM_ACCESS_FLAGS_PROT_NONE};
+        ph->refs++;
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    SIM_COUNT(cuMemUnmap);
+    REQUIRE_VMM();
+    uintptr_t a = (uintptr_t)ptr;
+    struct phys *to_free = NULL;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va *v = va_containing(a);
+    CUresult r = CUDA_SUCCESS;
+    if (!v || size == 0 || size > v->rec->size - (a - v->rec->base)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        /* the range must consist of whole mappings, and be fully mapped */
+        size_t covered = 0;
+        for (size_t i = 0; i < v->nmaps; i++) {
+            struct vmap *m = &v->maps[i];
+            if (m->addr < a + size && a < m->addr + m->size) {
+                if (m->addr < a || m->addr + m->size > a + size) r = CUDA_ERROR_INVALID_VALUE;
+                covered += m->size;
+            }
+        }
+        if (covered != size) r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r == CUDA_SUCCESS) {
+        size_t j = 0;
+        for (size_t i = 0; i < v->nmaps; i++) {
+            struct vmap *m = &v->maps[i];
+            if (m->addr >= a && m->addr < a + size) unmap_one(m, &to_free);
+            else v->maps[j++] = *m;
+        }
+        v->nmaps = j;
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    phys_destroy_list(to_free);
+    return r;
+}
+
+SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    SIM_COUNT(cuMemSetAccess);
+    REQUIRE_VMM();
+    uintptr_t a = (uintptr_t)ptr;
+    if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    int access = -1;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.id < 0 || desc[i].location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+        /* host memory stands in for every card: the widest access wins */
+        if ((int)desc[i].flags > access) access = (int)desc[i].flags;
+    }
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va *v = va_containing(a);
+    CUresult r = CUDA_SUCCESS;
+    if (!v || size > v->rec->size - (a - v->rec->base) || !sim_vmm_range_mapped_locked(a, size))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) {
+        int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+                   : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                                 : PROT_NONE;
+        for (size_t i = 0; i < v->nmaps; i++) {
+            struct vmap *m = &v->maps[i];
+            uintptr_t lo = m->addr > a ? m->addr : a;
+            uintptr_t hi = m->addr + m->size < a + size ? m->addr + m->size : a + size;
+            if (lo >= hi) continue;
+            /* a partial change is recorded for the whole mapping */
+            if (mprotect((void *)lo, hi - lo, prot) != 0) r = CUDA_ERROR_INVALID_VALUE;
+            else m->access = access;
+        }
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+{
+    SIM_COUNT(cuMemGetAccess);
+    REQUIRE_VMM();
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct va *v = va_containing((uintptr_t)ptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; v && i < v->nmaps; i++) {
+        struct vmap *m = &v->maps[i];
+        if ((uintptr_t)ptr >= m->addr && (uintptr_t)ptr - m->addr < m->size) {
+            *flags = (unsigned long long)m->access;
+            r = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+/* [p, p+n) covered by mappings (sim_mem_lock held) */
+int sim_vmm_range_mapped_locked(uintptr_t p, size_t n)
+{
+    struct va *v = va_containing(p);
+    if (!v) return 0;
+    uintptr_t cur = p, end = p + n;
+    while (cur < end) {
+        int found = 0;
+        for (size_t i = 0; i < v->nmaps; i++) {
+            struct vmap *m = &v->maps[i];
+            if (cur >= m->addr && cur < m->addr + m->size) {
+                cur = m->addr + m->size;
+                found = 1;
+                break;
+            }
+        }
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* [p, p+n) mapped and read-write: copies may touch it (sim_mem_lock held) */
+int sim_vmm_range_ok(uintptr_t p, size_t n)
+{
+    struct va *v = va_containing(p);
+    if (!v || n == 0) return v != NULL;
+    uintptr_t cur = p, end = p + n;
+    while (cur < end) {
+        int found = 0;
+        for (size_t i = 0; i < v->nmaps; i++) {
+            struct vmap *m = &v->maps[i];
+            if (cur >= m->addr && cur < m->addr + m->size) {
+                if (m->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return 0;
+                cur = m->addr + m->size;
+                found = 1;
+                break;
+            }
+        }
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* The mapping containing p: its device and extent (sim_mem_lock held). */
+int sim_vmm_ptr_info(uintptr_t p, int *dev, uintptr_t *base, size_t *size)
+{
+    struct va *v = va_containing(p);
+    for (size_t i = 0; v && i < v->nmaps; i++) {
+        struct vmap *m = &v->maps[i];
+        if (p >= m->addr && p - m->addr < m->size) {
+            *dev = m->ph->dev;
+            *base = m->addr;
+            *size = m->size;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void sim_vmm_after_fork_child(void)
+{
+    /* The parent's physical memory and reservations stay the parent's. */
+    physs = NULL;
+    vas = NULL;
+}
