@@ -21,6 +21,15 @@ typedef struct rd {
   size_t errlen;
 } rd;
 
+/* A field path, cut short rather than overflowing (paths are for messages). */
+static void pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *out, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out, cap, fmt, ap);
+  va_end(ap);
+}
+
 static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) {
   if (!r->err || !r->errlen) return -1;
@@ -38,7 +47,7 @@ static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) 
 static const vs_json *need(rd *r, const vs_json *obj, const char *path, const char *k, vs_json_type t) {
   const vs_json *v = vs_json_get(obj, k);
   char p[320];
-  snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
+  pathf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
   if (!v) {
     bad(r, p, NULL, "missing");
     return NULL;
@@ -62,7 +71,7 @@ static int num_u64(rd *r, const vs_json *v, const char *p, uint64_t max, uint64_
 /* Required (opt = 0) or optional (opt = 1, *out kept when absent) integer. */
 static int get_u64(rd *r, const vs_json *obj, const char *path, const char *k, uint64_t max, uint64_t *out, int opt) {
   char p[320];
-  snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
+  pathf(p, sizeof p, "%s%s%s", path, *path ? "." : "", k);
   const vs_json *v = vs_json_get(obj, k);
   if (!v) return opt ? 0 : bad(r, p, NULL, "missing");
   return num_u64(r, v, p, max, out);
@@ -101,19 +110,19 @@ static int read_region(rd *r, const vs_json *jr, const char *path, vs_dump_card 
   if (!jb || !jk || !jbl) return -1;
   uint64_t base, size = 0, class_size = 0;
   char p[320];
-  snprintf(p, sizeof p, "%s.base", path);
+  pathf(p, sizeof p, "%s.base", path);
   if (parse_hex_addr(jb->str, &base)) return bad(r, p, jb, "expected a hex address like \"0x7f0000000000\"");
   if (get_u64(r, jr, path, "size", MAX_FIGURE, &size, 0) || get_u64(r, jr, path, "class_size", MAX_FIGURE, &class_size, 1))
     return -1;
   vs_dump_region_kind kind;
-  snprintf(p, sizeof p, "%s.kind", path);
+  pathf(p, sizeof p, "%s.kind", path);
   if (vs_dump_region_kind_parse(jk->str, &kind))
     return bad(r, p, jk, "unknown region kind \"%s\" (slab, chunk, vmm_range, dedicated, allocation)", jk->str);
   vs_dump_region *reg = vs_dump_card_add_region(c, base, size, kind, class_size);
   if (!reg) return bad(r, path, NULL, "out of memory");
   for (size_t i = 0; i < jbl->n; i++) {
     const vs_json *b = &jbl->items[i];
-    snprintf(p, sizeof p, "%s.blocks[%zu]", path, i);
+    pathf(p, sizeof p, "%s.blocks[%zu]", path, i);
     if (b->type != VS_JSON_OBJECT) return bad(r, p, b, "expected object, found %s", vs_json_type_name(b->type));
     uint64_t off, sz;
     const vs_json *js = need(r, b, p, "state", VS_JSON_STRING);
@@ -135,7 +144,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
   char p[320];
   if (get_str(r, jc, path, "arena", c->arena, sizeof c->arena)) return -1;
   if (strcmp(c->arena, "vmm") && strcmp(c->arena, "chunks") && strcmp(c->arena, "off")) {
-    snprintf(p, sizeof p, "%s.arena", path);
+    pathf(p, sizeof p, "%s.arena", path);
     return bad(r, p, vs_json_get(jc, "arena"), "unknown arena \"%s\" (vmm, chunks, off)", c->arena);
   }
   struct { const char *k; uint64_t *v; int opt; } figs[] = {
@@ -150,14 +159,14 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
 
   const vs_json *jf = need(r, jc, path, "external_fragmentation", VS_JSON_NUMBER);
   if (!jf) return -1;
-  snprintf(p, sizeof p, "%s.external_fragmentation", path);
+  pathf(p, sizeof p, "%s.external_fragmentation", path);
   if (vs_json_double(jf, &c->external_fragmentation) || c->external_fragmentation < 0 || c->external_fragmentation > 1)
     return bad(r, p, jf, "expected a number from 0 to 1, found %s", jf->str);
 
   const vs_json *jd = need(r, jc, path, "driver_calls", VS_JSON_OBJECT);
   if (!jd) return -1;
   for (size_t i = 0; i < jd->n; i++) {
-    snprintf(p, sizeof p, "%s.driver_calls.%s", path, jd->keys[i]);
+    pathf(p, sizeof p, "%s.driver_calls.%s", path, jd->keys[i]);
     uint64_t n;
     if (strlen(jd->keys[i]) >= sizeof c->calls->name) return bad(r, p, &jd->items[i], "name too long");
     if (num_u64(r, &jd->items[i], p, MAX_FIGURE, &n)) return -1;
@@ -169,7 +178,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
   int seen[VS_DUMP_HIST_BUCKETS] = {0};
   for (size_t i = 0; i < jh->n; i++) {
     const vs_json *e = &jh->items[i];
-    snprintf(p, sizeof p, "%s.free_histogram[%zu]", path, i);
+    pathf(p, sizeof p, "%s.free_histogram[%zu]", path, i);
     if (e->type != VS_JSON_OBJECT) return bad(r, p, e, "expected object, found %s", vs_json_type_name(e->type));
     uint64_t lg, cnt, bytes;
     if (get_u64(r, e, p, "log2", VS_DUMP_HIST_BUCKETS - 1, &lg, 0) || get_u64(r, e, p, "count", MAX_FIGURE, &cnt, 0) ||
@@ -184,7 +193,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
   if (!js) return -1;
   for (size_t i = 0; i < js->n; i++) {
     const vs_json *e = &js->items[i];
-    snprintf(p, sizeof p, "%s.size_classes[%zu]", path, i);
+    pathf(p, sizeof p, "%s.size_classes[%zu]", path, i);
     if (e->type != VS_JSON_OBJECT) return bad(r, p, e, "expected object, found %s", vs_json_type_name(e->type));
     uint64_t sz, live, slots;
     if (get_u64(r, e, p, "size", MAX_FIGURE, &sz, 0) || get_u64(r, e, p, "live", MAX_FIGURE, &live, 0) ||
@@ -195,7 +204,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
 
   const vs_json *jt = vs_json_get(jc, "tenant");
   if (jt) {
-    snprintf(p, sizeof p, "%s.tenant", path);
+    pathf(p, sizeof p, "%s.tenant", path);
     if (jt->type != VS_JSON_OBJECT) return bad(r, p, jt, "expected object, found %s", vs_json_type_name(jt->type));
     c->tenant.present = 1;
     const vs_json *jl = vs_json_get(jt, "limit");
@@ -206,7 +215,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
     if (!jl) return bad(r, p, jt, "limit missing (null when there is none)");
     if (jl->type != VS_JSON_NULL) {
       char pl[340];
-      snprintf(pl, sizeof pl, "%s.limit", p);
+      pathf(pl, sizeof pl, "%s.limit", p);
       if (num_u64(r, jl, pl, MAX_FIGURE, &c->tenant.limit)) return -1;
     }
   }
@@ -214,7 +223,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
   const vs_json *jr = need(r, jc, path, "regions", VS_JSON_ARRAY);
   if (!jr) return -1;
   for (size_t i = 0; i < jr->n; i++) {
-    snprintf(p, sizeof p, "%s.regions[%zu]", path, i);
+    pathf(p, sizeof p, "%s.regions[%zu]", path, i);
     if (read_region(r, &jr->items[i], p, c)) return -1;
   }
 
@@ -226,7 +235,7 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
   }
   for (size_t i = 0; i < jtl->n; i++) {
     const vs_json *e = &jtl->items[i];
-    snprintf(p, sizeof p, "%s.timeline[%zu]", path, i);
+    pathf(p, sizeof p, "%s.timeline[%zu]", path, i);
     if (e->type != VS_JSON_OBJECT) return bad(r, p, e, "expected object, found %s", vs_json_type_name(e->type));
     vs_dump_sample *s = &c->samples[i];
     if (get_u64(r, e, p, "t_ms", MAX_FIGURE, &s->t_ms, 0) || get_u64(r, e, p, "live", MAX_FIGURE, &s->live, 0) ||
@@ -266,7 +275,7 @@ static int read_doc(rd *r, const vs_json *root, vs_dump *d) {
   if (!jc) return -1;
   for (size_t i = 0; i < jc->n; i++) {
     char p[32];
-    snprintf(p, sizeof p, "cards[%zu]", i);
+    pathf(p, sizeof p, "cards[%zu]", i);
     if (read_card(r, &jc->items[i], p, d)) return -1;
   }
   return 0;

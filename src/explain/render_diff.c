@@ -1,5 +1,6 @@
 /* The diff view: what changed between two dumps ("day 1 vs day 60"). */
 #include <string.h>
+#include <time.h>
 
 #include "render.h"
 
@@ -48,7 +49,7 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
   if (!b) b = &empty;
   fprintf(out, "\ncard %d%s%s\n", a != &empty ? a->index : b->index, a == &empty ? " (only in B)" : "",
           b == &empty ? " (only in A)" : "");
-  fprintf(out, "  %-24s %12s    %-12s %12s\n", "", "A", "B", "change");
+  fprintf(out, "  %-24s %12s    %-12s %12s\n", "", "A", "B", "B - A");
   row_bytes(out, "reserved", a->reserved_bytes, b->reserved_bytes);
   row_bytes(out, "live", a->live_bytes, b->live_bytes);
   row_count(out, "live allocations", a->live_count, b->live_count);
@@ -57,9 +58,14 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
   row_bytes(out, "free (reserved - live)", a->free_bytes, b->free_bytes);
   row_bytes(out, "largest free extent", a->largest_free, b->largest_free);
   row_bytes(out, "internal waste", a->internal_waste, b->internal_waste);
-  fprintf(out, "  %-24s %11.1f%% -> %-11.1f%% %+11.1f%s\n", "external fragmentation", 100 * a->external_fragmentation,
-          100 * b->external_fragmentation, 100 * (b->external_fragmentation - a->external_fragmentation),
-          " pts");
+  char fa[16], fb[16];
+  snprintf(fa, sizeof fa, "%.1f%%", 100 * a->external_fragmentation);
+  snprintf(fb, sizeof fb, "%.1f%%", 100 * b->external_fragmentation);
+  fprintf(out, "  %-24s %12s -> %-12s %+8.1f pts%s\n", "external fragmentation", fa, fb,
+          100 * (b->external_fragmentation - a->external_fragmentation),
+          b->external_fragmentation > a->external_fragmentation + 0.0005   ? "  up"
+          : b->external_fragmentation < a->external_fragmentation - 0.0005 ? "  down"
+                                                                           : "");
   row_count(out, "regions", a->nregions, b->nregions);
   if (a->reserved_bytes && b->reserved_bytes && a->live_bytes && b->live_bytes)
     fprintf(out, "  %-24s %12.3f -> %-12.3f\n", "reserved / live", (double)a->reserved_bytes / (double)a->live_bytes,
@@ -111,10 +117,21 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
   }
 }
 
+static void when(uint64_t ms, char *buf, size_t len) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
+}
+
 int vs_render_diff(FILE *out, const vs_dump *a, const vs_dump *b) {
-  fprintf(out, "vramshim: diff A = pid %lld at %llu ms, B = pid %lld at %llu ms (%.1f h apart)\n", (long long)a->pid,
-          (unsigned long long)a->time_unix_ms, (long long)b->pid, (unsigned long long)b->time_unix_ms,
-          ((double)b->time_unix_ms - (double)a->time_unix_ms) / 3600000.0);
+  char wa[40], wb[40];
+  when(a->time_unix_ms, wa, sizeof wa);
+  when(b->time_unix_ms, wb, sizeof wb);
+  double hours = ((double)b->time_unix_ms - (double)a->time_unix_ms) / 3600000.0;
+  fprintf(out, "vramshim: diff of A = pid %lld (%s, tenant %s) and B = pid %lld (%s, tenant %s), %.1f %s apart\n",
+          (long long)a->pid, wa, a->tenant, (long long)b->pid, wb, b->tenant, hours >= 48 || hours <= -48 ? hours / 24 : hours,
+          hours >= 48 || hours <= -48 ? "days" : "hours");
   for (size_t i = 0; i < a->ncards; i++) diff_card(out, &a->cards[i], find_card(b, a->cards[i].index));
   for (size_t i = 0; i < b->ncards; i++)
     if (!find_card(a, b->cards[i].index)) diff_card(out, NULL, &b->cards[i]);

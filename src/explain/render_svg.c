@@ -115,7 +115,17 @@ static double draw_map(vs_sbuf *b, const vs_dump_card *c, double y) {
     }
     y += ROW_H + ROW_GAP;
   }
-  return y + 6;
+  /* A scale under the rows: offsets from each region's start. */
+  double full = X1 - X0;
+  line(b, "tick", X0, y, X1, y);
+  for (int i = 0; i <= 4; i++) {
+    double gx = X0 + full * i / 4.0;
+    line(b, "tick", gx, y, gx, y + 5);
+    text(b, gx, y + 17, "axis", i == 0 ? "start" : i == 4 ? "end" : "middle",
+         vs_fmt_short((uint64_t)((double)maxsize * i / 4.0), s1, sizeof s1));
+  }
+  text(b, X0 - 8, y + 17, "axis", "end", "offset in region");
+  return y + 28;
 }
 
 /* A "nice" axis maximum: 1, 2 or 5 times a power of 1024-friendly step. */
@@ -162,7 +172,7 @@ static double draw_timeline(vs_sbuf *b, const vs_dump_card *c, double y) {
     text(b, X0, y + 12, "note", NULL, "(fewer than two timeline samples: see timeline_interval)");
     return y + 30;
   }
-  double top = y + 8;
+  double top = y + 26;   /* room for the legend above the plot */
   uint64_t t0 = c->samples[0].t_ms, vmax = 0;
   double tspan = (double)(c->samples[c->nsamples - 1].t_ms - t0);
   if (tspan <= 0) tspan = 1;
@@ -186,17 +196,16 @@ static double draw_timeline(vs_sbuf *b, const vs_dump_card *c, double y) {
     text(b, gx, top + PLOT_H + 18, "axis", "middle", label);
   }
   text(b, (X0 + X1) / 2, top + PLOT_H + 34, "axis", "middle", "time since the first sample");
-  text(b, X0 - 60, top + PLOT_H / 2, "axis", "end", "bytes");
   polyline(b, "tl reserved", c, 1, t0, tspan, ymax, top);
   polyline(b, "tl live", c, 0, t0, tspan, ymax, top);
   polyline(b, "tl lfree", c, 2, t0, tspan, ymax, top);
-  /* Legend inside the plot, top left. */
+  /* Legend above the plot, so no line runs under it. */
   static const struct { const char *cls, *label; } keys[] = {
       {"tl reserved", "reserved"}, {"tl live", "live"}, {"tl lfree", "largest free extent"}};
-  double lx = X0 + 12;
+  double lx = X0;
   for (int i = 0; i < 3; i++) {
-    line(b, keys[i].cls, lx, top + 16, lx + 24, top + 16);
-    text(b, lx + 30, top + 20, "legend", NULL, keys[i].label);
+    line(b, keys[i].cls, lx, top - 10, lx + 24, top - 10);
+    text(b, lx + 30, top - 6, "legend", NULL, keys[i].label);
     lx += 30 + 7.0 * (double)strlen(keys[i].label) + 24;
   }
   return top + PLOT_H + 52;
@@ -204,7 +213,7 @@ static double draw_timeline(vs_sbuf *b, const vs_dump_card *c, double y) {
 
 char *vs_render_svg(const vs_dump *d, size_t *len) {
   vs_sbuf body = {0};
-  char s1[32], s2[32], s3[32], s4[32], s5[32], line1[512];
+  char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32], line1[512];
   time_t t = (time_t)(d->time_unix_ms / 1000);
   struct tm tm;
   char when[40];
@@ -224,18 +233,18 @@ char *vs_render_svg(const vs_dump *d, size_t *len) {
     text(&body, 20, y, "h2", NULL, line1);
     y += 20;
     snprintf(line1, sizeof line1,
-             "live %s (peak %s)   reserved %s (peak %s)   free %s, largest free extent %s",
+             "live %s (peak %s)  \xc2\xb7  reserved %s (peak %s)  \xc2\xb7  free %s, largest free extent %s",
              vs_fmt_short(c->live_bytes, s1, sizeof s1), vs_fmt_short(c->peak_live_bytes, s2, sizeof s2),
              vs_fmt_short(c->reserved_bytes, s3, sizeof s3), vs_fmt_short(c->peak_reserved_bytes, s4, sizeof s4),
-             vs_fmt_short(c->free_bytes, s5, sizeof s5), vs_fmt_short(c->largest_free, s2, sizeof s2));
+             vs_fmt_short(c->free_bytes, s5, sizeof s5), vs_fmt_short(c->largest_free, s6, sizeof s6));
     text(&body, 20, y, "fig", NULL, line1);
     y += 18;
-    snprintf(line1, sizeof line1, "external fragmentation %.1f%%   internal waste %s   %llu live allocations",
+    snprintf(line1, sizeof line1, "external fragmentation %.1f%%  \xc2\xb7  internal waste %s  \xc2\xb7  %llu live allocations",
              100.0 * c->external_fragmentation, vs_fmt_short(c->internal_waste, s1, sizeof s1),
              (unsigned long long)c->live_count);
     if (c->tenant.present) {
       size_t n = strlen(line1);
-      snprintf(line1 + n, sizeof line1 - n, "   tenant usage %s / limit %s", vs_fmt_short(c->tenant.usage, s1, sizeof s1),
+      snprintf(line1 + n, sizeof line1 - n, "  \xc2\xb7  tenant usage %s / limit %s", vs_fmt_short(c->tenant.usage, s1, sizeof s1),
                c->tenant.limit == VS_DUMP_UNLIMITED ? "none" : vs_fmt_short(c->tenant.limit, s2, sizeof s2));
     }
     text(&body, 20, y, "fig", NULL, line1);

@@ -197,9 +197,6 @@ static char *put_2(char *o, unsigned v) {
 
 static void record(vs_trace *t, const char *action, size_t alen, uint64_t ptr, uint64_t size, uint64_t stream) {
   if (!t) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no syscall */
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   long tid = thread_id();
   pthread_mutex_lock(&t->lock);
   if (t->broken) {
@@ -208,6 +205,9 @@ static void record(vs_trace *t, const char *action, size_t alen, uint64_t ptr, u
     return;
   }
   /* Stamped under the lock, so lines are in time order in the file. */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no syscall */
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   if (!t->have_origin) {
     t->origin_ns = now;
     t->have_origin = 1;

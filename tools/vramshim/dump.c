@@ -60,8 +60,8 @@ static int write_svg(const vs_dump *d, const char *out, size_t index, size_t cou
     return -1;
   }
   size_t w = fwrite(svg, 1, len, f);
-  int rc = (w == len && fclose(f) == 0) ? 0 : -1;
-  if (w != len) fclose(f);
+  int closed = fclose(f);
+  int rc = (w == len && closed == 0) ? 0 : -1;
   free(svg);
   if (rc) fprintf(stderr, "vramshim: writing %s failed\n", path);
   else fprintf(stderr, "vramshim: wrote %s\n", path);
