@@ -27,6 +27,7 @@ typedef struct reader {
   size_t cap_ev, cap_alloc;
   live_ptr *live;   /* uthash head */
   live_ptr *spare;  /* recycled nodes, linked through hh.next */
+  char shown[48];   /* see show() */
 } reader;
 
 static int fail(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -84,13 +85,22 @@ static int valid_time(const char *s, size_t len) {
   return rest[5] == '.' && all_digits(rest + 6, rlen - 6);
 }
 
-/* Shows a field in a message: at most 40 characters of it. */
-#define FIELD(f) (int)((f).len > 40 ? 40 : (f).len), (f).s
-
 typedef struct field {
   const char *s;
   size_t len;
 } field;
+
+/* A field as shown in a message: at most 40 characters, anything not
+ * printable ASCII as '?', so a binary or hostile file can't garble a
+ * terminal. One per message: the text lives in the reader. */
+static const char *show(reader *r, field f) {
+  char *buf = r->shown;
+  size_t n = f.len > 40 ? 40 : f.len;
+  for (size_t i = 0; i < n; i++) buf[i] = f.s[i] >= 0x20 && f.s[i] < 0x7f ? f.s[i] : '?';
+  if (f.len > 40) memcpy(buf + n, "...", 4);
+  else buf[n] = '\0';
+  return buf;
+}
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
@@ -171,16 +181,16 @@ static int parse_line(reader *r, char *s, size_t len) {
 
   uint64_t thread, ptr, size, stream;
   if (parse_u64(f[0].s, f[0].len, 1, &thread))
-    return fail(r, "bad Thread '%.*s': not an unsigned number", FIELD(f[0]));
-  if (!valid_time(f[1].s, f[1].len)) return fail(r, "bad Time '%.*s': expected HH:MM:SS.ffffff", FIELD(f[1]));
+    return fail(r, "bad Thread '%s': not an unsigned number", show(r, f[0]));
+  if (!valid_time(f[1].s, f[1].len)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
   int rc = parse_u64(f[3].s, f[3].len, 1, &ptr);
-  if (rc) return fail(r, "bad Pointer '%.*s': %s", FIELD(f[3]), rc == -2 ? "out of range" : "not a number");
+  if (rc) return fail(r, "bad Pointer '%s': %s", show(r, f[3]), rc == -2 ? "out of range" : "not a number");
   rc = parse_u64(f[4].s, f[4].len, 0, &size);
-  if (rc == -1) return fail(r, "bad Size '%.*s': not a decimal number of bytes", FIELD(f[4]));
+  if (rc == -1) return fail(r, "bad Size '%s': not a decimal number of bytes", show(r, f[4]));
   if (rc == -2 || size > VS_TRACE_MAX_SIZE)
-    return fail(r, "bad Size '%.*s': larger than %llu bytes (1 PiB)", FIELD(f[4]), VS_TRACE_MAX_SIZE);
+    return fail(r, "bad Size '%s': larger than %llu bytes (1 PiB)", show(r, f[4]), VS_TRACE_MAX_SIZE);
   rc = parse_u64(f[5].s, f[5].len, 1, &stream);
-  if (rc) return fail(r, "bad Stream '%.*s': %s", FIELD(f[5]), rc == -2 ? "out of range" : "not a number");
+  if (rc) return fail(r, "bad Stream '%s': %s", show(r, f[5]), rc == -2 ? "out of range" : "not a number");
 
   const field *a = &f[2];
   if (a->len == 8 && !memcmp(a->s, "allocate", 8)) {
@@ -192,7 +202,7 @@ static int parse_line(reader *r, char *s, size_t len) {
     return 0;
   }
   if (a->len == 4 && !memcmp(a->s, "free", 4)) return do_free(r, ptr, size);
-  return fail(r, "unknown Action '%.*s' (expected allocate, allocate failure or free)", FIELD(*a));
+  return fail(r, "unknown Action '%s' (expected allocate, allocate failure or free)", show(r, *a));
 }
 
 int vs_trace_read(FILE *f, const char *name, vs_trace *t, char *err, size_t errlen) {
