@@ -20,7 +20,7 @@
 #include "ledger_shm.h"
 #include "log.h"
 
-#define SWEEP_EVERY_NS 500000000ull   /* reclaim the dead at least this often while active */
+#define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
 #define REFUSAL_LOG_EVERY_NS 1000000000ull
 #define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
@@ -162,11 +162,14 @@ static int sweep_locked(vs_ledger *h) {
             (unsigned long long)held, (int)pid, s->tenants[t].name);
     n++;
   }
-  s->last_sweep_ns = now_ns(CLOCK_MONOTONIC);
-  if (n) {
-    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-  }
+  s->last_sweep_ns = now_ns(CLOCK_MONOTONIC_COARSE);
+  if (n) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   return n;
+}
+
+/* Signed: another process may have stamped a slightly later time. */
+static int sweep_due(const vs_ledger_shm *s) {
+  return (int64_t)(now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
 }
 
 int vs_ledger_sweep(vs_ledger *h) {
@@ -438,10 +441,9 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   vs_ledger_shm *s = h->shm;
   int r = lock_shm(s);
   if (r) return r;
-  if (h->hook) stall_hook(h);
   refresh_map_locked(h);
   int swept = 0, reclaimed = 0;
-  if (now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns > SWEEP_EVERY_NS) {
+  if (sweep_due(s)) {
     reclaimed += sweep_locked(h);
     swept = 1;
   }
@@ -463,6 +465,8 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
     write_begin(s);
     VS_STORE(&sl->held, sl->held + n);
     if (sl->held > sl->peak) sl->peak = sl->held;
+    /* The worst place to die: slot updated, total not, seq odd. */
+    if (h->hook) stall_hook(h);
     VS_STORE(&t->used, t->used + n);
     if (t->used > t->peak) t->peak = t->used;
     write_end(s);
@@ -500,8 +504,7 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   VS_STORE(&t->used, t->used >= m ? t->used - m : 0);
   write_end(s);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-  int sweep_due = now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns > SWEEP_EVERY_NS;
-  if (sweep_due) sweep_locked(h);
+  if (sweep_due(s)) sweep_locked(h);
   unlock_shm(s);
   wake_waiters(s);
 }

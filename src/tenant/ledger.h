@@ -77,15 +77,16 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why);
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
 
 /* Finds slots of dead processes and gives their usage back (an event per
- * process). Runs by itself on refusals, while waiting, and every 500 ms of
+ * process). Runs by itself on refusals, while waiting, and every 250 ms of
  * activity; returns the number reclaimed. */
 int vs_ledger_sweep(vs_ledger *h);
 
 /* What this process holds on the card. */
 uint64_t vs_ledger_held(const vs_ledger *h);
 
-/* Test hook: stop (SIGSTOP) or sleep inside the critical section of the
- * next charge, to test death while holding the lock. Also set at open by
+/* Test hook: stop (SIGSTOP) or sleep inside the critical section of every
+ * admitted charge, between the slot and the tenant total updates, to test
+ * death while holding the lock. Also set at open by
  * $VRAMSHIM_TEST_LEDGER_STALL=stop|sleep. */
 typedef enum { VS_LEDGER_HOOK_NONE, VS_LEDGER_HOOK_STOP, VS_LEDGER_HOOK_SLEEP } vs_ledger_hook;
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook);

@@ -156,6 +156,7 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     o->reserve = c->tenants[t].reserve;
     o->limit = c->tenants[t].limit;
     o->peak = c->tenants[t].peak;
+    o->recorded = c->tenants[t].used;
   }
   uint64_t gens[VS_LEDGER_SLOTS];
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {

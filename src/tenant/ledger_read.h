@@ -17,6 +17,7 @@ typedef struct vs_snap_tenant {
   char name[VS_NAME_MAX];
   uint64_t reserve, limit;      /* limit VS_NO_LIMIT when none */
   uint64_t used;                /* held by its live processes */
+  uint64_t recorded;            /* the ledger's running total (= used once the dead are reclaimed) */
   uint64_t peak;
   int nprocs;
 } vs_snap_tenant;

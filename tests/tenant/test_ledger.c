@@ -1,0 +1,321 @@
+/* The ledger within one process (several handles = several slots): the
+ * admission rule with its numbers, the view formula per tenant, events,
+ * snapshots, file safety, and fork. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "ledger_read.h"
+#include "plan.h"
+#include "tenant_test.h"
+
+static char g_tmp[256], g_dir[300];
+
+/* C = 1000, H = 50; a: R 400 L 600 warn 90%; b: R 150 L 250; c: R 100, no limit. */
+static const char conf[] =
+    "[card 0]\nheadroom = 50\n"
+    "[tenant a]\nreserve = 400\nlimit = 600\nwarn_at = 90%\n"
+    "[tenant b]\nreserve = 150\nlimit = 250\non_limit = wait:1s\n"
+    "[tenant c]\nreserve = 100\n";
+
+static void make_plan(vs_plan *plan, const char *text, uint64_t cap) {
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX];
+  if (vs_config_parse_string(text, "t.conf", cfg, err, sizeof err)) fail_msg("%s", err);
+  if (vs_plan_build(cfg, 0, NULL, cap, plan, err, sizeof err)) fail_msg("%s", err);
+  free(cfg);
+}
+
+static vs_ledger *open_as(const vs_plan *plan, const char *tenant) {
+  char err[VS_ERR_MAX];
+  vs_ledger *h = vs_ledger_open(g_dir, "0", plan, tenant, err, sizeof err);
+  if (!h) fail_msg("%s", err);
+  return h;
+}
+
+static void rule_and_numbers(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, conf, 1000);
+  vs_ledger *a = open_as(&plan, "a"), *b = open_as(&plan, "b"), *c = open_as(&plan, "c"), *d = open_as(&plan, "d");
+  vs_refusal why;
+  /* b up to its limit; one byte more is refused by the limit. */
+  assert_int_equal(vs_ledger_charge(b, 250, &why), 0);
+  assert_int_equal(vs_ledger_charge(b, 1, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_LIMIT);
+  assert_int_equal(why.request, 1);
+  assert_int_equal(why.used, 250);
+  assert_int_equal(why.limit, 250);
+  /* d (no section) may use what nobody reserved: 1000 - 50 - 400 - 250 - 100 = 200. */
+  assert_int_equal(vs_ledger_charge(d, 201, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_CAPACITY);
+  assert_int_equal(why.others, 400 + 250 + 100);
+  assert_int_equal(why.headroom, 50);
+  assert_int_equal(why.capacity, 1000);
+  assert_int_equal(why.limit, VS_NO_LIMIT);
+  assert_int_equal(vs_ledger_charge(d, 200, &why), 0);
+  /* a's reservation stays a's: a gets its 400, c its 100, d nothing more. */
+  assert_int_equal(vs_ledger_charge(d, 1, &why), 1);
+  assert_int_equal(vs_ledger_charge(a, 400, &why), 0);
+  assert_int_equal(vs_ledger_charge(c, 100, &why), 0);
+  assert_int_equal(vs_ledger_charge(a, 1, &why), 1); /* the card is full: 50+400+250+100+200 */
+  assert_int_equal(why.kind, VS_REFUSE_CAPACITY);
+  /* d frees: a may grow beyond its reserve, up to the free bytes. */
+  vs_ledger_uncharge(d, 150);
+  assert_int_equal(vs_ledger_held(d), 50);
+  assert_int_equal(vs_ledger_charge(a, 150, &why), 0);
+  assert_int_equal(vs_ledger_charge(a, 1, &why), 1);
+  /* Uncharging more than held is clamped. */
+  vs_ledger_uncharge(d, 1000);
+  assert_int_equal(vs_ledger_held(d), 0);
+  assert_int_equal(vs_ledger_charge(a, 50, &why), 0);
+  assert_int_equal(vs_ledger_held(a), 600);
+  assert_int_equal(vs_ledger_charge(a, 1, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_LIMIT);
+  /* Overflowing requests are refused, not wrapped. */
+  assert_int_equal(vs_ledger_charge(d, UINT64_MAX, &why), 1);
+  vs_ledger_close(a);
+  vs_ledger_close(b);
+  vs_ledger_close(c);
+  vs_ledger_close(d);
+}
+
+/* free/total per tenant against the formula, computed here independently. */
+static void view_formula(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, conf, 1000);
+  const char *names[] = {"a", "b", "c", "d"};
+  vs_ledger *h[4];
+  for (int i = 0; i < 4; i++) h[i] = open_as(&plan, names[i]);
+  uint64_t R[4] = {400, 150, 100, 0}, L[4] = {600, 250, UINT64_MAX, UINT64_MAX}, U[4] = {0};
+  uint64_t steps[][4] = {{0, 0, 0, 0}, {100, 0, 0, 0}, {450, 200, 0, 0}, {450, 200, 120, 30}, {600, 250, 100, 0}};
+  for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+    for (int i = 0; i < 4; i++) /* releases first, then growth */
+      if (steps[s][i] < U[i]) vs_ledger_uncharge(h[i], U[i] - steps[s][i]), U[i] = steps[s][i];
+    for (int i = 0; i < 4; i++)
+      if (steps[s][i] > U[i]) {
+        assert_int_equal(vs_ledger_charge(h[i], steps[s][i] - U[i], NULL), 0);
+        U[i] = steps[s][i];
+      }
+    for (int a = 0; a < 4; a++) {
+      uint64_t sumR = 0, sumMax = 0;
+      for (int t = 0; t < 4; t++)
+        if (t != a) sumR += R[t], sumMax += U[t] > R[t] ? U[t] : R[t];
+      uint64_t total = 1000 - 50 - sumR;
+      if (L[a] < total) total = L[a];
+      uint64_t by_limit = L[a] == UINT64_MAX ? UINT64_MAX : L[a] - U[a];
+      uint64_t by_card = 1000 - 50 - U[a] - sumMax;
+      uint64_t avail = by_limit < by_card ? by_limit : by_card;
+      uint64_t f, t;
+      vs_ledger_view(h[a], 0, &f, &t);
+      assert_int_equal(t, total);
+      assert_int_equal(f, avail);
+      /* The process's cached memory counts as free, never above total. */
+      vs_ledger_view(h[a], 7, &f, &t);
+      assert_int_equal(f, avail + 7 < total ? avail + 7 : total);
+      /* free is exactly what a charge admits now. */
+      if (avail > 0) {
+        assert_int_equal(vs_ledger_charge(h[a], avail, NULL), 0);
+        vs_ledger_uncharge(h[a], avail);
+      }
+      assert_int_equal(vs_ledger_charge(h[a], avail + 1, NULL), 1);
+    }
+  }
+  for (int i = 0; i < 4; i++) vs_ledger_close(h[i]);
+}
+
+static void events_and_snapshot(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, conf, 1000);
+  vs_ledger *a = open_as(&plan, "a"), *b = open_as(&plan, "b");
+  /* warn_at 90% of a's total min(600, 1000-50-150-100=700) = 540. */
+  assert_int_equal(vs_ledger_charge(a, 500, NULL), 0);
+  assert_int_equal(vs_ledger_charge(a, 39, NULL), 0);
+  assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);  /* crosses: one event */
+  vs_ledger_uncharge(a, 100);
+  assert_int_equal(vs_ledger_charge(a, 100, NULL), 0); /* crosses again within 10 s: rate-limited */
+  vs_refusal why;
+  assert_int_equal(vs_ledger_charge(a, 100, &why), 1);
+  vs_ledger_report_refusal(a, &why);
+  vs_ledger_set_live(a, 321);
+  assert_int_equal(vs_ledger_charge(b, 10, NULL), 0);
+
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_true(snap->consistent);
+  assert_int_equal(snap->capacity, 1000);
+  assert_int_equal(snap->headroom, 50);
+  assert_int_equal(snap->generation, plan.generation);
+  assert_int_equal(snap->generations, 1);
+  assert_int_equal(snap->nprocs, 2);
+  assert_int_equal(snap->procs[0].pid, getpid());
+  assert_true(snap->procs[0].alive);
+  assert_int_equal(snap->procs[0].held, 540);
+  assert_int_equal(snap->procs[0].live, 321);
+  assert_string_equal(snap->procs[0].tenant, "a");
+  assert_int_equal(snap->ntenants, 3);
+  assert_string_equal(snap->tenants[0].name, "a");
+  assert_int_equal(snap->tenants[0].used, 540);
+  assert_int_equal(snap->tenants[0].recorded, 540);
+  assert_int_equal(snap->tenants[0].reserve, 400);
+  assert_int_equal(snap->tenants[0].limit, 600);
+  assert_int_equal(snap->tenants[2].limit, VS_NO_LIMIT);
+  assert_int_equal(snap->nevents, 2);
+  assert_string_equal(snap->events[0].kind, "warn");
+  assert_int_equal(snap->events[0].bytes, 540);
+  assert_string_equal(snap->events[1].kind, "limit");
+  assert_int_equal(snap->events[1].bytes, 100);
+  assert_string_equal(snap->events[1].tenant, "a");
+
+  char ids[4][VS_NAME_MAX];
+  assert_int_equal(vs_ledger_list(g_dir, ids, 4, err, sizeof err), 1);
+  assert_string_equal(ids[0], "0");
+
+  /* A process with another config generation shows as a mismatch. */
+  vs_plan plan2;
+  make_plan(&plan2, "[tenant a]\nlimit = 700\n", 1000);
+  vs_ledger *a2 = open_as(&plan2, "a");
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->generations, 2);
+  vs_ledger_close(a2);
+  vs_ledger_close(a);
+  vs_ledger_close(b);
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->nprocs, 0);
+  assert_int_equal(snap->tenants[0].recorded, 0);
+  free(snap);
+}
+
+static void file_safety(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, conf, 1000);
+  vs_ledger *a = open_as(&plan, "a");
+  struct stat st;
+  assert_int_equal(stat(g_dir, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  char path[512];
+  snprintf(path, sizeof path, "%s/card-0.ledger", g_dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0007, 0);
+  vs_ledger_close(a);
+
+  char err[VS_ERR_MAX];
+  /* A symlink in place of the ledger file is refused. */
+  snprintf(path, sizeof path, "%s/card-1.ledger", g_dir);
+  assert_int_equal(symlink("/etc/passwd", path), 0);
+  assert_null(vs_ledger_open(g_dir, "1", &plan, "a", err, sizeof err));
+  assert_non_null(strstr(err, "cannot open it"));
+  /* A world-writable ledger dir is refused. */
+  char ww[400];
+  snprintf(ww, sizeof ww, "%s/ww", g_tmp);
+  assert_int_equal(mkdir(ww, 0700), 0);
+  assert_int_equal(chmod(ww, 0777), 0);
+  assert_null(vs_ledger_open(ww, "0", &plan, "a", err, sizeof err));
+  assert_non_null(strstr(err, "world-writable"));
+  /* A UUID names its own file. */
+  vs_ledger *u = vs_ledger_open(g_dir, "GPU-8c1f0e2a-1111", &plan, "a", err, sizeof err);
+  assert_non_null(u);
+  vs_ledger_close(u);
+  snprintf(path, sizeof path, "%s/card-GPU-8c1f0e2a-1111.ledger", g_dir);
+  assert_int_equal(access(path, F_OK), 0);
+}
+
+/* The fork child is its own process: the inherited handle refuses to work,
+ * a new one takes its own slot, the parent's slot stays untouched. */
+static void fork_child_is_own_process(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, conf, 1000);
+  vs_ledger *a = open_as(&plan, "a");
+  assert_int_equal(vs_ledger_charge(a, 100, NULL), 0);
+  int pipefd[2], back[2]; /* child -> parent, parent -> child */
+  assert_int_equal(pipe(pipefd), 0);
+  assert_int_equal(pipe(back), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    char err[VS_ERR_MAX];
+    if (vs_ledger_charge(a, 1, NULL) != -ECHILD) bad |= 1;
+    vs_ledger_uncharge(a, 100); /* ignored */
+    vs_ledger_close(a);         /* frees memory only */
+    vs_ledger *mine = vs_ledger_open(g_dir, "0", &plan, "a", err, sizeof err);
+    if (!mine || vs_ledger_charge(mine, 30, NULL) != 0) bad |= 2;
+    char c = (char)bad;
+    if (write(pipefd[1], &c, 1) != 1) bad |= 4;
+    /* Wait for the parent to look, then exit without closing: the parent's
+     * sweep must find this process dead and reclaim its 30 bytes. */
+    if (read(back[0], &c, 1) != 1) bad |= 8;
+    _exit(bad);
+  }
+  char c;
+  assert_int_equal(read(pipefd[0], &c, 1), 1);
+  assert_int_equal(c, 0);
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->nprocs, 2);
+  int seen_parent = 0, seen_child = 0;
+  for (int i = 0; i < snap->nprocs; i++) {
+    if (snap->procs[i].pid == getpid() && snap->procs[i].held == 100) seen_parent = 1;
+    if (snap->procs[i].pid == pid && snap->procs[i].held == 30) seen_child = 1;
+  }
+  assert_true(seen_parent && seen_child);
+  assert_int_equal(snap->tenants[0].used, 130);
+  assert_int_equal(write(back[1], "x", 1), 1);
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(vs_ledger_sweep(a), 1);
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->nprocs, 1);
+  assert_int_equal(snap->tenants[0].recorded, 100);
+  assert_string_equal(snap->events[snap->nevents - 1].kind, "reclaim");
+  assert_int_equal(snap->events[snap->nevents - 1].bytes, 30);
+  free(snap);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  close(back[0]);
+  close(back[1]);
+  vs_ledger_close(a);
+}
+
+static int setup(void **state) {
+  (void)state;
+  tt_tempdir(g_tmp, sizeof g_tmp);
+  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  tt_rmdir(g_tmp);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(rule_and_numbers, setup, teardown),
+      cmocka_unit_test_setup_teardown(view_formula, setup, teardown),
+      cmocka_unit_test_setup_teardown(events_and_snapshot, setup, teardown),
+      cmocka_unit_test_setup_teardown(file_safety, setup, teardown),
+      cmocka_unit_test_setup_teardown(fork_child_is_own_process, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

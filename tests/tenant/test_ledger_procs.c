@@ -1,0 +1,482 @@
+/* The ledger across real processes (fork): random allocation by three
+ * tenants, kill -9 at random points and inside the lock, racing for the
+ * last bytes, and wait mode. Children report through a shared page and
+ * their exit status; only the parent asserts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "ledger_read.h"
+#include "plan.h"
+#include "tenant_test.h"
+
+#define MAXP 48
+
+/* Shared between the parent and its children. */
+struct shared {
+  int ready;                 /* children that opened their ledger */
+  int go;                    /* set by the parent */
+  int done;                  /* set by the parent: children may leave */
+  int result[MAXP];          /* per child: 1 admitted, 2 refused, 3 error */
+  uint64_t progress[MAXP];   /* operations done, for "no stall" */
+  uint64_t ok[MAXP], refused[MAXP];
+  double t_done[MAXP];       /* CLOCK_MONOTONIC ms when the child finished its request */
+  double t_start[MAXP];
+  int kind[MAXP], cause[MAXP];
+  int cmd[MAXP];             /* parent -> child commands */
+};
+
+static char g_tmp[256], g_dir[300];
+static struct shared *g_sh;
+
+static int ld(const int *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+static void st(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+static void add(int *p) { __atomic_add_fetch(p, 1, __ATOMIC_SEQ_CST); }
+
+/* Waits until *p >= v (up to ms); returns whether it got there. */
+static int wait_at_least(const int *p, int v, int ms) {
+  for (double t0 = tt_now_ms(); tt_now_ms() - t0 < ms;) {
+    if (ld(p) >= v) return 1;
+    usleep(500);
+  }
+  return ld(p) >= v;
+}
+
+static void make_plan(vs_plan *plan, const char *text, uint64_t cap) {
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX];
+  if (vs_config_parse_string(text, "t.conf", cfg, err, sizeof err)) fail_msg("%s", err);
+  if (vs_plan_build(cfg, 0, NULL, cap, plan, err, sizeof err)) fail_msg("%s", err);
+  free(cfg);
+}
+
+static vs_ledger *child_open(const vs_plan *plan, const char *tenant) {
+  char err[VS_ERR_MAX];
+  vs_ledger *h = vs_ledger_open(g_dir, "0", plan, tenant, err, sizeof err);
+  if (!h) {
+    fprintf(stderr, "child %d: %s\n", getpid(), err);
+    _exit(3);
+  }
+  return h;
+}
+
+static void reap_all(pid_t *pids, int n) {
+  for (int i = 0; i < n; i++) {
+    int status;
+    assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fail_msg("child %d ended with status 0x%x", i, status);
+  }
+}
+
+/* ---- Three tenants allocating in random order ---------------------------- */
+static const char three[] =
+    "[card 0]\nheadroom = 5000\n"
+    "[tenant llm]\nreserve = 40000\nlimit = 60000\n"
+    "[tenant emb]\nreserve = 15000\nlimit = 25000\n"
+    "[tenant rr]\nreserve = 10000\nlimit = 20000\n";
+
+static void random_worker(const vs_plan *plan, const char *tenant, int me, int steps) {
+  vs_ledger *h = child_open(plan, tenant);
+  uint64_t held[256];
+  int n = 0;
+  unsigned seed = (unsigned)getpid();
+  add(&g_sh->ready);
+  while (!ld(&g_sh->go)) usleep(100);
+  for (int s = 0; s < steps; s++) {
+    if ((rand_r(&seed) % 10 < 6 || n == 0) && n < 256) {
+      uint64_t sz = 1 + rand_r(&seed) % 3000;
+      if (vs_ledger_charge(h, sz, NULL) == 0) held[n++] = sz, g_sh->ok[me]++;
+      else g_sh->refused[me]++;
+    } else {
+      int k = (int)(rand_r(&seed) % (unsigned)n);
+      vs_ledger_uncharge(h, held[k]);
+      held[k] = held[--n];
+    }
+  }
+  uint64_t sum = 0;
+  for (int i = 0; i < n; i++) sum += held[i];
+  int bad = vs_ledger_held(h) != sum;
+  vs_ledger_close(h);
+  _exit(bad ? 4 : 0);
+}
+
+static void three_tenants_random(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, three, 100000);
+  const char *tenants[] = {"llm", "emb", "rr"};
+  uint64_t R[] = {40000, 15000, 10000}, L[] = {60000, 25000, 20000};
+  pid_t pids[6];
+  for (int i = 0; i < 6; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) random_worker(&plan, tenants[i % 3], i, 4000);
+  }
+  assert_true(wait_at_least(&g_sh->ready, 6, 10000));
+  st(&g_sh->go, 1);
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  int checked = 0;
+  for (;;) {
+    int running = 0;
+    for (int i = 0; i < 6; i++) running |= waitpid(pids[i], NULL, WNOHANG) == 0;
+    assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+    if (snap->consistent) {
+      uint64_t sum = 5000;
+      for (int t = 0; t < snap->ntenants; t++) {
+        int k = !strcmp(snap->tenants[t].name, "llm") ? 0 : !strcmp(snap->tenants[t].name, "emb") ? 1 : 2;
+        uint64_t u = snap->tenants[t].recorded;
+        assert_int_equal(u, snap->tenants[t].used); /* totals = sums of slots */
+        if (u > L[k]) fail_msg("tenant %s holds %llu > limit %llu", snap->tenants[t].name, (unsigned long long)u,
+                               (unsigned long long)L[k]);
+        sum += u > R[k] ? u : R[k];
+      }
+      /* No unused reservation taken, never above C - H. */
+      if (sum > 100000) fail_msg("sum of max(U, R) + H = %llu > C", (unsigned long long)sum);
+      checked++;
+    }
+    if (!running) break;
+    usleep(200);
+  }
+  /* The children were reaped by WNOHANG above; their exit codes: */
+  uint64_t ok = 0, refused = 0;
+  for (int i = 0; i < 6; i++) ok += g_sh->ok[i], refused += g_sh->refused[i];
+  assert_true(checked > 0);
+  assert_true(ok > 1000);
+  assert_true(refused > 100); /* the card was really contended */
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->nprocs, 0);
+  for (int t = 0; t < snap->ntenants; t++) assert_int_equal(snap->tenants[t].recorded, 0);
+  free(snap);
+}
+
+/* ---- kill -9 at random points ----------------------------------------------- */
+static const char two[] = "[tenant a]\nreserve = 300000\n[tenant b]\nreserve = 200000\n";
+
+static void busy_worker(const vs_plan *plan, const char *tenant, int me) {
+  vs_ledger *h = child_open(plan, tenant);
+  unsigned seed = (unsigned)getpid();
+  add(&g_sh->ready);
+  uint64_t held = 0;
+  while (!ld(&g_sh->done)) {
+    uint64_t sz = 1 + rand_r(&seed) % 5000;
+    if (held < 100000 && vs_ledger_charge(h, sz, NULL) == 0) held += sz;
+    else vs_ledger_uncharge(h, held), held = 0;
+    __atomic_add_fetch(&g_sh->progress[me], 1, __ATOMIC_SEQ_CST);
+  }
+  vs_ledger_close(h);
+  _exit(0);
+}
+
+static int find_pid(const vs_ledger_snapshot *s, pid_t pid) {
+  for (int i = 0; i < s->nprocs; i++)
+    if (s->procs[i].pid == pid) return i;
+  return -1;
+}
+
+/* Waits until pid's slot is gone (reclaimed by the others); returns ms. */
+static double wait_reclaimed(pid_t pid, vs_ledger_snapshot *snap, double limit_ms) {
+  char err[VS_ERR_MAX];
+  double t0 = tt_now_ms();
+  while (tt_now_ms() - t0 < limit_ms) {
+    assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+    if (snap->consistent && find_pid(snap, pid) < 0) return tt_now_ms() - t0;
+    usleep(1000);
+  }
+  return -1;
+}
+
+static void kill9_random(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, two, 1000000);
+  pid_t workers[3];
+  for (int i = 0; i < 3; i++) {
+    workers[i] = fork();
+    if (workers[i] == 0) busy_worker(&plan, i ? "b" : "a", i);
+  }
+  assert_true(wait_at_least(&g_sh->ready, 3, 10000));
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  srand(12345);
+  double worst = 0;
+  for (int round = 0; round < 6; round++) {
+    int me = 10 + round;
+    pid_t victim = fork();
+    if (victim == 0) busy_worker(&plan, round % 2 ? "a" : "b", me);
+    while (__atomic_load_n(&g_sh->progress[me], __ATOMIC_SEQ_CST) < 10) usleep(100);
+    usleep((useconds_t)(rand() % 20000));
+    kill(victim, SIGKILL);
+    int status;
+    waitpid(victim, &status, 0);
+    uint64_t before[3];
+    for (int i = 0; i < 3; i++) before[i] = __atomic_load_n(&g_sh->progress[i], __ATOMIC_SEQ_CST);
+    double ms = wait_reclaimed(victim, snap, 1000);
+    if (ms < 0) fail_msg("round %d: the dead process's usage was not reclaimed within 1 s", round);
+    if (ms > worst) worst = ms;
+    usleep(20000);
+    for (int i = 0; i < 3; i++)
+      if (__atomic_load_n(&g_sh->progress[i], __ATOMIC_SEQ_CST) <= before[i]) fail_msg("worker %d stalled", i);
+    for (int t = 0; t < snap->ntenants; t++) assert_int_equal(snap->tenants[t].recorded, snap->tenants[t].used);
+  }
+  st(&g_sh->done, 1);
+  reap_all(workers, 3);
+  print_message("reclaim after kill -9: worst %.1f ms over 6 kills\n", worst);
+  free(snap);
+}
+
+/* ---- kill -9 while holding the ledger lock --------------------------------- */
+static void kill9_in_lock(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, two, 1000000);
+  pid_t survivor = fork();
+  if (survivor == 0) {
+    vs_ledger *h = child_open(&plan, "a");
+    add(&g_sh->ready);
+    while (!ld(&g_sh->go)) usleep(100);
+    g_sh->t_start[0] = tt_now_ms();
+    int r = vs_ledger_charge(h, 50, NULL); /* blocks on the lock the victim holds */
+    g_sh->t_done[0] = tt_now_ms();
+    g_sh->result[0] = r == 0 ? 1 : 3;
+    /* Stay active so the dead slot is swept. */
+    while (!ld(&g_sh->done)) {
+      vs_ledger_charge(h, 10, NULL);
+      vs_ledger_uncharge(h, 10);
+      usleep(1000);
+    }
+    vs_ledger_close(h);
+    _exit(0);
+  }
+  assert_true(wait_at_least(&g_sh->ready, 1, 10000));
+  pid_t victim = fork();
+  if (victim == 0) {
+    vs_ledger *h = child_open(&plan, "b");
+    vs_ledger_charge(h, 1000, NULL);
+    vs_ledger_set_test_hook(h, VS_LEDGER_HOOK_STOP);
+    vs_ledger_charge(h, 777, NULL); /* stops inside the lock, mid-update */
+    _exit(5);
+  }
+  int status;
+  assert_int_equal(waitpid(victim, &status, WUNTRACED), victim);
+  assert_true(WIFSTOPPED(status));
+  /* A reader is not blocked: it gives up on the half-written copy. */
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  double t0 = tt_now_ms();
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_true(tt_now_ms() - t0 < 1000);
+  assert_false(snap->consistent);
+  st(&g_sh->go, 1);
+  usleep(200000); /* the survivor is now waiting for the lock */
+  assert_int_equal(g_sh->result[0], 0);
+  double t_kill = tt_now_ms();
+  kill(victim, SIGKILL);
+  waitpid(victim, &status, 0);
+  assert_true(wait_at_least(&g_sh->result[0], 1, 2000));
+  assert_int_equal(g_sh->result[0], 1);
+  double stall = g_sh->t_done[0] - t_kill;
+  double ms = wait_reclaimed(victim, snap, 1500);
+  st(&g_sh->done, 1);
+  reap_all(&survivor, 1);
+  print_message("lock freed %.2f ms after kill -9 of its holder; usage reclaimed %.1f ms after\n", stall, ms);
+  assert_true(stall < 1000);
+  assert_true(ms >= 0 && ms < 1000);
+  assert_true(snap->consistent);
+  for (int t = 0; t < snap->ntenants; t++) assert_int_equal(snap->tenants[t].recorded, snap->tenants[t].used);
+  int reclaims = 0;
+  for (int e = 0; e < snap->nevents; e++)
+    if (!strcmp(snap->events[e].kind, "reclaim") && snap->events[e].pid == victim) {
+      reclaims++;
+      assert_int_equal(snap->events[e].bytes, 1777); /* its charge and the half-done one */
+    }
+  assert_int_equal(reclaims, 1);
+  free(snap);
+}
+
+/* ---- Racing for the last bytes ---------------------------------------------- */
+static void racing(void **state) {
+  (void)state;
+  /* a: R = L = 3000, holds 2500: 5 more of 100 fit (its limit).
+   * b (no section): C - H - max(U_a, R_a) - U_b = 10000-1000-3000-1000 = 5000:
+   * 7 of 700 fit (the card). */
+  vs_plan plan;
+  make_plan(&plan, "[card 0]\nheadroom = 1000\n[tenant a]\nreserve = 3000\nlimit = 3000\n", 10000);
+  char err[VS_ERR_MAX];
+  vs_ledger *ha = vs_ledger_open(g_dir, "0", &plan, "a", err, sizeof err);
+  vs_ledger *hb = vs_ledger_open(g_dir, "0", &plan, "b", err, sizeof err);
+  assert_non_null(ha);
+  assert_non_null(hb);
+  assert_int_equal(vs_ledger_charge(ha, 2500, NULL), 0);
+  assert_int_equal(vs_ledger_charge(hb, 1000, NULL), 0);
+  int barrier[2];
+  assert_int_equal(pipe(barrier), 0);
+  enum { N = 40 };
+  pid_t pids[N];
+  for (int i = 0; i < N; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      close(barrier[1]);
+      vs_ledger *h = child_open(&plan, i % 2 ? "b" : "a");
+      add(&g_sh->ready);
+      char c;
+      if (read(barrier[0], &c, 1) != 0) _exit(6); /* released all at once by close */
+      int r = vs_ledger_charge(h, i % 2 ? 700 : 100, NULL);
+      g_sh->result[i] = r == 0 ? 1 : r == 1 ? 2 : 3;
+      while (!ld(&g_sh->done)) usleep(1000); /* hold until all have asked */
+      vs_ledger_close(h);
+      _exit(0);
+    }
+  }
+  close(barrier[0]);
+  assert_true(wait_at_least(&g_sh->ready, N, 20000));
+  close(barrier[1]);
+  for (int i = 0; i < N; i++) assert_true(wait_at_least(&g_sh->result[i], 1, 10000));
+  int won_a = 0, won_b = 0;
+  for (int i = 0; i < N; i++) {
+    assert_int_not_equal(g_sh->result[i], 3);
+    if (g_sh->result[i] == 1 && i % 2) won_b++;
+    else if (g_sh->result[i] == 1) won_a++;
+  }
+  st(&g_sh->done, 1);
+  reap_all(pids, N);
+  assert_int_equal(won_a, 5);
+  assert_int_equal(won_b, 7);
+  vs_ledger_close(ha);
+  vs_ledger_close(hb);
+}
+
+/* ---- Wait mode ----------------------------------------------------------------- */
+static const char waitconf[] = "[tenant w]\non_limit = wait:2s\n";
+
+/* Holder: takes 900, then on cmd 1 frees 400, on cmd 2 exits. */
+static pid_t start_holder(const vs_plan *plan) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    vs_ledger *h = child_open(plan, "h");
+    if (vs_ledger_charge(h, 900, NULL)) _exit(7);
+    st(&g_sh->cmd[1], 10);
+    while (ld(&g_sh->cmd[1]) != 11) usleep(200);
+    g_sh->t_start[1] = tt_now_ms();
+    vs_ledger_uncharge(h, 400);
+    while (ld(&g_sh->cmd[1]) != 12) usleep(1000);
+    vs_ledger_close(h);
+    _exit(0);
+  }
+  assert_true(wait_at_least(&g_sh->cmd[1], 10, 10000));
+  return pid;
+}
+
+static pid_t start_waiter(const vs_plan *plan, uint64_t n, uint64_t timeout_ms) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    vs_ledger *h = child_open(plan, "w");
+    vs_refusal why;
+    g_sh->t_start[0] = tt_now_ms();
+    st(&g_sh->cmd[0], 1);
+    int r = vs_ledger_wait_charge(h, n, timeout_ms, &why);
+    g_sh->t_done[0] = tt_now_ms();
+    g_sh->kind[0] = r == 0 ? 0 : (int)why.kind;
+    g_sh->cause[0] = r == 0 ? 0 : (int)why.cause;
+    st(&g_sh->result[0], r == 0 ? 1 : r == 1 ? 2 : 3);
+    vs_ledger_close(h);
+    _exit(0);
+  }
+  assert_true(wait_at_least(&g_sh->cmd[0], 1, 10000));
+  return pid;
+}
+
+static void wait_mode(void **state) {
+  (void)state;
+  vs_plan plan;
+  make_plan(&plan, waitconf, 1000);
+  assert_int_equal(vs_plan_find(&plan, "w")->wait_ms, 2000);
+
+  /* 1. Blocked until the other tenant frees, then admitted at once. */
+  pid_t holder = start_holder(&plan);
+  pid_t waiter = start_waiter(&plan, 300, 2000);
+  usleep(200000);
+  assert_int_equal(ld(&g_sh->result[0]), 0); /* still waiting */
+  st(&g_sh->cmd[1], 11);
+  assert_true(wait_at_least(&g_sh->result[0], 1, 3000));
+  assert_int_equal(g_sh->result[0], 1);
+  double latency = g_sh->t_done[0] - g_sh->t_start[1];
+  print_message("wait mode: admitted %.2f ms after the other tenant freed\n", latency);
+  assert_true(latency < 500);
+  assert_true(g_sh->t_done[0] - g_sh->t_start[0] >= 150);
+  reap_all(&waiter, 1);
+
+  /* 2. Nobody frees: a clean refusal when the time runs out. */
+  st(&g_sh->result[0], 0);
+  st(&g_sh->cmd[0], 0);
+  waiter = start_waiter(&plan, 600, 300);
+  assert_true(wait_at_least(&g_sh->result[0], 1, 3000));
+  assert_int_equal(g_sh->result[0], 2);
+  assert_int_equal(g_sh->kind[0], VS_REFUSE_TIMEOUT);
+  assert_int_equal(g_sh->cause[0], VS_REFUSE_CAPACITY);
+  double waited = g_sh->t_done[0] - g_sh->t_start[0];
+  assert_true(waited >= 290 && waited < 1500);
+  reap_all(&waiter, 1);
+
+  /* 3. A request that can never fit fails at once. */
+  st(&g_sh->result[0], 0);
+  st(&g_sh->cmd[0], 0);
+  waiter = start_waiter(&plan, 1001, 2000);
+  assert_true(wait_at_least(&g_sh->result[0], 1, 3000));
+  assert_int_equal(g_sh->result[0], 2);
+  assert_int_equal(g_sh->kind[0], VS_REFUSE_CAPACITY);
+  assert_true(g_sh->t_done[0] - g_sh->t_start[0] < 100);
+  reap_all(&waiter, 1);
+
+  /* 4. The holder dies: its memory is reclaimed and the waiter admitted. */
+  st(&g_sh->result[0], 0);
+  st(&g_sh->cmd[0], 0);
+  waiter = start_waiter(&plan, 600, 3000);
+  usleep(100000);
+  double t_kill = tt_now_ms();
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  assert_true(wait_at_least(&g_sh->result[0], 1, 3000));
+  assert_int_equal(g_sh->result[0], 1);
+  print_message("wait mode: admitted %.1f ms after the holder was killed\n", g_sh->t_done[0] - t_kill);
+  assert_true(g_sh->t_done[0] - t_kill < 1000);
+  reap_all(&waiter, 1);
+}
+
+static int setup(void **state) {
+  (void)state;
+  tt_tempdir(g_tmp, sizeof g_tmp);
+  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
+  g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return g_sh == MAP_FAILED ? -1 : 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  munmap(g_sh, sizeof *g_sh);
+  tt_rmdir(g_tmp);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(three_tenants_random, setup, teardown),
+      cmocka_unit_test_setup_teardown(kill9_random, setup, teardown),
+      cmocka_unit_test_setup_teardown(kill9_in_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(racing, setup, teardown),
+      cmocka_unit_test_setup_teardown(wait_mode, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
