@@ -1,0 +1,144 @@
+/* The VMM API really stitches: physical chunks mapped side by side behave
+ * as one range, a chunk mapped at two addresses shows the same bytes, and
+ * physical memory lives (and is charged) until released and unmapped. */
+#include "sim_test.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CUmemAllocationProp prop_on(int dev)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = dev;
+    return p;
+}
+
+static void rw(CUdeviceptr p, size_t n)
+{
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU_OK(cuMemSetAccess(p, n, &d, 1));
+}
+
+static void granularity_and_errors(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemAllocationProp prop = prop_on(0);
+    size_t g = 0;
+    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    assert_int_equal(g, 2 * MiB);
+    CUmemGenericAllocationHandle h;
+    CU_ERR(cuMemCreate(&h, 3 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemCreate(NULL, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    prop.location.id = 9;
+    CU_ERR(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
+    CUdeviceptr va;
+    CU_ERR(cuMemAddressReserve(&va, 3 * MiB, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    prop = prop_on(0);
+    CU_ERR(cuMemCreate(&h, 8 * GiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);   /* 4GiB card */
+}
+
+static void stitching(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemAllocationProp prop = prop_on(0);
+    const size_t G = 2 * MiB;
+    CUdeviceptr va, va2;
+    CUmemGenericAllocationHandle h[3];
+    CU_OK(cuMemAddressReserve(&va, 3 * G, 0, 0, 0));
+    assert_int_equal(va % G, 0);
+    for (int i = 0; i < 3; i++) CU_OK(cuMemCreate(&h[i], G, &prop, 0));
+    assert_int_equal(vramsim_live_bytes(0), 3 * G);
+    assert_int_equal(vramsim_live_count(0), 3);
+    assert_int_equal(vramsim_card_used(0), 3 * G);
+    /* chunks mapped out of order still read as one range */
+    CU_OK(cuMemMap(va + 2 * G, G, 0, h[0], 0));
+    CU_OK(cuMemMap(va, G, 0, h[1], 0));
+    CU_OK(cuMemMap(va + G, G, 0, h[2], 0));
+    CU_ERR(cuMemMap(va, G, 0, h[0], 0), CUDA_ERROR_ALREADY_MAPPED);
+    char b[16];
+    CU_ERR(cuMemcpyDtoH(b, va, sizeof b), CUDA_ERROR_INVALID_VALUE);   /* no access yet */
+    rw(va, 3 * G);
+    /* one memset and one copy across both chunk boundaries */
+    CU_OK(cuMemsetD8(va, 0x11, 3 * G));
+    CU_OK(cuMemsetD8(va + G - 100, 0x77, 2 * G - 200 + 200));
+    unsigned char *buf = malloc(3 * G);
+    assert_non_null(buf);
+    CU_OK(cuMemcpyDtoH(buf, va, 3 * G));
+    assert_int_equal(buf[G - 101], 0x11);
+    assert_int_equal(buf[G - 100], 0x77);
+    assert_int_equal(buf[3 * G - 101], 0x77);
+    /* the same physical chunk at a second address shows the same bytes */
+    CU_OK(cuMemAddressReserve(&va2, G, 0, 0, 0));
+    CU_OK(cuMemMap(va2, G, 0, h[2], 0));
+    rw(va2, G);
+    CU_OK(cuMemsetD32(va2 + 4096, 0xDEADBEEFu, 4));
+    uint32_t w = 0;
+    CU_OK(cuMemcpyDtoH(&w, va + G + 4096, 4));
+    assert_int_equal(w, 0xDEADBEEFu);
+    /* pointer queries see the mapping */
+    int ord = -1;
+    CU_OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va + G + 5));
+    assert_int_equal(ord, 0);
+    unsigned long long fl = 0;
+    CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CU_OK(cuMemGetAccess(&fl, &loc, va));
+    assert_int_equal(fl, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    /* released but still mapped: alive and charged until unmapped */
+    for (int i = 0; i < 3; i++) CU_OK(cuMemRelease(h[i]));
+    CU_ERR(cuMemRelease(h[0]), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(vramsim_live_count(0), 3);
+    CU_OK(cuMemcpyDtoH(&w, va2 + 4096, 4));
+    assert_int_equal(w, 0xDEADBEEFu);
+    CU_ERR(cuMemUnmap(va, G + G / 2), CUDA_ERROR_INVALID_VALUE);   /* part of a mapping */
+    CU_OK(cuMemUnmap(va, 3 * G));
+    assert_int_equal(vramsim_live_count(0), 1);                  /* h[2] still at va2 */
+    assert_int_equal(vramsim_card_used(0), G);
+    CU_OK(cuMemUnmap(va2, G));
+    assert_int_equal(vramsim_live_count(0), 0);
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuMemAddressFree(va, 3 * G));
+    CU_OK(cuMemAddressFree(va2, G));
+    CU_ERR(cuMemAddressFree(va2, G), CUDA_ERROR_INVALID_VALUE);
+    free(buf);
+}
+
+static void vmm_disabled(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {   /* a forked child starts clean, so it can re-read the env */
+        setenv("VRAMSIM_VMM", "0", 1);
+        CUcontext c;
+        int v = 1;
+        size_t g;
+        CUmemAllocationProp prop = prop_on(0);
+        if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c)) _exit(2);
+        if (cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0) || v != 0) _exit(3);
+        if (cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_ERROR_NOT_SUPPORTED)
+            _exit(4);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(vmm_disabled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
