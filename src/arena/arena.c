@@ -98,9 +98,9 @@ int vs_arena_free(vs_arena *a, uint64_t addr) {
 
 /* Caller holds heap.mu: the LIVE user block containing addr, or NULL. */
 static vs_tblock *heap_block_at(vs_heap *h, uint64_t addr) {
-  vs_tblock *b = vs_tlsf_used(&h->t, addr);
+  vs_tblock *b = vs_heap_used(h, addr);
   if (b) return b;
-  for (vs_tregion *r = h->t.regions; r; r = r->rnext) {
+  VS_HEAP_REGIONS(h, r) {
     if (addr < r->base || addr >= r->base + r->size) continue;
     for (b = r->first; b; b = b->next)
       if (addr >= b->addr && addr < b->addr + b->size) return b;
@@ -131,13 +131,12 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
   vs_heap *h = &a->heap;
   int rc = -1;
   pthread_mutex_lock(&h->mu);
-  for (vs_tregion *r = h->t.regions; r; r = r->rnext)
-    if (start >= r->base && start < r->base + r->size) {
+  VS_HEAP_REGIONS(h, r)
+    if (rc && start >= r->base && start < r->base + r->size) {
       if (chunk_base) *chunk_base = r->base;
       if (offset) *offset = start - r->base;
       if (vmm_backed) *vmm_backed = h->vmm;
       rc = 0;
-      break;
     }
   pthread_mutex_unlock(&h->mu);
   return rc;

@@ -15,7 +15,22 @@
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
 #define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
-#define VS_GROW_DIV 64                  /* growth step: held / 64 at least */
+#ifndef VS_GROW_DIV
+#define VS_GROW_DIV 64
+#endif
+#ifndef VS_HANDLE_MAX
+#define VS_HANDLE_MAX (1ull << 40)    /* largest physical handle */
+#endif
+#define VS_GROW_DIV_DOC                  /* growth step: held / 64 at least */
+#ifndef VS_HANDLE_PRESSURE
+#define VS_HANDLE_PRESSURE (2ull << 20) /* largest handle once the backend has refused */
+#endif
+#ifndef VS_SYNC_FRAC
+#define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
+#endif
+#ifndef VS_LARGE_MIN
+#define VS_LARGE_MIN (1ull << 50)       /* >= this: the second tlsf (measured: no gain on the traces, so off) */
+#endif
 #define VS_BATCH_MIN (256ull << 20)     /* pending bytes that force a sync at the next allocation */
 
 /* ---- Physical handles (VMM) ---------------------------------------------- */
@@ -29,6 +44,7 @@ typedef struct vs_handle {
 typedef struct vs_hregion {
   vs_tregion tr;
   int dedicated;           /* chunks mode: made for one large request */
+  int cls;                 /* which tlsf of the heap */
   uint32_t *gmap;          /* VMM: per granule, handle index + 1, 0 = unmapped */
   uint64_t ngran, hiwater; /* VMM: granules; 1 + highest mapped granule ever */
 } vs_hregion;
@@ -36,7 +52,7 @@ typedef struct vs_hregion {
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   pthread_mutex_t mu;
-  vs_tlsf t;
+  vs_tlsf t[2];                     /* [0]: below VS_LARGE_MIN and slabs; [1]: large */
   int vmm;
   uint64_t G;
   vs_handle *h;
@@ -46,6 +62,7 @@ typedef struct vs_heap {
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext */
   uint64_t pend_bytes, pend_count;
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
+  int pressure;                     /* set by the OOM ladder: small handles, no steps */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
 } vs_heap;
 
@@ -121,6 +138,9 @@ uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu *
 void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */
 int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu */
 int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
+vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr);           /* caller holds mu */
+#define VS_HEAP_REGIONS(h, tr) \
+  for (int k_ = 0; k_ < 2; k_++) for (vs_tregion *tr = (h)->t[k_].regions; tr; tr = tr->rnext)
 
 /* slab.c */
 void vs_slab_classes(vs_arena *a);

@@ -19,7 +19,7 @@ static void hist_add(vs_arena_stats *st, uint64_t n) {
  * where physical memory is mapped under them; pooled handles count as
  * extents of their own size (they can be mapped anywhere). */
 static void heap_extents(vs_heap *h, vs_arena_stats *st) {
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+  VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = (vs_hregion *)tr;
     for (vs_tblock *b = tr->first; b; b = b->next) {
       if (b->state != VS_TB_FREE) continue;
@@ -71,7 +71,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   heap_extents(h, st);
   st->reserved_bytes = vs_heap_reserved(h);
   uint64_t heap_live_blocks = 0;
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext)
+  VS_HEAP_REGIONS(h, tr)
     for (vs_tblock *b = tr->first; b; b = b->next)
       if (b->state == VS_TB_LIVE && b->req) heap_live_blocks += b->size;
   st->pending_bytes = h->pend_bytes + slab_pend;
@@ -98,7 +98,7 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
   if (!a || !w) return;
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+  VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = (vs_hregion *)tr;
     vs_region_info ri = {.base = tr->base, .size = tr->size,
                          .kind = h->vmm ? VS_REGION_VMM_RANGE : r->dedicated ? VS_REGION_DEDICATED : VS_REGION_CHUNK};
@@ -180,7 +180,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
         if (s == bin->cur) cur_found = 1;
         if (s->base % VS_SLAB_SIZE) FAIL("slab 0x%llx: not aligned", (unsigned long long)s->base);
         if (vs_pm_get(a, s->base) != s) FAIL("slab 0x%llx: page map disagrees", (unsigned long long)s->base);
-        vs_tblock *hb = vs_tlsf_used(&h->t, s->base);
+        vs_tblock *hb = vs_heap_used(h, s->base);
         if (!hb || hb->state != VS_TB_LIVE || hb->req || hb->size != VS_SLAB_SIZE)
           FAIL("slab 0x%llx: heap block missing or wrong", (unsigned long long)s->base);
         for (uint32_t w = 0; w < s->words; w++) {
@@ -216,7 +216,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
     }
   }
   uint64_t heap_slabs = 0;
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext)
+  VS_HEAP_REGIONS(h, tr)
     for (vs_tblock *b = tr->first; b; b = b->next)
       if (b->state == VS_TB_LIVE && !b->req) heap_slabs++;
   if (heap_slabs != nslabs_all) FAIL("arena: %llu slab blocks in the heap, %llu slabs", (unsigned long long)heap_slabs,

@@ -30,15 +30,21 @@ static vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
 
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
 uint64_t vs_heap_cached(vs_heap *h) {
-  uint64_t r = vs_heap_reserved(h);
-  return r > h->t.used_bytes ? r - h->t.used_bytes : 0;
+  uint64_t r = vs_heap_reserved(h), u = h->t[0].used_bytes + h->t[1].used_bytes;
+  return r > u ? r - u : 0;
+}
+static vs_tlsf *tlsf_of(vs_heap *h, vs_tblock *b) { return &h->t[hr(b->region)->cls]; }
+vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr) {
+  vs_tblock *b = vs_tlsf_used(&h->t[0], addr);
+  return b ? b : vs_tlsf_used(&h->t[1], addr);
 }
 
 int vs_heap_init(vs_arena *a) {
   vs_heap *h = &a->heap;
   memset(h, 0, sizeof *h);
   pthread_mutex_init(&h->mu, NULL);
-  vs_tlsf_init(&h->t);
+  vs_tlsf_init(&h->t[0]);
+  vs_tlsf_init(&h->t[1]);
   h->vmm = a->cfg.mode == VS_ARENA_VMM;
   h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
   return 0;
@@ -83,7 +89,7 @@ static int be_call(vs_arena *a, int rc) { vs_arena_call_done(a); return rc; }
 
 /* Region and granule of a VA inside a VMM region, or NULL. */
 static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
-  for (vs_tregion *r = h->t.regions; r; r = r->rnext)
+  VS_HEAP_REGIONS(h, r)
     if (addr >= r->base && addr < r->base + r->size) return hr(r);
   return NULL;
 }
@@ -145,11 +151,13 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       i = best - 1;
       pool_unlink(h, i);
     } else {
-      uint64_t id;
-      int rc = be_call(a, a->be.phys_create(a->be.ctx, n * h->G, &id));
+      /* Handles are capped so that freed memory can move in pieces. */
+      uint64_t cap = h->pressure ? VS_HANDLE_PRESSURE : VS_HANDLE_MAX;
+      uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
+      int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
       if (rc) return rc;
-      i = handle_new(h, id, n * h->G);
-      if (i == UINT32_MAX) { be_call(a, a->be.phys_release(a->be.ctx, id, n * h->G)); return VS_BACKEND_ERROR; }
+      i = handle_new(h, id, hs);
+      if (i == UINT32_MAX) { be_call(a, a->be.phys_release(a->be.ctx, id, hs)); return VS_BACKEND_ERROR; }
     }
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
@@ -177,7 +185,7 @@ static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
 /* Calls fn on every mapped handle lying wholly inside a FREE block and not
  * meeting [lo, hi); stops when fn returns nonzero. */
 static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_arena *, uint32_t), vs_arena *a) {
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+  VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = hr(tr);
     uint64_t top = tr->base + r->hiwater * h->G;
     for (vs_tblock *b = tr->first; b && b->addr < top; b = b->next) {
@@ -233,11 +241,12 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
     }
     return done;
   }
-  for (vs_tregion *tr = h->t.regions, *n; tr && done < want; tr = n) {
+  for (int k = 0; k < 2; k++)
+  for (vs_tregion *tr = h->t[k].regions, *n; tr && done < want; tr = n) {
     n = tr->rnext;
     if (tr->first->state != VS_TB_FREE || tr->first->size != tr->size) continue;
     uint64_t base = tr->base, size = tr->size;
-    vs_tlsf_remove_region(&h->t, tr);
+    vs_tlsf_remove_region(&h->t[k], tr);
     free(tr);
     be_call(a, a->be.chunk_free(a->be.ctx, base, size));
     h->chunk_bytes -= size;
@@ -257,7 +266,7 @@ void vs_heap_reclaim(vs_arena *a) {
     h->pend_bytes -= b->size;
     h->pend_count--;
     atomic_fetch_sub(&a->pend_total, b->size);
-    vs_tlsf_release(&h->t, b);
+    vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
   }
   /* Release threshold, with hysteresis: cached memory that cannot be
@@ -270,7 +279,7 @@ void vs_heap_reclaim(vs_arena *a) {
   }
 }
 
-static vs_hregion *region_new(vs_arena *a, uint64_t size, int dedicated, int *rc) {
+static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, int *rc) {
   vs_heap *h = &a->heap;
   vs_hregion *r = calloc(1, sizeof *r);
   if (!r) { *rc = VS_BACKEND_ERROR; return NULL; }
@@ -292,7 +301,8 @@ static vs_hregion *region_new(vs_arena *a, uint64_t size, int dedicated, int *rc
   r->tr.size = size;
   r->tr.owner = r;
   r->dedicated = dedicated;
-  if (vs_tlsf_add_region(&h->t, &r->tr)) {
+  r->cls = k;
+  if (vs_tlsf_add_region(&h->t[k], &r->tr)) {
     if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, base, size));
     else be_call(a, a->be.chunk_free(a->be.ctx, base, size));
     free(r->gmap); free(r);
@@ -307,16 +317,20 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, rc = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
+  /* Large blocks apart from small ones: a small long-lived block must not
+   * pin the physical handle under a large freed one. */
+  int k = size >= VS_LARGE_MIN && req ? 1 : 0;
+  vs_tlsf *t = &h->t[k];
   pthread_mutex_lock(&h->mu);
   for (;;) {
     vs_heap_reclaim(a);
-    vs_tblock *b = vs_tlsf_find(&h->t, size + extra);
+    vs_tblock *b = vs_tlsf_find(t, size + extra);
     uint64_t p = b ? up(b->addr, align) : 0;
     vs_hregion *r = b ? hr(b->region) : NULL;
     uint64_t need = !b ? size : (h->vmm ? unmapped_bytes(h, r, p, size) : 0);
     /* Growing while frees wait: one sync makes them all reusable. Only
      * worth a call when the pending bytes could cover the growth. */
-    if (need && !synced && atomic_load(&a->pend_total) >= need) {
+    if (need && !synced && atomic_load(&a->pend_total) * VS_SYNC_FRAC >= need) {
       pthread_mutex_unlock(&h->mu);
       vs_arena_sync(a);
       pthread_mutex_lock(&h->mu);
@@ -328,9 +342,12 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
                                : (size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM);
       /* Growth step: at least 1/VS_GROW_DIV of what is held, so the number
        * of growth calls is logarithmic in the footprint. */
-      uint64_t step = up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
+      uint64_t step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
+      uint64_t base_size = rsize;
       if (!h->vmm && rsize < step) rsize = step;
-      if (!region_new(a, rsize, !h->vmm && size > VS_DEDICATED_MIN, &rc)) goto refused;
+      if (!region_new(a, k, rsize, !h->vmm && size > VS_DEDICATED_MIN, &rc) &&
+          (rc != VS_BACKEND_OOM || rsize == base_size || !region_new(a, k, base_size, size > VS_DEDICATED_MIN, &rc)))
+        goto refused;
       continue;
     }
     if (need) {
@@ -340,15 +357,16 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
       }
       /* Map a growth step at once when the block sits in unmapped space
        * (the end of the VA): later requests find it mapped. */
-      uint64_t span = size, step = up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
+      uint64_t span = size, step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
       }
       rc = map_range(a, r, p, span);
+      if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size);  /* the step is optional */
       if (rc) goto refused;
     }
-    b = vs_tlsf_take_at(&h->t, b, p, size);
+    b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
     b->req = req;
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; vs_arena_live_add(a, req); }
@@ -358,6 +376,9 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     if (rc != VS_BACKEND_OOM || laddered) break;
     /* The OOM ladder: drain pending with one sync, release all cached, retry. */
     laddered = 1;
+    /* The backend is full: from now on physical memory comes in small
+     * handles (and without growth steps), so that it can be moved. */
+    h->pressure = 1;
     pthread_mutex_unlock(&h->mu);
     vs_arena_sync(a);
     if (req) vs_slab_trim(a);
@@ -373,7 +394,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
 int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
-  vs_tblock *b = vs_tlsf_used(&h->t, addr);
+  vs_tblock *b = vs_heap_used(h, addr);
   if (!b || b->state != VS_TB_LIVE || (!immediate && !b->req)) {
     pthread_mutex_unlock(&h->mu);
     return -1;
@@ -385,9 +406,9 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
     atomic_fetch_sub(&a->live_bytes, b->req);
   }
   if (immediate) {
-    vs_tlsf_release(&h->t, b);
+    vs_tlsf_release(tlsf_of(h, b), b);
   } else {
-    vs_tlsf_pend(&h->t, b, vs_arena_stamp(a));
+    vs_tlsf_pend(tlsf_of(h, b), b, vs_arena_stamp(a));
     b->fnext = NULL;
     if (h->pend_tail) h->pend_tail->fnext = b;
     else h->pend_head = b;
@@ -417,17 +438,19 @@ void vs_heap_fini(vs_arena *a) {
     if (h->h[i].mapped) unmap_handle(a, i);
     release_handle(a, i);
   }
-  vs_tregion *list = h->t.regions;
-  for (vs_tregion *tr = list; tr; tr = tr->rnext) {
-    if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, tr->base, tr->size));
-    else be_call(a, a->be.chunk_free(a->be.ctx, tr->base, tr->size));
-  }
-  vs_tlsf_fini(&h->t);   /* frees the block descriptors of every region */
-  while (list) {
-    vs_tregion *n = list->rnext;
-    free(hr(list)->gmap);
-    free(list);
-    list = n;
+  for (int k = 0; k < 2; k++) {
+    vs_tregion *list = h->t[k].regions;
+    for (vs_tregion *tr = list; tr; tr = tr->rnext) {
+      if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, tr->base, tr->size));
+      else be_call(a, a->be.chunk_free(a->be.ctx, tr->base, tr->size));
+    }
+    vs_tlsf_fini(&h->t[k]);   /* frees the block descriptors of every region */
+    while (list) {
+      vs_tregion *n = list->rnext;
+      free(hr(list)->gmap);
+      free(list);
+      list = n;
+    }
   }
   free(h->h);
   pthread_mutex_destroy(&h->mu);
@@ -437,7 +460,7 @@ void vs_heap_fini(vs_arena *a) {
 
 int vs_heap_check(vs_arena *a, char *err, size_t len) {
   vs_heap *h = &a->heap;
-  if (vs_tlsf_check(&h->t, err, len)) return -1;
+  if (vs_tlsf_check(&h->t[0], err, len) || vs_tlsf_check(&h->t[1], err, len)) return -1;
   uint64_t mapped = 0, pool = 0, chunks = 0, pend = 0, npend = 0, live = 0, nlive = 0, waste = 0;
   for (uint32_t i = 0; i < h->nh; i++) {
     vs_handle *x = &h->h[i];
@@ -454,8 +477,9 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     if (h->h[p - 1].mapped || !h->h[p - 1].used) FAIL("heap: pool holds a mapped or unused handle");
     pool += h->h[p - 1].size;
   }
-  for (vs_tregion *tr = h->t.regions; tr; tr = tr->rnext) {
+  VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = hr(tr);
+    if (r->cls != k_) FAIL("heap: region 0x%llx in the wrong tlsf", (unsigned long long)tr->base);
     if (!h->vmm) chunks += tr->size;
     if (h->vmm)
       for (uint64_t g = 0; g < r->hiwater; g++) {
