@@ -1,8 +1,176 @@
+/* vramshim check FILE [--card-capacity SIZE]...: validate a config file and
+ * print the plan per card. The tool does not load a driver: capacities come
+ * from the command line, and the output says so. */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+#include "config.h"
+#include "log.h"
+#include "plan.h"
+
+#define MAX_CAPS VS_CFG_MAX_CARD_INDEX
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: vramshim check FILE [--card-capacity SIZE]...\n"
+          "  Validates FILE (a vramshim config) and prints each card's plan: every tenant's\n"
+          "  reserve and limit, the headroom, and what is left unreserved.\n"
+          "  --card-capacity SIZE  capacity of card 0, then 1, ... (e.g. 24GiB); repeat per card.\n"
+          "                        Without it, percentages stay unresolved and reservations are\n"
+          "                        not checked against a card.\n"
+          "exit status: 0 valid, 1 invalid, 2 usage\n");
+}
+
+static const char *bytes(uint64_t b, char *buf) {
+  if (b == VS_NO_LIMIT) return "none";
+  return vs_fmt_bytes(b, buf, 32);
+}
+
+static void on_limit_str(uint64_t wait_ms, char *buf, size_t len) {
+  if (!wait_ms) snprintf(buf, len, "fail");
+  else if (wait_ms % 60000 == 0) snprintf(buf, len, "wait:%" PRIu64 "min", wait_ms / 60000);
+  else if (wait_ms % 1000 == 0) snprintf(buf, len, "wait:%" PRIu64 "s", wait_ms / 1000);
+  else snprintf(buf, len, "wait:%" PRIu64 "ms", wait_ms);
+}
+
+static void print_exes(const vs_tenant_cfg *t) {
+  for (int j = 0; j < t->nexes; j++) printf("%s%s", j ? "," : "", t->exes[j]);
+  if (!t->nexes) printf("-");
+}
+
+/* Without capacities: the tenants as written. */
+static void print_unresolved(const vs_config *cfg) {
+  char a[32], b[32], c[32];
+  for (int k = 0; k < cfg->ncards; k++) {
+    const vs_card_cfg *cc = &cfg->cards[k];
+    if (cc->index >= 0) printf("card %d: headroom %s\n", cc->index, vs_size_str(cc->headroom, a, sizeof a));
+    else printf("card %s: headroom %s\n", cc->uuid, vs_size_str(cc->headroom, a, sizeof a));
+  }
+  printf("%-16s %-12s %-12s %-8s %-12s %-10s %s\n", "tenant", "reserve", "limit", "warn_at", "on_limit", "cards",
+         "match_exe");
+  for (int i = 0; i < cfg->ntenants; i++) {
+    const vs_tenant_cfg *t = &cfg->tenants[i];
+    char warn[16] = "-", cards[32] = "all";
+    if (t->warn_ppm) snprintf(warn, sizeof warn, "%g%%", t->warn_ppm / 10000.0);
+    if (t->cards_mask != UINT64_MAX) {
+      size_t n = 0;
+      cards[0] = 0;
+      for (int k = 0; k < 64 && n + 4 < sizeof cards; k++)
+        if ((t->cards_mask >> k) & 1) n += (size_t)snprintf(cards + n, sizeof cards - n, "%s%d", n ? "," : "", k);
+    }
+    on_limit_str(t->wait_ms, c, sizeof c);
+    printf("%-16s %-12s %-12s %-8s %-12s %-10s ", t->name, vs_size_str(t->reserve, a, sizeof a),
+           t->has_limit ? vs_size_str(t->limit, b, sizeof b) : "none", warn, c, cards);
+    print_exes(t);
+    printf("\n");
+  }
+}
+
+static void print_plan(const vs_config *cfg, const vs_plan *plan) {
+  char a[32], b[32], c[32], d[32];
+  printf("\ncard %d: capacity %s (from --card-capacity)\n", plan->card, bytes(plan->capacity, a));
+  printf("  %-16s %12s %12s %14s  %-12s %s\n", "tenant", "reserve", "limit", "can ever hold", "on_limit", "match_exe");
+  int has_default = 0;
+  for (int i = 0; i < plan->ntenants; i++) {
+    const vs_plan_tenant *t = &plan->tenants[i];
+    has_default |= !strcmp(t->name, VS_DEFAULT_TENANT);
+    on_limit_str(t->wait_ms, d, sizeof d);
+    printf("  %-16s %12s %12s %14s  %-12s ", t->name, bytes(t->reserve, a), bytes(t->limit, b),
+           bytes(vs_plan_total(plan, t->name), c), d);
+    print_exes(vs_config_tenant(cfg, t->name));
+    printf("\n");
+  }
+  /* A name that is in no section: no reserve, no limit. */
+  const char *other = has_default ? "(no section)" : "default";
+  printf("  %-16s %12s %12s %14s  %-12s %s\n", other, bytes(0, a), "none", bytes(vs_plan_total(plan, ""), c),
+         "fail", "-");
+  uint64_t reserved = vs_plan_reserved(plan);
+  printf("  %-16s %12s\n", "headroom", bytes(plan->headroom, a));
+  printf("  %-16s %12s  (headroom + reservations, %.1f%% of the card)\n", "reserved", bytes(reserved, a),
+         plan->capacity ? 100.0 * (double)reserved / (double)plan->capacity : 0.0);
+  printf("  %-16s %12s  (any tenant may use it, within its limit)\n", "unreserved",
+         bytes(plan->capacity - reserved, a));
+}
+
 int cmd_check(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "vramshim: 'check' is not built yet\n");
-  return 2;
+  const char *file = NULL;
+  uint64_t caps[MAX_CAPS];
+  int ncaps = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--card-capacity") || !strncmp(argv[i], "--card-capacity=", 16)) {
+      const char *v = argv[i][15] == '=' ? argv[i] + 16 : (i + 1 < argc ? argv[++i] : NULL);
+      vs_size s;
+      if (!v || vs_parse_size(v, &s) || s.is_pct || s.bytes == 0) {
+        fprintf(stderr, "vramshim: --card-capacity needs a size such as 24GiB, not '%s'\n", v ? v : "");
+        return 2;
+      }
+      if (ncaps == MAX_CAPS) {
+        fprintf(stderr, "vramshim: at most %d cards\n", MAX_CAPS);
+        return 2;
+      }
+      caps[ncaps++] = s.bytes;
+    } else if (argv[i][0] == '-' || file) {
+      fprintf(stderr, "vramshim: check: unexpected argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    } else {
+      file = argv[i];
+    }
+  }
+  if (!file) {
+    usage(stderr);
+    return 2;
+  }
+  vs_config *cfg = malloc(sizeof *cfg);
+  vs_plan *plan = malloc(sizeof *plan);
+  char err[VS_ERR_MAX];
+  int rc = 0;
+  if (!cfg || !plan) {
+    fprintf(stderr, "vramshim: out of memory\n");
+    rc = 1;
+  } else if (vs_config_parse_file(file, cfg, err, sizeof err) ||
+             (ncaps && vs_config_check_cards(cfg, caps, ncaps, err, sizeof err))) {
+    fprintf(stderr, "vramshim: %s\n", err);
+    rc = 1;
+  } else {
+    printf("vramshim: %s is valid (config generation %016" PRIx64 ")\n", file, cfg->generation);
+    if (!ncaps) {
+      printf("vramshim: no --card-capacity given: percentages are not resolved and reservations are not checked\n"
+             "vramshim: against a card; give each card's capacity (e.g. --card-capacity 24GiB) for the plan\n\n");
+      print_unresolved(cfg);
+    } else {
+      printf("vramshim: capacities are taken from --card-capacity (this tool loads no driver); the shim checks\n"
+             "vramshim: the plan again against each card's real capacity when a process starts\n");
+      for (int i = 0; i < ncaps; i++) {
+        if (vs_plan_build(cfg, i, NULL, caps[i], plan, err, sizeof err)) {
+          fprintf(stderr, "vramshim: %s\n", err);
+          rc = 1;
+          break;
+        }
+        print_plan(cfg, plan);
+      }
+      uint64_t named = 0;
+      for (int k = 0; k < cfg->ncards; k++)
+        if (cfg->cards[k].index >= 0) named |= 1ull << cfg->cards[k].index;
+      for (int t = 0; t < cfg->ntenants; t++)
+        if (cfg->tenants[t].cards_mask != UINT64_MAX) named |= cfg->tenants[t].cards_mask;
+      for (int k = ncaps; k < 64; k++)
+        if ((named >> k) & 1)
+          printf("\nvramshim: card %d is named in the config but has no --card-capacity: not checked\n", k);
+      for (int k = 0; k < cfg->ncards; k++)
+        if (cfg->cards[k].index < 0)
+          printf("\nvramshim: [card %s] applies to the card with that UUID; its headroom was checked against "
+                 "every capacity given\n", cfg->cards[k].uuid);
+    }
+  }
+  free(cfg);
+  free(plan);
+  return rc;
 }
