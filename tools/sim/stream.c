@@ -147,41 +147,50 @@ void sim_stream_sync(struct sim_stream *st)
     pthread_mutex_unlock(&st->mu);
 }
 
-void sim_default_stream_sync(void)
+/* Waits for the work queued so far on every stream, or (legacy) only on
+ * the default stream and the streams created without CU_STREAM_NON_BLOCKING,
+ * which is what a synchronous call on the legacy default stream waits for.
+ * Stream objects are never freed, so waiting on one after dropping
+ * reg_lock is safe (ops such as event records take reg_lock, so it must not
+ * be held while waiting). */
+static void sync_streams(int legacy_only)
 {
+    /* Snapshot every stream's queue length first, then wait for each: work
+     * queued after this call started is not waited for (no livelock when
+     * other threads keep queueing). */
+    struct waiter { struct sim_stream *st; uint64_t target; } *w = NULL;
+    size_t n = 0, cap = 0;
     pthread_mutex_lock(&reg_lock);
-    struct sim_stream *d = default_stream;
+    struct sim_stream *list[2] = {default_stream, streams};
+    for (int k = 0; k < 2; k++) {
+        for (struct sim_stream *x = list[k]; x; x = k ? x->next_live : NULL) {
+            if (legacy_only && (x->flags & CU_STREAM_NON_BLOCKING)) continue;
+            pthread_mutex_lock(&x->mu);
+            uint64_t enq = x->enq, done = x->done;
+            pthread_mutex_unlock(&x->mu);
+            if (done >= enq) continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 8;
+                struct waiter *nw = realloc(w, nc * sizeof *nw);
+                if (!nw) break;
+                w = nw;
+                cap = nc;
+            }
+            w[n++] = (struct waiter){x, enq};
+        }
+    }
     pthread_mutex_unlock(&reg_lock);
-    if (d) sim_stream_sync(d);
+    for (size_t i = 0; i < n; i++) {
+        struct sim_stream *st = w[i].st;
+        pthread_mutex_lock(&st->mu);
+        while (st->done < w[i].target) pthread_cond_wait(&st->cv, &st->mu);
+        pthread_mutex_unlock(&st->mu);
+    }
+    free(w);
 }
 
-/* Waits for every stream's work queued so far. Stream objects are never
- * freed, so waiting on one after dropping reg_lock is safe (ops such as
- * event records take reg_lock, so it must not be held while waiting). */
-void sim_sync_all(void)
-{
-    for (;;) {
-        struct sim_stream *busy = NULL;
-        uint64_t target = 0;
-        pthread_mutex_lock(&reg_lock);
-        struct sim_stream *list[2] = {default_stream, streams};
-        for (int k = 0; k < 2 && !busy; k++) {
-            for (struct sim_stream *x = list[k]; x && !busy; x = k ? x->next_live : NULL) {
-                pthread_mutex_lock(&x->mu);
-                if (x->done < x->enq) {
-                    busy = x;
-                    target = x->enq;
-                }
-                pthread_mutex_unlock(&x->mu);
-            }
-        }
-        pthread_mutex_unlock(&reg_lock);
-        if (!busy) return;
-        pthread_mutex_lock(&busy->mu);
-        while (busy->done < target) pthread_cond_wait(&busy->cv, &busy->mu);
-        pthread_mutex_unlock(&busy->mu);
-    }
-}
+void sim_default_stream_sync(void) { sync_streams(1); }
+void sim_sync_all(void) { sync_streams(0); }
 
 #define GET_STREAM(var, h) \
     struct sim_stream *var = sim_stream_get(h); \

@@ -1,0 +1,124 @@
+/* Stream-ordered allocation: default and created pools, frees that happen
+ * in stream order, reuse of freed blocks, release threshold and trimming,
+ * and the pool giving cached memory back before failing. Card: 1GiB. */
+#include "sim_test.h"
+#include <stdint.h>
+#include <string.h>
+
+static void default_pool_alloc_free(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUstream s;
+    CUdeviceptr p;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAllocAsync(&p, MiB + 3, s));
+    assert_int_equal(vramsim_live_bytes(0), MiB + 3);
+    assert_int_equal(vramsim_live_count(0), 1);
+    CU_OK(cuMemsetD8Async(p, 0x42, MiB + 3, s));
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_ERR(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);   /* already queued */
+    CU_ERR(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamSynchronize(s));
+    assert_int_equal(vramsim_live_count(0), 0);
+    assert_int_equal(vramsim_live_bytes(0), 0);
+    /* threshold 0: synchronising gave the memory back to the card */
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_ERR(cuMemAllocAsync(&p, 0, s), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemAllocAsync(&p, 64, (CUstream)(uintptr_t)0x99), CUDA_ERROR_INVALID_HANDLE);
+    CU_ERR(cuMemFreeAsync(0x1000, s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+}
+
+static void reuse_threshold_trim(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemoryPool pool, cur;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    CU_OK(cuDeviceGetMemPool(&cur, 0));
+    assert_ptr_equal(pool, cur);
+    cuuint64_t keep = UINT64_MAX, v = 0;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CUstream s;
+    CUdeviceptr a, b;
+    CU_OK(cuStreamCreate(&s, 0));
+    CU_OK(cuMemAllocAsync(&a, 4 * MiB, s));
+    CU_OK(cuMemFreeAsync(a, s));
+    CU_OK(cuStreamSynchronize(s));
+    assert_int_equal(vramsim_card_used(0), 4 * MiB);      /* kept by the pool */
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v));
+    assert_int_equal(v, 4 * MiB);
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v));
+    assert_int_equal(v, 0);
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v));
+    assert_int_equal(v, 4 * MiB);
+    /* the same block comes back */
+    CU_OK(cuMemAllocAsync(&b, 4 * MiB - 100, s));
+    assert_int_equal(b, a);
+    assert_int_equal(vramsim_live_bytes(0), 4 * MiB - 100);
+    CU_OK(cuMemFreeAsync(b, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolTrimTo(pool, 0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    /* the pool gives its cache back before failing */
+    CU_OK(cuMemAllocAsync(&a, 768 * MiB, s));
+    CU_OK(cuMemFreeAsync(a, s));
+    CU_OK(cuStreamSynchronize(s));
+    assert_int_equal(vramsim_card_used(0), 768 * MiB);
+    CU_OK(cuMemAllocAsync(&b, 300 * MiB, s));
+    assert_int_equal(vramsim_card_used(0), 300 * MiB);
+    CU_OK(cuMemFreeAsync(b, s));
+    keep = 0;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CU_OK(cuStreamSynchronize(s));
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuStreamDestroy(s));
+}
+
+static void created_pool(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool, got, def;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CU_ERR(cuMemPoolCreate(&pool, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAllocFromPoolAsync(&p, 12345, pool, 0));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
+    assert_ptr_equal(got, pool);
+    /* a device's current pool serves cuMemAllocAsync */
+    CU_OK(cuDeviceSetMemPool(0, pool));
+    CU_OK(cuMemAllocAsync(&q, 100, 0));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, q));
+    assert_ptr_equal(got, pool);
+    CU_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    CU_ERR(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+    /* destroyed with a live block: it is released when freed */
+    CU_OK(cuMemFreeAsync(q, 0));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuDeviceGetMemPool(&got, 0));
+    assert_ptr_equal(got, def);
+    CU_ERR(cuMemAllocFromPoolAsync(&q, 100, pool, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamSynchronize(0));
+    assert_int_equal(vramsim_live_bytes(0), 12345);
+    CU_OK(cuMemFree(p));   /* synchronous free of pool memory */
+    CU_OK(cuCtxSynchronize());
+    assert_int_equal(vramsim_live_count(0), 0);
+    assert_int_equal(vramsim_card_used(0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(default_pool_alloc_free), cmocka_unit_test(reuse_threshold_trim),
+        cmocka_unit_test(created_pool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
