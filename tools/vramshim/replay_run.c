@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "replay.h"
 
 static double now_s(void) {
@@ -47,6 +48,15 @@ void vs_progress_done(vs_progress *pr) {
   pr->shown = 0;
 }
 
+/* "on a card of 18.30 GiB", for messages. */
+static const char *card_name(uint64_t capacity, char *buf, size_t len) {
+  char b[32];
+  if (capacity == VS_REPLAY_NO_LIMIT) snprintf(buf, len, "on a card without limit");
+  else snprintf(buf, len, "on a card of %s (%llu bytes)", vs_fmt_bytes(capacity, b, sizeof b),
+                (unsigned long long)capacity);
+  return buf;
+}
+
 /* One replay over a card of `capacity` bytes. With stop_at_failure the run
  * ends at the first refused allocation (the search only needs yes/no).
  * 0, or -1 on an internal error of the policy. */
@@ -64,6 +74,7 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     return -1;
   }
   int rc = 0;
+  char cbuf[64];
   uint64_t live = 0, peak = 0;
   double t0 = now_s();
   for (size_t i = 0; i < t->nev; i++) {
@@ -80,8 +91,8 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     r->requests++;
     int a = pol->alloc(p, id, size, t->streams[id]);
     if (a < 0) {
-      snprintf(err, errlen, "policy %s: internal error on allocation %u (%llu bytes)", pol->name, id,
-               (unsigned long long)size);
+      snprintf(err, errlen, "internal error on allocation %u (%llu bytes) %s", id, (unsigned long long)size,
+               card_name(capacity, cbuf, sizeof cbuf));
       rc = -1;
       break;
     }
@@ -100,7 +111,7 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   memset(&r->stats, 0, sizeof r->stats);
   pol->stats(p, &r->stats);
   if (!rc && r->stats.problem[0]) {
-    snprintf(err, errlen, "policy %s: %s", pol->name, r->stats.problem);
+    snprintf(err, errlen, "%s, %s", r->stats.problem, card_name(capacity, cbuf, sizeof cbuf));
     rc = -1;
   }
   pol->destroy(p);
@@ -113,8 +124,7 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
   vs_progress_update(pr, "%s: %s, replaying", label, pol->name);
   if (run_once(pol, t, o, VS_REPLAY_NO_LIMIT, 0, out, err, errlen)) return -1;
   if (out->failed) {
-    snprintf(err, errlen, "policy %s refused %llu allocations on a card without limit", pol->name,
-             (unsigned long long)out->failed);
+    snprintf(err, errlen, "%llu allocations refused on a card without limit", (unsigned long long)out->failed);
     return -1;
   }
   if (!resolution || !out->peak_live) return 0;
