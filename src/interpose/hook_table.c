@@ -41,6 +41,12 @@ int vs_hook_by_real(const void *real_fn) {
 }
 
 void *vs_hook_addr(vs_hook_id id) { return g_addr[id]; }
+
+int vs_hook_by_addr(const void *fn) {
+  for (int i = 0; i < VS_HOOK_COUNT; i++)
+    if (g_addr[i] == fn) return i;
+  return -1;
+}
 const char *vs_hook_name(vs_hook_id id) { return g_name[id]; }
 
 void vs_hook_count(vs_hook_id id, vramshim_path path) {

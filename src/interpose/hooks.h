@@ -30,6 +30,9 @@ int vs_hook_by_name(const char *name);
 int vs_hook_by_real(const void *real_fn);
 /* What every path hands out for a hook: the exported entry point. */
 void *vs_hook_addr(vs_hook_id id);
+/* One of the shim's own entry points -> id, or -1 (a driver whose lookup
+ * table took &cuMemAlloc_v2 through its GOT hands out the shim's symbol). */
+int vs_hook_by_addr(const void *fn);
 const char *vs_hook_name(vs_hook_id id);
 
 /* Counters behind vramshim_hook_count(). */

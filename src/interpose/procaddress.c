@@ -31,6 +31,7 @@ static _Atomic int g_said_unknown;
 
 static void answer(const char *symbol, int version, cuuint64_t flags, void **pfn) {
   int id = vs_hook_by_real(*pfn);
+  if (id < 0) id = vs_hook_by_addr(*pfn);
   if (id >= 0) {
     vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_PROCADDRESS);
     VS_DEBUG("cuGetProcAddress(%s, %d, %llu) answered with the hook of %s", symbol ? symbol : "(null)", version,
