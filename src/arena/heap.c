@@ -161,6 +161,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
     }
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
+    vs_arena_note_reserved(a);
     g0 += h->h[i].size / h->G;
     n -= h->h[i].size / h->G;
   }
@@ -176,7 +177,6 @@ static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
     while (e <= g1 && !r->gmap[e]) e++;
     int rc = cover_run(a, r, g, e - g);
     if (rc) return rc;
-    vs_arena_note_reserved(a);
     g = e;
   }
   return 0;
@@ -338,16 +338,24 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
       continue;
     }
     if (!b) {
-      uint64_t rsize = h->vmm ? size + extra
-                               : (size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM);
-      /* Growth step: at least 1/VS_GROW_DIV of what is held, so the number
-       * of growth calls is logarithmic in the footprint. */
+      if (h->vmm) {
+        if (!region_new(a, k, size + extra, 0, &rc)) goto refused;
+        continue;
+      }
+      /* chunks: a medium chunk or a chunk of its own, at least a growth
+       * step; refused, the exact size (the backend might grant that). */
+      uint64_t want[3] = {size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM, 0,
+                          up(size + extra, VS_TLSF_ALIGN)};
       uint64_t step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
-      uint64_t base_size = rsize;
-      if (!h->vmm && rsize < step) rsize = step;
-      if (!region_new(a, k, rsize, !h->vmm && size > VS_DEDICATED_MIN, &rc) &&
-          (rc != VS_BACKEND_OOM || rsize == base_size || !region_new(a, k, base_size, size > VS_DEDICATED_MIN, &rc)))
-        goto refused;
+      want[1] = want[0];
+      if (want[0] < step) want[0] = step;
+      int made = 0;
+      for (int i = 0; i < 3 && !made; i++) {
+        if (i && want[i] >= want[i - 1]) continue;
+        made = region_new(a, k, want[i], size > VS_DEDICATED_MIN, &rc) != NULL;
+        if (!made && rc != VS_BACKEND_OOM) break;
+      }
+      if (!made) goto refused;
       continue;
     }
     if (need) {

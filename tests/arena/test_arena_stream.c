@@ -1,0 +1,181 @@
+/* Stream safety with an observable sync, the OOM ladder, and the release
+ * threshold.
+ *
+ * The stream model: freeing a block leaves "device work" in flight on it,
+ * which completes only when the backend's sync() runs (the space backend's
+ * hook). Handing out any byte of such a block before that is the bug these
+ * tests catch: they fail if the arena made freed memory reusable at once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena_test_util.h"
+
+enum { MAXF = 4096 };
+typedef struct {
+  uint64_t addr[MAXF], size[MAXF];
+  int n;          /* blocks with work in flight */
+  int syncs;
+} device;
+
+static void on_sync(void *u) {   /* all enqueued work finishes */
+  device *d = u;
+  d->n = 0;
+  d->syncs++;
+}
+
+static void in_flight_free(fixture *f, device *d, uint64_t addr, uint64_t size) {
+  assert_true(d->n < MAXF);
+  d->addr[d->n] = addr;
+  d->size[d->n] = size;
+  d->n++;
+  assert_int_equal(vs_arena_free(f->a, addr), 0);
+}
+
+static void assert_not_in_flight(device *d, uint64_t addr, uint64_t size) {
+  for (int i = 0; i < d->n; i++)
+    if (addr < d->addr[i] + d->size[i] && d->addr[i] < addr + size)
+      fail_msg("0x%llx handed out while work on freed 0x%llx may still run", (unsigned long long)addr,
+               (unsigned long long)d->addr[i]);
+}
+
+static void stream_case(vs_arena_mode mode, uint64_t size) {
+  fixture f;
+  device d = {0};
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  /* One block, freed with work in flight, then allocations of the same
+   * size: an allocator with immediate reuse returns the same address. */
+  uint64_t first, p, reused = 0;
+  assert_int_equal(vs_arena_alloc(f.a, size, &first), 0);
+  in_flight_free(&f, &d, first, size);
+  CHECK(f.a);
+  /* Small sizes: enough rounds to fill a slab, so reuse must come up. */
+  int rounds = size <= (64 << 10) ? (int)(3 * (2 * MiB / size)) : 64, frees = 1;
+  uint64_t *held = calloc((size_t)rounds, sizeof *held);
+  int nh = 0;
+  for (int i = 0; i < rounds; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, size, &p), 0);
+    assert_not_in_flight(&d, p, size);
+    if (p == first) reused = 1;
+    held[nh++] = p;
+    /* Churn: free with work in flight, so pending blocks accumulate. */
+    if (i % 2) { in_flight_free(&f, &d, held[--nh], size); frees++; }
+    if (rounds <= 64 || i % 64 == 0) CHECK(f.a);
+  }
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  /* Memory was reused after syncs (the model is not vacuous), and never
+   * more than one sync per free (cuMemFree itself synchronises). */
+  assert_true(d.syncs >= 1);
+  assert_true(reused);
+  assert_true(st.syncs <= (uint64_t)frees);
+  print_message("  %d frees, %llu syncs\n", frees, (unsigned long long)st.syncs);
+  while (nh) assert_int_equal(vs_arena_free(f.a, held[--nh]), 0);
+  free(held);
+  fx_close(&f);
+}
+
+static void arena_stream_small_vmm(void **s) { (void)s; stream_case(VS_ARENA_VMM, 1000); }
+static void arena_stream_small_chunks(void **s) { (void)s; stream_case(VS_ARENA_CHUNKS, 60000); }
+static void arena_stream_medium_vmm(void **s) { (void)s; stream_case(VS_ARENA_VMM, 3 * MiB + 5); }
+static void arena_stream_large_vmm(void **s) { (void)s; stream_case(VS_ARENA_VMM, 300 * MiB); }
+static void arena_stream_large_chunks(void **s) { (void)s; stream_case(VS_ARENA_CHUNKS, 300 * MiB); }
+
+/* One sync makes a whole batch of pending frees reusable together. */
+static void arena_stream_batch(void **s) {
+  (void)s;
+  fixture f;
+  device d = {0};
+  fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  uint64_t p[100];
+  for (int i = 0; i < 100; i++) assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &p[i]), 0);
+  for (int i = 0; i < 100; i++) in_flight_free(&f, &d, p[i], 8 * MiB);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.pending_bytes, 800 * MiB);
+  uint64_t calls0 = st.backend_calls;
+  for (int i = 0; i < 100; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &p[i]), 0);
+    assert_not_in_flight(&d, p[i], 8 * MiB);
+  }
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(d.syncs, 1);                         /* one sync for the batch */
+  assert_int_equal(st.backend_calls - calls0, 1);       /* and no growth */
+  for (int i = 0; i < 100; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  fx_close(&f);
+}
+
+/* A card whose memory sits in the cache (freed, some still pending), then
+ * one large request: it succeeds after the ladder releases the cache, as it
+ * would with no arena; one beyond the card is refused and nothing leaks. */
+static void oom_case(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, GiB, 4 * GiB);   /* threshold above the card: only the ladder releases */
+  uint64_t p[64], s[64];
+  int n = 0;
+  uint64_t sizes[] = {40 * MiB, 7 * MiB, 3 * MiB, 100 << 10, 5000};
+  for (int i = 0; n < 64; i++) {
+    s[n] = sizes[i % 5];
+    if (vs_arena_alloc(f.a, s[n], &p[n])) break;
+    n++;
+  }
+  for (int i = 0; i < n; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_true(st.reserved_bytes > 512 * MiB);   /* the cache holds the card */
+  uint64_t big;
+  assert_int_equal(vs_arena_alloc(f.a, 900 * MiB, &big), 0);
+  CHECK(f.a);
+  uint64_t huge;
+  assert_int_equal(vs_arena_alloc(f.a, 200 * MiB, &huge), VS_BACKEND_OOM);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 1000 * MiB, &huge), 0);   /* pending big: the ladder syncs */
+  assert_int_equal(vs_arena_free(f.a, huge), 0);
+  fx_close(&f);
+}
+static void arena_oom_ladder_vmm(void **s) { (void)s; oom_case(VS_ARENA_VMM); }
+static void arena_oom_ladder_chunks(void **s) { (void)s; oom_case(VS_ARENA_CHUNKS); }
+
+/* Free memory beyond release_threshold goes back to the backend. */
+static void threshold_case(vs_arena_mode mode) {
+  fixture f;
+  uint64_t thr = 128 * MiB;
+  fx_open(&f, mode, UINT64_MAX, thr);
+  uint64_t p[32];
+  for (int i = 0; i < 32; i++) assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p[i]), 0);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_true(st.reserved_bytes >= 32 * 48 * MiB);
+  for (int i = 0; i < 32; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  /* Pending bytes exceed the batch limit: the next allocation syncs, the
+   * frees become free, and the cache is trimmed to the threshold. */
+  uint64_t q;
+  assert_int_equal(vs_arena_alloc(f.a, 4096, &q), 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.pending_bytes, 0);
+  uint64_t slack = 64 * MiB + 4 * MiB;   /* hysteresis + a slab and a granule */
+  if (st.reserved_bytes > thr + slack)
+    fail_msg("reserved %llu MiB with threshold %llu MiB", (unsigned long long)(st.reserved_bytes >> 20),
+             (unsigned long long)(thr >> 20));
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  fx_close(&f);
+}
+static void arena_release_threshold_vmm(void **s) { (void)s; threshold_case(VS_ARENA_VMM); }
+static void arena_release_threshold_chunks(void **s) { (void)s; threshold_case(VS_ARENA_CHUNKS); }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(arena_stream_small_vmm),      cmocka_unit_test(arena_stream_small_chunks),
+      cmocka_unit_test(arena_stream_medium_vmm),     cmocka_unit_test(arena_stream_large_vmm),
+      cmocka_unit_test(arena_stream_large_chunks),   cmocka_unit_test(arena_stream_batch),
+      cmocka_unit_test(arena_oom_ladder_vmm),        cmocka_unit_test(arena_oom_ladder_chunks),
+      cmocka_unit_test(arena_release_threshold_vmm), cmocka_unit_test(arena_release_threshold_chunks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
