@@ -141,16 +141,16 @@ void vs_dump_card_derive_free(vs_dump_card *c) {
     uint64_t extent = 0, end = 0;
     for (size_t j = 0; j < r->nblocks; j++) {
       const vs_dump_block *b = &r->blocks[j];
-      if (b->offset != end || b->state == VS_DUMP_LIVE) {
+      if (b->offset != end || b->state != VS_DUMP_FREE) {
         add_extent(c, extent);
         extent = 0;
       }
-      if (b->state != VS_DUMP_LIVE) {
+      if (b->state == VS_DUMP_FREE) {
         extent += b->size;
-        c->free_bytes += b->size;
-        if (b->state == VS_DUMP_PENDING) c->pending_bytes += b->size;
         if (extent > c->largest_free) c->largest_free = extent;
       }
+      if (b->state != VS_DUMP_LIVE) c->free_bytes += b->size;
+      if (b->state == VS_DUMP_PENDING) c->pending_bytes += b->size;
       end = b->offset + b->size;
     }
     add_extent(c, extent);
@@ -193,9 +193,55 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
   return -1;
 }
 
+/* By base; at equal bases the larger first, so an outer region precedes
+ * what is nested in it. */
 static int cmp_region_base(const void *a, const void *b) {
   const vs_dump_region *x = *(vs_dump_region *const *)a, *y = *(vs_dump_region *const *)b;
-  return x->base < y->base ? -1 : x->base > y->base;
+  if (x->base != y->base) return x->base < y->base ? -1 : 1;
+  return x->size > y->size ? -1 : x->size < y->size;
+}
+
+/* Is [base, base+size) inside one live block of r? */
+static int inside_live_block(const vs_dump_region *r, uint64_t base, uint64_t size) {
+  size_t lo = 0, hi = r->nblocks;
+  uint64_t off = base - r->base;
+  while (lo < hi) {   /* the last block with offset <= off */
+    size_t mid = (lo + hi) / 2;
+    if (r->blocks[mid].offset <= off) lo = mid + 1;
+    else hi = mid;
+  }
+  if (!lo) return 0;
+  const vs_dump_block *b = &r->blocks[lo - 1];
+  return b->state == VS_DUMP_LIVE && off - b->offset <= b->size && size <= b->size - (off - b->offset);
+}
+
+/* Regions do not overlap, except that a region may lie inside one live
+ * block of another (a slab carved from the heap); such nested regions do
+ * not overlap each other. */
+static int check_regions(const vs_dump_card *c, char *err, size_t errlen) {
+  const vs_dump_region **v = malloc(c->nregions * sizeof *v);
+  if (!v) return fail(err, errlen, "out of memory");
+  for (size_t i = 0; i < c->nregions; i++) v[i] = &c->regions[i];
+  qsort(v, c->nregions, sizeof *v, cmp_region_base);
+  const vs_dump_region *outer = v[0], *nested = NULL;
+  int rc = 0;
+  for (size_t i = 1; i < c->nregions && !rc; i++) {
+    const vs_dump_region *r = v[i];
+    if (r->base >= outer->base + outer->size) {
+      outer = r;
+      nested = NULL;
+      continue;
+    }
+    if (r->base + r->size <= outer->base + outer->size && inside_live_block(outer, r->base, r->size) &&
+        (!nested || nested->base + nested->size <= r->base)) {
+      nested = r;
+      continue;
+    }
+    rc = fail(err, errlen, "card %d: regions at 0x%llx and 0x%llx overlap", c->index, (unsigned long long)outer->base,
+              (unsigned long long)r->base);
+  }
+  free(v);
+  return rc;
 }
 
 int vs_dump_check(const vs_dump *d, char *err, size_t errlen) {
@@ -219,20 +265,7 @@ int vs_dump_check(const vs_dump *d, char *err, size_t errlen) {
         end = b->offset + b->size;
       }
     }
-    if (c->nregions > 1) {
-      const vs_dump_region **v = malloc(c->nregions * sizeof *v);
-      if (!v) return fail(err, errlen, "out of memory");
-      for (size_t i = 0; i < c->nregions; i++) v[i] = &c->regions[i];
-      qsort(v, c->nregions, sizeof *v, cmp_region_base);
-      int bad = -1;
-      for (size_t i = 1; i < c->nregions && bad < 0; i++)
-        if (v[i - 1]->base + v[i - 1]->size > v[i]->base) bad = (int)i;
-      uint64_t b1 = bad >= 0 ? v[bad - 1]->base : 0, b2 = bad >= 0 ? v[bad]->base : 0;
-      free(v);
-      if (bad >= 0)
-        return fail(err, errlen, "card %d: regions at 0x%llx and 0x%llx overlap", c->index, (unsigned long long)b1,
-                    (unsigned long long)b2);
-    }
+    if (c->nregions > 1 && check_regions(c, err, errlen)) return -1;
   }
   return 0;
 }

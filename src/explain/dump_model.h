@@ -7,7 +7,10 @@
  * released by vs_dump_free().
  *
  * Invariants a valid dump keeps (the reader checks them, the builder
- * produces them): regions do not overlap; the blocks of a region are in
+ * produces them): regions do not overlap, except that a region may lie
+ * inside one live block of another (the arena carves slabs from its heap:
+ * the slab's memory is a live heap block, and the slab its own region with
+ * its slots); the blocks of a region are in
  * offset order, do not overlap and stay inside it; histogram bucket i
  * counts free extents with floor(log2(size)) == i. */
 #ifndef VS_DUMP_MODEL_H
@@ -90,9 +93,10 @@ int vs_dump_card_add_class(vs_dump_card *c, uint64_t size, uint64_t live, uint64
 int vs_dump_card_set_samples(vs_dump_card *c, const vs_dump_sample *s, size_t n);
 
 /* Recomputes the free-extent histogram, free/pending bytes, largest free
- * extent and external fragmentation from the memory map. An extent is a run
- * of adjacent non-live blocks of one region; pending blocks count as free
- * (they are, after the next sync, which the arena does before failing). */
+ * extent and external fragmentation from the memory map, with the arena's
+ * rules: an extent is a run of adjacent free blocks of one region (what
+ * could serve one request now); pending bytes are not in any extent but
+ * are in free_bytes (reserved and not live), so fragmentation counts them. */
 void vs_dump_card_derive_free(vs_dump_card *c);
 /* 1 - largest / total, 0 when total is 0. */
 double vs_dump_fragmentation(uint64_t largest_free, uint64_t free_bytes);

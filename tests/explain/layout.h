@@ -5,9 +5,11 @@
  *   chunk     0x10000000  64 MiB: live 8 | free 4 | pending 4 | live 16 | free 1 | free 31
  *   slab      0x20000000   2 MiB (class 512 KiB): live | free | live | free  (512 KiB each)
  *   vmm_range 0x40000000 256 MiB: live 253 | free 3
- * Free extents (adjacent non-live blocks merge): 8 MiB, 32 MiB, 512 KiB x2, 3 MiB.
- *   histogram: log2 19: 2 / 1 MiB; 21: 1 / 3 MiB; 23: 1 / 8 MiB; 25: 1 / 32 MiB
- *   free 44 MiB, pending 4 MiB, largest free 32 MiB, fragmentation 1 - 32/44 */
+ * Free extents (adjacent free blocks merge; pending ones are no extent):
+ *   4 MiB, 32 MiB, 512 KiB x2, 3 MiB.
+ *   histogram: log2 19: 2 / 1 MiB; 21: 1 / 3 MiB; 22: 1 / 4 MiB; 25: 1 / 32 MiB
+ *   free 44 MiB (pending included), pending 4 MiB, largest free 32 MiB,
+ *   fragmentation 1 - 32/44 */
 #ifndef EXPLAIN_LAYOUT_H
 #define EXPLAIN_LAYOUT_H
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The dump writer's output and docs/dump-sample.json validate against
 docs/dump.schema.json, and the schema rejects what the reader rejects.
-usage: test_schema.py MAKE_SAMPLE SCHEMA SAMPLE   (exit 77: skipped)"""
+usage: test_schema.py MAKE_SAMPLE SCHEMA SAMPLE [ARENA_DUMP_TEST]   (exit 77: skipped)
+ARENA_DUMP_TEST (explain_arena_dump) writes real arena dumps to validate too."""
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ except ImportError:
 
 def main():
     make_sample, schema_path, sample_path = sys.argv[1:4]
+    arena_test = sys.argv[4] if len(sys.argv) > 4 else None
     with open(schema_path) as f:
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -28,8 +30,16 @@ def main():
             subprocess.run([make_sample, out] + args, check=True)
             with open(out) as f:
                 docs.append(json.load(f))
-    with open(sample_path) as f:
-        docs.append(json.load(f))
+        with open(sample_path) as f:
+            docs.append(json.load(f))
+        if arena_test:
+            stem = os.path.join(tmp, "arena")
+            subprocess.run([arena_test], check=True, env=dict(os.environ, EXPLAIN_ARENA_DUMP=stem),
+                           stdout=subprocess.DEVNULL)
+            for mode in ("chunks", "vmm"):
+                with open("%s-%s.json" % (stem, mode)) as f:
+                    docs.append(json.load(f))
+            assert any(r["kind"] == "slab" for r in docs[-1]["cards"][0]["regions"])
     for d in docs:
         errors = list(v.iter_errors(d))
         assert not errors, [e.message for e in errors]

@@ -42,7 +42,8 @@ def main():
         out = run(day1).stdout
         assert "external fragmentation 27.3%" in out, out
         assert "largest 32.0 MiB" in out
-        assert re.search(r"32\.0 MiB - 64\.0 MiB\s+1\s+32\.0 MiB\s+#{40}", out), out
+        assert re.search(r"32\.0 MiB - 64\.0 MiB\s+1\s+32\.0 MiB\s+#{40}\n", out), out
+        assert re.search(r"4\.00 MiB - 8\.00 MiB\s+1\s+4\.00 MiB\s+#{5}\n", out), out
         maps = re.findall(r"^\s+0x[0-9a-f]+ (\w+)\s.*\|(.*)\|$", out, re.M)
         assert [m[0] for m in maps] == ["chunk", "slab", "vmm_range"], maps
         assert maps[0][1] == "#" * 8 + "." * 4 + "~" * 4 + "#" * 16 + "." * 32, maps[0][1]
