@@ -21,7 +21,19 @@
 
 static _Atomic(vs_dlsym_fn) g_real_dlsym;
 
-vs_dlsym_fn vs_real_dlsym_fn(void) {
+/* The sanitizer runtimes look up their interceptors with dlsym while they
+ * start, before their shadow memory exists: the path of a non-cu lookup
+ * must not be instrumented. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define VS_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+#endif
+#endif
+#ifndef VS_NO_SANITIZE
+#define VS_NO_SANITIZE
+#endif
+
+VS_NO_SANITIZE vs_dlsym_fn vs_real_dlsym_fn(void) {
   vs_dlsym_fn fn = atomic_load_explicit(&g_real_dlsym, memory_order_acquire);
   if (fn) return fn;
   /* Newest symbol version first: glibc >= 2.34 moved dlsym into libc. */
@@ -63,7 +75,7 @@ static void *hook_answer(const char *name) {
 #define VS_MUSTTAIL /* gcc emits the sibling call at -O1 and above; tests check RTLD_NEXT */
 #endif
 
-VS_EXPORT void *dlsym(void *restrict handle, const char *restrict name) {
+VS_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict name) {
   /* glibc declares name nonnull, so the compiler would drop a plain NULL
    * check; a NULL name still must not crash here (glibc reports it). */
   const char *n = name;
