@@ -33,6 +33,7 @@ struct vs_ledger {
   uint32_t tenant;              /* index in shm->tenants */
   vs_plan plan;                 /* kept for the life of the process */
   uint64_t limit, warn_at;      /* L_a, and the warn_at threshold in bytes (0 = none) */
+  uint64_t total;               /* what the tenant could ever hold here (vs_plan_total) */
   uint64_t wait_ms;
   int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
   uint32_t known;               /* reserve_of[] is filled for tenants below this */
@@ -173,7 +174,7 @@ static int sweep_due(const vs_ledger_shm *s) {
 }
 
 int vs_ledger_sweep(vs_ledger *h) {
-  if (!h || h->pid != getpid()) return -ECHILD;
+  if (!h || h->fd < 0) return -ECHILD;
   int r = lock_shm(h->shm);
   if (r) return r;
   int n = sweep_locked(h);
@@ -313,8 +314,8 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   const vs_plan_tenant *me = vs_plan_find(plan, tenant);
   h->limit = me ? me->limit : VS_NO_LIMIT;
   h->wait_ms = me ? me->wait_ms : 0;
-  uint64_t eff = vs_plan_total(plan, tenant);
-  h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)eff * me->warn_ppm / VS_PPM_100) : 0;
+  h->total = vs_plan_total(plan, tenant);
+  h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
   const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
   if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
   if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
@@ -383,7 +384,7 @@ void vs_ledger_close(vs_ledger *h) {
     }
   pthread_mutex_unlock(&g_handles_lock);
   vs_ledger_shm *s = h->shm;
-  if (h->pid == getpid() && h->fd >= 0 && lock_shm(s) == 0) {
+  if (h->fd >= 0 && lock_shm(s) == 0) {
     vs_ledger_slot *sl = &s->slots[h->slot];
     write_begin(s);
     uint64_t u = s->tenants[h->tenant].used;
@@ -437,7 +438,7 @@ static void stall_hook(vs_ledger *h) {
 
 int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (!h) return -EINVAL;
-  if (h->pid != getpid() || h->fd < 0) return -ECHILD;
+  if (h->fd < 0) return -ECHILD; /* a fork child (see atfork_child; getpid() would be a syscall) */
   vs_ledger_shm *s = h->shm;
   int r = lock_shm(s);
   if (r) return r;
@@ -484,7 +485,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (reclaimed) wake_waiters(s);
   if (warn) {
     char a[32], b[32];
-    uint64_t eff = vs_plan_total(&h->plan, h->tenant_name);
+    uint64_t eff = h->total;
     VS_WARN("tenant '%s' on card %d crossed its warning threshold: using %s of %s (%.0f%%)", h->tenant_name,
             h->plan.card, vs_fmt_bytes(used, a, sizeof a), vs_fmt_bytes(eff, b, sizeof b),
             eff ? 100.0 * (double)used / (double)eff : 100.0);
@@ -493,7 +494,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
 }
 
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
-  if (!h || h->pid != getpid() || h->fd < 0 || !n) return;
+  if (!h || h->fd < 0 || !n) return;
   vs_ledger_shm *s = h->shm;
   if (lock_shm(s)) return;
   vs_ledger_slot *sl = &s->slots[h->slot];
@@ -511,7 +512,7 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
 
 /* Whether the request could fit if every other process freed everything. */
 static int could_ever_fit(const vs_ledger *h, uint64_t n) {
-  return n <= h->limit && n <= vs_plan_total(&h->plan, h->tenant_name);
+  return n <= h->limit && n <= h->total;
 }
 
 int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why) {
@@ -544,12 +545,12 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
-  if (!h || h->pid != getpid() || h->fd < 0) return;
+  if (!h || h->fd < 0) return;
   VS_STORE(&h->shm->slots[h->slot].live, live);
 }
 
 uint64_t vs_ledger_held(const vs_ledger *h) {
-  return h && h->pid == getpid() && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].held) : 0;
+  return h && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].held) : 0;
 }
 
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
@@ -558,8 +559,8 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 
 /* ---- View and reports -------------------------------------------------------- */
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
-  uint64_t total = h ? vs_plan_total(&h->plan, h->tenant_name) : 0, avail = 0;
-  if (h && h->pid == getpid() && h->fd >= 0) {
+  uint64_t total = h ? h->total : 0, avail = 0;
+  if (h && h->fd >= 0) {
     const vs_ledger_shm *s = h->shm;
     uint32_t known = h->known; /* tenants after it are unknown to our plan: ledger values */
     uint32_t nt = VS_LOAD(&s->ntenants);
@@ -582,7 +583,7 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
 }
 
 void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
-  if (!h || !why || why->kind == VS_REFUSE_NONE || h->pid != getpid() || h->fd < 0) return;
+  if (!h || !why || why->kind == VS_REFUSE_NONE || h->fd < 0) return;
   vs_ledger_shm *s = h->shm;
   if (lock_shm(s) == 0) {
     add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
