@@ -23,7 +23,7 @@ expect() {
 }
 
 "$tool" replay --help >"$tmp/help" || { echo "FAIL: --help exit status"; failed=1; }
-for word in --policy --json --release-threshold --resolution --no-search --quiet off chunks vmm pytorch; do
+for word in --policy --json --release-threshold --resolution --no-search --quiet off chunks vmm pytorch steady; do
   grep -qF -- "$word" "$tmp/help" || { echo "FAIL: --help does not mention $word"; failed=1; }
 done
 
@@ -44,7 +44,8 @@ expect 1 "vramshim: $tmp/bad.csv:2: free of 0x10, which is not live (never alloc
 python3 - "$tmp/json" <<'PY' || failed=1
 import json, sys
 keys = ["trace", "policy", "requests", "frees", "peak_live", "peak_reserved", "reserved_over_live",
-        "smallest_card", "card_over_live", "served_from_cache", "driver_calls", "ns_per_request"]
+        "smallest_card", "card_over_live", "served_from_cache", "steady_requests", "served_from_cache_steady",
+        "driver_calls", "ns_per_request"]
 lines = open(sys.argv[1]).read().splitlines()
 objs = [json.loads(l) for l in lines]
 assert len(objs) == 4, f"{len(objs)} lines, want 4"
@@ -53,11 +54,12 @@ assert objs[0]["trace"].endswith("cs336-ctx128-forward.csv") and objs[3]["trace"
 for o in objs:
     missing = [k for k in keys if k not in o]
     assert not missing, f"missing keys {missing} in {o}"
-    assert 0 <= o["served_from_cache"] <= 1
+    assert 0 <= o["served_from_cache"] <= 1 and 0 <= o["served_from_cache_steady"] <= 1
+    assert 0 < o["steady_requests"] < o["requests"]
     assert o["peak_live"] <= o["peak_reserved"] <= o["smallest_card"] or o["policy"] == "pytorch"
     assert o["peak_live"] <= o["smallest_card"] <= o["peak_reserved"] + (1 << 20)
 off = objs[0]
-assert off["served_from_cache"] == 0 and off["driver_calls"] == off["requests"] + off["frees"], off
+assert off["served_from_cache"] == 0 and off["served_from_cache_steady"] == 0 and off["driver_calls"] == off["requests"] + off["frees"], off
 print("json ok:", len(objs), "objects")
 PY
 

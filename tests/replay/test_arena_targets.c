@@ -50,11 +50,12 @@ static void check(const vs_policy *pol, size_t ti) {
   run(pol, ti, &r);
   double live = (double)r.peak_live;
   double res = (double)r.stats.peak_reserved / live, card = (double)r.smallest_card / live;
-  double cache = (double)r.stats.served_from_cache / (double)r.requests;
+  double cache = (double)r.served_from_cache / (double)r.requests;
+  double steady = (double)r.steady_served / (double)r.steady_requests;
   print_message("%s %s: reserved/live %.4f (<= 1.03), card/live %.4f (<= 1.02, pytorch %.4f), driver calls %llu "
-                "(pytorch %llu), from cache %.4f (>= 0.99)\n",
+                "(pytorch %llu), from cache %.4f (>= 0.99; steady state %.4f)\n",
                 traces[ti], pol->name, res, card, (double)b->smallest_card / live,
-                (unsigned long long)r.stats.driver_calls, (unsigned long long)b->stats.driver_calls, cache);
+                (unsigned long long)r.stats.driver_calls, (unsigned long long)b->stats.driver_calls, cache, steady);
   assert_int_equal(r.peak_live, b->peak_live);
   /* Every target is checked and every miss printed before failing. */
   int misses = 0;

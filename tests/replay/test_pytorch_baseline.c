@@ -80,7 +80,10 @@ static void test_rules(void **state) {
   const uint64_t MiB = 1 << 20;
   assert_int_equal(r.stats.peak_reserved, (2 + 10 + 12 + 20 + 2) * MiB);
   assert_int_equal(r.stats.driver_calls, 5);
-  assert_int_equal(r.stats.served_from_cache, 2);
+  assert_int_equal(r.served_from_cache, 2);
+  /* Only the 11 MiB allocation after the free stays under the high-water mark. */
+  assert_int_equal(r.steady_requests, 1);
+  assert_int_equal(r.steady_served, 1);
   vs_trace_free(&t);
 }
 
@@ -93,10 +96,10 @@ static void test_release_and_retry(void **state) {
   vs_replay_opts o = {0};
   void *p = vs_policy_pytorch.create(30 * MiB, 3, &o, err, sizeof err);
   assert_non_null(p);
-  assert_int_equal(vs_policy_pytorch.alloc(p, 0, 12 * MiB, 0), 0);
+  assert_int_equal(vs_policy_pytorch.alloc(p, 0, 12 * MiB, 0), VS_POLICY_DRIVER);
   vs_policy_pytorch.free(p, 0, 12 * MiB);
-  assert_int_equal(vs_policy_pytorch.alloc(p, 1, 20 * MiB, 0), 0); /* 12 + 20 > 30: release, retry */
-  assert_int_equal(vs_policy_pytorch.alloc(p, 2, 12 * MiB, 0), 1); /* 20 + 12 > 30, nothing free */
+  assert_int_equal(vs_policy_pytorch.alloc(p, 1, 20 * MiB, 0), VS_POLICY_DRIVER); /* 12 + 20 > 30: release, retry */
+  assert_int_equal(vs_policy_pytorch.alloc(p, 2, 12 * MiB, 0), VS_POLICY_REFUSED); /* 20 + 12 > 30, nothing free */
   vs_policy_stats s;
   vs_policy_pytorch.stats(p, &s);
   /* malloc 12, malloc 20 refused, free 12, malloc 20, malloc 12 refused twice */

@@ -34,6 +34,9 @@ static void usage(FILE *out) {
           "  smallest card  least card capacity on which the trace runs with no refused\n"
           "                 allocation (binary search, to --resolution), and / peak live\n"
           "  from cache     share of allocations served without a driver call\n"
+          "  steady         the same, among allocations that do not raise the high-water\n"
+          "                 mark of live bytes (a policy starting empty must call the\n"
+          "                 driver for some of those that do; these show reuse)\n"
           "  driver calls   every driver call (allocations, frees, VMM calls, syncs)\n"
           "  ns/request     wall time of the replay loop (allocations and their frees)\n"
           "                 divided by the allocations: about one alloc+free pair\n"
@@ -49,6 +52,7 @@ static void usage(FILE *out) {
           "                            bytes: trace, policy, requests, frees, peak_live,\n"
           "                            peak_reserved, reserved_over_live, smallest_card,\n"
           "                            card_over_live, served_from_cache (0..1),\n"
+          "                            steady_requests, served_from_cache_steady (0..1),\n"
           "                            driver_calls, ns_per_request, release_threshold\n"
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
           "  --resolution SIZE         smallest-card search step (default 1MiB)\n"
@@ -132,6 +136,10 @@ static int is_arena(const vs_policy *p) {
   return p == &vs_policy_chunks || p == &vs_policy_vmm;
 }
 
+static double ratio(uint64_t a, uint64_t b) {
+  return b ? (double)a / (double)b : 0.0;
+}
+
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
                        const vs_replay_result *r) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
@@ -140,23 +148,24 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
   fprintf(out,
           ",\"policy\":\"%s\",\"requests\":%llu,\"frees\":%llu,\"peak_live\":%llu,\"peak_reserved\":%llu,"
           "\"reserved_over_live\":%.6f,\"smallest_card\":%llu,\"card_over_live\":%.6f,"
-          "\"served_from_cache\":%.6f,\"driver_calls\":%llu,\"ns_per_request\":%.1f",
+          "\"served_from_cache\":%.6f,\"steady_requests\":%llu,\"served_from_cache_steady\":%.6f,"
+          "\"driver_calls\":%llu,\"ns_per_request\":%.1f",
           p->name, (unsigned long long)r->requests, (unsigned long long)r->frees,
           (unsigned long long)r->peak_live, (unsigned long long)r->stats.peak_reserved,
           (double)r->stats.peak_reserved / live, (unsigned long long)r->smallest_card,
           (double)r->smallest_card / live,
-          r->requests ? (double)r->stats.served_from_cache / (double)r->requests : 0.0,
-          (unsigned long long)r->stats.driver_calls, r->ns_per_request);
+          ratio(r->served_from_cache, r->requests), (unsigned long long)r->steady_requests,
+          ratio(r->steady_served, r->steady_requests), (unsigned long long)r->stats.driver_calls, r->ns_per_request);
   if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
   fprintf(out, "}\n");
   fflush(out);
 }
 
 /* ---- Text table --------------------------------------------------------- */
-#define NCOL 11
-static const char *const col_head[NCOL] = {"trace",         "policy",    "requests",   "peak live",
-                                           "peak reserved", "res/live",  "smallest card", "card/live",
-                                           "from cache",    "driver calls", "ns/request"};
+#define NCOL 12
+static const char *const col_head[NCOL] = {"trace",     "policy",        "requests",  "peak live",
+                                           "peak reserved", "res/live", "smallest card", "card/live",
+                                           "from cache", "steady",      "driver calls", "ns/request"};
 
 typedef struct row {
   char cell[NCOL][48];
@@ -178,10 +187,10 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
     snprintf(w->cell[6], sizeof w->cell[6], "-");
     snprintf(w->cell[7], sizeof w->cell[7], "-");
   }
-  snprintf(w->cell[8], sizeof w->cell[8], "%.2f%%",
-           r->requests ? 100.0 * (double)r->stats.served_from_cache / (double)r->requests : 0.0);
-  snprintf(w->cell[9], sizeof w->cell[9], "%llu", (unsigned long long)r->stats.driver_calls);
-  snprintf(w->cell[10], sizeof w->cell[10], "%.0f", r->ns_per_request);
+  snprintf(w->cell[8], sizeof w->cell[8], "%.2f%%", 100.0 * ratio(r->served_from_cache, r->requests));
+  snprintf(w->cell[9], sizeof w->cell[9], "%.2f%%", 100.0 * ratio(r->steady_served, r->steady_requests));
+  snprintf(w->cell[10], sizeof w->cell[10], "%llu", (unsigned long long)r->stats.driver_calls);
+  snprintf(w->cell[11], sizeof w->cell[11], "%.0f", r->ns_per_request);
 }
 
 static void print_table(FILE *out, const row *rows, size_t n) {

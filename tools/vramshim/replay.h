@@ -9,6 +9,7 @@
 #include "trace_csv.h"
 
 #define VS_REPLAY_NO_LIMIT UINT64_MAX
+enum { VS_POLICY_CACHED = 0, VS_POLICY_REFUSED = 1, VS_POLICY_DRIVER = 2 };
 
 typedef struct vs_replay_opts {
   uint64_t release_threshold; /* arena policies */
@@ -17,7 +18,6 @@ typedef struct vs_replay_opts {
 typedef struct vs_policy_stats {
   uint64_t peak_reserved;     /* bytes held from the driver, at most */
   uint64_t driver_calls;      /* every driver call, refused ones included */
-  uint64_t served_from_cache; /* allocations that needed no driver call */
   char problem[200];          /* non-empty: the policy broke an invariant; the run is void */
 } vs_policy_stats;
 
@@ -27,7 +27,9 @@ typedef struct vs_policy {
   /* A fresh instance over a card of `capacity` bytes, for a trace with
    * `nallocs` allocation ids. NULL with a message in err when unavailable. */
   void *(*create)(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen);
-  /* 0 served, 1 refused (out of memory on this card), -1 internal error. */
+  /* VS_POLICY_CACHED or VS_POLICY_DRIVER (served, without or with driver
+   * calls), VS_POLICY_REFUSED (out of memory on this card), or -1 (internal
+   * error). */
   int (*alloc)(void *p, uint32_t id, uint64_t size, uint64_t stream);
   void (*free)(void *p, uint32_t id, uint64_t size); /* only ids whose alloc returned 0 */
   void (*stats)(void *p, vs_policy_stats *s);
@@ -45,6 +47,12 @@ typedef struct vs_replay_result {
   uint64_t frees;
   uint64_t failed;         /* allocations refused */
   uint64_t peak_live;      /* requested bytes live at once, at most */
+  uint64_t served_from_cache;  /* allocations served with no driver call */
+  /* Steady state: allocations that do not raise the high-water mark of live
+   * bytes (memory of that size was live before), and those of them served
+   * with no driver call. A policy that starts empty must call the driver for
+   * some high-water allocations, whatever it does; these show reuse. */
+  uint64_t steady_requests, steady_served;
   vs_policy_stats stats;
   double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
   uint64_t smallest_card;  /* 0 when not searched */

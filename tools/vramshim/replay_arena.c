@@ -4,8 +4,8 @@
  * reserved and driver calls are read from the backend, the same counters
  * the `off` policy reports. "Served from cache" is measured here, not taken
  * from the arena's own stats: the backend table handed to the arena counts
- * every call, and an allocation is served from cache when no call happened
- * during it. After each run the arena's invariant checker walks the whole
+ * every call, and an allocation is served from cache (VS_POLICY_CACHED)
+ * when no call happened during it. After each run the arena's invariant checker walks the whole
  * arena and the backend must have seen no misuse. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,6 @@ typedef struct ar_state {
   vs_space_backend *sb;
   vs_arena_backend inner; /* the space backend's table */
   uint64_t calls;         /* every call through the table below */
-  uint64_t served;        /* allocations during which calls did not move */
   vs_arena *a;
   uint64_t *addr; /* per allocation id */
   vs_arena_mode mode;
@@ -133,8 +132,8 @@ static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
   ar_state *s = p;
   uint64_t before = s->calls;
   int rc = vs_arena_alloc(s->a, size, &s->addr[id]);
-  if (s->calls == before && rc == VS_BACKEND_OK) s->served++;
-  return rc == VS_BACKEND_OK ? 0 : rc == VS_BACKEND_OOM ? 1 : -1;
+  if (rc == VS_BACKEND_OK) return s->calls == before ? VS_POLICY_CACHED : VS_POLICY_DRIVER;
+  return rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
 }
 
 static void ar_free(void *p, uint32_t id, uint64_t size) {
@@ -149,7 +148,6 @@ static void ar_stats(void *p, vs_policy_stats *out) {
   vs_space_backend_counters(s->sb, &c);
   out->peak_reserved = c.peak_held;
   out->driver_calls = vs_space_backend_calls(&c);
-  out->served_from_cache = s->served;
   char why[160];
   if (s->bad_frees)
     snprintf(out->problem, sizeof out->problem, "the arena refused %llu frees of its own allocations",

@@ -43,7 +43,7 @@ static int off_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
   (void)stream;
   off_state *s = p;
   int rc = s->be.chunk_alloc(s->be.ctx, size, &s->addr[id]);
-  return rc == VS_BACKEND_OK ? 0 : rc == VS_BACKEND_OOM ? 1 : -1;
+  return rc == VS_BACKEND_OK ? VS_POLICY_DRIVER : rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
 }
 
 static void off_free(void *p, uint32_t id, uint64_t size) {
@@ -59,7 +59,6 @@ static void off_stats(void *p, vs_policy_stats *out) {
   vs_space_backend_counters(s->sb, &c);
   out->peak_reserved = c.peak_held;
   out->driver_calls = vs_space_backend_calls(&c);
-  out->served_from_cache = 0;
 }
 
 const vs_policy vs_policy_off = {

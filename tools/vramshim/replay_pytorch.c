@@ -50,7 +50,7 @@ typedef struct pt_pool {
 
 typedef struct pt_state {
   uint64_t capacity, reserved, peak_reserved, next_addr;
-  uint64_t driver_calls, served_from_cache;
+  uint64_t driver_calls;
   pt_pool small, large;
   pt_block **by_id;
   uint32_t nallocs;
@@ -161,12 +161,12 @@ static int pt_alloc(void *p, uint32_t id, uint64_t req, uint64_t stream) {
   pt_pool *pool = pool_of(s, size);
   int small = pool == &s->small;
   pt_block *b = NULL;
+  int served = VS_POLICY_CACHED;
   size_t i = lower_bound(pool, stream, size, 0);
   if (i < pool->n && pool->b[i]->stream == stream) {
     b = pool->b[i];
     memmove(pool->b + i, pool->b + i + 1, (pool->n - i - 1) * sizeof *pool->b);
     pool->n--;
-    s->served_from_cache++;
   } else {
     uint64_t seg = small ? SMALL_SEGMENT
                    : size < MIN_LARGE_ALLOC ? LARGE_SEGMENT
@@ -175,8 +175,9 @@ static int pt_alloc(void *p, uint32_t id, uint64_t req, uint64_t stream) {
     if (driver_malloc(s, seg, &addr)) {
       release_free_segments(s, &s->small);
       release_free_segments(s, &s->large);
-      if (driver_malloc(s, seg, &addr)) return 1;
+      if (driver_malloc(s, seg, &addr)) return VS_POLICY_REFUSED;
     }
+    served = VS_POLICY_DRIVER;
     if (!(b = new_block(s))) return -1;
     b->addr = addr;
     b->size = seg;
@@ -200,7 +201,7 @@ static int pt_alloc(void *p, uint32_t id, uint64_t req, uint64_t stream) {
   }
   b->allocated = 1;
   s->by_id[id] = b;
-  return 0;
+  return served;
 }
 
 static void pt_free(void *p, uint32_t id, uint64_t size) {
@@ -236,7 +237,6 @@ static void pt_stats(void *p, vs_policy_stats *out) {
   pt_state *s = p;
   out->peak_reserved = s->peak_reserved;
   out->driver_calls = s->driver_calls;
-  out->served_from_cache = s->served_from_cache;
 }
 
 static void free_pool(pt_state *s, pt_pool *p) {

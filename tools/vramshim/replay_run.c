@@ -90,20 +90,26 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     }
     r->requests++;
     int a = pol->alloc(p, id, size, t->streams[id]);
-    if (a < 0) {
+    if (a != VS_POLICY_CACHED && a != VS_POLICY_DRIVER && a != VS_POLICY_REFUSED) {
       snprintf(err, errlen, "internal error on allocation %u (%llu bytes) %s", id, (unsigned long long)size,
                card_name(capacity, cbuf, sizeof cbuf));
       rc = -1;
       break;
     }
-    if (a > 0) {
+    if (a == VS_POLICY_REFUSED) {
       r->failed++;
       if (stop_at_failure) break;
       continue;
     }
     held[id] = 1;
     live += size;
-    if (live > peak) peak = live;
+    if (a == VS_POLICY_CACHED) r->served_from_cache++;
+    if (live > peak) {
+      peak = live;
+    } else {
+      r->steady_requests++;
+      if (a == VS_POLICY_CACHED) r->steady_served++;
+    }
   }
   double t1 = now_s();
   r->peak_live = peak;
