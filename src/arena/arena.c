@@ -81,11 +81,11 @@ static uint64_t batch_limit(vs_arena *a) {
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
   if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
   uint64_t calls0 = tl_calls;
-  atomic_fetch_add_explicit(&a->requests, 1, memory_order_relaxed);
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
   int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr)
                                 : vs_heap_alloc(a, (size + 511) & ~511ull, size, VS_TLSF_ALIGN, addr);
-  if (rc == 0 && tl_calls == calls0) atomic_fetch_add_explicit(&a->served, 1, memory_order_relaxed);
+  if (rc != 0 || tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
+  if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;
 }
 
@@ -144,7 +144,7 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
 
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (!a) return 0;
-  if (atomic_load(&a->pend_total)) vs_arena_sync(a);
+  if (atomic_load(&a->pend_total) || vs_slab_pending(a)) vs_arena_sync(a);
   vs_slab_trim(a);
   return vs_heap_trim(a, keep_bytes);
 }

@@ -31,6 +31,7 @@
 #ifndef VS_LARGE_MIN
 #define VS_LARGE_MIN (1ull << 50)       /* >= this: the second tlsf (measured: no gain on the traces, so off) */
 #endif
+#define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
 #define VS_BATCH_MIN (256ull << 20)     /* pending bytes that force a sync at the next allocation */
 
 /* ---- Physical handles (VMM) ---------------------------------------------- */
@@ -63,6 +64,7 @@ typedef struct vs_heap {
   uint64_t pend_bytes, pend_count;
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   int pressure;                     /* set by the OOM ladder: small handles, no steps */
+  uint64_t requests;                /* user allocations served by the heap */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
 } vs_heap;
 
@@ -86,8 +88,10 @@ typedef struct vs_bin {
   uint32_t cls;
   vs_slab *slabs;           /* every slab of the bin */
   vs_slab *cur;             /* slab allocations come from */
+  vs_slab *spare;           /* one empty slab kept besides cur, against churn */
   vs_slab *pend;            /* slabs with pending slots */
   uint64_t nslabs, live_req, live_count, waste, pend_bytes, requests;
+  int64_t live_delta;       /* live bytes not yet folded into the arena's total */
   char pad[64];
 } vs_bin;
 
@@ -112,9 +116,15 @@ struct vs_arena {
   pthread_mutex_t slab_mu;          /* slab descriptor pool */
   vs_slab *spare_slabs;
   vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
-  _Atomic uint64_t sync_started, sync_done;
-  _Atomic uint64_t backend_calls, syncs, requests, served;
-  _Atomic uint64_t live_bytes, peak_live, peak_reserved, pend_total;
+  /* Shared counters, each on its own line; none is written on the small
+   * hot path (bins keep their own and fold live bytes in by the MiB). */
+  _Alignas(64) _Atomic uint64_t sync_started;
+  _Alignas(64) _Atomic uint64_t sync_done;
+  _Alignas(64) _Atomic uint64_t backend_calls;
+  _Atomic uint64_t syncs, unserved, refused, peak_reserved;
+  _Alignas(64) _Atomic uint64_t live_bytes;
+  _Atomic uint64_t peak_live;
+  _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
   _Atomic uint32_t next_bin;
 };
 
@@ -150,6 +160,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr);                /* -1 not a slab sl
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
 void vs_slab_fini(vs_arena *a);
-uint64_t vs_slab_trim(vs_arena *a);                          /* empty slabs back to the heap */
+uint64_t vs_slab_trim(vs_arena *a);
+uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */                          /* empty slabs back to the heap */
 
 #endif

@@ -41,7 +41,7 @@ static void heap_extents(vs_heap *h, vs_arena_stats *st) {
 void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   memset(st, 0, sizeof *st);
   if (!a) return;
-  uint64_t slab_live_bytes = 0, slab_pend = 0, waste = 0;
+  uint64_t slab_live_bytes = 0, slab_pend = 0, waste = 0, live_req = 0, requests = 0;
   st->class_count = a->nclasses;
   for (uint32_t c = 0; c < a->nclasses; c++) {
     st->class_size[c] = a->classes[c].size;
@@ -63,6 +63,8 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
       }
       slab_pend += bin->pend_bytes;
       waste += bin->waste;
+      live_req += bin->live_req;
+      requests += bin->requests;
       pthread_mutex_unlock(&bin->mu);
     }
   }
@@ -75,16 +77,22 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
     for (vs_tblock *b = tr->first; b; b = b->next)
       if (b->state == VS_TB_LIVE && b->req) heap_live_blocks += b->size;
   st->pending_bytes = h->pend_bytes + slab_pend;
+  live_req += h->live_req;
+  requests += h->requests;
   waste += h->waste;
   pthread_mutex_unlock(&h->mu);
-  st->live_bytes = atomic_load(&a->live_bytes);
+  st->live_bytes = live_req;
+  /* Small-object bytes reach the peak in steps of at most VS_LIVE_FOLD per bin. */
   st->peak_live_bytes = atomic_load(&a->peak_live);
+  if (st->peak_live_bytes < live_req) st->peak_live_bytes = live_req;
   st->peak_reserved_bytes = atomic_load(&a->peak_reserved);
   uint64_t used = heap_live_blocks + slab_live_bytes;
   st->free_bytes = st->reserved_bytes > used ? st->reserved_bytes - used : 0;
   st->internal_waste = waste;
-  st->requests = atomic_load(&a->requests);
-  st->served_from_cache = atomic_load(&a->served);
+  /* Requests: served ones counted where served; refused ones are in unserved. */
+  uint64_t unserved = atomic_load(&a->unserved);
+  st->requests = requests + atomic_load(&a->refused);
+  st->served_from_cache = st->requests > unserved ? st->requests - unserved : 0;
   st->backend_calls = atomic_load(&a->backend_calls);
   st->syncs = atomic_load(&a->syncs);
   for (uint32_t c = 0; c < a->nclasses; c++) st->live_count += st->class_live[c];
@@ -168,6 +176,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   pthread_mutex_lock(&h->mu);
   if (vs_heap_check(a, err, len)) goto out;
   uint64_t live = h->live_req, nslabs_all = 0, pend = h->pend_bytes;
+  int64_t unfolded = 0;
   for (uint32_t c = 0; c < a->nclasses; c++) {
     uint64_t cs = a->classes[c].size;
     if (cs % 512) FAIL("slab: class %u size %llu not 512-aligned", c, (unsigned long long)cs);
@@ -203,15 +212,17 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
             blive += s->req[i]; bcount++; bwaste += cs - s->req[i];
           }
         bpend += s->npend * cs;
-        if (s->nlive == 0 && s->npend == 0 && s != bin->cur)
+        if (s->nlive == 0 && s->npend == 0 && s != bin->cur && s != bin->spare)
           FAIL("slab 0x%llx: empty but not returned", (unsigned long long)s->base);
       }
       if (!cur_found) FAIL("slab: current slab not in its bin");
+      if (bin->spare && (bin->spare->nlive || bin->spare->npend || bin->spare->bin != bin || bin->spare == bin->cur))
+        FAIL("slab: spare slab not empty or not the bin's");
       if (n != bin->nslabs) FAIL("slab: bin count %llu, listed %llu", (unsigned long long)bin->nslabs, (unsigned long long)n);
       if (blive != bin->live_req || bcount != bin->live_count || bwaste != bin->waste || bpend != bin->pend_bytes)
         FAIL("slab: bin counters disagree with slots (class %u)", c);
       live += blive;
-      pend += bpend;
+      unfolded += bin->live_delta;
       nslabs_all += n;
     }
   }
@@ -221,7 +232,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
       if (b->state == VS_TB_LIVE && !b->req) heap_slabs++;
   if (heap_slabs != nslabs_all) FAIL("arena: %llu slab blocks in the heap, %llu slabs", (unsigned long long)heap_slabs,
                                      (unsigned long long)nslabs_all);
-  if (live != atomic_load(&a->live_bytes)) FAIL("arena: live bytes %llu, blocks say %llu",
+  if (live != atomic_load(&a->live_bytes) + (uint64_t)unfolded) FAIL("arena: live bytes %llu, blocks say %llu",
                                                 (unsigned long long)atomic_load(&a->live_bytes), (unsigned long long)live);
   if (pend != atomic_load(&a->pend_total)) FAIL("arena: pending total disagrees");
   if (vs_heap_reserved(h) > atomic_load(&a->peak_reserved)) FAIL("arena: reserved above its peak");

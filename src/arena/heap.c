@@ -377,7 +377,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
     b->req = req;
-    if (req) { h->live_req += req; h->live_count++; h->waste += size - req; vs_arena_live_add(a, req); }
+    if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     *addr = p;
     break;
   refused:

@@ -148,6 +148,7 @@ static void slab_release(vs_arena *a, vs_bin *bin, vs_slab *s) {
   else bin->slabs = s->next;
   if (s->next) s->next->prev = s->prev;
   if (bin->cur == s) bin->cur = NULL;
+  if (bin->spare == s) bin->spare = NULL;
   bin->nslabs--;
   uint64_t base = s->base;
   __atomic_store_n(&s->bin, NULL, __ATOMIC_RELEASE);
@@ -168,11 +169,13 @@ static void bin_reclaim(vs_arena *a, vs_bin *bin, int release_cur) {
     for (uint32_t w = 0; w < s->words; w++) { s->free_bm[w] |= s->pend_bm[w]; s->pend_bm[w] = 0; }
     s->nfree += s->npend;
     bin->pend_bytes -= s->npend * size;
-    atomic_fetch_sub(&a->pend_total, s->npend * size);
     s->npend = 0;
     s->on_pend = 0;
     *pp = s->pnext;
-    if (s->nlive == 0 && (s != bin->cur || release_cur)) slab_release(a, bin, s);
+    if (s->nlive == 0 && (s != bin->cur || release_cur)) {
+      if (!release_cur && !bin->spare) bin->spare = s;   /* keep one: the next burst needs it */
+      else if (s != bin->spare || release_cur) slab_release(a, bin, s);
+    }
   }
 }
 
@@ -208,6 +211,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
       return rc;
     }
     bin->cur = s;
+    if (bin->spare == s) bin->spare = NULL;
   }
   uint32_t w = 0;
   while (!s->free_bm[w]) w++;
@@ -222,7 +226,8 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
   bin->live_count++;
   bin->waste += size - req;
   bin->requests++;
-  vs_arena_live_add(a, req);
+  bin->live_delta += (int64_t)req;
+  if (bin->live_delta >= (int64_t)VS_LIVE_FOLD) { vs_arena_live_add(a, (uint64_t)bin->live_delta); bin->live_delta = 0; }
   pthread_mutex_unlock(&bin->mu);
   *addr = s->base + (uint64_t)i * size;
   return 0;
@@ -261,8 +266,11 @@ int vs_slab_free(vs_arena *a, uint64_t addr) {
   bin->live_count--;
   bin->waste -= size - s->req[i];
   bin->pend_bytes += size;
-  atomic_fetch_add_explicit(&a->pend_total, size, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&a->live_bytes, s->req[i], memory_order_relaxed);
+  bin->live_delta -= (int64_t)s->req[i];
+  if (bin->live_delta <= -(int64_t)VS_LIVE_FOLD) {
+    atomic_fetch_sub_explicit(&a->live_bytes, (uint64_t)-bin->live_delta, memory_order_relaxed);
+    bin->live_delta = 0;
+  }
   pthread_mutex_unlock(&bin->mu);
   return 0;
 }
@@ -283,6 +291,18 @@ int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) 
   return rc;
 }
 
+uint64_t vs_slab_pending(vs_arena *a) {
+  uint64_t n = 0;
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int b = 0; b < VS_NBINS; b++) {
+      vs_bin *bin = &a->classes[c].bins[b];
+      pthread_mutex_lock(&bin->mu);
+      n += bin->pend_bytes;
+      pthread_mutex_unlock(&bin->mu);
+    }
+  return n;
+}
+
 uint64_t vs_slab_trim(vs_arena *a) {
   uint64_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
@@ -290,6 +310,7 @@ uint64_t vs_slab_trim(vs_arena *a) {
       vs_bin *bin = &a->classes[c].bins[b];
       pthread_mutex_lock(&bin->mu);
       bin_reclaim(a, bin, 1);
+      if (bin->spare) { slab_release(a, bin, bin->spare); n += VS_SLAB_SIZE; }
       if (bin->cur && bin->cur->nlive == 0 && bin->cur->npend == 0) {
         slab_release(a, bin, bin->cur);
         n += VS_SLAB_SIZE;
