@@ -1,6 +1,7 @@
 /* The SVG picture of a dump: per card a summary line, the memory map (one
  * row per region, every block a rect, free space neutral grey) and the
  * timeline plot. Coordinates are written locale-free. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -77,55 +78,139 @@ static double draw_legend(vs_sbuf *b, double y) {
   return y + 22;
 }
 
-static double draw_map(vs_sbuf *b, const vs_dump_card *c, double y) {
+static const char *block_class(vs_dump_block_state st) {
+  return st == VS_DUMP_LIVE ? "blk live" : st == VS_DUMP_PENDING ? "blk pending" : "blk free";
+}
+
+static void scale_axis(vs_sbuf *b, double y, uint64_t maxsize, const char *what) {
+  char s1[32];
+  line(b, "tick", X0, y, X1, y);
+  for (int i = 0; i <= 4; i++) {
+    double gx = X0 + (X1 - X0) * i / 4.0;
+    line(b, "tick", gx, y, gx, y + 5);
+    text(b, gx, y + 17, "axis", i == 0 ? "start" : i == 4 ? "end" : "middle",
+         vs_fmt_short((uint64_t)((double)maxsize * i / 4.0), s1, sizeof s1));
+  }
+  text(b, X0 - 8, y + 17, "axis", "end", what);
+}
+
+static int cmp_base(const void *a, const void *b) {
+  const vs_dump_region *x = *(vs_dump_region *const *)a, *y = *(vs_dump_region *const *)b;
+  return x->base < y->base ? -1 : x->base > y->base;
+}
+
+/* Rows of regions (one per region, address order) at one shared scale: the
+ * section's largest region spans the full width. A region narrower than
+ * 40 px is widened to stay readable and marked with '*'. */
+static double draw_rows(vs_sbuf *b, const vs_dump_region **v, size_t n, const char *heading, double y) {
   char s1[32], s2[32], title[160];
-  snprintf(title, sizeof title, "Memory map: %zu regions, one row each, 0 at the left; bar length = the region's size",
-           c->nregions);
+  uint64_t maxsize = 0;
+  int widened = 0;
+  for (size_t i = 0; i < n; i++)
+    if (v[i]->size > maxsize) maxsize = v[i]->size;
+  text(b, 20, y + 4, "h4", NULL, heading);
+  y += 12;
+  for (size_t i = 0; i < n; i++) {
+    const vs_dump_region *r = v[i];
+    double width = (X1 - X0) * (double)r->size / (double)maxsize;
+    int wide = width < 40;
+    if (wide) width = 40, widened = 1;
+    double scale = width / (double)r->size;
+    char label[96], kind[48];
+    if (r->kind == VS_DUMP_REGION_SLAB && r->class_size)
+      snprintf(kind, sizeof kind, "slab[%s]", vs_fmt_short(r->class_size, s2, sizeof s2));
+    else
+      snprintf(kind, sizeof kind, "%s", vs_dump_region_kind_name(r->kind));
+    snprintf(label, sizeof label, "0x%llx %s %s%s", (unsigned long long)r->base, kind,
+             vs_fmt_short(r->size, s1, sizeof s1), wide ? "*" : "");
+    text(b, X0 - 8, y + ROW_H - 4, "rlabel", "end", label);
+    snprintf(title, sizeof title, "%s at 0x%llx, %s", vs_dump_region_kind_name(r->kind), (unsigned long long)r->base,
+             vs_fmt_short(r->size, s1, sizeof s1));
+    rect(b, "region", X0, y, width, ROW_H, title);
+    for (size_t j = 0; j < r->nblocks; j++) {
+      const vs_dump_block *k = &r->blocks[j];
+      double bw = (double)k->size * scale;
+      snprintf(title, sizeof title, "%s block at +%s, %s", vs_dump_block_state_name(k->state),
+               vs_fmt_short(k->offset, s1, sizeof s1), vs_fmt_short(k->size, s2, sizeof s2));
+      rect(b, block_class(k->state), X0 + (double)k->offset * scale, y, bw < 0.6 ? 0.6 : bw, ROW_H, title);
+    }
+    y += ROW_H + ROW_GAP;
+  }
+  scale_axis(b, y, maxsize, widened ? "offset in region (* widened)" : "offset in region");
+  return y + 30;
+}
+
+/* arena = off: each allocation is its own region, possibly thousands. They
+ * are drawn end to end in address order as one strip, wrapped over rows,
+ * each allocation's width in proportion to its size; an allocation that
+ * wraps continues on the next row ("blk live cont"). */
+static double draw_strip(vs_sbuf *b, const vs_dump_region **v, size_t n, double y) {
+  char s1[32], s2[32], title[160];
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; i++) total += v[i]->size;
+  size_t rows = n < 8 ? 1 : n < 200 ? 4 : 12;
+  double per_row = (double)total / (double)rows, full = X1 - X0;
+  snprintf(title, sizeof title, "%zu allocations end to end in address order, %s in all (arena off: one region each)",
+           n, vs_fmt_short(total, s1, sizeof s1));
+  text(b, 20, y + 4, "h4", NULL, title);
+  y += 12;
+  double pos = 0;   /* bytes before this allocation in the strip */
+  for (size_t i = 0; i < n; i++) {
+    const vs_dump_region *r = v[i];
+    double start = pos, end = pos + (double)r->size;
+    snprintf(title, sizeof title, "allocation at 0x%llx, %s", (unsigned long long)r->base,
+             vs_fmt_short(r->size, s2, sizeof s2));
+    for (int piece = 0; start < end - 1e-9; piece++) {
+      size_t row = (size_t)(start / per_row);
+      if (row >= rows) row = rows - 1;
+      double row_end = (double)(row + 1) * per_row, stop = end < row_end || row + 1 == rows ? end : row_end;
+      double x = X0 + (start - (double)row * per_row) / per_row * full, w = (stop - start) / per_row * full;
+      rect(b, piece ? "blk live cont" : "blk live", x, y + (double)row * (ROW_H + ROW_GAP), w < 0.6 ? 0.6 : w, ROW_H,
+           title);
+      start = stop;
+    }
+    pos = end;
+  }
+  for (size_t row = 0; row < rows; row++) {
+    snprintf(title, sizeof title, "from %s", vs_fmt_short((uint64_t)(per_row * (double)row), s1, sizeof s1));
+    text(b, X0 - 8, y + (double)row * (ROW_H + ROW_GAP) + ROW_H - 4, "rlabel", "end", title);
+  }
+  y += (double)rows * (ROW_H + ROW_GAP);
+  scale_axis(b, y, (uint64_t)per_row, "bytes along each row");
+  return y + 30;
+}
+
+static double draw_map(vs_sbuf *b, const vs_dump_card *c, double y) {
+  char title[160];
+  snprintf(title, sizeof title, "Memory map: %zu regions; 0 at the left of each row, length = size", c->nregions);
   text(b, 20, y, "h3", NULL, title);
   y += 12;
   if (!c->nregions) {
     text(b, X0, y + 12, "note", NULL, "(no regions: nothing allocated on this card)");
     return y + 28;
   }
-  uint64_t maxsize = 0;
-  for (size_t i = 0; i < c->nregions; i++)
-    if (c->regions[i].size > maxsize) maxsize = c->regions[i].size;
-  for (size_t i = 0; i < c->nregions; i++) {
-    const vs_dump_region *r = &c->regions[i];
-    char label[96];
-    snprintf(label, sizeof label, "0x%llx %s %s", (unsigned long long)r->base, vs_dump_region_kind_name(r->kind),
-             vs_fmt_short(r->size, s1, sizeof s1));
-    text(b, X0 - 8, y + ROW_H - 4, "rlabel", "end", label);
-    /* Rows share one scale, so a 2 MiB slab looks small next to a 1 GiB
-     * range; a region narrower than 40 px is widened to stay readable. */
-    double width = (X1 - X0) * (double)r->size / (double)maxsize;
-    if (width < 40) width = 40;
-    double scale = width / (double)r->size;
-    snprintf(title, sizeof title, "%s at 0x%llx, %s", vs_dump_region_kind_name(r->kind), (unsigned long long)r->base,
-             vs_fmt_short(r->size, s1, sizeof s1));
-    rect(b, "region", X0, y, width, ROW_H, title);
-    for (size_t j = 0; j < r->nblocks; j++) {
-      const vs_dump_block *k = &r->blocks[j];
-      double bx = X0 + (double)k->offset * scale, bw = (double)k->size * scale;
-      if (bw < 0.6) bw = 0.6;
-      const char *cls = k->state == VS_DUMP_LIVE ? "blk live" : k->state == VS_DUMP_PENDING ? "blk pending" : "blk free";
-      snprintf(title, sizeof title, "%s block at +%s, %s", vs_dump_block_state_name(k->state),
-               vs_fmt_short(k->offset, s1, sizeof s1), vs_fmt_short(k->size, s2, sizeof s2));
-      rect(b, cls, bx, y, bw, ROW_H, title);
-    }
-    y += ROW_H + ROW_GAP;
+  /* Sections: heap regions (chunks, VMM ranges, dedicated), slabs, plain
+   * allocations; each in address order. */
+  const vs_dump_region **v = malloc(c->nregions * sizeof *v);
+  if (!v) {
+    b->failed = 1;
+    return y;
   }
-  /* A scale under the rows: offsets from each region's start. */
-  double full = X1 - X0;
-  line(b, "tick", X0, y, X1, y);
-  for (int i = 0; i <= 4; i++) {
-    double gx = X0 + full * i / 4.0;
-    line(b, "tick", gx, y, gx, y + 5);
-    text(b, gx, y + 17, "axis", i == 0 ? "start" : i == 4 ? "end" : "middle",
-         vs_fmt_short((uint64_t)((double)maxsize * i / 4.0), s1, sizeof s1));
+  static const struct { int kinds; const char *heading; } sections[] = {
+      {(1 << VS_DUMP_REGION_CHUNK) | (1 << VS_DUMP_REGION_VMM_RANGE) | (1 << VS_DUMP_REGION_DEDICATED),
+       "Heap: chunks and VMM ranges (slabs are carved from their live blocks)"},
+      {1 << VS_DUMP_REGION_SLAB, "Slabs: small-object regions, one slot per block"},
+      {1 << VS_DUMP_REGION_ALLOCATION, NULL}};
+  for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+    size_t n = 0;
+    for (size_t i = 0; i < c->nregions; i++)
+      if (sections[s].kinds & (1 << c->regions[i].kind)) v[n++] = &c->regions[i];
+    if (!n) continue;
+    qsort(v, n, sizeof *v, cmp_base);
+    y = sections[s].heading ? draw_rows(b, v, n, sections[s].heading, y) : draw_strip(b, v, n, y);
   }
-  text(b, X0 - 8, y + 17, "axis", "end", "offset in region");
-  return y + 28;
+  free(v);
+  return y;
 }
 
 /* A "nice" axis maximum: 1, 2 or 5 times a power of 1024-friendly step. */
@@ -265,6 +350,7 @@ char *vs_render_svg(const vs_dump *d, size_t *len) {
              "text { font-family: DejaVu Sans, Arial, sans-serif; fill: #222; }\n"
              ".h1 { font-size: 18px; font-weight: bold; } .sub { font-size: 13px; fill: #555; }\n"
              ".h2 { font-size: 16px; font-weight: bold; } .h3 { font-size: 13px; font-weight: bold; fill: #333; }\n"
+             ".h4 { font-size: 12px; font-style: italic; fill: #444; }\n"
              ".fig { font-size: 13px; } .legend { font-size: 12px; } .note { font-size: 12px; fill: #777; }\n"
              ".rlabel { font-size: 11px; font-family: DejaVu Sans Mono, monospace; }\n"
              ".axis { font-size: 11px; fill: #444; }\n"

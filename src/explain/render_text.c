@@ -5,6 +5,9 @@
 #include "log.h"
 #include "render.h"
 
+/* arena = off: allocation lines shown before the rest is summed up. */
+#define VS_TEXT_MAX_ALLOCS 40
+
 const char *vs_fmt_short(uint64_t bytes, char *buf, size_t len) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = (double)bytes;
@@ -108,6 +111,7 @@ static void print_card(FILE *out, const vs_dump_card *c) {
     fprintf(out, "\n  size classes     live / slots\n");
     for (size_t i = 0; i < c->nclasses; i++) {
       const vs_dump_class *k = &c->classes[i];
+      if (!k->slots && !k->live) continue;   /* a class no slab serves now */
       fprintf(out, "    %10s   %7llu / %-7llu %5.1f%%\n", vs_fmt_short(k->size, a, sizeof a),
               (unsigned long long)k->live, (unsigned long long)k->slots,
               k->slots ? 100.0 * (double)k->live / (double)k->slots : 0.0);
@@ -115,14 +119,26 @@ static void print_card(FILE *out, const vs_dump_card *c) {
   }
 
   fprintf(out, "\n  memory map: %zu regions  ('#' live, '+' partly live, '~' pending, '.' free)\n", c->nregions);
+  size_t shown_allocs = 0, hidden = 0;
+  uint64_t hidden_bytes = 0;
   for (size_t i = 0; i < c->nregions; i++) {
     const vs_dump_region *r = &c->regions[i];
+    /* arena = off: thousands of one-block regions say little line by line. */
+    if (r->kind == VS_DUMP_REGION_ALLOCATION && shown_allocs++ >= VS_TEXT_MAX_ALLOCS) {
+      hidden++;
+      hidden_bytes += r->size;
+      continue;
+    }
     char line[VS_MAP_WIDTH + 1];
     uint64_t cell = vs_render_map_line(r, line, VS_MAP_WIDTH);
     fprintf(out, "    0x%012llx %-10s %9s  1 char = %-8s |%s|\n", (unsigned long long)r->base,
             vs_dump_region_kind_name(r->kind), vs_fmt_short(r->size, a, sizeof a), vs_fmt_short(cell, b, sizeof b),
             line);
   }
+
+  if (hidden)
+    fprintf(out, "    ... and %zu more allocations, %s (--json lists them all)\n", hidden,
+            vs_fmt_short(hidden_bytes, a, sizeof a));
 
   if (c->nsamples) {
     const vs_dump_sample *f = &c->samples[0], *l = &c->samples[c->nsamples - 1];

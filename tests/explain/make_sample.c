@@ -1,6 +1,7 @@
 /* Writes a realistic dump (the known layout, a drifting timeline) as JSON:
  *   explain_make_sample OUT.json            day 1
  *   explain_make_sample OUT.json --day60    the same server, fragmented
+ *   explain_make_sample OUT.json --off N    arena = off, N allocations
  * docs/dump-sample.json is this program's day-1 output. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,27 @@ static void day60(vs_dump *d) {
   }
 }
 
+/* arena = off: n allocations of mixed sizes, each its own region. */
+static void arena_off(vs_dump *d, size_t n) {
+  vs_dump_card *c = &d->cards[0];
+  for (size_t i = 0; i < c->nregions; i++) free(c->regions[i].blocks);
+  c->nregions = 0;
+  c->nclasses = 0;
+  c->internal_waste = 0;
+  vs_dump_alloc *v = calloc(n, sizeof *v);
+  uint64_t at = 0x7f0000000000ull, seed = 7;
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t k = (seed >> 33) % 100;
+    v[i].size = k < 70 ? ((seed >> 40) % 64 + 1) * 4096 : k < 95 ? ((seed >> 40) % 32 + 1) * MiB : 512 * MiB;
+    v[i].addr = at;
+    at += (v[i].size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  }
+  vs_dump_card_from_allocations(c, v, n);
+  snprintf(c->arena, sizeof c->arena, "off");
+  free(v);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: explain_make_sample OUT.json [--day60]\n");
@@ -59,6 +81,7 @@ int main(int argc, char **argv) {
   vs_dump d;
   layout_dump(&d, 90);
   if (argc > 2 && !strcmp(argv[2], "--day60")) day60(&d);
+  if (argc > 3 && !strcmp(argv[2], "--off")) arena_off(&d, (size_t)atoi(argv[3]));
   FILE *f = fopen(argv[1], "w");
   if (!f) return 1;
   size_t len;

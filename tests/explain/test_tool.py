@@ -80,6 +80,19 @@ def main():
         else:
             print("vramshim: rsvg-convert missing; SVG checked as text only")
 
+        # arena = off: 300 allocations, each drawn (wrapped pieces marked "cont").
+        off = os.path.join(tmp, "off.json")
+        subprocess.run([MAKE, off, "--off", "300"], check=True)
+        out = run(off).stdout
+        assert "... and 260 more allocations" in out, out
+        run(off, "--svg", svg)
+        with open(svg) as f:
+            text = f.read()
+        assert text.count('class="blk live"') == 300
+        assert "300 allocations end to end" in text
+        if shutil.which("rsvg-convert"):
+            subprocess.run(["rsvg-convert", svg, "-o", os.path.join(tmp, "off.png")], check=True, timeout=30)
+
         # --diff: the day-1 vs day-60 figures.
         out = run("--diff", day1, day60).stdout
         assert re.search(r"reserved\s+322 MiB -> 386 MiB\s+\+64\.0 MiB\s+up", out), out
