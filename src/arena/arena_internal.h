@@ -11,7 +11,7 @@
 #define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
 #define VS_SLAB_SIZE (2ull << 20)       /* one slab; also the page-map page */
 #define VS_SLAB_SHIFT 21
-#define VS_NBINS 4                      /* per class: threads spread over bins */
+#define VS_NBINS 2                      /* per class: threads spread over bins (check holds every bin lock: keep classes x bins < 64 for TSan) */
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
 #define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
