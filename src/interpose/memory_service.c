@@ -4,15 +4,7 @@
 #include "accounting.h"
 #include "log.h"
 
-static vs_tracker *tracker_of(vs_mem_space space) {
-  switch (space) {
-  case VS_SPACE_HANDLE: return &vs_track_handle;
-  case VS_SPACE_VA: return &vs_track_va;
-  default: return &vs_track_devptr;
-  }
-}
-
-static vs_mem_space space_of(vs_mem_kind kind) {
+static vs_space space_of(vs_mem_kind kind) {
   if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
   if (kind == VS_MEM_VA_RANGE) return VS_SPACE_VA;
   return VS_SPACE_DEVPTR;
@@ -62,7 +54,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   op->rec.key = addr;
   op->rec.size = size;
   vs_alloc_info stale;
-  int ins = vs_tracker_insert(tracker_of(op->space), &op->rec, &stale);
+  int ins = vs_tracker_insert(op->space, &op->rec, &stale);
   if (ins == 1) {
     /* The driver handed out a key the shim still held: its free went by a
      * path the shim does not see. Drop the stale record's bytes. */
@@ -81,14 +73,14 @@ CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr) {
   return vs_mem_alloc_end_sized(op, r, addr, op->rec.size);
 }
 
-int vs_mem_free_begin(vs_mem_op *op, vs_mem_space space, unsigned kind_mask, uint64_t key,
+int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key,
                       vramshim_driver_call call) {
   op->space = space;
   op->call = call;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
   /* Removed before the driver frees it: see tracker.h. */
-  op->known = vs_tracker_remove(tracker_of(space), key, kind_mask, &op->rec) == 0;
+  op->known = vs_tracker_remove(space, key, kind_mask, &op->rec) == 0;
   if (!op->known) {
     op->rec.key = key;
     op->rec.size = 0;
@@ -108,7 +100,7 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
     /* Still live in the driver, so nobody can have been handed the key. */
-    vs_tracker_insert(tracker_of(op->space), &op->rec, NULL);
+    vs_tracker_insert(op->space, &op->rec, NULL);
     return r;
   }
   if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
@@ -116,8 +108,8 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   return r;
 }
 
-int vs_mem_lookup(vs_mem_space space, uint64_t key, vs_alloc_info *out) {
-  return vs_tracker_find(tracker_of(space), key, out);
+int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out) {
+  return vs_tracker_find(space, key, out);
 }
 
 int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
@@ -136,21 +128,10 @@ int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
 
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 
-void vs_mem_atfork_prepare(void) {
-  vs_tracker_atfork_prepare(&vs_track_devptr);
-  vs_tracker_atfork_prepare(&vs_track_handle);
-  vs_tracker_atfork_prepare(&vs_track_va);
-}
-
-void vs_mem_atfork_parent(void) {
-  vs_tracker_atfork_parent(&vs_track_va);
-  vs_tracker_atfork_parent(&vs_track_handle);
-  vs_tracker_atfork_parent(&vs_track_devptr);
-}
+void vs_mem_atfork_prepare(void) { vs_tracker_atfork_prepare(); }
+void vs_mem_atfork_parent(void) { vs_tracker_atfork_parent(); }
 
 void vs_mem_atfork_child(void) {
-  vs_tracker_atfork_child(&vs_track_devptr);
-  vs_tracker_atfork_child(&vs_track_handle);
-  vs_tracker_atfork_child(&vs_track_va);
+  vs_tracker_atfork_child();
   vs_acct_reset();
 }

@@ -50,8 +50,6 @@ typedef enum vs_mem_kind {
   VS_MEM_KINDS
 } vs_mem_kind;
 
-typedef enum vs_mem_space { VS_SPACE_DEVPTR = 0, VS_SPACE_HANDLE, VS_SPACE_VA } vs_mem_space;
-
 /* Which kinds each release path may free (a free on a record of another
  * kind leaves the record alone and goes to the driver unchanged). */
 #define VS_KIND_BIT(k) (1u << (k))
@@ -67,7 +65,7 @@ enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
 
 /* One request in flight. Lives on the hook's stack. */
 typedef struct vs_mem_op {
-  vs_mem_space space;
+  vs_space space;
   vramshim_driver_call call;
   int known;            /* free: the record was found (and is held in `rec`) */
   vs_alloc_info rec;    /* alloc: what will be recorded; free: what was removed */
@@ -86,12 +84,12 @@ CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr);
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size);
 
 /* Unknown keys pass to the driver unchanged and change no accounting. */
-int vs_mem_free_begin(vs_mem_op *op, vs_mem_space space, unsigned kind_mask, uint64_t key,
+int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key,
                       vramshim_driver_call call);
 CUresult vs_mem_free_end(vs_mem_op *op, CUresult r);
 
 /* The record of a live allocation starting exactly at key, 0 found / -1. */
-int vs_mem_lookup(vs_mem_space space, uint64_t key, vs_alloc_info *out);
+int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out);
 
 /* The view of a card (cuMemGetInfo, cuDeviceTotalMem): VS_MEM_DONE with
  * free_bytes and total_bytes (free_bytes may be NULL) filled when the service answers (the tenant's

@@ -1,19 +1,27 @@
 /* Striped hash of live allocations (see tracker.h), on uthash. */
 #include "tracker.h"
 
-#include "log.h"
-
 #include <pthread.h>
 #include <stdlib.h>
 
 #define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(elt) (g_oom = 1)
-static __thread int g_oom __attribute__((tls_model("initial-exec")));
+#define uthash_nonfatal_oom(elt) (t_oom = 1)
+static __thread int t_oom __attribute__((tls_model("initial-exec")));
 #include <uthash.h>
 
-#define VS_STRIPES 64   /* power of two; may change */
+/* Power of two. May change; 32 keeps the locks one thread holds across
+ * fork well under what lock checkers (ThreadSanitizer: 64) follow. */
+#define VS_STRIPES 32
+#define VS_STRIPE_BITS 5
+_Static_assert((1 << VS_STRIPE_BITS) == VS_STRIPES, "stripe bits");
+
+typedef struct key {
+  uint64_t value;
+  uint64_t space;   /* 64-bit so the key has no padding for memcmp */
+} key;
 
 typedef struct rec {
+  key k;
   vs_alloc_info info;
   UT_hash_handle hh;
 } rec;
@@ -22,69 +30,60 @@ typedef struct rec {
 typedef struct stripe {
   pthread_mutex_t lock;
   rec *head;
-  uint64_t count;
+  uint64_t count[VS_SPACES];
 } __attribute__((aligned(64))) stripe;
 
-struct vs_tracker {
-  stripe s[VS_STRIPES];
-};
-
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0}
+#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
-#define S16 S4, S4, S4, S4
-#define TRACKER_INIT {{S16, S16, S16, S16}}
-_Static_assert(VS_STRIPES == 64, "TRACKER_INIT spells out 64 stripes");
+_Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
+static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
 
-vs_tracker vs_track_devptr = TRACKER_INIT;
-vs_tracker vs_track_handle = TRACKER_INIT;
-vs_tracker vs_track_va = TRACKER_INIT;
-
-static stripe *stripe_of(vs_tracker *t, uint64_t key) {
+static stripe *stripe_of(const key *k) {
   /* Device addresses share their low bits (alignment) and handles are
    * small integers: mix all bits before taking the top ones. */
-  uint64_t x = key;
+  uint64_t x = k->value ^ (k->space << 61);
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
-  return &t->s[x >> (64 - 6)];
+  return &g_stripes[x >> (64 - VS_STRIPE_BITS)];
 }
 
-int vs_tracker_insert(vs_tracker *t, const vs_alloc_info *info, vs_alloc_info *stale) {
+int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *stale) {
   rec *r = malloc(sizeof *r);
   if (!r) return -1;
+  r->k.value = info->key;
+  r->k.space = (uint64_t)space;
   r->info = *info;
-  stripe *s = stripe_of(t, info->key);
+  stripe *s = stripe_of(&r->k);
   int ret = 0;
   pthread_mutex_lock(&s->lock);
   rec *old = NULL;
-  HASH_FIND(hh, s->head, &info->key, sizeof(uint64_t), old);
+  HASH_FIND(hh, s->head, &r->k, sizeof(key), old);
   if (old) {
     HASH_DEL(s->head, old);
-    s->count--;
+    s->count[space]--;
     if (stale) *stale = old->info;
     ret = 1;
   }
-  g_oom = 0;
-  HASH_ADD(hh, s->head, info.key, sizeof(uint64_t), r);
-  if (g_oom) {
-    ret = -1;
-  } else {
-    s->count++;
-  }
+  t_oom = 0;
+  HASH_ADD(hh, s->head, k, sizeof(key), r);
+  if (t_oom) ret = -1;
+  else s->count[space]++;
   pthread_mutex_unlock(&s->lock);
   if (ret == -1) free(r);   /* uthash did not link it */
   free(old);
   return ret;
 }
 
-int vs_tracker_remove(vs_tracker *t, uint64_t key, unsigned kind_mask, vs_alloc_info *out) {
-  stripe *s = stripe_of(t, key);
+int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_alloc_info *out) {
+  key k = {value, (uint64_t)space};
+  stripe *s = stripe_of(&k);
   rec *r = NULL;
   pthread_mutex_lock(&s->lock);
-  HASH_FIND(hh, s->head, &key, sizeof(uint64_t), r);
+  HASH_FIND(hh, s->head, &k, sizeof(key), r);
   if (r && (kind_mask & (1u << r->info.kind))) {
     HASH_DEL(s->head, r);
-    s->count--;
+    s->count[space]--;
   } else {
     r = NULL;
   }
@@ -95,44 +94,46 @@ int vs_tracker_remove(vs_tracker *t, uint64_t key, unsigned kind_mask, vs_alloc_
   return 0;
 }
 
-int vs_tracker_find(vs_tracker *t, uint64_t key, vs_alloc_info *out) {
-  stripe *s = stripe_of(t, key);
+int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
+  key k = {value, (uint64_t)space};
+  stripe *s = stripe_of(&k);
   rec *r = NULL;
   pthread_mutex_lock(&s->lock);
-  HASH_FIND(hh, s->head, &key, sizeof(uint64_t), r);
+  HASH_FIND(hh, s->head, &k, sizeof(key), r);
   if (r && out) *out = r->info;
   pthread_mutex_unlock(&s->lock);
   return r ? 0 : -1;
 }
 
-uint64_t vs_tracker_count(vs_tracker *t) {
+uint64_t vs_tracker_count(vs_space space) {
   uint64_t n = 0;
   for (int i = 0; i < VS_STRIPES; i++) {
-    pthread_mutex_lock(&t->s[i].lock);
-    n += t->s[i].count;
-    pthread_mutex_unlock(&t->s[i].lock);
+    pthread_mutex_lock(&g_stripes[i].lock);
+    n += g_stripes[i].count[space];
+    pthread_mutex_unlock(&g_stripes[i].lock);
   }
   return n;
 }
 
-void vs_tracker_atfork_prepare(vs_tracker *t) {
-  for (int i = 0; i < VS_STRIPES; i++) pthread_mutex_lock(&t->s[i].lock);
+void vs_tracker_atfork_prepare(void) {
+  for (int i = 0; i < VS_STRIPES; i++) pthread_mutex_lock(&g_stripes[i].lock);
 }
 
-void vs_tracker_atfork_parent(vs_tracker *t) {
-  for (int i = VS_STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&t->s[i].lock);
+void vs_tracker_atfork_parent(void) {
+  for (int i = VS_STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&g_stripes[i].lock);
 }
 
-void vs_tracker_atfork_child(vs_tracker *t) {
+void vs_tracker_atfork_child(void) {
   for (int i = 0; i < VS_STRIPES; i++) {
-    stripe *s = &t->s[i];
+    stripe *s = &g_stripes[i];
     rec *r, *tmp;
     HASH_ITER(hh, s->head, r, tmp) {
       HASH_DEL(s->head, r);
       free(r);
     }
     s->head = NULL;
-    s->count = 0;
-    pthread_mutex_init(&s->lock, NULL);
+    for (int sp = 0; sp < VS_SPACES; sp++) s->count[sp] = 0;
+    /* Held since prepare by the thread that forked, the only one here. */
+    pthread_mutex_unlock(&s->lock);
   }
 }

@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "accounting.h"
 #include "tracker.h"
@@ -15,24 +17,29 @@
 static void insert_find_remove(void **state) {
   (void)state;
   vs_alloc_info a = {0x7f0000001000ULL, 4096, 0, 0}, out;
-  assert_int_equal(vs_tracker_insert(&vs_track_devptr, &a, NULL), 0);
-  assert_int_equal(vs_tracker_find(&vs_track_devptr, a.key, &out), 0);
+  assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
+  assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
   assert_int_equal(out.size, 4096);
-  assert_int_equal(vs_tracker_find(&vs_track_handle, a.key, &out), -1);   /* spaces are separate */
-  assert_int_equal(vs_tracker_remove(&vs_track_devptr, a.key, 1u << 1, &out), -1); /* wrong kind stays */
-  assert_int_equal(vs_tracker_remove(&vs_track_devptr, a.key, 1u << 0, &out), 0);
-  assert_int_equal(vs_tracker_remove(&vs_track_devptr, a.key, ~0u, &out), -1);       /* second remove */
-  assert_int_equal(vs_tracker_count(&vs_track_devptr), 0);
+  assert_int_equal(vs_tracker_find(VS_SPACE_HANDLE, a.key, &out), -1);   /* spaces are separate */
+  vs_alloc_info h = {a.key, 77, 0, 5};
+  assert_int_equal(vs_tracker_insert(VS_SPACE_HANDLE, &h, NULL), 0);     /* same number, other space */
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 1, &out), -1); /* wrong kind stays */
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 0, &out), 0);
+  assert_int_equal(out.size, 4096);
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, ~0u, &out), -1);       /* second remove */
+  assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), 0);
+  assert_int_equal(vs_tracker_remove(VS_SPACE_HANDLE, a.key, ~0u, &out), 0);
+  assert_int_equal(out.size, 77);
 }
 
 static void stale_record_is_returned(void **state) {
   (void)state;
   vs_alloc_info a = {0x1000, 100, 1, 0}, b = {0x1000, 200, 1, 0}, stale;
-  assert_int_equal(vs_tracker_insert(&vs_track_devptr, &a, NULL), 0);
-  assert_int_equal(vs_tracker_insert(&vs_track_devptr, &b, &stale), 1);
+  assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
+  assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &b, &stale), 1);
   assert_int_equal(stale.size, 100);
-  assert_int_equal(vs_tracker_count(&vs_track_devptr), 1);
-  assert_int_equal(vs_tracker_remove(&vs_track_devptr, 0x1000, ~0u, &stale), 0);
+  assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), 1);
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, 0x1000, ~0u, &stale), 0);
   assert_int_equal(stale.size, 200);
 }
 
@@ -40,15 +47,26 @@ static void fork_child_drops_everything(void **state) {
   (void)state;
   for (uint64_t i = 1; i <= 100; i++) {
     vs_alloc_info a = {i * 512, i, 0, 0};
-    assert_int_equal(vs_tracker_insert(&vs_track_va, &a, NULL), 0);
+    assert_int_equal(vs_tracker_insert(VS_SPACE_VA, &a, NULL), 0);
   }
-  assert_int_equal(vs_tracker_count(&vs_track_va), 100);
-  vs_tracker_atfork_prepare(&vs_track_va);
-  vs_tracker_atfork_child(&vs_track_va);   /* as in a child: locks re-created, records gone */
-  assert_int_equal(vs_tracker_count(&vs_track_va), 0);
-  vs_alloc_info a = {512, 1, 0, 0};
-  assert_int_equal(vs_tracker_insert(&vs_track_va, &a, NULL), 0);
-  assert_int_equal(vs_tracker_remove(&vs_track_va, 512, ~0u, NULL), 0);
+  assert_int_equal(vs_tracker_count(VS_SPACE_VA), 100);
+  /* What the fork handlers do around a real fork. */
+  vs_tracker_atfork_prepare();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    vs_tracker_atfork_child();
+    vs_alloc_info a = {512, 1, 0, 0};
+    int ok = vs_tracker_count(VS_SPACE_VA) == 0 && vs_tracker_insert(VS_SPACE_VA, &a, NULL) == 0 &&
+             vs_tracker_remove(VS_SPACE_VA, 512, ~0u, NULL) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  vs_tracker_atfork_parent();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(vs_tracker_count(VS_SPACE_VA), 100);   /* the parent keeps its own */
+  for (uint64_t i = 1; i <= 100; i++) assert_int_equal(vs_tracker_remove(VS_SPACE_VA, i * 512, ~0u, NULL), 0);
 }
 
 static void counters_and_peak(void **state) {
@@ -80,16 +98,16 @@ static void *churn(void *arg) {
   uint64_t base = (uint64_t)(uintptr_t)arg << 40;
   for (uint64_t i = 0; i < PER_THREAD; i++) {
     vs_alloc_info a = {base + i * 512, 512, 0, 0};
-    if (vs_tracker_insert(&vs_track_devptr, &a, NULL) != 0) return (void *)1;
+    if (vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL) != 0) return (void *)1;
     vs_acct_live_add(0, 512);
     if (i >= 8) {
       vs_alloc_info out;
-      if (vs_tracker_remove(&vs_track_devptr, base + (i - 8) * 512, ~0u, &out) != 0) return (void *)2;
+      if (vs_tracker_remove(VS_SPACE_DEVPTR, base + (i - 8) * 512, ~0u, &out) != 0) return (void *)2;
       vs_acct_live_sub(0, out.size);
     }
   }
   for (uint64_t i = PER_THREAD - 8; i < PER_THREAD; i++) {
-    if (vs_tracker_remove(&vs_track_devptr, base + i * 512, ~0u, NULL) != 0) return (void *)3;
+    if (vs_tracker_remove(VS_SPACE_DEVPTR, base + i * 512, ~0u, NULL) != 0) return (void *)3;
     vs_acct_live_sub(0, 512);
   }
   return NULL;
@@ -105,7 +123,7 @@ static void threads_keep_exact_counts(void **state) {
     pthread_join(t[i], &ret);
     assert_null(ret);
   }
-  assert_int_equal(vs_tracker_count(&vs_track_devptr), 0);
+  assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), 0);
   vramshim_card_stats st;
   vramshim_stats(0, &st);
   assert_int_equal(st.live_bytes, 0);
