@@ -117,6 +117,12 @@ static void ranges_and_attributes(void **state)
     /* writes past the requested size are refused */
     char buf[64];
     CU_ERR(cuMemcpyHtoD(p + 4990, buf, 20), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemcpy(p + 4990, (CUdeviceptr)(uintptr_t)buf, 20), CUDA_ERROR_INVALID_VALUE);
+    char other[64];
+    memset(buf, 9, sizeof buf);
+    CU_OK(cuMemcpy((CUdeviceptr)(uintptr_t)other, (CUdeviceptr)(uintptr_t)buf, sizeof buf));   /* host to host */
+    assert_int_equal(other[63], 9);
+    CU_OK(cuMemcpy(p + 10, (CUdeviceptr)(uintptr_t)buf, sizeof buf));
 
     unsigned mt = 0;
     CUcontext c = NULL;

@@ -38,7 +38,9 @@ static CUresult do_copy(uintptr_t dst, int dk, uintptr_t src, int sk, size_t n, 
     if (r != CUDA_SUCCESS) return r;
     if (n == 0) return CUDA_SUCCESS;
     if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-    if ((dk == K_D && !sim_dev_range_ok(dst, n)) || (sk == K_D && !sim_dev_range_ok(src, n)))
+    /* typed sides must be device memory; unified sides may be either, but
+     * if they fall in a device allocation or reservation they must fit */
+    if ((dk != K_H && !sim_range_ok(dst, n, dk == K_ANY)) || (sk != K_H && !sim_range_ok(src, n, sk == K_ANY)))
         return CUDA_ERROR_INVALID_VALUE;
     struct copy_op o = {(void *)dst, (const void *)src, n};
     if (async) {

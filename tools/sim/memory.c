@@ -230,12 +230,15 @@ SIM_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-int sim_dev_range_ok(uintptr_t p, size_t n)
+int sim_dev_range_ok(uintptr_t p, size_t n) { return sim_range_ok(p, n, 0); }
+
+/* any_host: a pointer outside every record is host memory (unified copies) */
+int sim_range_ok(uintptr_t p, size_t n, int any_host)
 {
     if (n == 0) return 1;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find(p);
-    int ok = 0;
+    int ok = any_host && !a;
     if (a && a->kind == SIM_K_VA)
         ok = p - a->base <= a->map_len && n <= a->map_len - (p - a->base) && sim_vmm_range_ok(p, n);
     else if (a)

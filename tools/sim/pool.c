@@ -157,6 +157,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
     if (r != CUDA_SUCCESS) return r;
     if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
     if (!sim_stream_get(s)) return CUDA_ERROR_INVALID_HANDLE;
+    if (ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;   /* no peer pools */
     size_t charge = SIM_ROUND_UP(size, sim_cfg.alloc_granule);
     /* best fit among cached blocks of the pool (same charge class or larger) */
     pthread_mutex_lock(&pool_lock);
@@ -185,7 +186,6 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
         *dptr = a->base;
         return CUDA_SUCCESS;
     }
-    if (ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;
     r = sim_alloc_device(SIM_K_POOL, size, charge, &a);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         /* the driver gives cached memory back before failing */

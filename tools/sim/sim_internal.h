@@ -112,6 +112,8 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size,
 void sim_free_record(struct sim_alloc *a);   /* caller removed it from the table */
 /* 1 when [p, p+n) lies in device memory this process may touch */
 int sim_dev_range_ok(uintptr_t p, size_t n);
+/* same, but an address outside every record counts as host memory */
+int sim_range_ok(uintptr_t p, size_t n, int any_host);
 void sim_mem_after_fork_child(void);
 
 /* ---- streams and events (stream.c) ---- */
