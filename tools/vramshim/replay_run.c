@@ -137,11 +137,24 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
 
   /* Invariant: a card of lo*resolution bytes refuses some allocation, one of
    * hi*resolution bytes refuses none. Below the peak of live bytes every
-   * policy fails; at the peak the unlimited run reserved, the run is the
-   * same as without limit. Policies are assumed monotone in capacity. */
+   * policy fails; at the peak the unlimited run reserved, the run should be
+   * the same as without limit. Policies are assumed monotone in capacity. */
   uint64_t lo = (out->peak_live - 1) / resolution;
   uint64_t hi = (out->stats.peak_reserved + resolution - 1) / resolution;
   vs_replay_result r;
+  /* The upper end is checked, not assumed: a policy whose behaviour depends
+   * on the capacity even when it is not reached would otherwise get an
+   * untested answer. */
+  for (int tries = 0;; tries++) {
+    if (run_once(pol, t, o, hi * resolution, 1, &r, err, errlen)) return -1;
+    if (!r.failed) break;
+    if (tries == 8) {
+      snprintf(err, errlen, "smallest card search: refusals even on a card of 256 x its peak reserved");
+      return -1;
+    }
+    lo = hi;
+    hi *= 2;
+  }
   unsigned steps = 0, total = 0;
   for (uint64_t span = hi - lo; span > 1; span = (span + 1) / 2) total++;
   while (hi - lo > 1) {
