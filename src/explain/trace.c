@@ -12,8 +12,21 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "log.h"
+
+/* One event as the hot path stores it: no formatting there. Text is made
+ * at flush time, a buffer at a time. */
+typedef struct trace_rec {
+  uint64_t ticks, ptr, size, stream;
+  uint32_t tid;
+  uint32_t action;     /* 0 allocate, 1 allocate failure, 2 free */
+} trace_rec;
+
+#define RECS (VS_TRACE_BUFFER / sizeof(trace_rec))
 
 struct vs_trace {
   pthread_mutex_t lock;
@@ -24,10 +37,14 @@ struct vs_trace {
   int broken;          /* open/write failed: drop events, warn once */
   int have_origin;
   uint64_t origin_ns;  /* monotonic time of the first event */
+  /* Clock anchor: ticks and monotonic ns read together at the last flush
+   * (or the first event); records are placed between it and the next. */
+  uint64_t anchor_ticks, anchor_ns;
   uint64_t recorded, dropped;
-  size_t len;
+  size_t nrec;
   struct vs_trace *next;   /* registry, under g_reg_lock */
-  char buf[VS_TRACE_BUFFER];
+  trace_rec rec[RECS];
+  char text[RECS * 128];   /* a formatted line is at most 111 bytes */
 };
 
 /* Registry of recorders: for atexit flushing and the fork handlers. */
@@ -69,7 +86,7 @@ static void atfork_child(void) {
     t->fd = -1;
     t->broken = 0;
     t->have_origin = 0;
-    t->len = 0;
+    t->nrec = 0;
     t->recorded = t->dropped = 0;
     t->path[0] = 0;
     pthread_mutex_unlock(&t->lock);
@@ -79,7 +96,45 @@ static void atfork_child(void) {
 
 static void at_exit(void) { vs_trace_flush_all(); }
 
+/* Timestamps. Reading CLOCK_MONOTONIC costs ~35 ns even through the vDSO
+ * on a VM; the TSC costs half that. Where the TSC is invariant (x86-64,
+ * constant_tsc and nonstop_tsc) events store raw ticks, converted at flush
+ * by interpolating between two (ticks, ns) anchors read together; else
+ * they store nanoseconds and the conversion is the identity. */
+static int g_use_tsc;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ticks_now(void) {
+#if defined(__x86_64__)
+  if (g_use_tsc) return __rdtsc();
+#endif
+  return mono_ns();
+}
+
+static void detect_tsc(void) {
+#if defined(__x86_64__)
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f) return;
+  char line[4096];
+  int constant = 0, nonstop = 0;
+  while (fgets(line, sizeof line, f) && !(constant && nonstop)) {
+    if (strncmp(line, "flags", 5)) continue;
+    constant = strstr(line, " constant_tsc") != NULL;
+    nonstop = strstr(line, " nonstop_tsc") != NULL;
+    break;
+  }
+  fclose(f);
+  g_use_tsc = constant && nonstop && !getenv("VRAMSHIM_TRACE_NO_TSC");
+#endif
+}
+
 static void init_once(void) {
+  detect_tsc();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   atexit(at_exit);
 }
@@ -146,31 +201,6 @@ static int open_file(vs_trace *t) {
   return 0;
 }
 
-/* Under t->lock: writes the buffer out. */
-static int flush_locked(vs_trace *t) {
-  if (t->len == 0) return t->broken ? -1 : 0;
-  if (t->broken) {
-    t->len = 0;
-    return -1;
-  }
-  if (t->fd < 0 && open_file(t)) goto fail;
-  size_t off = 0;
-  while (off < t->len) {
-    ssize_t w = write(t->fd, t->buf + off, t->len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) goto fail;
-    off += (size_t)w;
-  }
-  t->len = 0;
-  return 0;
-fail:
-  VS_WARN("trace for card %d: cannot write %s: %s; recording stops", t->card, t->path[0] ? t->path : t->pattern,
-          strerror(errno));
-  t->broken = 1;
-  t->len = 0;
-  return -1;
-}
-
 static char *put_u64(char *o, uint64_t v) {
   char tmp[20];
   int n = 0;
@@ -195,30 +225,8 @@ static char *put_2(char *o, unsigned v) {
   return o;
 }
 
-static void record(vs_trace *t, const char *action, size_t alen, uint64_t ptr, uint64_t size, uint64_t stream) {
-  if (!t) return;
-  long tid = thread_id();
-  pthread_mutex_lock(&t->lock);
-  if (t->broken) {
-    t->dropped++;
-    pthread_mutex_unlock(&t->lock);
-    return;
-  }
-  /* Stamped under the lock, so lines are in time order in the file. */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no syscall */
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  if (!t->have_origin) {
-    t->origin_ns = now;
-    t->have_origin = 1;
-  }
-  if (VS_TRACE_BUFFER - t->len < 160) flush_locked(t);
-  uint64_t us = (now - t->origin_ns) / 1000u;
-  char *o = t->buf + t->len, *start = o;
-  o = put_u64(o, (uint64_t)tid);
-  *o++ = ',';
-  uint64_t secs = us / 1000000u;
-  uint64_t hours = secs / 3600u;
+static char *put_time(char *o, uint64_t us) {
+  uint64_t secs = us / 1000000u, hours = secs / 3600u;
   if (hours < 10) *o++ = '0';
   o = put_u64(o, hours);
   *o++ = ':';
@@ -231,32 +239,96 @@ static void record(vs_trace *t, const char *action, size_t alen, uint64_t ptr, u
     o[i] = (char)('0' + frac % 10);
     frac /= 10;
   }
-  o += 6;
-  *o++ = ',';
-  memcpy(o, action, alen);
-  o += alen;
-  *o++ = ',';
-  o = put_hex(o, ptr);
-  *o++ = ',';
-  o = put_u64(o, size);
-  *o++ = ',';
-  o = put_hex(o, stream);
-  *o++ = '\n';
-  t->len += (size_t)(o - start);
+  return o + 6;
+}
+
+/* Under t->lock: formats the records and writes them out. */
+static int flush_locked(vs_trace *t) {
+  if (t->nrec == 0) return t->broken ? -1 : 0;
+  if (t->broken) {
+    t->nrec = 0;
+    return -1;
+  }
+  static const char *const names[] = {"allocate", "allocate failure", "free"};
+  static const size_t lens[] = {8, 16, 4};
+  uint64_t now_ticks = ticks_now(), now_ns = mono_ns();
+  /* ns per tick from the anchor to now; 1 when ticks are nanoseconds. */
+  double span = (double)(now_ticks - t->anchor_ticks);
+  double scale = g_use_tsc && span > 0 ? (double)(now_ns - t->anchor_ns) / span : 1.0;
+  char *o = t->text;
+  uint64_t last_us = 0;
+  for (size_t i = 0; i < t->nrec; i++) {
+    const trace_rec *r = &t->rec[i];
+    double rel = (double)(int64_t)(r->ticks - t->anchor_ticks) * scale;
+    uint64_t ns = t->anchor_ns + (rel > 0 ? (uint64_t)rel : 0);
+    uint64_t us = ns > t->origin_ns ? (ns - t->origin_ns) / 1000u : 0;
+    if (us < last_us) us = last_us;   /* never backwards in the file */
+    last_us = us;
+    o = put_u64(o, r->tid);
+    *o++ = ',';
+    o = put_time(o, us);
+    *o++ = ',';
+    memcpy(o, names[r->action], lens[r->action]);
+    o += lens[r->action];
+    *o++ = ',';
+    o = put_hex(o, r->ptr);
+    *o++ = ',';
+    o = put_u64(o, r->size);
+    *o++ = ',';
+    o = put_hex(o, r->stream);
+    *o++ = '\n';
+  }
+  t->anchor_ticks = now_ticks;
+  t->anchor_ns = now_ns;
+  size_t len = (size_t)(o - t->text), off = 0;
+  t->nrec = 0;
+  if (t->fd < 0 && open_file(t)) goto fail;
+  while (off < len) {
+    ssize_t w = write(t->fd, t->text + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) goto fail;
+    off += (size_t)w;
+  }
+  return 0;
+fail:
+  VS_WARN("trace for card %d: cannot write %s: %s; recording stops", t->card, t->path[0] ? t->path : t->pattern,
+          strerror(errno));
+  t->broken = 1;
+  return -1;
+}
+
+static void record(vs_trace *t, uint32_t action, uint64_t ptr, uint64_t size, uint64_t stream) {
+  if (!t) return;
+  uint32_t tid = (uint32_t)thread_id();
+  pthread_mutex_lock(&t->lock);
+  if (t->broken) {
+    t->dropped++;
+    pthread_mutex_unlock(&t->lock);
+    return;
+  }
+  /* Stamped under the lock, so records are in time order. */
+  uint64_t now = ticks_now();
+  if (!t->have_origin) {
+    t->anchor_ticks = now;
+    t->anchor_ns = t->origin_ns = mono_ns();
+    t->have_origin = 1;
+  }
+  t->rec[t->nrec++] = (trace_rec){now, ptr, size, stream, tid, action};
   t->recorded++;
+  if (t->nrec == RECS) flush_locked(t);
   pthread_mutex_unlock(&t->lock);
 }
 
 void vs_trace_alloc(vs_trace *t, uint64_t ptr, uint64_t size, uint64_t stream) {
-  record(t, "allocate", 8, ptr, size, stream);
+  record(t, 0, ptr, size, stream);
 }
 
 void vs_trace_alloc_failed(vs_trace *t, uint64_t size, uint64_t stream) {
-  record(t, "allocate failure", 16, 0, size, stream);
+  record(t, 1, 0, size, stream);
 }
 
 void vs_trace_free(vs_trace *t, uint64_t ptr, uint64_t size, uint64_t stream) {
-  record(t, "free", 4, ptr, size, stream);
+  record(t, 2, ptr, size, stream);
 }
 
 int vs_trace_flush(vs_trace *t) {

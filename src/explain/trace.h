@@ -8,10 +8,12 @@
  * hex; for a failure Pointer is 0x0. The path is a pattern: %p becomes the
  * pid, %d the card index, %% a '%'.
  *
- * Cost: an event is formatted into the recorder's buffer under its mutex
- * (no syscall; the thread id is cached per thread). The buffer is written
- * when full, on vs_trace_flush(), at exit (atexit), and when the recorder
- * is closed. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
+ * Cost: an event is stored as a 40-byte binary record in the recorder's
+ * buffer under its mutex, stamped with the TSC where it is invariant (else
+ * CLOCK_MONOTONIC); no syscall, no formatting (the thread id is cached per
+ * thread). The records are formatted and written when the buffer is full
+ * (VS_TRACE_BUFFER bytes of records), on vs_trace_flush(), at exit
+ * (atexit), and when the recorder is destroyed. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
  * header when empty), so a process that never allocates leaves no file.
  *
  * Fork: the child starts clean. Its copy of the parent's buffered events is
