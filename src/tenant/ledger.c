@@ -193,7 +193,7 @@ static int find_tenant_locked(vs_ledger_shm *s, const char *name, int create) {
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "%s", name);
   t->limit = VS_NO_LIMIT;
-  s->ntenants++;
+  VS_STORE(&s->ntenants, s->ntenants + 1); /* after the entry: lock-free readers bound by it */
   write_end(s);
   return (int)s->ntenants - 1;
 }
@@ -202,10 +202,13 @@ static int find_tenant_locked(vs_ledger_shm *s, const char *name, int create) {
  * processes join). */
 static void refresh_map_locked(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
-  for (; h->known < s->ntenants && h->known < VS_LEDGER_TENANTS; h->known++) {
-    const vs_plan_tenant *p = vs_plan_find(&h->plan, s->tenants[h->known].name);
-    h->reserve_of[h->known] = p ? (int64_t)p->reserve : -1;
+  uint32_t k = h->known;
+  for (; k < s->ntenants && k < VS_LEDGER_TENANTS; k++) {
+    const vs_plan_tenant *p = vs_plan_find(&h->plan, s->tenants[k].name);
+    __atomic_store_n(&h->reserve_of[k], p ? (int64_t)p->reserve : -1, __ATOMIC_RELAXED);
   }
+  /* Release: a lock-free reader (view) that sees known also sees reserve_of. */
+  if (k != h->known) __atomic_store_n(&h->known, k, __ATOMIC_RELEASE);
 }
 
 /* ---- Opening ---------------------------------------------------------------- */
@@ -340,8 +343,8 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   for (int i = 0; i < plan->ntenants; i++) {
     int k = find_tenant_locked(s, plan->tenants[i].name, 1);
     if (k < 0) continue;
-    s->tenants[k].reserve = plan->tenants[i].reserve;
-    s->tenants[k].limit = plan->tenants[i].limit;
+    VS_STORE(&s->tenants[k].reserve, plan->tenants[i].reserve);
+    VS_STORE(&s->tenants[k].limit, plan->tenants[i].limit);
     s->tenants[k].generation = plan->generation;
   }
   s->capacity = plan->capacity;
@@ -562,14 +565,15 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
   uint64_t total = h ? h->total : 0, avail = 0;
   if (h && h->fd >= 0) {
     const vs_ledger_shm *s = h->shm;
-    uint32_t known = h->known; /* tenants after it are unknown to our plan: ledger values */
+    uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
     uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = 0;
     for (uint32_t t = 0; t < nt; t++) {
       if (t == h->tenant) continue;
       uint64_t u = VS_LOAD(&s->tenants[t].used);
-      uint64_t r = t < known && h->reserve_of[t] >= 0 ? (uint64_t)h->reserve_of[t] : VS_LOAD(&s->tenants[t].reserve);
+      int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
+      uint64_t r = mine >= 0 ? (uint64_t)mine : VS_LOAD(&s->tenants[t].reserve);
       others = vs_sat_add(others, u > r ? u : r);
     }
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
@@ -585,16 +589,19 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
 void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   if (!h || !why || why->kind == VS_REFUSE_NONE || h->fd < 0) return;
   vs_ledger_shm *s = h->shm;
-  if (lock_shm(s) == 0) {
-    add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
-    unlock_shm(s);
-  }
+  /* The lock also guards this handle's rate-limit fields (threads share it). */
+  if (lock_shm(s)) return;
+  add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
   uint64_t now = now_ns(CLOCK_MONOTONIC);
   if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {
     h->refusals_unlogged++;
+    unlock_shm(s);
     return;
   }
   h->last_refusal_log_ns = now;
+  uint64_t unlogged = h->refusals_unlogged;
+  h->refusals_unlogged = 0;
+  unlock_shm(s);
   char rq[32], us[32], li[32], ot[32], hr[32], ca[32], more[64] = "";
   vs_fmt_bytes(why->request, rq, sizeof rq);
   vs_fmt_bytes(why->used, us, sizeof us);
@@ -603,9 +610,7 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   vs_fmt_bytes(why->others, ot, sizeof ot);
   vs_fmt_bytes(why->headroom, hr, sizeof hr);
   vs_fmt_bytes(why->capacity, ca, sizeof ca);
-  if (h->refusals_unlogged) snprintf(more, sizeof more, " (%llu more refusals in the last second)",
-                                     (unsigned long long)h->refusals_unlogged);
-  h->refusals_unlogged = 0;
+  if (unlogged) snprintf(more, sizeof more, " (%llu more refusals in the last second)", (unsigned long long)unlogged);
   vs_refusal_kind c = why->kind == VS_REFUSE_TIMEOUT ? why->cause : why->kind;
   const char *waited = why->kind == VS_REFUSE_TIMEOUT ? " after waiting" : "";
   if (c == VS_REFUSE_LIMIT)

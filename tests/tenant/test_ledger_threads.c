@@ -1,0 +1,127 @@
+/* Threads of one process sharing a ledger handle, with other handles
+ * (other tenants) in the same process and a lock-free reader of the view. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "ledger_read.h"
+#include "plan.h"
+#include "tenant_test.h"
+
+static char g_tmp[256], g_dir[300];
+static vs_plan g_plan;
+static vs_ledger *g_shared;
+static int g_stop, g_view_bad;
+
+struct worker {
+  vs_ledger *h;
+  unsigned seed;
+  uint64_t ok;
+};
+
+static void *work(void *arg) {
+  struct worker *w = arg;
+  for (int i = 0; i < 20000; i++) {
+    uint64_t n = 1 + rand_r(&w->seed) % 3000;
+    if (vs_ledger_charge(w->h, n, NULL) == 0) {
+      w->ok++;
+      vs_ledger_uncharge(w->h, n);
+    }
+  }
+  return NULL;
+}
+
+static void *viewer(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE)) {
+    uint64_t f, t;
+    vs_ledger_view(g_shared, 0, &f, &t);
+    if (f > t) __atomic_store_n(&g_view_bad, 1, __ATOMIC_RELAXED);
+  }
+  return NULL;
+}
+
+/* A waiter thread is admitted when another thread of the process frees. */
+static void *waiter(void *arg) {
+  vs_ledger *h = arg;
+  vs_refusal why;
+  intptr_t r = vs_ledger_wait_charge(h, 60000, 5000, &why);
+  return (void *)r;
+}
+
+static void threads_share_a_handle(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX];
+  assert_int_equal(vs_config_parse_string("[tenant a]\nreserve = 40000\nlimit = 60000\n[tenant b]\nreserve = 20000\n",
+                                          "t.conf", cfg, err, sizeof err), 0);
+  assert_int_equal(vs_plan_build(cfg, 0, NULL, 100000, &g_plan, err, sizeof err), 0);
+  free(cfg);
+  g_shared = vs_ledger_open(g_dir, "0", &g_plan, "a", err, sizeof err);
+  vs_ledger *hb = vs_ledger_open(g_dir, "0", &g_plan, "b", err, sizeof err);
+  vs_ledger *hc = vs_ledger_open(g_dir, "0", &g_plan, "c", err, sizeof err);
+  assert_non_null(g_shared);
+  assert_non_null(hb);
+  assert_non_null(hc);
+  struct worker w[6] = {{g_shared, 1, 0}, {g_shared, 2, 0}, {g_shared, 3, 0}, {g_shared, 4, 0}, {hb, 5, 0}, {hc, 6, 0}};
+  pthread_t t[6], v;
+  pthread_create(&v, NULL, viewer, NULL);
+  for (int i = 0; i < 6; i++) pthread_create(&t[i], NULL, work, &w[i]);
+  for (int i = 0; i < 6; i++) pthread_join(t[i], NULL);
+  __atomic_store_n(&g_stop, 1, __ATOMIC_RELEASE);
+  pthread_join(v, NULL);
+  assert_false(g_view_bad);
+  for (int i = 0; i < 6; i++) assert_true(w[i].ok > 0);
+  assert_int_equal(vs_ledger_held(g_shared), 0);
+  assert_int_equal(vs_ledger_held(hb), 0);
+
+  /* c holds 30000 of what a may take (100000 - 20000 reserved for b): a's
+   * waiter for 60000 needs c to free. */
+  assert_int_equal(vs_ledger_charge(hc, 30000, NULL), 0);
+  pthread_t wt;
+  pthread_create(&wt, NULL, waiter, g_shared);
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  vs_ledger_uncharge(hc, 30000);
+  void *r;
+  pthread_join(wt, &r);
+  assert_int_equal((intptr_t)r, 0);
+  assert_int_equal(vs_ledger_held(g_shared), 60000);
+
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->tenants[0].recorded, 60000);
+  assert_int_equal(snap->nprocs, 3);
+  free(snap);
+  vs_ledger_close(g_shared);
+  vs_ledger_close(hb);
+  vs_ledger_close(hc);
+}
+
+static int setup(void **state) {
+  (void)state;
+  tt_tempdir(g_tmp, sizeof g_tmp);
+  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  tt_rmdir(g_tmp);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(threads_share_a_handle, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
