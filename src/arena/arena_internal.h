@@ -28,6 +28,15 @@
 #ifndef VS_SYNC_FRAC
 #define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
 #endif
+#ifndef VS_STEP_SEPARATE
+#define VS_STEP_SEPARATE 0
+#endif
+#ifndef VS_STEP_PIECE
+#define VS_STEP_PIECE (1ull << 40)
+#endif
+#ifndef VS_STEP_MAX
+#define VS_STEP_MAX (256ull << 20)       /* growth step cap: bounds how much one handle can pin */
+#endif
 #ifndef VS_LARGE_MIN
 #define VS_LARGE_MIN (1ull << 50)       /* >= this: the second tlsf (measured: no gain on the traces, so off) */
 #endif

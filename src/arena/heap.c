@@ -138,21 +138,33 @@ static void release_handle(vs_arena *a, uint32_t i) {
   handle_put(h, i);
 }
 
-/* Backs the unmapped granules [g0, g0+n) of r: pooled handles first
- * (largest that fits), new physical memory for the rest. */
-static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
+/* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
+ * largest that fits; else the smallest larger one, when the unmapped free
+ * space after the run can take its excess), new physical memory for the
+ * rest, in handles of at most `cap` bytes. Unmapped granules are always
+ * free VA: used blocks lie on mapped granules only. */
+static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64_t cap) {
   vs_heap *h = &a->heap;
   while (n) {
-    uint32_t best = 0;
-    for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext)
-      if (h->h[p - 1].size <= n * h->G && (!best || h->h[p - 1].size > h->h[best - 1].size)) best = p;
+    uint32_t best = 0, over = 0;
+    uint64_t biggest = 0;
+    for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) {
+      uint64_t hs = h->h[p - 1].size;
+      if (hs <= n * h->G) { if (!best || hs > h->h[best - 1].size) best = p; }
+      else if (!over || hs < h->h[over - 1].size) over = p;
+      if (hs > biggest) biggest = hs;
+    }
+    if (!best && over) {
+      uint64_t room = n, want = h->h[over - 1].size / h->G;
+      while (room < want && g0 + room < r->ngran && !r->gmap[g0 + room]) room++;
+      if (room >= want) best = over;
+    }
     uint32_t i;
     if (best) {
       i = best - 1;
       pool_unlink(h, i);
     } else {
-      /* Handles are capped so that freed memory can move in pieces. */
-      uint64_t cap = h->pressure ? VS_HANDLE_PRESSURE : VS_HANDLE_MAX;
+      if (h->pressure && cap > VS_HANDLE_PRESSURE) cap = VS_HANDLE_PRESSURE;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
       if (rc) return rc;
@@ -162,20 +174,21 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
     vs_arena_note_reserved(a);
-    g0 += h->h[i].size / h->G;
-    n -= h->h[i].size / h->G;
+    uint64_t k = h->h[i].size / h->G;
+    g0 += k;
+    n = k >= n ? 0 : n - k;
   }
   return 0;
 }
 
-static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
+static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size, uint64_t cap) {
   vs_heap *h = &a->heap;
   uint64_t g0 = (addr - r->tr.base) / h->G, g1 = (addr + size - 1 - r->tr.base) / h->G;
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
     uint64_t e = g;
     while (e <= g1 && !r->gmap[e]) e++;
-    int rc = cover_run(a, r, g, e - g);
+    int rc = cover_run(a, r, g, e - g, cap);
     if (rc) return rc;
     g = e;
   }
@@ -366,12 +379,21 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
       /* Map a growth step at once when the block sits in unmapped space
        * (the end of the VA): later requests find it mapped. */
       uint64_t span = size, step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
+      if (step > VS_STEP_MAX) step = VS_STEP_MAX;
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
       }
-      rc = map_range(a, r, p, span);
-      if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size);  /* the step is optional */
+#if VS_STEP_SEPARATE
+      /* The block's own run, then the rest of the step in handles of their
+       * own (at most VS_STEP_PIECE): unused, they lie wholly in free space
+       * and can be stolen or released. The step is optional. */
+      rc = map_range(a, r, p, size, VS_HANDLE_MAX);
+      if (!rc && span > size) map_range(a, r, p, span, VS_STEP_PIECE);
+#else
+      rc = map_range(a, r, p, span, VS_HANDLE_MAX);
+      if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size, VS_HANDLE_MAX);  /* the step is optional */
+#endif
       if (rc) goto refused;
     }
     b = vs_tlsf_take_at(t, b, p, size);

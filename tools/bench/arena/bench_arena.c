@@ -103,49 +103,60 @@ int bench_threads(int reps) {
   return 0;
 }
 
-/* Stationary random workload: 512 slots; short-lived slots toggle each time
- * they are picked, long-lived ones are freed with probability 1/64. Sizes
- * log-uniform over 512 B .. 1 GiB, capped so the live set stays near a
- * steady size. */
+/* Stationary random workload: live bytes held near a 64 GiB target (one
+ * allocation below it: allocate; above: free), sizes log-uniform over
+ * 512 B .. 1 GiB, lifetimes mixed: a free takes one of the newest eighth of
+ * the live blocks 70% of the time (short-lived), any live block otherwise
+ * (long-lived). Reserved is sampled at 10% and at the end, and its maximum
+ * over the first and the last tenth is printed too. */
 int bench_soak(uint64_t ops) {
+  const uint64_t target = 64ull << 30;
   for (int mode = VS_ARENA_VMM; mode >= VS_ARENA_CHUNKS; mode--) {
     vs_space_backend *sb;
     vs_arena_backend be;
     vs_arena *a = mk(&sb, &be, (vs_arena_mode)mode);
-    enum { SLOTS = 512, LONG0 = 448 };
-    static uint64_t addr[SLOTS];
-    memset(addr, 0, sizeof addr);
-    uint64_t s = 42, at10 = 0, maxres = 0, fails = 0;
+    size_t cap = 1 << 16, n = 0;
+    uint64_t *addr = malloc(cap * sizeof *addr), *size = malloc(cap * sizeof *size);
+    uint64_t s = 42, live = 0, at10 = 0, max_first = 0, max_last = 0, fails = 0;
     double t0 = bench_now_ns();
     for (uint64_t i = 0; i < ops; i++) {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
       uint64_t r = s >> 11;
-      int k = (int)(r % SLOTS);
-      if (addr[k]) {
-        if (k >= LONG0 && (r >> 20) % 64) continue;
-        vs_arena_free(a, addr[k]);
-        addr[k] = 0;
+      if (live < target || !n) {
+        double u = (double)((r >> 9) & 0xfffff) / 1048576.0;
+        uint64_t sz = (uint64_t)(512.0 * __builtin_exp2(u * 21.0)), p;
+        if (vs_arena_alloc(a, sz, &p)) { fails++; continue; }
+        if (n == cap) { cap *= 2; addr = realloc(addr, cap * sizeof *addr); size = realloc(size, cap * sizeof *size); }
+        addr[n] = p; size[n] = sz; n++;
+        live += sz;
       } else {
-        double u = (double)((r >> 9) & 0xfffff) / 1048576.0;    /* log-uniform 2^9 .. 2^30 */
-        uint64_t size = (uint64_t)(512.0 * __builtin_exp2(u * 21.0));
-        if (vs_arena_alloc(a, size, &addr[k])) { addr[k] = 0; fails++; }
+        size_t k = (r % 10) < 7 ? n - 1 - (size_t)((r >> 8) % (n / 8 + 1)) : (size_t)((r >> 8) % n);
+        vs_arena_free(a, addr[k]);
+        live -= size[k];
+        addr[k] = addr[n - 1]; size[k] = size[n - 1]; n--;
       }
-      if (i + 1 == ops / 10 || (i + 1) % (ops / 100) == 0) {
+      if ((i + 1) % (ops / 1000) == 0) {
         vs_arena_stats st;
         vs_arena_get_stats(a, &st);
+        if (i + 1 <= ops / 10 && st.reserved_bytes > max_first) max_first = st.reserved_bytes;
+        if (i + 1 > ops - ops / 10 && st.reserved_bytes > max_last) max_last = st.reserved_bytes;
         if (i + 1 == ops / 10) at10 = st.reserved_bytes;
-        if (st.reserved_bytes > maxres) maxres = st.reserved_bytes;
       }
     }
     vs_arena_stats st;
     vs_arena_get_stats(a, &st);
-    printf("vramshim: soak arena=%s %llu ops: reserved at 10%% %.2f GiB, at end %.2f GiB (x%.4f), max %.2f GiB, "
-           "live at end %.2f GiB, peak live %.2f GiB, failures %llu, %.0f ns/op\n",
+    printf("vramshim: soak arena=%s %llu ops: reserved at 10%% %.2f GiB, at end %.2f GiB (x%.4f); max over first "
+           "tenth %.2f GiB, over last tenth %.2f GiB (x%.4f); live at end %.2f GiB, peak live %.2f GiB, "
+           "backend calls %llu, failures %llu, %.0f ns/op\n",
            mode == VS_ARENA_VMM ? "vmm" : "chunks", (unsigned long long)ops, at10 / 1073741824.0,
-           st.reserved_bytes / 1073741824.0, (double)st.reserved_bytes / (double)at10, maxres / 1073741824.0,
-           st.live_bytes / 1073741824.0, st.peak_live_bytes / 1073741824.0, (unsigned long long)fails,
+           st.reserved_bytes / 1073741824.0, (double)st.reserved_bytes / (double)at10, max_first / 1073741824.0,
+           max_last / 1073741824.0, (double)max_last / (double)max_first, st.live_bytes / 1073741824.0,
+           st.peak_live_bytes / 1073741824.0, (unsigned long long)st.backend_calls, (unsigned long long)fails,
            (bench_now_ns() - t0) / (double)ops);
-    for (int k = 0; k < SLOTS; k++) if (addr[k]) vs_arena_free(a, addr[k]);
+    fflush(stdout);
+    while (n) vs_arena_free(a, addr[--n]);
+    free(addr);
+    free(size);
     vs_arena_destroy(a);
     vs_space_backend_destroy(sb);
   }
