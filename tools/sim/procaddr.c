@@ -128,6 +128,7 @@ static const struct proc_row rows[] = {
     RP(cuStreamGetPriority, 5050, cuStreamGetPriority, cuStreamGetPriority_ptsz)
     RP(cuStreamGetFlags, 5050, cuStreamGetFlags, cuStreamGetFlags_ptsz)
     RP(cuStreamGetCtx, 9020, cuStreamGetCtx, cuStreamGetCtx_ptsz)
+    RP(cuStreamIsCapturing, 10000, cuStreamIsCapturing, cuStreamIsCapturing_ptsz)
     RP(cuStreamAddCallback, 5000, cuStreamAddCallback, cuStreamAddCallback_ptsz)
     RP(cuLaunchHostFunc, 10000, cuLaunchHostFunc, cuLaunchHostFunc_ptsz)
     R(cuEventCreate, 2000, cuEventCreate)

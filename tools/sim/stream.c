@@ -341,6 +341,27 @@ SIM_API CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c)
     return c ? stream_get(h, NULL, NULL, c) : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Graph capture is not modelled: no stream is ever capturing. */
+static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st)
+{
+    SIM_REQUIRE_INIT();
+    if (!st) return CUDA_ERROR_INVALID_VALUE;
+    GET_STREAM(x, h);
+    (void)x;
+    *st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+SIM_API CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st)
+{
+    SIM_COUNT(cuStreamIsCapturing);
+    return is_capturing(h, st);
+}
+SIM_API CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *st)
+{
+    SIM_COUNT(cuStreamIsCapturing_ptsz);
+    return is_capturing(h, st);
+}
+
 /* ---- host functions ---- */
 struct host_fn_op { CUhostFn fn; void *user; };
 static void run_host_fn(void *p)
