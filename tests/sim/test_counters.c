@@ -2,7 +2,11 @@
  * every allocation path, and the card-wide charge. */
 #include "sim_test.h"
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 
 static void call_counters(void **state)
@@ -74,8 +78,43 @@ static void live_bytes_every_path(void **state)
     assert_int_equal(vramsim_card_used(0), 0);
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* VRAMSIM_ALLOC_LATENCY_US slows cuMemAlloc and cuMemFree (a lower bound
+ * only: a slow machine cannot fail it). A forked child starts clean, so it
+ * reads the variable at its own cuInit. */
+static void alloc_latency(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("VRAMSIM_ALLOC_LATENCY_US", "20000", 1);
+        CUcontext c;
+        CUdeviceptr p;
+        if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c)) _exit(2);
+        double t0 = now_ms();
+        if (cuMemAlloc(&p, 4096)) _exit(3);
+        double t1 = now_ms();
+        if (cuMemFree(p)) _exit(4);
+        double t2 = now_ms();
+        _exit(t1 - t0 >= 19.0 && t2 - t1 >= 19.0 ? 0 : 5);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(call_counters), cmocka_unit_test(live_bytes_every_path)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(call_counters), cmocka_unit_test(live_bytes_every_path),
+                                       cmocka_unit_test(alloc_latency)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
