@@ -120,5 +120,17 @@ int vs_driver_current_card(const vs_real_table *real) {
   return (int)dev;
 }
 
-void vs_driver_atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
-void vs_driver_atfork_release(void) { pthread_mutex_unlock(&g_lock); }
+/* A driver constructor that forks while this thread loads it already holds
+ * the lock: taking it again would deadlock, and the load is not ours to
+ * finish in the child anyway. */
+static int g_fork_locked;
+
+void vs_driver_atfork_prepare(void) {
+  g_fork_locked = !t_loading;
+  if (g_fork_locked) pthread_mutex_lock(&g_lock);
+}
+
+void vs_driver_atfork_release(void) {
+  if (g_fork_locked) pthread_mutex_unlock(&g_lock);
+  g_fork_locked = 0;
+}

@@ -6,6 +6,7 @@
  *   fork            a forked child starts with empty accounting; the parent keeps its own
  *   rtld_next       dlsym(RTLD_NEXT) still means "after the caller", not "after the shim"
  *   early           a hook called from a constructor that ran before the shim's
+ *   reentrant       a driver calling its own exported cuMemAlloc_v2: accounted once
  * The program is not linked with the driver: it finds the hooks by name. */
 #include "shim_test.h"
 
@@ -199,6 +200,29 @@ static int early(void) {
   return 0;
 }
 
+static int reentrant(void) {
+  typedef CUresult (*managed_t)(CUdeviceptr *, size_t, unsigned);
+  managed_t managed = (managed_t)dlsym(RTLD_DEFAULT, "cuMemAllocManaged");
+  lookup();
+  T_CHECK(managed, "cuMemAllocManaged");
+  CUdeviceptr p;
+  T_CU(managed(&p, 1000, CU_MEM_ATTACH_GLOBAL));
+  vramshim_card_stats st = t_stats(&shim, 1);   /* the stand-in's card */
+  T_EQ_U64(st.alloc_requests, 1, "one request accounted, not two");
+  T_EQ_U64(st.live_count, 1, "one live allocation");
+  T_EQ_U64(st.live_bytes, 1000, "its size once");
+  T_EQ_U64(shim.hook_count("cuMemAlloc_v2", VRAMSHIM_PATH_CALLS), 0, "the driver's inner call passed straight through");
+  T_EQ_U64(shim.hook_count("cuMemAllocManaged", VRAMSHIM_PATH_CALLS), 1, "the program's call was seen");
+  T_CU(fr(p));
+  st = t_stats(&shim, 1);
+  T_EQ_U64(st.live_bytes, 0, "freed");
+  /* The program's own cuMemAlloc_v2 is a program call again: counted. */
+  T_CU(alloc(&p, 512));
+  T_EQ_U64(shim.hook_count("cuMemAlloc_v2", VRAMSHIM_PATH_CALLS), 1, "outside a hook the guard is off");
+  T_CU(fr(p));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   shim = t_shim();
   const char *c = argc > 1 ? argv[1] : "";
@@ -210,6 +234,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "fork")) r = fork_case();
   else if (!strcmp(c, "rtld_next")) r = rtld_next();
   else if (!strcmp(c, "early")) r = early();
+  else if (!strcmp(c, "reentrant")) r = reentrant();
   T_CHECK(r == 0, "unknown case '%s'", c);
   T_SAY("%s: PASS", c);
   return 0;

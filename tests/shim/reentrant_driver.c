@@ -1,0 +1,26 @@
+/* A stand-in driver whose cuMemAllocManaged is built on its own exported
+ * cuMemAlloc_v2, called through the PLT, as a driver may do. With the shim
+ * preloaded that inner call lands on the shim's hook: the guard must pass it
+ * straight through, so one program request is accounted once. */
+#include <cuda.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+
+static CUdeviceptr g_next = 0x200000000ULL;
+
+API CUresult cuCtxGetDevice(CUdevice *dev) {
+  *dev = 1;
+  return CUDA_SUCCESS;
+}
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+  *p = __atomic_fetch_add(&g_next, (n + 511) & ~(size_t)511, __ATOMIC_RELAXED);
+  return CUDA_SUCCESS;
+}
+API CUresult cuMemFree_v2(CUdeviceptr p) { return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+/* The inner call goes through the PLT (default visibility, no -Bsymbolic). */
+API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
+  (void)flags;
+  return cuMemAlloc_v2(p, n);
+}
