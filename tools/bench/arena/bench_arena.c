@@ -188,7 +188,8 @@ int main(int argc, char **argv) {
       if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') ops = strtoull(argv[++i], NULL, 10);
       bench_soak(ops);
     } else if (!strcmp(argv[i], "trace")) {
-      while (i + 1 < argc) bench_trace(argv[++i], 1ull << 30);
+      while (i + 1 < argc && strcmp(argv[i + 1], "hot") && strcmp(argv[i + 1], "threads") && strcmp(argv[i + 1], "soak"))
+        bench_trace(argv[++i], 1ull << 30);
     } else {
       fprintf(stderr, "vramshim: usage: vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...]\n");
       return 2;
