@@ -8,39 +8,60 @@
  * any other pointer, the return code and the status out-parameter are the
  * driver's, unchanged. Asked for cuGetProcAddress itself, the driver's
  * answer is its own cuGetProcAddress(_v2), which maps to the hook the same
- * way. */
+ * way. A driver that answers with a function it does not export (so no
+ * pointer matches) still gets the hook, of the variant the API's version
+ * rules name, which forwards to the exported variant. */
 #include "hook_common.h"
 #include "log.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
-/* Does the driver's answer for `symbol` belong to a hooked family (the
- * symbol itself or symbol_v2, symbol_ptsz, ...)? Then an unknown pointer
- * means an allocation path the shim would miss: say so, once. */
-static int hooked_family(const char *symbol) {
-  size_t n = strlen(symbol);
-  for (int i = 0; i < VS_HOOK_COUNT; i++) {
-    const char *h = vs_hook_name((vs_hook_id)i);
-    if (strncmp(h, symbol, n) == 0 && (h[n] == '\0' || h[n] == '_')) return 1;
-  }
-  return 0;
+/* The first CUDA version whose "symbol" means symbol_v2, for the hooked
+ * families that have a _v2 (cuda.h's #define table). */
+static int v2_since(const char *family) {
+  if (!strcmp(family, "cuIpcOpenMemHandle")) return 11000;
+  if (!strcmp(family, "cuGetProcAddress")) return 12000;
+  return 3020;   /* cuMemAlloc, cuMemAllocPitch, cuMemFree, cuMemGetInfo, cuMemGetAddressRange, cuDeviceTotalMem */
 }
 
-static _Atomic int g_said_unknown;
+static int hook_named(const char *family, const char *suffix) {
+  char name[128];
+  int n = snprintf(name, sizeof name, "%s%s", family, suffix);
+  return n > 0 && (size_t)n < sizeof name ? vs_hook_by_name(name) : -1;
+}
+
+/* The hooked variant a request names by the driver API's rules, or -1 when
+ * the symbol is not of a hooked family. Used only when the driver answers
+ * with a pointer the shim does not know (one that is not the exported
+ * symbol): the hook then forwards to the driver's exported variant. */
+static int variant_by_rule(const char *symbol, int version, cuuint64_t flags) {
+  if (!symbol || !*symbol || vs_hook_by_name(symbol) < 0) return -1;
+  int id = -1;
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) id = hook_named(symbol, "_ptsz");
+  if (id < 0 && version >= v2_since(symbol)) id = hook_named(symbol, "_v2");
+  if (id < 0) id = vs_hook_by_name(symbol);
+  return id >= 0 && vs_driver_real(id) ? id : -1;
+}
+
+static _Atomic int g_said_by_rule;
 
 static void answer(const char *symbol, int version, cuuint64_t flags, void **pfn) {
   int id = vs_hook_by_real(*pfn);
   if (id < 0) id = vs_hook_by_addr(*pfn);
-  if (id >= 0) {
-    vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_PROCADDRESS);
-    VS_DEBUG("cuGetProcAddress(%s, %d, %llu) answered with the hook of %s", symbol ? symbol : "(null)", version,
-             (unsigned long long)flags, vs_hook_name((vs_hook_id)id));
-    *pfn = vs_hook_addr((vs_hook_id)id);
-  } else if (symbol && hooked_family(symbol) && !atomic_exchange(&g_said_unknown, 1)) {
-    VS_WARN("cuGetProcAddress(%s, %d, %llu): the driver answered with a function the shim does not know; "
-            "calls through it are not seen", symbol, version, (unsigned long long)flags);
+  if (id < 0) {
+    id = variant_by_rule(symbol, version, flags);
+    if (id >= 0 && !atomic_exchange(&g_said_by_rule, 1))
+      VS_INFO("cuGetProcAddress(%s, %d, %llu): the driver answered with an unexported function; the "
+              "shim answers with its hook of %s by the API's version rules (said once)",
+              symbol, version, (unsigned long long)flags, vs_hook_name((vs_hook_id)id));
   }
+  if (id < 0) return;   /* not a memory function: the driver's pointer, unchanged */
+  vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_PROCADDRESS);
+  VS_DEBUG("cuGetProcAddress(%s, %d, %llu) answered with the hook of %s", symbol ? symbol : "(null)", version,
+           (unsigned long long)flags, vs_hook_name((vs_hook_id)id));
+  *pfn = vs_hook_addr((vs_hook_id)id);
 }
 
 CUresult vs_hook_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

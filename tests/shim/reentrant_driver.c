@@ -24,3 +24,21 @@ API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
   (void)flags;
   return cuMemAlloc_v2(p, n);
 }
+
+/* Its cuGetProcAddress answers with functions it does not export, as a
+ * driver is free to: the shim cannot match them by address and must still
+ * hand out its hooks (test "unexported"). */
+static CUresult internal_alloc(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+static CUresult internal_free(CUdeviceptr p) { return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+static CUresult internal_ctx_get_device(CUdevice *dev) { return cuCtxGetDevice(dev); }
+
+API CUresult cuGetProcAddress_v2(const char *sym, void **fn, int version, cuuint64_t flags,
+                                 CUdriverProcAddressQueryResult *status) {
+  (void)flags;
+  *fn = NULL;
+  if (sym && version >= 3020 && !strcmp(sym, "cuMemAlloc")) *fn = (void *)internal_alloc;
+  if (sym && version >= 3020 && !strcmp(sym, "cuMemFree")) *fn = (void *)internal_free;
+  if (sym && !strcmp(sym, "cuCtxGetDevice")) *fn = (void *)internal_ctx_get_device;
+  if (status) *status = *fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}

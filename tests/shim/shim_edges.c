@@ -7,6 +7,7 @@
  *   rtld_next       dlsym(RTLD_NEXT) still means "after the caller", not "after the shim"
  *   early           a hook called from a constructor that ran before the shim's
  *   reentrant       a driver calling its own exported cuMemAlloc_v2: accounted once
+ *   unexported      a driver whose cuGetProcAddress hands out unexported functions
  * The program is not linked with the driver: it finds the hooks by name. */
 #include "shim_test.h"
 
@@ -223,6 +224,27 @@ static int reentrant(void) {
   return 0;
 }
 
+static int unexported(void) {
+  lookup();
+  void *fn = NULL, *fr_fn = NULL, *other = NULL;
+  CUdriverProcAddressQueryResult st;
+  T_CU(gpa("cuMemAlloc", &fn, 3020, 0, &st));
+  T_CHECK(fn == (void *)alloc, "an unexported cuMemAlloc answer still comes back as the hook of cuMemAlloc_v2");
+  T_CU(gpa("cuMemFree", &fr_fn, 12000, 0, &st));
+  T_CHECK(fr_fn == (void *)fr, "cuMemFree: the hook of cuMemFree_v2");
+  T_CU(gpa("cuCtxGetDevice", &other, 2000, 0, &st));
+  Dl_info info;
+  T_CHECK(dladdr(other, &info) && !strstr(info.dli_fname, "libvramshim"), "other functions stay the driver's");
+  CUdeviceptr p;
+  T_CU(((alloc_t)fn)(&p, 4096));
+  vramshim_card_stats s1 = t_stats(&shim, 1);
+  T_EQ_U64(s1.live_bytes, 4096, "the allocation through it was accounted");
+  T_CU(((free_t)fr_fn)(p));
+  T_EQ_U64(t_stats(&shim, 1).live_bytes, 0, "and its free");
+  T_EQ_U64(shim.hook_count(NULL, VRAMSHIM_PATH_PROCADDRESS), 2, "two lookups answered with hooks");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   shim = t_shim();
   const char *c = argc > 1 ? argv[1] : "";
@@ -235,6 +257,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "rtld_next")) r = rtld_next();
   else if (!strcmp(c, "early")) r = early();
   else if (!strcmp(c, "reentrant")) r = reentrant();
+  else if (!strcmp(c, "unexported")) r = unexported();
   T_CHECK(r == 0, "unknown case '%s'", c);
   T_SAY("%s: PASS", c);
   return 0;
