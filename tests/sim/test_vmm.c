@@ -112,6 +112,66 @@ static void stitching(void **state)
     free(buf);
 }
 
+/* Physical memory shared as a POSIX file descriptor: a forked child (which
+ * starts clean and inherits the descriptor) imports it and sees the bytes. */
+static void shareable_handles(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    const size_t G = 2 * MiB;
+    CUmemAllocationProp prop = prop_on(0);
+    CUmemGenericAllocationHandle h, plain;
+    int fd = -1;
+    CU_OK(cuMemCreate(&plain, G, &prop, 0));
+    CU_ERR(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE);   /* not created exportable */
+    CU_OK(cuMemRelease(plain));
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CU_OK(cuMemCreate(&h, G, &prop, 0));
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, G, 0, 0, 0));
+    CU_OK(cuMemMap(va, G, 0, h, 0));
+    rw(va, G);
+    CU_OK(cuMemsetD32(va, 0x600DF00Du, G / 4));
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    assert_true(fd >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        CUcontext c;
+        CUmemGenericAllocationHandle imp;
+        CUdeviceptr cva;
+        uint32_t w = 0;
+        CUmemAccessDesc d;
+        memset(&d, 0, sizeof d);
+        d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c)) _exit(2);
+        if (cuMemImportFromShareableHandle(&imp, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+            _exit(3);
+        if (vramsim_live_count(0) != 0) _exit(4);   /* the exporter's memory */
+        if (cuMemAddressReserve(&cva, G, 0, 0, 0) || cuMemMap(cva, G, 0, imp, 0) || cuMemSetAccess(cva, G, &d, 1))
+            _exit(5);
+        if (cuMemcpyDtoH(&w, cva + G - 4, 4) || w != 0x600DF00Du) _exit(6);
+        if (cuMemsetD32(cva + 64, 0xFEEDFACEu, 1)) _exit(7);
+        if (cuMemUnmap(cva, G) || cuMemRelease(imp) || cuMemAddressFree(cva, G)) _exit(8);
+        if (vramsim_card_used(0) != G) _exit(9);    /* still the exporter's charge */
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    uint32_t w = 0;
+    CU_OK(cuMemcpyDtoH(&w, va + 64, 4));
+    assert_int_equal(w, 0xFEEDFACEu);
+    close(fd);
+    CU_OK(cuMemUnmap(va, G));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, G));
+    assert_int_equal(vramsim_card_used(0), 0);
+}
+
 static void vmm_disabled(void **state)
 {
     (void)state;
@@ -138,7 +198,8 @@ static void vmm_disabled(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(vmm_disabled),
+        cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(shareable_handles),
+        cmocka_unit_test(vmm_disabled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * pid, the memfd descriptor backing it and its buffer id; the importer opens
  * /proc/<pid>/fd/<fd> (same user) and maps the same pages, after checking
  * that the descriptor still names that very buffer (memfd name
- * "vramsim-<pid>-<id>"), so a stale handle fails instead of mapping some
+ * "vramsim-<pid>-<id>.<card>"), so a stale handle fails instead of mapping some
  * other allocation. */
 #include "sim_internal.h"
 #include <fcntl.h>
@@ -69,7 +69,7 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned fla
     char path[64], link[256], want[96];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
     ssize_t ln = readlink(path, link, sizeof link - 1);
-    snprintf(want, sizeof want, "/memfd:vramsim-%d-%llu ", (int)w.pid, (unsigned long long)w.id);
+    snprintf(want, sizeof want, "/memfd:vramsim-%d-%llu.", (int)w.pid, (unsigned long long)w.id);
     if (ln <= 0) return CUDA_ERROR_INVALID_HANDLE;
     link[ln] = 0;
     if (strncmp(link, want, strlen(want)) != 0) return CUDA_ERROR_INVALID_HANDLE;

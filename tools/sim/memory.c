@@ -25,7 +25,7 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, s
     }
     a->id = sim_next_id();
     void *m;
-    r = sim_backing_create(size, a->id, &a->fd, &m);
+    r = sim_backing_create(size, a->id, ctx->dev, &a->fd, &m);
     if (r != CUDA_SUCCESS) {
         sim_uncharge(ctx->dev, charge_size);
         free(a);

@@ -92,10 +92,10 @@ size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out)
     return n;
 }
 
-CUresult sim_backing_create(size_t len, uint64_t id, int *fd, void **addr)
+CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **addr)
 {
     char name[64];
-    snprintf(name, sizeof name, "vramsim-%d-%llu", (int)getpid(), (unsigned long long)id);
+    snprintf(name, sizeof name, "vramsim-%d-%llu.%d", (int)getpid(), (unsigned long long)id, card);
     int f = memfd_create(name, MFD_CLOEXEC);
     if (f < 0) return errno == EMFILE || errno == ENFILE ? CUDA_ERROR_OUT_OF_MEMORY
                                                          : CUDA_ERROR_OPERATING_SYSTEM;

@@ -164,6 +164,8 @@ static const struct proc_row rows[] = {
     R(cuMemGetAccess, 10020, cuMemGetAccess)
     R(cuMemGetAllocationPropertiesFromHandle, 10020, cuMemGetAllocationPropertiesFromHandle)
     R(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle)
+    R(cuMemExportToShareableHandle, 10020, cuMemExportToShareableHandle)
+    R(cuMemImportFromShareableHandle, 10020, cuMemImportFromShareableHandle)
     /* IPC */
     R(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle)
     R(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle)

@@ -102,8 +102,9 @@ struct sim_alloc *sim_mem_find_base(uintptr_t p);  /* record starting at p */
 /* an open IPC record of buffer (pid, id); sim_mem_lock held */
 struct sim_alloc *sim_mem_find_ipc(int32_t pid, uint64_t id);
 size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out);
-/* memfd-backed shared mapping of len bytes (page-rounded) */
-CUresult sim_backing_create(size_t len, uint64_t id, int *fd, void **addr);
+/* memfd-backed shared mapping of len bytes (page-rounded), named
+ * "vramsim-<pid>-<id>.<card>" so another process can tell what it opened */
+CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **addr);
 void sim_backing_destroy(int fd, void *addr, size_t len);
 void sim_live_add(int card, int64_t bytes, int64_t count);
 /* Allocate/free a device record of the given kind on the current context. */

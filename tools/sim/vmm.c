@@ -9,6 +9,9 @@
  * here is guarded by sim_mem_lock. */
 #include "sim_internal.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +27,7 @@ struct phys {
     int refs;          /* the handle (until released) + one per mapping/retain */
     int released;
     uint64_t id;
+    int imported;      /* from another process's descriptor: charged there */
     CUmemAllocationProp prop;
     struct phys *next;
 };
@@ -142,9 +146,11 @@ static void phys_destroy_list(struct phys *list)
 {
     while (list) {
         struct phys *n = list->next;
-        sim_latency();
-        sim_live_add(list->dev, -(int64_t)list->size, -1);
-        sim_uncharge(list->dev, list->size);
+        if (!list->imported) {
+            sim_latency();
+            sim_live_add(list->dev, -(int64_t)list->size, -1);
+            sim_uncharge(list->dev, list->size);
+        }
         close(list->fd);
         list->magic = 0;
         free(list);
@@ -206,7 +212,7 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     struct phys *ph = calloc(1, sizeof *ph);
     void *m = NULL;
     int fd = -1;
-    if (!ph || (r = sim_backing_create(size, sim_next_id(), &fd, &m)) != CUDA_SUCCESS) {
+    if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &fd, &m)) != CUDA_SUCCESS) {
         free(ph);
         sim_uncharge(dev, size);
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
@@ -279,6 +285,80 @@ SIM_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *pro
     if (ph) *prop = ph->prop;
     pthread_mutex_unlock(&sim_mem_lock);
     return ph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- shareable handles (POSIX file descriptors) ----
+ * The descriptor is the memfd itself (dup'ed): a process that receives it
+ * (fork, SCM_RIGHTS, pidfd_getfd) imports the same physical memory. The
+ * exporter keeps the charge; the importer's handle is not counted. */
+SIM_API CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                              CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    SIM_COUNT(cuMemExportToShareableHandle);
+    REQUIRE_VMM();
+    if (!shareableHandle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct phys *ph = phys_get(handle);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (ph && (ph->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) {
+            *(int *)shareableHandle = fd;
+            r = CUDA_SUCCESS;
+        } else {
+            r = CUDA_ERROR_OPERATING_SYSTEM;
+        }
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                CUmemAllocationHandleType shHandleType)
+{
+    SIM_COUNT(cuMemImportFromShareableHandle);
+    REQUIRE_VMM();
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    int in = (int)(intptr_t)osHandle;
+    char path[64], link[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", in);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return CUDA_ERROR_INVALID_VALUE;
+    link[n] = 0;
+    int pid, card;
+    unsigned long long id;
+    struct stat st;
+    /* only physical memory of the sim: a memfd it named, of granule size */
+    if (sscanf(link, "/memfd:vramsim-%d-%llu.%d", &pid, &id, &card) != 3 || card < 0 ||
+        card >= sim_cfg.ncards || fstat(in, &st) != 0 || st.st_size <= 0 ||
+        (size_t)st.st_size % SIM_VMM_GRANULE)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct phys *ph = calloc(1, sizeof *ph);
+    int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
+    if (!ph || fd < 0) {
+        free(ph);
+        if (fd >= 0) close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ph->magic = PHYS_MAGIC;
+    ph->fd = fd;
+    ph->size = (size_t)st.st_size;
+    ph->dev = card;
+    ph->refs = 1;
+    ph->id = sim_next_id();
+    ph->imported = 1;
+    ph->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ph->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    ph->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ph->prop.location.id = card;
+    pthread_mutex_lock(&sim_mem_lock);
+    ph->next = physs;
+    physs = ph;
+    pthread_mutex_unlock(&sim_mem_lock);
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
+    return CUDA_SUCCESS;
 }
 
 /* ---- mappings ---- */
