@@ -37,6 +37,9 @@
 #ifndef VS_STEP_MAX
 #define VS_STEP_MAX (256ull << 20)       /* growth step cap: bounds how much one handle can pin */
 #endif
+#ifndef VS_PLACE_SCAN
+#define VS_PLACE_SCAN 4096               /* free blocks examined for a placement that avoids growth */
+#endif
 #ifndef VS_LARGE_MIN
 #define VS_LARGE_MIN (1ull << 50)       /* >= this: the second tlsf (measured: no gain on the traces, so off) */
 #endif

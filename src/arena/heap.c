@@ -326,6 +326,49 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
   return r;
 }
 
+static uint64_t down(uint64_t v, uint64_t a) { return v / a * a; }
+
+/* VMM: among FREE blocks that fit, the placement needing the least new
+ * physical memory: each block's start and end, and the start and end of
+ * each mapped run inside it. Used when best fit would have to grow; free
+ * memory under partly live handles then serves requests that fit in it. */
+static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t align, uint64_t *pp, uint64_t *need) {
+  vs_tblock *best = NULL;
+  uint64_t scanned = 0;
+  for (vs_tregion *tr = t->regions; tr; tr = tr->rnext) {
+    vs_hregion *r = hr(tr);
+    uint64_t top = tr->base + r->hiwater * h->G;
+    for (vs_tblock *b = tr->first; b && b->addr < top; b = b->next) {
+      if (b->state != VS_TB_FREE || b->size < size) continue;
+      if (++scanned > VS_PLACE_SCAN) return best;
+      uint64_t lo = up(b->addr, align), hi = b->addr + b->size;
+      if (lo + size > hi) continue;
+      uint64_t cand[2] = {lo, down(hi - size, align)};
+      for (int c = 0; c < 2; c++) {
+        uint64_t n = unmapped_bytes(h, r, cand[c], size);
+        if (n < *need) { *need = n; *pp = cand[c]; best = b; if (!n) return best; }
+      }
+      /* starts and ends of mapped runs inside the block */
+      uint64_t g = (up(b->addr, h->G) - tr->base) / h->G, gend = (down(hi, h->G) - tr->base) / h->G;
+      if (gend > r->hiwater) gend = r->hiwater;
+      while (g < gend) {
+        if (!r->gmap[g]) { g++; continue; }
+        uint64_t e = g;
+        while (e < gend && r->gmap[e]) e++;
+        uint64_t rs = tr->base + g * h->G, re = tr->base + e * h->G;
+        uint64_t c2[2] = {up(rs > lo ? rs : lo, align), re >= lo + size ? down(re - size, align) : lo};
+        for (int c = 0; c < 2; c++) {
+          if (c2[c] < lo || c2[c] + size > hi) continue;
+          uint64_t n = unmapped_bytes(h, r, c2[c], size);
+          if (n < *need) { *need = n; *pp = c2[c]; best = b; if (!n) return best; }
+        }
+        g = e;
+      }
+    }
+  }
+  return best;
+}
+
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, rc = 0;
@@ -349,6 +392,11 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
       pthread_mutex_lock(&h->mu);
       synced = 1;
       continue;
+    }
+    if (need && h->vmm && b && h->pressure) {   /* near a full card: use every mapped hole */
+      uint64_t p2 = 0, n2 = need;
+      vs_tblock *b2 = least_need(h, t, size, align, &p2, &n2);
+      if (b2 && n2 < need) { b = b2; p = p2; need = n2; r = hr(b->region); }
     }
     if (!b) {
       if (h->vmm) {
