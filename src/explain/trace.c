@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,7 @@
 
 #include "log.h"
 
-/* One event as the hot path stores it: no formatting there. Text is made
- * at flush time, a buffer at a time. */
+/* One event as the hot path stores it: no formatting there. */
 typedef struct trace_rec {
   uint64_t ticks, ptr, size, stream;
   uint32_t tid;
@@ -28,29 +28,50 @@ typedef struct trace_rec {
 
 #define RECS (VS_TRACE_BUFFER / sizeof(trace_rec))
 
+/* A buffer of records and the clock anchors around it: (ticks, ns) read
+ * together when it started filling and when it was handed off, so tick
+ * stamps convert to ns by interpolation. */
+typedef struct trace_buf {
+  size_t n;
+  uint64_t start_ticks, start_ns, end_ticks, end_ns;
+  trace_rec rec[RECS];
+} trace_buf;
+
+/* Double buffering: the hot path fills buf[active]; a full buffer is
+ * handed to the process's writer thread, which formats and writes it
+ * without the recorder's lock while the hot path fills the other one. If
+ * the writer is still busy when the second buffer fills, the hot path
+ * waits for it (back-pressure: nothing is dropped). Whoever holds a full
+ * buffer (full = 1) owns fd, path and text until it clears full. */
 struct vs_trace {
   pthread_mutex_t lock;
+  pthread_cond_t done;     /* full went back to 0 */
   char pattern[1024];
-  char path[1100];
+  char path[1100];         /* owner of the full buffer only */
+  char shown[1100];        /* vs_trace_path's answer, under lock */
   int card;
-  int fd;              /* -1 until the first write */
-  int broken;          /* open/write failed: drop events, warn once */
+  int fd;                  /* -1 until the first write; owner only */
+  int broken;              /* open/write failed: drop events, warn once */
   int have_origin;
-  uint64_t origin_ns;  /* monotonic time of the first event */
-  /* Clock anchor: ticks and monotonic ns read together at the last flush
-   * (or the first event); records are placed between it and the next. */
-  uint64_t anchor_ticks, anchor_ns;
+  uint64_t origin_ns;      /* monotonic time of the first event */
   uint64_t recorded, dropped;
-  size_t nrec;
+  int active, full;
   struct vs_trace *next;   /* registry, under g_reg_lock */
-  trace_rec rec[RECS];
-  char text[RECS * 128];   /* a formatted line is at most 111 bytes */
+  struct vs_trace *wnext;  /* writer queue, under g_wq_lock */
+  trace_buf buf[2];
+  char text[64 * 1024];    /* formatting, a chunk at a time; owner only */
 };
 
 /* Registry of recorders: for atexit flushing and the fork handlers. */
 static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static vs_trace *g_reg;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* The writer thread's queue of recorders with a full buffer. */
+static pthread_mutex_t g_wq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_wq_cond = PTHREAD_COND_INITIALIZER;
+static vs_trace *g_wq_head, *g_wq_tail;
+static int g_writer;       /* 0 not started, 1 running, -1 could not start: write inline */
 
 /* Thread id cached per thread; the fork generation invalidates the cache
  * of the thread that forked (the only thread of the child). */
@@ -67,28 +88,40 @@ static long thread_id(void) {
   return t_tid;
 }
 
-/* fork: hold every recorder's lock across it so the child never inherits
- * one mid-update; then the child drops what the parent will write. */
+/* fork: hold every lock across it so the child never inherits one held
+ * mid-update; the child then drops what the parent will write, and writes
+ * its own buffers inline (it has no writer thread). */
 static void atfork_prepare(void) {
   pthread_mutex_lock(&g_reg_lock);
   for (vs_trace *t = g_reg; t; t = t->next) pthread_mutex_lock(&t->lock);
+  pthread_mutex_lock(&g_wq_lock);
 }
 
 static void atfork_parent(void) {
+  pthread_mutex_unlock(&g_wq_lock);
   for (vs_trace *t = g_reg; t; t = t->next) pthread_mutex_unlock(&t->lock);
   pthread_mutex_unlock(&g_reg_lock);
 }
 
 static void atfork_child(void) {
   atomic_fetch_add_explicit(&g_fork_gen, 1, memory_order_relaxed);
+  g_wq_head = g_wq_tail = NULL;
+  /* No thread is started in a forked child (not safe before exec in
+   * general): the child writes its buffers itself. */
+  g_writer = -1;
+  pthread_cond_init(&g_wq_cond, NULL);
+  pthread_mutex_unlock(&g_wq_lock);
   for (vs_trace *t = g_reg; t; t = t->next) {
     if (t->fd >= 0) close(t->fd);
     t->fd = -1;
     t->broken = 0;
     t->have_origin = 0;
-    t->nrec = 0;
+    t->full = 0;
+    t->buf[0].n = t->buf[1].n = 0;
     t->recorded = t->dropped = 0;
     t->path[0] = 0;
+    t->wnext = NULL;
+    pthread_cond_init(&t->done, NULL);
     pthread_mutex_unlock(&t->lock);
   }
   pthread_mutex_unlock(&g_reg_lock);
@@ -178,6 +211,7 @@ vs_trace *vs_trace_create(const char *pattern, int card, char *err, size_t errle
     return NULL;
   }
   pthread_mutex_init(&t->lock, NULL);
+  pthread_cond_init(&t->done, NULL);
   snprintf(t->pattern, sizeof t->pattern, "%s", pattern);
   t->card = card;
   t->fd = -1;
@@ -242,59 +276,130 @@ static char *put_time(char *o, uint64_t us) {
   return o + 6;
 }
 
-/* Under t->lock: formats the records and writes them out. */
-static int flush_locked(vs_trace *t) {
-  if (t->nrec == 0) return t->broken ? -1 : 0;
-  if (t->broken) {
-    t->nrec = 0;
-    return -1;
-  }
+/* Formats buffer b and writes it; called by the owner of the full buffer,
+ * without t->lock. 0, or -1 (the caller marks the recorder broken). */
+static int write_buf(vs_trace *t, const trace_buf *b, uint64_t origin_ns) {
   static const char *const names[] = {"allocate", "allocate failure", "free"};
   static const size_t lens[] = {8, 16, 4};
-  uint64_t now_ticks = ticks_now(), now_ns = mono_ns();
-  /* ns per tick from the anchor to now; 1 when ticks are nanoseconds. */
-  double span = (double)(now_ticks - t->anchor_ticks);
-  double scale = g_use_tsc && span > 0 ? (double)(now_ns - t->anchor_ns) / span : 1.0;
-  char *o = t->text;
-  uint64_t last_us = 0;
-  for (size_t i = 0; i < t->nrec; i++) {
-    const trace_rec *r = &t->rec[i];
-    double rel = (double)(int64_t)(r->ticks - t->anchor_ticks) * scale;
-    uint64_t ns = t->anchor_ns + (rel > 0 ? (uint64_t)rel : 0);
-    uint64_t us = ns > t->origin_ns ? (ns - t->origin_ns) / 1000u : 0;
-    if (us < last_us) us = last_us;   /* never backwards in the file */
-    last_us = us;
-    o = put_u64(o, r->tid);
-    *o++ = ',';
-    o = put_time(o, us);
-    *o++ = ',';
-    memcpy(o, names[r->action], lens[r->action]);
-    o += lens[r->action];
-    *o++ = ',';
-    o = put_hex(o, r->ptr);
-    *o++ = ',';
-    o = put_u64(o, r->size);
-    *o++ = ',';
-    o = put_hex(o, r->stream);
-    *o++ = '\n';
-  }
-  t->anchor_ticks = now_ticks;
-  t->anchor_ns = now_ns;
-  size_t len = (size_t)(o - t->text), off = 0;
-  t->nrec = 0;
+  double span = (double)(b->end_ticks - b->start_ticks);
+  double scale = g_use_tsc && span > 0 ? (double)(b->end_ns - b->start_ns) / span : 1.0;
   if (t->fd < 0 && open_file(t)) goto fail;
-  while (off < len) {
-    ssize_t w = write(t->fd, t->text + off, len - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) goto fail;
-    off += (size_t)w;
+  uint64_t last_us = 0;
+  size_t i = 0;
+  while (i < b->n) {
+    char *o = t->text;
+    /* A formatted line is at most 111 bytes. */
+    for (; i < b->n && (size_t)(o - t->text) + 128 <= sizeof t->text; i++) {
+      const trace_rec *r = &b->rec[i];
+      double rel = (double)(int64_t)(r->ticks - b->start_ticks) * scale;
+      uint64_t ns = b->start_ns + (rel > 0 ? (uint64_t)rel : 0);
+      uint64_t us = ns > origin_ns ? (ns - origin_ns) / 1000u : 0;
+      if (us < last_us) us = last_us;   /* never backwards in the file */
+      last_us = us;
+      o = put_u64(o, r->tid);
+      *o++ = ',';
+      o = put_time(o, us);
+      *o++ = ',';
+      memcpy(o, names[r->action], lens[r->action]);
+      o += lens[r->action];
+      *o++ = ',';
+      o = put_hex(o, r->ptr);
+      *o++ = ',';
+      o = put_u64(o, r->size);
+      *o++ = ',';
+      o = put_hex(o, r->stream);
+      *o++ = '\n';
+    }
+    size_t len = (size_t)(o - t->text), off = 0;
+    while (off < len) {
+      ssize_t w = write(t->fd, t->text + off, len - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) goto fail;
+      off += (size_t)w;
+    }
   }
   return 0;
 fail:
   VS_WARN("trace for card %d: cannot write %s: %s; recording stops", t->card, t->path[0] ? t->path : t->pattern,
           strerror(errno));
-  t->broken = 1;
   return -1;
+}
+
+/* Under t->lock, by the owner of the full buffer once written. */
+static void finish_full(vs_trace *t, int rc) {
+  if (rc) t->broken = 1;
+  t->full = 0;
+  pthread_cond_broadcast(&t->done);
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&g_wq_lock);
+    while (!g_wq_head) pthread_cond_wait(&g_wq_cond, &g_wq_lock);
+    vs_trace *t = g_wq_head;
+    g_wq_head = t->wnext;
+    if (!g_wq_head) g_wq_tail = NULL;
+    t->wnext = NULL;
+    pthread_mutex_unlock(&g_wq_lock);
+    pthread_mutex_lock(&t->lock);
+    const trace_buf *b = &t->buf[!t->active];
+    uint64_t origin = t->origin_ns;
+    pthread_mutex_unlock(&t->lock);
+    int rc = write_buf(t, b, origin);
+    pthread_mutex_lock(&t->lock);
+    finish_full(t, rc);
+    pthread_mutex_unlock(&t->lock);
+  }
+  return NULL;
+}
+
+/* Under g_wq_lock: starts the writer once; its signals are blocked so the
+ * program's handlers never run on it. */
+static void start_writer(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_t th;
+  g_writer = pthread_create(&th, &at, writer_main, NULL) == 0 ? 1 : -1;
+  pthread_attr_destroy(&at);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Under t->lock: hands buf[active] to the writer (waiting while the other
+ * buffer is still being written) and switches to the other buffer. The
+ * wait drops the lock: another thread may hand the buffer off meanwhile,
+ * so only_full = 1 (the record path) hands off only a still-full one. */
+static void hand_off(vs_trace *t, int only_full) {
+  while (t->full) pthread_cond_wait(&t->done, &t->lock);
+  trace_buf *b = &t->buf[t->active];
+  if (!b->n || (only_full && b->n < RECS)) return;
+  b->end_ticks = ticks_now();
+  b->end_ns = mono_ns();
+  trace_buf *nb = &t->buf[!t->active];
+  nb->n = 0;
+  nb->start_ticks = b->end_ticks;
+  nb->start_ns = b->end_ns;
+  t->active = !t->active;
+  t->full = 1;
+  if (t->broken) {   /* nothing more is written */
+    finish_full(t, -1);
+    return;
+  }
+  pthread_mutex_lock(&g_wq_lock);
+  if (g_writer == 0) start_writer();
+  int queued = g_writer == 1;
+  if (queued) {
+    if (g_wq_tail) g_wq_tail->wnext = t;
+    else g_wq_head = t;
+    g_wq_tail = t;
+    pthread_cond_signal(&g_wq_cond);
+  }
+  pthread_mutex_unlock(&g_wq_lock);
+  if (!queued) finish_full(t, write_buf(t, b, t->origin_ns));   /* no thread: write inline */
 }
 
 static void record(vs_trace *t, uint32_t action, uint64_t ptr, uint64_t size, uint64_t stream) {
@@ -306,16 +411,24 @@ static void record(vs_trace *t, uint32_t action, uint64_t ptr, uint64_t size, ui
     pthread_mutex_unlock(&t->lock);
     return;
   }
-  /* Stamped under the lock, so records are in time order. */
+  trace_buf *b;
+  while ((b = &t->buf[t->active])->n == RECS) hand_off(t, 1);
+  if (t->broken) {   /* the hand-off may have found the file unwritable */
+    t->dropped++;
+    pthread_mutex_unlock(&t->lock);
+    return;
+  }
+  /* Stamped under the lock, after any wait, so records are in time order. */
   uint64_t now = ticks_now();
   if (!t->have_origin) {
-    t->anchor_ticks = now;
-    t->anchor_ns = t->origin_ns = mono_ns();
+    b->n = 0;
+    b->start_ticks = now;
+    b->start_ns = t->origin_ns = mono_ns();
     t->have_origin = 1;
   }
-  t->rec[t->nrec++] = (trace_rec){now, ptr, size, stream, tid, action};
+  b->rec[b->n++] = (trace_rec){now, ptr, size, stream, tid, action};
   t->recorded++;
-  if (t->nrec == RECS) flush_locked(t);
+  if (b->n == RECS) hand_off(t, 1);
   pthread_mutex_unlock(&t->lock);
 }
 
@@ -334,7 +447,9 @@ void vs_trace_free(vs_trace *t, uint64_t ptr, uint64_t size, uint64_t stream) {
 int vs_trace_flush(vs_trace *t) {
   if (!t) return 0;
   pthread_mutex_lock(&t->lock);
-  int rc = flush_locked(t);
+  hand_off(t, 0);
+  while (t->full) pthread_cond_wait(&t->done, &t->lock);
+  int rc = t->broken ? -1 : 0;
   pthread_mutex_unlock(&t->lock);
   return rc;
 }
@@ -347,9 +462,9 @@ void vs_trace_flush_all(void) {
 
 const char *vs_trace_path(vs_trace *t) {
   pthread_mutex_lock(&t->lock);
-  if (!t->path[0]) vs_trace_expand(t->pattern, (long)getpid(), t->card, t->path, sizeof t->path);
+  vs_trace_expand(t->pattern, (long)getpid(), t->card, t->shown, sizeof t->shown);
   pthread_mutex_unlock(&t->lock);
-  return t->path;
+  return t->shown;
 }
 
 void vs_trace_counts(vs_trace *t, uint64_t *recorded, uint64_t *dropped) {
@@ -361,6 +476,7 @@ void vs_trace_counts(vs_trace *t, uint64_t *recorded, uint64_t *dropped) {
 
 void vs_trace_destroy(vs_trace *t) {
   if (!t) return;
+  vs_trace_flush(t);   /* afterwards the writer holds no reference to t */
   pthread_mutex_lock(&g_reg_lock);
   for (vs_trace **pp = &g_reg; *pp; pp = &(*pp)->next)
     if (*pp == t) {
@@ -368,8 +484,8 @@ void vs_trace_destroy(vs_trace *t) {
       break;
     }
   pthread_mutex_unlock(&g_reg_lock);
-  vs_trace_flush(t);
   if (t->fd >= 0) close(t->fd);
+  pthread_cond_destroy(&t->done);
   pthread_mutex_destroy(&t->lock);
   free(t);
 }

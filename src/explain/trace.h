@@ -11,14 +11,17 @@
  * Cost: an event is stored as a 40-byte binary record in the recorder's
  * buffer under its mutex, stamped with the TSC where it is invariant (else
  * CLOCK_MONOTONIC); no syscall, no formatting (the thread id is cached per
- * thread). The records are formatted and written when the buffer is full
- * (VS_TRACE_BUFFER bytes of records), on vs_trace_flush(), at exit
- * (atexit), and when the recorder is destroyed. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
+ * thread). A full buffer goes to the process's writer thread, which formats
+ * and writes it while the hot path fills the other buffer; when both are
+ * full the hot path waits for the writer (nothing is dropped). Buffers are
+ * also written on vs_trace_flush(), at exit (atexit), and when the
+ * recorder is destroyed. Memory: about 600 KiB per recorder. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
  * header when empty), so a process that never allocates leaves no file.
  *
  * Fork: the child starts clean. Its copy of the parent's buffered events is
- * dropped (the parent writes them), and its first write opens the file its
- * own pid names. Events lost: those of a process that ends with _exit or a
+ * dropped (the parent writes them), its first write opens the file its own
+ * pid names, and it writes full buffers itself (no thread is started after
+ * a fork). Events lost: those of a process that ends with _exit or a
  * signal since the last flush. */
 #ifndef VS_TRACE_H
 #define VS_TRACE_H
@@ -28,7 +31,7 @@
 
 typedef struct vs_trace vs_trace;
 
-#define VS_TRACE_BUFFER (64 * 1024)
+#define VS_TRACE_BUFFER (256 * 1024)   /* bytes of records per buffer (two per recorder) */
 
 /* A recorder for one card; NULL with the reason in err (bad pattern, out of
  * memory). Nothing is opened yet. */
