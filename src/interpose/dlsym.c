@@ -5,7 +5,7 @@
  *
  * A cu* name the shim hooks is answered with the hook, whatever the handle,
  * as long as the driver has that symbol (otherwise the caller gets what the
- * driver would give: nothing). Every other lookup goes to glibc's dlsym as
+ * driver would give: nothing); with no driver at all, with the hook. Every other lookup goes to glibc's dlsym as
  * a tail call, so glibc still sees the caller's own return address and
  * RTLD_NEXT keeps meaning "next after the caller", not "after the shim". */
 #define VS_DEFINES_DLSYM 1
@@ -59,8 +59,11 @@ static void *hook_answer(const char *name) {
   if (id < 0) return NULL;
   /* Loading the driver here is what a handle lookup implies anyway: the
    * caller already has (or is about to have) the driver loaded. */
-  if (!vs_driver()) return NULL;
-  if (!vs_driver_real(id)) return NULL;   /* the driver lacks it: say so as it would */
+  /* Without a driver (said once) the hook still answers, and fails with
+   * CUDA_ERROR_NOT_INITIALIZED: a lookup must never slip past the shim to
+   * a driver the program loaded by other means. With one, a variant the
+   * driver lacks is answered as the driver would: nothing. */
+  if (vs_driver() && !vs_driver_real(id)) return NULL;
   vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_DLSYM);
   VS_DEBUG("dlsym(%s) answered with the hook", name);
   return vs_hook_addr((vs_hook_id)id);

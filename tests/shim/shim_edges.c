@@ -85,6 +85,13 @@ static int missing_driver(void) {
   T_CHECK(r1 == want && r2 == want && r3 == want && r4 == want, "NOT_INITIALIZED from every hook (%d %d %d %d)", r1,
           r2, r3, r4);
   T_CHECK(shim.driver_path() == NULL, "no driver path");
+  /* A program that finds some libcuda by itself still gets the hooks (which
+   * fail): nothing slips past the shim. */
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    T_CHECK(dlsym(h, "cuMemAlloc_v2") == (void *)alloc, "a handle lookup without the shim's driver: the hook");
+    T_CHECK(dlsym(h, "cuInit") != NULL, "other functions: the library's own");
+  }
   vramshim_card_stats st = t_stats(&shim, 0);
   T_EQ_U64(st.live_bytes + st.alloc_requests, 0, "nothing accounted");
   return 0;
