@@ -103,6 +103,7 @@ static void after_fork_child(void)
     pthread_mutex_init(&init_lock, NULL);
     atomic_store(&initialized, 0);
     sim_stream_after_fork_child();
+    sim_event_after_fork_child();
     sim_pool_after_fork_child();
     sim_vmm_after_fork_child();
     sim_mem_after_fork_child();

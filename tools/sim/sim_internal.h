@@ -117,7 +117,7 @@ int sim_dev_range_ok(uintptr_t p, size_t n);
 int sim_range_ok(uintptr_t p, size_t n, int any_host);
 void sim_mem_after_fork_child(void);
 
-/* ---- streams and events (stream.c) ---- */
+/* ---- streams (stream.c) and events (event.c) ---- */
 struct sim_stream;
 typedef void (*sim_op_fn)(void *arg);
 /* Resolve a handle (0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are the
@@ -129,6 +129,10 @@ void sim_stream_sync(struct sim_stream *st);
 void sim_default_stream_sync(void);
 void sim_sync_all(void);
 void sim_stream_after_fork_child(void);
+void sim_event_after_fork_child(void);
+#define GET_STREAM(var, h) \
+    struct sim_stream *var = sim_stream_get(h); \
+    if (!var) return CUDA_ERROR_INVALID_HANDLE
 
 /* ---- pools (pool.c), vmm (vmm.c) ---- */
 void sim_pool_free_now(struct sim_alloc *a);   /* a removed from the table */

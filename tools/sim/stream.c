@@ -1,15 +1,14 @@
 /* Streams run their work later, in order, on one worker thread each, after
  * VRAMSIM_ASYNC_DELAY_US per operation, so a block reused before the work
- * touching it has run shows up as corrupted bytes. Events mark points in a
- * stream; waits on an event are ops too. The process's default stream
- * (handles 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is one such stream. */
+ * touching it has run shows up as corrupted bytes. The process's default
+ * stream (handles 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is one such
+ * stream. Events (event.c) are stream operations too. */
 #include "sim_internal.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define STREAM_MAGIC 0x5354524du
-#define EVENT_MAGIC 0x45564e54u
 
 struct sim_op {
     struct sim_op *next;
@@ -32,20 +31,10 @@ struct sim_stream {
     struct sim_stream *next_live;
 };
 
-struct sim_event {
-    uint32_t magic;
-    unsigned flags;
-    uint64_t rec, done;      /* generations recorded / reached */
-    struct timespec t;
-    int refs;                /* the handle + queued ops */
-    struct sim_event *next_live;
-};
 
-/* Guards the live lists, every event's fields and refs. */
+/* Guards the stream list and the default stream. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
 static struct sim_stream *streams;
-static struct sim_event *events;
 static struct sim_stream *default_stream;
 
 static void sleep_us(uint64_t us)
@@ -151,8 +140,7 @@ void sim_stream_sync(struct sim_stream *st)
  * the default stream and the streams created without CU_STREAM_NON_BLOCKING,
  * which is what a synchronous call on the legacy default stream waits for.
  * Stream objects are never freed, so waiting on one after dropping
- * reg_lock is safe (ops such as event records take reg_lock, so it must not
- * be held while waiting). */
+ * reg_lock is safe; waiting without it lets other threads use streams. */
 static void sync_streams(int legacy_only)
 {
     /* Snapshot every stream's queue length first, then wait for each: work
@@ -192,9 +180,6 @@ static void sync_streams(int legacy_only)
 void sim_default_stream_sync(void) { sync_streams(1); }
 void sim_sync_all(void) { sync_streams(0); }
 
-#define GET_STREAM(var, h) \
-    struct sim_stream *var = sim_stream_get(h); \
-    if (!var) return CUDA_ERROR_INVALID_HANDLE
 
 /* ---- streams ---- */
 static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
@@ -414,232 +399,11 @@ SIM_API CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void 
     return add_callback(h, cb, user, flags);
 }
 
-/* ---- events ---- */
-static struct sim_event *event_get(CUevent h)
-{
-    for (struct sim_event *e = events; e; e = e->next_live)
-        if (e == (struct sim_event *)h) return e;
-    return NULL;
-}
-
-static void event_unref_locked(struct sim_event *e)
-{
-    if (--e->refs == 0) free(e);
-}
-
-SIM_API CUresult cuEventCreate(CUevent *ph, unsigned int Flags)
-{
-    SIM_COUNT(cuEventCreate);
-    struct sim_ctx *ctx;
-    CUresult r = sim_ctx_current(&ctx);
-    if (r != CUDA_SUCCESS) return r;
-    if (!ph || (Flags & ~0xfu)) return CUDA_ERROR_INVALID_VALUE;
-    struct sim_event *e = calloc(1, sizeof *e);
-    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
-    e->magic = EVENT_MAGIC;
-    e->flags = Flags;
-    e->refs = 1;
-    pthread_mutex_lock(&reg_lock);
-    e->next_live = events;
-    events = e;
-    pthread_mutex_unlock(&reg_lock);
-    *ph = (CUevent)e;
-    return CUDA_SUCCESS;
-}
-
-static CUresult event_destroy(CUevent h)
-{
-    SIM_REQUIRE_INIT();
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event **pp = &events;
-    while (*pp && *pp != (struct sim_event *)h) pp = &(*pp)->next_live;
-    struct sim_event *e = *pp;
-    if (e) {
-        *pp = e->next_live;
-        e->magic = 0;
-        event_unref_locked(e);
-    }
-    pthread_mutex_unlock(&reg_lock);
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-SIM_API CUresult cuEventDestroy_v2(CUevent h)
-{
-    SIM_COUNT(cuEventDestroy_v2);
-    return event_destroy(h);
-}
-SIM_API CUresult cuEventDestroy(CUevent h)
-{
-    SIM_COUNT(cuEventDestroy);
-    return event_destroy(h);
-}
-
-struct record_op { struct sim_event *e; uint64_t gen; };
-static void run_record(void *p)
-{
-    struct record_op *o = p;
-    pthread_mutex_lock(&reg_lock);
-    if (o->gen > o->e->done) {
-        o->e->done = o->gen;
-        clock_gettime(CLOCK_MONOTONIC, &o->e->t);
-    }
-    pthread_cond_broadcast(&ev_cv);
-    event_unref_locked(o->e);
-    pthread_mutex_unlock(&reg_lock);
-}
-
-static CUresult event_record(CUevent h, CUstream s)
-{
-    SIM_REQUIRE_INIT();
-    GET_STREAM(st, s);
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event *e = event_get(h);
-    if (!e) {
-        pthread_mutex_unlock(&reg_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct record_op o = {e, ++e->rec};
-    e->refs++;
-    pthread_mutex_unlock(&reg_lock);
-    CUresult r = sim_stream_enqueue(st, run_record, &o, sizeof o);
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&reg_lock);
-        event_unref_locked(e);
-        pthread_mutex_unlock(&reg_lock);
-    }
-    return r;
-}
-SIM_API CUresult cuEventRecord(CUevent h, CUstream s)
-{
-    SIM_COUNT(cuEventRecord);
-    return event_record(h, s);
-}
-SIM_API CUresult cuEventRecord_ptsz(CUevent h, CUstream s)
-{
-    SIM_COUNT(cuEventRecord_ptsz);
-    return event_record(h, s);
-}
-SIM_API CUresult cuEventRecordWithFlags(CUevent h, CUstream s, unsigned int flags)
-{
-    SIM_COUNT(cuEventRecordWithFlags);
-    (void)flags;
-    return event_record(h, s);
-}
-SIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent h, CUstream s, unsigned int flags)
-{
-    SIM_COUNT(cuEventRecordWithFlags_ptsz);
-    (void)flags;
-    return event_record(h, s);
-}
-
-SIM_API CUresult cuEventQuery(CUevent h)
-{
-    SIM_COUNT(cuEventQuery);
-    SIM_REQUIRE_INIT();
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event *e = event_get(h);
-    CUresult r = !e ? CUDA_ERROR_INVALID_HANDLE : e->done >= e->rec ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-    pthread_mutex_unlock(&reg_lock);
-    return r;
-}
-
-SIM_API CUresult cuEventSynchronize(CUevent h)
-{
-    SIM_COUNT(cuEventSynchronize);
-    SIM_REQUIRE_INIT();
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event *e = event_get(h);
-    if (!e) {
-        pthread_mutex_unlock(&reg_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    uint64_t target = e->rec;
-    e->refs++;
-    while (e->done < target) pthread_cond_wait(&ev_cv, &reg_lock);
-    event_unref_locked(e);
-    pthread_mutex_unlock(&reg_lock);
-    sim_pools_sync_trim();
-    return CUDA_SUCCESS;
-}
-
-static CUresult elapsed(float *ms, CUevent a, CUevent b)
-{
-    SIM_REQUIRE_INIT();
-    if (!ms) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event *s = event_get(a), *e = event_get(b);
-    CUresult r = CUDA_SUCCESS;
-    if (!s || !e || (s->flags & CU_EVENT_DISABLE_TIMING) || (e->flags & CU_EVENT_DISABLE_TIMING) ||
-        s->rec == 0 || e->rec == 0)
-        r = CUDA_ERROR_INVALID_HANDLE;
-    else if (s->done < s->rec || e->done < e->rec)
-        r = CUDA_ERROR_NOT_READY;
-    else
-        *ms = (float)((double)(e->t.tv_sec - s->t.tv_sec) * 1e3 +
-                      (double)(e->t.tv_nsec - s->t.tv_nsec) / 1e6);
-    pthread_mutex_unlock(&reg_lock);
-    return r;
-}
-SIM_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
-{
-    SIM_COUNT(cuEventElapsedTime);
-    return elapsed(ms, a, b);
-}
-SIM_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
-{
-    SIM_COUNT(cuEventElapsedTime_v2);
-    return elapsed(ms, a, b);
-}
-
-struct wait_op { struct sim_event *e; uint64_t gen; };
-static void run_wait(void *p)
-{
-    struct wait_op *o = p;
-    pthread_mutex_lock(&reg_lock);
-    while (o->e->done < o->gen) pthread_cond_wait(&ev_cv, &reg_lock);
-    event_unref_locked(o->e);
-    pthread_mutex_unlock(&reg_lock);
-}
-
-static CUresult stream_wait_event(CUstream s, CUevent h, unsigned flags)
-{
-    SIM_REQUIRE_INIT();
-    if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
-    GET_STREAM(st, s);
-    pthread_mutex_lock(&reg_lock);
-    struct sim_event *e = event_get(h);
-    if (!e) {
-        pthread_mutex_unlock(&reg_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct wait_op o = {e, e->rec};
-    e->refs++;
-    pthread_mutex_unlock(&reg_lock);
-    CUresult r = sim_stream_enqueue(st, run_wait, &o, sizeof o);
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&reg_lock);
-        event_unref_locked(e);
-        pthread_mutex_unlock(&reg_lock);
-    }
-    return r;
-}
-SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
-{
-    SIM_COUNT(cuStreamWaitEvent);
-    return stream_wait_event(s, e, flags);
-}
-SIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
-{
-    SIM_COUNT(cuStreamWaitEvent_ptsz);
-    return stream_wait_event(s, e, flags);
-}
-
 void sim_stream_after_fork_child(void)
 {
     /* Worker threads do not exist in the child: forget every stream and
      * event (leaked, not freed: their locks may be held by lost threads). */
     pthread_mutex_init(&reg_lock, NULL);
-    pthread_cond_init(&ev_cv, NULL);
     streams = NULL;
-    events = NULL;
     default_stream = NULL;
 }
