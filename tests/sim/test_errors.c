@@ -3,7 +3,10 @@
  * of a single allocation (address range, pointer attributes). */
 #include "sim_test.h"
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void before_init(void **state)
 {
@@ -207,11 +210,45 @@ static void contexts(void **state)
     assert_ptr_equal(cur, prim);
 }
 
+static int child_status(pid_t pid)
+{
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+/* Configuration is read at cuInit; a forked child starts clean, so it can
+ * try other settings against the same state file. */
+static void configuration(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("VRAMSIM_CARDS", "lots", 1);
+        _exit(cuInit(0) == CUDA_ERROR_INVALID_VALUE ? 0 : 1);
+    }
+    assert_int_equal(child_status(pid), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* the state file is in use by this test: its cards win */
+        setenv("VRAMSIM_CARDS", "5GiB", 1);
+        int n = 0;
+        size_t t = 0;
+        if (cuInit(0) || cuDeviceGetCount(&n) || cuDeviceTotalMem(&t, 0)) _exit(2);
+        _exit(n == 2 && t == 3 * GiB ? 0 : 3);
+    }
+    assert_int_equal(child_status(pid), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(before_init), cmocka_unit_test(devices), cmocka_unit_test(no_context),
         cmocka_unit_test(bad_pointers), cmocka_unit_test(ranges_and_attributes), cmocka_unit_test(contexts),
+        cmocka_unit_test(configuration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
