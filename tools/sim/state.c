@@ -42,7 +42,9 @@ struct shared {
 static struct shared *sh;
 static int my_slot = -1;
 
-static uint64_t proc_start_time(pid_t pid)
+/* Start time (field 22 of /proc/<pid>/stat) and state letter (field 3);
+ * 0 when the process cannot be read. */
+static uint64_t proc_stat(pid_t pid, char *state)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -52,9 +54,10 @@ static uint64_t proc_start_time(pid_t pid)
     close(fd);
     if (n <= 0) return 0;
     buf[n] = 0;
-    /* field 22; the command name (field 2) may hold spaces, so skip past ')' */
+    /* the command name (field 2) may hold spaces and parentheses */
     char *p = strrchr(buf, ')');
-    if (!p) return 0;
+    if (!p || p[1] != ' ' || !p[2]) return 0;
+    if (state) *state = p[2];
     unsigned long long v = 0;
     int field = 2;
     for (p++; *p && field < 22; p++)
@@ -63,11 +66,17 @@ static uint64_t proc_start_time(pid_t pid)
     return v;
 }
 
+static uint64_t proc_start_time(pid_t pid) { return proc_stat(pid, NULL); }
+
+/* Gone, a zombie (its memory is the driver's again once it has exited, reaped
+ * or not), or a different process under a recycled pid. */
 static int slot_dead(const struct slot *s)
 {
     if (s->pid <= 0) return 0;
     if (kill(s->pid, 0) != 0 && errno == ESRCH) return 1;
-    uint64_t st = proc_start_time(s->pid);
+    char state = 0;
+    uint64_t st = proc_stat(s->pid, &state);
+    if (state == 'Z' || state == 'X') return 1;
     return st != 0 && s->start != 0 && st != s->start;
 }
 
