@@ -30,4 +30,26 @@ int vs_dump_card_from_arena(vs_dump_card *c, vs_arena *a, const char *mode_name)
 typedef struct vs_dump_alloc { uint64_t addr, size; } vs_dump_alloc;
 int vs_dump_card_from_allocations(vs_dump_card *c, const vs_dump_alloc *allocs, size_t n);
 
+/* ---- One call for the shim ------------------------------------------------ */
+struct vs_card_stats;
+/* Everything known about one card of this process. */
+typedef struct vs_dump_card_source {
+  int index;
+  uint64_t capacity;                 /* 0 when unknown */
+  vs_arena *arena;                   /* NULL: arena = off */
+  const char *arena_mode;            /* "vmm" or "chunks" (with an arena) */
+  const vs_dump_alloc *allocs;       /* arena = off: the live allocations */
+  size_t nallocs;
+  struct vs_card_stats *stats;       /* driver calls, counters, timeline; may be NULL */
+  const vs_dump_tenant_use *tenant;  /* the tenant's figures on this card; may be NULL */
+} vs_dump_card_source;
+/* Adds a card to d from src: the arena's stats and map (or the
+ * allocations), the stats' driver calls and timeline, the tenant figures.
+ * 0, or -1 when memory ran out (d keeps what was added). */
+int vs_dump_add_card_from(vs_dump *d, const vs_dump_card_source *src);
+
+/* The timeline sampler for a card with an arena: one sample of the arena's
+ * live, reserved and largest free, now. (arena = off: vs_stats_sample_off.) */
+void vs_stats_sample_arena(struct vs_card_stats *st, vs_arena *a);
+
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dump_json.h"
+#include "log.h"
 
 /* An existing directory is acceptable when it is ours and private enough:
  * a world- or group-writable one would let another user swap files. */
@@ -131,6 +132,18 @@ int vs_dump_write_file(const vs_dump *d, const char *dir, int card, char *path, 
     unlink(path);
     return -1;
   }
+  return 0;
+}
+
+int vs_dump_write_logged(const vs_dump *d, const char *dir, int card, const char *what, char *path, size_t pathlen) {
+  char err[512], where[24];
+  if (card < 0) snprintf(where, sizeof where, "all cards");
+  else snprintf(where, sizeof where, "card %d", card);
+  if (vs_dump_write_file(d, dir, card, path, pathlen, err, sizeof err)) {
+    VS_WARN("%s: %s; no dump written: %s", where, what, err);
+    return -1;
+  }
+  VS_WARN("%s: %s; dump written to %s", where, what, path);
   return 0;
 }
 

@@ -29,6 +29,12 @@ int vs_dump_file_open(const char *dir, int64_t pid, int card, uint64_t time_unix
 int vs_dump_write_file(const vs_dump *d, const char *dir, int card, char *path, size_t pathlen, char *err,
                        size_t errlen);
 
+/* vs_dump_write_file, then one log line (warn level) saying why and where:
+ *   "vramshim: card 0: <what>; dump written to <path>"
+ * or why it could not be written. For automatic dumps (refused allocation,
+ * signal). card < 0: all cards. 0 or -1. */
+int vs_dump_write_logged(const vs_dump *d, const char *dir, int card, const char *what, char *path, size_t pathlen);
+
 /* At most one event per interval: automatic dumps on a refused allocation
  * (VS_DUMP_AUTO_INTERVAL_MS per process). Lock-free; safe from any thread. */
 #define VS_DUMP_AUTO_INTERVAL_MS 10000

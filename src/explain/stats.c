@@ -90,6 +90,11 @@ void vs_timeline_sample(vs_card_stats *s, uint64_t t_ms, uint64_t live, uint64_t
   pthread_mutex_unlock(&s->ring_lock);
 }
 
+void vs_stats_sample_off(vs_card_stats *s) {
+  vs_timeline_sample(s, vs_now_unix_ms(), atomic_load_explicit(&s->live_bytes, memory_order_relaxed),
+                     atomic_load_explicit(&s->reserved_bytes, memory_order_relaxed), 0);
+}
+
 size_t vs_timeline_copy(vs_card_stats *s, vs_dump_sample *out, size_t max) {
   pthread_mutex_lock(&s->ring_lock);
   size_t n = s->ring_len < max ? s->ring_len : max;

@@ -76,6 +76,10 @@ static inline void vs_stats_on_call(vs_card_stats *s, vs_stats_call c) {
  * timeline_interval. live/reserved/largest_free come from the arena's stats
  * when there is one, else from vs_stats_current(). */
 void vs_timeline_sample(vs_card_stats *s, uint64_t t_ms, uint64_t live, uint64_t reserved, uint64_t largest_free);
+/* The sampler for arena = off: live and reserved from these counters,
+ * largest free 0 (each allocation is its own driver allocation). With an
+ * arena: vs_stats_sample_arena() (dump_build.h). */
+void vs_stats_sample_off(vs_card_stats *s);
 /* Copies the ring, oldest first, into out (max entries); returns the count. */
 size_t vs_timeline_copy(vs_card_stats *s, vs_dump_sample *out, size_t max);
 

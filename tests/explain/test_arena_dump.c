@@ -14,6 +14,7 @@
 #include "dump_build.h"
 #include "dump_json.h"
 #include "space_backend.h"
+#include "stats.h"
 
 #define MiB (1ull << 20)
 #define N 600
@@ -94,6 +95,68 @@ static void run(int vmm) {
   vs_space_backend_destroy(sb);
 }
 
+/* The one-call builder the shim uses, both ways. */
+static void test_add_card_from(void **state) {
+  (void)state;
+  vs_space_backend *sb = vs_space_backend_create(1024 * MiB, 0);
+  vs_arena_backend be = vs_space_backend_get_mode(sb, 1);
+  vs_arena_config cfg = {VS_ARENA_VMM, 64 * MiB};
+  vs_arena *a = vs_arena_create(&cfg, &be);
+  vs_card_stats st;
+  assert_int_equal(vs_card_stats_init(&st, 8), 0);
+  uint64_t p1, p2;
+  assert_int_equal(vs_arena_alloc(a, 3 * MiB, &p1), 0);
+  vs_stats_on_call(&st, VS_CALL_MEM_CREATE);
+  vs_stats_sample_arena(&st, a);
+  assert_int_equal(vs_arena_alloc(a, 5000, &p2), 0);
+  vs_stats_sample_arena(&st, a);
+  vs_dump_tenant_use tu = {1, 512 * MiB, VS_DUMP_UNLIMITED, 10 * MiB};
+  vs_dump d;
+  vs_dump_init(&d, 77, "/bin/srv", "llm", "refused", vs_now_unix_ms());
+  vs_dump_card_source src = {.index = 1, .capacity = 1024 * MiB, .arena = a, .arena_mode = "vmm", .stats = &st,
+                             .tenant = &tu};
+  assert_int_equal(vs_dump_add_card_from(&d, &src), 0);
+  vs_dump_card *c = &d.cards[0];
+  assert_int_equal(c->index, 1);
+  assert_string_equal(c->arena, "vmm");
+  assert_int_equal(c->live_bytes, 3 * MiB + 5000);
+  assert_int_equal(c->live_count, 2);
+  assert_int_equal(c->nsamples, 2);
+  assert_int_equal(c->samples[0].live, 3 * MiB);
+  assert_int_equal(c->samples[1].live, 3 * MiB + 5000);
+  assert_int_equal(c->ncalls, 1);
+  assert_true(c->tenant.present && c->tenant.limit == VS_DUMP_UNLIMITED);
+
+  /* arena = off: the list of live allocations is the map. */
+  vs_card_stats st2;
+  vs_card_stats_init(&st2, 8);
+  vs_dump_alloc al[] = {{0x7f0000200000ull, 2 * MiB}, {0x7f0000000000ull, 1 * MiB}};
+  vs_stats_on_reserve(&st2, 4 * MiB);
+  vs_stats_on_alloc(&st2, 4 * MiB);
+  vs_stats_on_release(&st2, 4 * MiB);
+  vs_stats_on_free(&st2, 4 * MiB);
+  for (int i = 0; i < 2; i++) {
+    vs_stats_on_reserve(&st2, al[i].size);
+    vs_stats_on_alloc(&st2, al[i].size);
+  }
+  vs_stats_sample_off(&st2);
+  vs_dump_card_source off = {.index = 0, .allocs = al, .nallocs = 2, .stats = &st2};
+  assert_int_equal(vs_dump_add_card_from(&d, &off), 0);
+  c = &d.cards[1];
+  assert_string_equal(c->arena, "off");
+  assert_int_equal(c->nregions, 2);
+  assert_int_equal(c->live_bytes, 3 * MiB);
+  assert_int_equal(c->peak_live_bytes, 4 * MiB);
+  assert_int_equal(c->samples[0].reserved, 3 * MiB);
+  char err[256];
+  assert_int_equal(vs_dump_check(&d, err, sizeof err), 0);
+  vs_dump_free(&d);
+  vs_card_stats_destroy(&st2);
+  vs_card_stats_destroy(&st);
+  vs_arena_destroy(a);
+  vs_space_backend_destroy(sb);
+}
+
 static void test_chunks(void **state) { (void)state; run(0); }
 static void test_vmm(void **state) { (void)state; run(1); }
 
@@ -101,6 +164,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chunks),
       cmocka_unit_test(test_vmm),
+      cmocka_unit_test(test_add_card_from),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

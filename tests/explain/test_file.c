@@ -83,6 +83,20 @@ static void test_refuses_unsafe_dirs(void **state) {
   vs_dump_free(&d);
 }
 
+static void test_write_logged(void **state) {
+  (void)state;
+  char dir[400], path[600];
+  snprintf(dir, sizeof dir, "%s/logged", root);
+  vs_dump d;
+  layout_dump(&d, 0);
+  assert_int_equal(vs_dump_write_logged(&d, dir, 0, "allocation of 2.00 GiB refused (quota)", path, sizeof path), 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(vs_dump_write_logged(&d, dir, -1, "test", path, sizeof path), -1);
+  vs_dump_free(&d);
+}
+
 static void test_ratelimit(void **state) {
   (void)state;
   vs_ratelimit rl = {0};
@@ -97,6 +111,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_write_and_read_back),
       cmocka_unit_test(test_refuses_unsafe_dirs),
+      cmocka_unit_test(test_write_logged),
       cmocka_unit_test(test_ratelimit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
