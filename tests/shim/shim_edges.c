@@ -8,10 +8,14 @@
  *   early           a hook called from a constructor that ran before the shim's
  *   reentrant       a driver calling its own exported cuMemAlloc_v2: accounted once
  *   unexported      a driver whose cuGetProcAddress hands out unexported functions
+ *   fork_threads    forks while other threads allocate: no child inherits a held lock
  * The program is not linked with the driver: it finds the hooks by name. */
 #include "shim_test.h"
 
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +192,49 @@ static int fork_case(void) {
   return 0;
 }
 
+static _Atomic int g_stop;
+static CUcontext g_ctx;
+
+static void *churn(void *arg) {
+  (void)arg;
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ((setcur_t)dlsym(h, "cuCtxSetCurrent"))(g_ctx);
+  while (!g_stop) {
+    CUdeviceptr p;
+    if (alloc(&p, 4096) == CUDA_SUCCESS) fr(p);
+  }
+  return NULL;
+}
+
+static int fork_threads(void) {
+  lookup();
+  context();
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  T_CU(((CUresult(*)(CUcontext *))dlsym(h, "cuCtxGetCurrent"))(&g_ctx));
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) T_CHECK(pthread_create(&t[i], NULL, churn, NULL) == 0, "thread");
+  for (int round = 0; round < 20; round++) {
+    pid_t pid = fork();
+    T_CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+      /* Every stripe lock and the driver lock must be free here: a free of
+       * an unknown pointer takes a stripe lock, a lookup by name the driver's. */
+      alarm(10);
+      for (int i = 0; i < 64; i++) (void)fr((CUdeviceptr)(0x7f0000000000ULL + (CUdeviceptr)i * 4096));
+      vramshim_card_stats st;
+      _exit(shim.stats(0, &st) == 0 && st.live_count == 0 && st.alloc_requests == 0 ? 0 : 3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "round %d: the child ran clean (status %d)", round, status);
+  }
+  g_stop = 1;
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  T_EQ_U64(t_stats(&shim, 0).live_bytes, 0, "the parent's accounting intact");
+  t_match_live(&shim, &sim, 0, "after the forks");
+  return 0;
+}
+
 static int rtld_next(void) {
   /* From the program, the next object after it is the preloaded shim, which
    * defines vramshim_version. Were the override to lose the caller, glibc
@@ -261,6 +308,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "double_free")) r = double_free();
   else if (!strcmp(c, "unknown_ptr")) r = unknown_ptr();
   else if (!strcmp(c, "fork")) r = fork_case();
+  else if (!strcmp(c, "fork_threads")) r = fork_threads();
   else if (!strcmp(c, "rtld_next")) r = rtld_next();
   else if (!strcmp(c, "early")) r = early();
   else if (!strcmp(c, "reentrant")) r = reentrant();
