@@ -7,44 +7,42 @@
 #include "arena.h"
 #include "tlsf.h"
 
-/* ---- Tunables (may change; docs/arena.md explains each) ---------------- */
+/* ---- Tunables ------------------------------------------------------------
+ * May change (docs/arena.md explains each; measured values in
+ * docs/benchmarks-arena.md); each can be overridden with -D for experiments. */
 #define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
-#define VS_SLAB_SIZE (2ull << 20)       /* one slab; also the page-map page */
-#define VS_SLAB_SHIFT 21
-#define VS_NBINS 2                      /* per class: threads spread over bins (check holds every bin lock: keep classes x bins < 64 for TSan) */
+#define VS_NBINS 2                      /* bins per class; vs_arena_check holds every bin
+                                         * lock: classes x bins must stay < 64 (TSan) */
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
 #define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
+#define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
+#define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */
 #ifndef VS_GROW_DIV
-#define VS_GROW_DIV 64
+#define VS_GROW_DIV 64                  /* growth step: at least held / this ... */
+#endif
+#ifndef VS_STEP_MAX
+#define VS_STEP_MAX (256ull << 20)      /* ... and at most this (VMM): bounds what one handle can pin */
 #endif
 #ifndef VS_HANDLE_MAX
-#define VS_HANDLE_MAX (1ull << 40)    /* largest physical handle */
+#define VS_HANDLE_MAX (1ull << 40)      /* largest physical handle (measured: capping costs calls, saves nothing) */
 #endif
-#define VS_GROW_DIV_DOC                  /* growth step: held / 64 at least */
 #ifndef VS_HANDLE_PRESSURE
 #define VS_HANDLE_PRESSURE (2ull << 20) /* largest handle once the backend has refused */
 #endif
 #ifndef VS_SYNC_FRAC
 #define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
 #endif
-#ifndef VS_STEP_SEPARATE
-#define VS_STEP_SEPARATE 0
-#endif
-#ifndef VS_STEP_PIECE
-#define VS_STEP_PIECE (1ull << 40)
-#endif
-#ifndef VS_STEP_MAX
-#define VS_STEP_MAX (256ull << 20)       /* growth step cap: bounds how much one handle can pin */
-#endif
 #ifndef VS_PLACE_SCAN
-#define VS_PLACE_SCAN 4096               /* free blocks examined for a placement that avoids growth */
+#define VS_PLACE_SCAN 4096              /* pressure: free blocks examined for the least-growth placement */
 #endif
 #ifndef VS_LARGE_MIN
-#define VS_LARGE_MIN (1ull << 50)       /* >= this: the second tlsf (measured: no gain on the traces, so off) */
+#define VS_LARGE_MIN (1ull << 50)       /* >= this: a second tlsf apart from smaller blocks
+                                         * (measured: no gain on the traces, so off) */
 #endif
-#define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
-#define VS_BATCH_MIN (256ull << 20)     /* pending bytes that force a sync at the next allocation */
+/* Do not change: the slab is also the page map's page, aligned to its size. */
+#define VS_SLAB_SIZE (2ull << 20)
+#define VS_SLAB_SHIFT 21
 
 /* ---- Physical handles (VMM) ---------------------------------------------- */
 typedef struct vs_handle {
@@ -76,6 +74,7 @@ typedef struct vs_heap {
   uint64_t pend_bytes, pend_count;
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   int pressure;                     /* set by the OOM ladder: small handles, no steps */
+  uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
 } vs_heap;

@@ -217,21 +217,19 @@ static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_aren
   }
 }
 
-static _Thread_local uint64_t steal_want;
 static int steal_one(vs_arena *a, uint32_t i) {
   if (unmap_handle(a, i) == 0) {
     uint64_t s = a->heap.h[i].size;
-    steal_want = s >= steal_want ? 0 : steal_want - s;
+    a->heap.steal_want = s >= a->heap.steal_want ? 0 : a->heap.steal_want - s;
   }
-  return steal_want == 0;
+  return a->heap.steal_want == 0;
 }
-static _Thread_local uint64_t trim_want, trim_done;
 static int trim_one(vs_arena *a, uint32_t i) {
   if (unmap_handle(a, i) == 0) {
-    trim_done += a->heap.h[i].size;
+    a->heap.trim_done += a->heap.h[i].size;
     release_handle(a, i);
   }
-  return trim_done >= trim_want;
+  return a->heap.trim_done >= a->heap.trim_want;
 }
 
 /* Caller holds mu. Releases cached memory until at most keep is cached. */
@@ -247,10 +245,10 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
       release_handle(a, i);
     }
     if (done < want) {
-      trim_want = want - done;
-      trim_done = 0;
+      h->trim_want = want - done;
+      h->trim_done = 0;
       free_handles(h, 0, 0, trim_one, a);
-      done += trim_done;
+      done += h->trim_done;
     }
     return done;
   }
@@ -421,7 +419,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     }
     if (need) {
       if (h->pool_bytes < need) {
-        steal_want = need - h->pool_bytes;
+        h->steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }
       /* Map a growth step at once when the block sits in unmapped space
@@ -432,16 +430,8 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
       }
-#if VS_STEP_SEPARATE
-      /* The block's own run, then the rest of the step in handles of their
-       * own (at most VS_STEP_PIECE): unused, they lie wholly in free space
-       * and can be stolen or released. The step is optional. */
-      rc = map_range(a, r, p, size, VS_HANDLE_MAX);
-      if (!rc && span > size) map_range(a, r, p, span, VS_STEP_PIECE);
-#else
       rc = map_range(a, r, p, span, VS_HANDLE_MAX);
       if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size, VS_HANDLE_MAX);  /* the step is optional */
-#endif
       if (rc) goto refused;
     }
     b = vs_tlsf_take_at(t, b, p, size);
