@@ -60,6 +60,39 @@ uint64_t vs_render_map_line(const vs_dump_region *r, char *buf, size_t width) {
   return cell;
 }
 
+/* One line per series over the timeline, each scaled from its own lowest
+ * to its highest value (eight levels), so a slow drift shows as a slope;
+ * at most 60 columns, each the mean of its samples. */
+static uint64_t series(const vs_dump_sample *s, int k) {
+  return k == 0 ? s->reserved : k == 1 ? s->live : s->largest_free;
+}
+
+static void sparklines(FILE *out, const vs_dump_card *c) {
+  static const char levels[] = "_.-~=+*#";
+  static const char *const names[] = {"reserved", "live", "largest free"};
+  if (c->nsamples < 2) return;
+  size_t cols = c->nsamples < 60 ? c->nsamples : 60;
+  for (int k = 0; k < 3; k++) {
+    double v[60], lo = 0, hi = 0;
+    for (size_t col = 0; col < cols; col++) {
+      size_t a = col * c->nsamples / cols, b = (col + 1) * c->nsamples / cols;
+      double sum = 0;
+      for (size_t i = a; i < b; i++) sum += (double)series(&c->samples[i], k);
+      v[col] = sum / (double)(b - a);
+      if (!col || v[col] < lo) lo = v[col];
+      if (!col || v[col] > hi) hi = v[col];
+    }
+    char line[61], l1[32], l2[32];
+    for (size_t col = 0; col < cols; col++) {
+      int lv = hi > lo ? (int)((v[col] - lo) / (hi - lo) * 7.0 + 0.5) : 0;
+      line[col] = levels[lv < 0 ? 0 : lv > 7 ? 7 : lv];
+    }
+    line[cols] = 0;
+    fprintf(out, "    %-12s |%s| %s .. %s\n", names[k], line, vs_fmt_short((uint64_t)lo, l1, sizeof l1),
+            vs_fmt_short((uint64_t)hi, l2, sizeof l2));
+  }
+}
+
 static void print_card(FILE *out, const vs_dump_card *c) {
   char a[32], b[32], x[32];
   fprintf(out, "\ncard %d (arena %s, capacity %s)\n", c->index, c->arena,
@@ -148,6 +181,7 @@ static void print_card(FILE *out, const vs_dump_card *c) {
             vs_fmt_short(l->live, a2, sizeof a2), vs_fmt_short(f->reserved, b, sizeof b),
             vs_fmt_short(l->reserved, b2, sizeof b2), vs_fmt_short(f->largest_free, x, sizeof x),
             vs_fmt_short(l->largest_free, c2, sizeof c2));
+    sparklines(out, c);
   }
 }
 

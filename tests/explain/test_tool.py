@@ -50,6 +50,12 @@ def main():
         assert maps[1][1] == "#" * 16 + "." * 16 + "#" * 16 + "." * 16, maps[1][1]
         assert maps[2][1] == "#" * 63 + "+", maps[2][1]
 
+        # Timeline lines: the sample's reserved creeps up, largest free shrinks.
+        m = re.search(r"^\s+reserved\s+\|([^|]+)\|", out, re.M)
+        assert m and m.group(1)[0] == "_" and m.group(1)[-1] == "#", out
+        m = re.search(r"^\s+largest free\s+\|([^|]+)\|", out, re.M)
+        assert m and m.group(1)[0] == "#" and m.group(1)[-1] == "_", out
+
         # --json: the same document, normalised.
         assert json.loads(run(day1, "--json").stdout) == doc
 
