@@ -22,6 +22,10 @@
 #pragma weak cuMemAddressFree
 #pragma weak cuMemGetAllocationGranularity
 
+/* The per-thread-stream variants, by their exported names. */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) __attribute__((weak));
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) __attribute__((weak));
+
 static shim_api shim;
 static sim_api sim;
 
@@ -119,6 +123,18 @@ static void stream_ordered(void) {
   T_CU(cuStreamSynchronize(NULL));
   t_match_live(&shim, &sim, 0, "after cuMemFreeAsync");
   if (pool) cuMemPoolDestroy(pool);
+  CUdeviceptr c = 0;
+  r = cuMemAllocAsync_ptsz ? cuMemAllocAsync_ptsz(&c, 777, NULL) : CUDA_ERROR_NOT_FOUND;
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    T_SAY("SKIP cuMemAllocAsync_ptsz: the driver lacks it");
+  } else {
+    T_CHECK(r == CUDA_SUCCESS, "cuMemAllocAsync_ptsz: %d", (int)r);
+    T_CU(cuStreamSynchronize(NULL));
+    t_match_live(&shim, &sim, 0, "after cuMemAllocAsync_ptsz");
+    T_CU(cuMemFreeAsync_ptsz(c, NULL));
+    T_CU(cuStreamSynchronize(NULL));
+    T_CHECK(shim.hook_count("cuMemAllocAsync_ptsz", VRAMSHIM_PATH_CALLS) == 1, "the _ptsz hook was entered");
+  }
   vramshim_card_stats st = t_stats(&shim, 0);
   T_EQ_U64(st.live_bytes, 0, "stream-ordered: live back to zero");
   T_SAY("stream-ordered%s: ok", pool ? " (default and created pool)" : " (default pool)");
