@@ -35,7 +35,8 @@ static void atfork_child(void) {
   vs_mem_atfork_child();
   vs_hook_counts_reset();
   vs_driver_atfork_release();
-  vs_guard_depth = 0;
+  /* vs_guard_depth stays: the forking thread unwinds in the child exactly
+   * as in the parent, leaving every hook it was inside. */
 }
 
 static void init_once(void) {
