@@ -56,7 +56,7 @@ static void fail(struct parser *ps, int line, const char *fmt, ...) {
 void vs_config_defaults(vs_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   snprintf(cfg->file, sizeof cfg->file, "<defaults>");
-  cfg->arena = VS_ARENA_AUTO;
+  cfg->arena = VS_CFG_ARENA_AUTO;
   cfg->release_threshold.bytes = 1ull << 30;
   snprintf(cfg->ledger_dir, sizeof cfg->ledger_dir, "%s", VS_DEFAULT_LEDGER_DIR);
   snprintf(cfg->dump_dir, sizeof cfg->dump_dir, "%s", VS_DEFAULT_DUMP_DIR);
@@ -244,9 +244,9 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
   if (!first_time(ps, &ps->gkey_line[k], name)) return;
   switch (k) {
     case GK_ARENA:
-      if (!strcmp(value, "vmm")) cfg->arena = VS_ARENA_VMM;
-      else if (!strcmp(value, "chunks")) cfg->arena = VS_ARENA_CHUNKS;
-      else if (!strcmp(value, "off")) cfg->arena = VS_ARENA_OFF;
+      if (!strcmp(value, "vmm")) cfg->arena = VS_CFG_ARENA_VMM;
+      else if (!strcmp(value, "chunks")) cfg->arena = VS_CFG_ARENA_CHUNKS;
+      else if (!strcmp(value, "off")) cfg->arena = VS_CFG_ARENA_OFF;
       else fail(ps, ps->line, "bad value '%s' for 'arena': expected vmm, chunks or off", value);
       break;
     case GK_RELEASE:

@@ -26,7 +26,8 @@
 #define VS_DEFAULT_CONFIG "/etc/vramshim.conf"
 #define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */
 
-typedef enum { VS_ARENA_AUTO = 0, VS_ARENA_VMM, VS_ARENA_CHUNKS, VS_ARENA_OFF } vs_arena_mode;
+/* The [global] arena key. Its own names: the arena library has vs_arena_mode. */
+typedef enum { VS_CFG_ARENA_AUTO = 0, VS_CFG_ARENA_VMM, VS_CFG_ARENA_CHUNKS, VS_CFG_ARENA_OFF } vs_cfg_arena;
 
 typedef struct vs_tenant_cfg {
   char name[VS_NAME_MAX];
@@ -53,7 +54,7 @@ typedef struct vs_card_cfg {
 typedef struct vs_config {
   char file[VS_PATH_MAX];       /* as named in messages */
   uint64_t generation;          /* FNV-1a of the file's bytes: which config a process runs */
-  vs_arena_mode arena;
+  vs_cfg_arena arena;
   vs_size release_threshold;
   int has_release_threshold;
   char ledger_dir[VS_PATH_MAX];

@@ -85,7 +85,7 @@ static void every_key(void **state) {
   vs_config *cfg = malloc(sizeof *cfg);
   char err[VS_ERR_MAX] = "";
   if (parse_both(three_tenants, cfg, err, sizeof err)) fail_msg("%s", err);
-  assert_int_equal(cfg->arena, VS_ARENA_CHUNKS);
+  assert_int_equal(cfg->arena, VS_CFG_ARENA_CHUNKS);
   assert_int_equal(cfg->release_threshold.bytes, 512 * MiB);
   assert_string_equal(cfg->ledger_dir, "/run/vramshim");
   assert_string_equal(cfg->dump_dir, "/var/tmp/vs");
@@ -122,7 +122,7 @@ static void every_key(void **state) {
 
   /* Defaults when keys are absent. */
   assert_int_equal(vs_config_parse_string("[tenant x]\n", NULL, cfg, err, sizeof err), 0);
-  assert_int_equal(cfg->arena, VS_ARENA_AUTO);
+  assert_int_equal(cfg->arena, VS_CFG_ARENA_AUTO);
   assert_string_equal(cfg->ledger_dir, "/dev/shm/vramshim");
   assert_string_equal(cfg->dump_dir, "/var/tmp/vramshim");
   assert_int_equal(cfg->timeline_interval_ms, 10000);
