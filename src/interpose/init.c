@@ -14,6 +14,8 @@
 #include "hooks.h"
 #include "log.h"
 #include "memory_service.h"
+#include "observe.h"
+#include "settings.h"
 
 #include <pthread.h>
 
@@ -43,6 +45,9 @@ static void init_once(void) {
   vs_log_init();
   if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
     VS_WARN("cannot register fork handlers; a forked child may inherit the parent's accounting");
+  /* The config is read at load: a bad file stops the program here (exit 78). */
+  vs_settings_get();
+  vs_observe_init();
 }
 
 void vs_init(void) { pthread_once(&g_once, init_once); }

@@ -2,7 +2,10 @@
 #include "memory_service.h"
 
 #include "accounting.h"
+#include "arena_glue.h"
 #include "log.h"
+#include "observe.h"
+#include "quota.h"
 
 static vs_space space_of(vs_mem_kind kind) {
   if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
@@ -10,8 +13,13 @@ static vs_space space_of(vs_mem_kind kind) {
   return VS_SPACE_DEVPTR;
 }
 
-/* Which counters a record moves. Device memory of this process is "live"
- * (and, passed through, "reserved" from the driver too). */
+/* Requests and refusals are counted for device memory only, not for
+ * address ranges or peer memory. */
+static int holds_device_memory(int kind) { return kind != VS_MEM_VA_RANGE && kind != VS_MEM_IPC; }
+
+/* Which counters a record moves. Device memory of this process is "live";
+ * passed through, it is also "reserved" from the driver. An arena block is
+ * live only: the arena's backend moves "reserved" when it grows or shrinks. */
 static void account(const vs_alloc_info *rec, int sign) {
   switch ((vs_mem_kind)rec->kind) {
   case VS_MEM_VA_RANGE: vs_acct_va_add(rec->card, sign * (int64_t)rec->size); break;
@@ -19,17 +27,33 @@ static void account(const vs_alloc_info *rec, int sign) {
   default:
     if (sign > 0) {
       vs_acct_live_add(rec->card, rec->size);
-      vs_acct_reserved_add(rec->card, rec->size);
+      if (rec->owner == VS_OWNER_DRIVER) vs_acct_reserved_add(rec->card, rec->size);
     } else {
       vs_acct_live_sub(rec->card, rec->size);
-      vs_acct_reserved_sub(rec->card, rec->size);
+      if (rec->owner == VS_OWNER_DRIVER) vs_acct_reserved_sub(rec->card, rec->size);
     }
   }
 }
 
-/* Requests and refusals are counted for device memory only, not for
- * address ranges or peer memory. */
-static int holds_device_memory(int kind) { return kind != VS_MEM_VA_RANGE && kind != VS_MEM_IPC; }
+/* Records a fresh allocation and moves the counters. */
+static void record(vs_mem_op *op) {
+  vs_alloc_info stale;
+  int ins = vs_tracker_insert(op->space, &op->rec, &stale);
+  if (ins == 1) {
+    /* The driver handed out a key the shim still held: its free went by a
+     * path the shim does not see. Drop the stale record's bytes. */
+    VS_WARN("card %d: the driver reused 0x%llx, which the shim never saw freed; accounting corrected",
+            stale.card, (unsigned long long)stale.key);
+    account(&stale, -1);
+    if (stale.charged) vs_quota_uncharge(stale.card, stale.size);
+  } else if (ins < 0) {
+    VS_ERROR("card %d: out of host memory tracking 0x%llx; its free will not be accounted",
+             op->rec.card, (unsigned long long)op->rec.key);
+  }
+  account(&op->rec, +1);
+  if (holds_device_memory(op->rec.kind)) vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
+}
+
 
 int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
   op->space = space_of(kind);
@@ -39,33 +63,59 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->rec.size = size;
   op->rec.card = card < 0 ? 0 : card;
   op->rec.kind = (int32_t)kind;
+  op->rec.owner = VS_OWNER_DRIVER;
+  op->rec.charged = 0;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
-  if (holds_device_memory(kind)) vs_acct_request(op->rec.card, 1);
+  if (!holds_device_memory(kind)) return VS_MEM_PASS;
+  vs_acct_request(op->rec.card, 1);
+
+  /* cuMemAlloc is served by the arena where it is on for this card. */
+  if (kind == VS_MEM_DEVICE) {
+    uint64_t addr = 0;
+    CUresult res = CUDA_SUCCESS;
+    if (vs_arena_glue_alloc(op->rec.card, size, &addr, &res) == VS_MEM_DONE) {
+      op->result = res;
+      if (res == CUDA_SUCCESS) {
+        op->rec.key = addr;
+        op->rec.owner = VS_OWNER_ARENA;
+        op->addr = addr;
+        record(op);
+      } else {
+        vs_acct_failed(op->rec.card);
+        vs_observe_refused(op->rec.card, size, res);
+      }
+      return VS_MEM_DONE;
+    }
+  }
+  /* Passed through: the tenant is charged before the driver is asked. */
+  CUresult q = vs_quota_charge(op->rec.card, size);
+  if (q != CUDA_SUCCESS) {
+    op->result = q;
+    vs_acct_failed(op->rec.card);
+    vs_observe_refused(op->rec.card, size, q);
+    return VS_MEM_DONE;
+  }
+  op->rec.charged = 1;
   return VS_MEM_PASS;
 }
 
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
-    if (holds_device_memory(op->rec.kind)) vs_acct_failed(op->rec.card);
+    if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
+    if (holds_device_memory(op->rec.kind)) {
+      vs_acct_failed(op->rec.card);
+      vs_observe_refused(op->rec.card, op->rec.size, r);
+    }
     return r;
   }
+  /* The driver's size can differ from the estimate charged (pitch). */
+  if (op->rec.charged && size > op->rec.size) vs_quota_force(op->rec.card, size - op->rec.size);
+  if (op->rec.charged && size < op->rec.size) vs_quota_uncharge(op->rec.card, op->rec.size - size);
   op->rec.key = addr;
   op->rec.size = size;
-  vs_alloc_info stale;
-  int ins = vs_tracker_insert(op->space, &op->rec, &stale);
-  if (ins == 1) {
-    /* The driver handed out a key the shim still held: its free went by a
-     * path the shim does not see. Drop the stale record's bytes. */
-    VS_WARN("card %d: the driver reused 0x%llx, which the shim never saw freed; accounting corrected",
-            stale.card, (unsigned long long)stale.key);
-    account(&stale, -1);
-  } else if (ins < 0) {
-    VS_ERROR("card %d: out of host memory tracking 0x%llx; its free will not be accounted",
-             op->rec.card, (unsigned long long)addr);
-  }
-  account(&op->rec, +1);
+  record(op);
   return r;
 }
 
@@ -86,6 +136,21 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     op->rec.size = 0;
     op->rec.card = -1;
     op->rec.kind = -1;
+    op->rec.owner = VS_OWNER_DRIVER;
+    op->rec.charged = 0;
+    return VS_MEM_PASS;
+  }
+  if (op->rec.owner == VS_OWNER_ARENA) {
+    /* The arena keeps the block pending until device work before this
+     * free has finished (src/arena: stream safety); no driver call. */
+    if (vs_arena_glue_free(op->rec.card, key) != 0)
+      VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
+    vs_acct_call(op->rec.card, op->call);
+    vs_acct_request(op->rec.card, 0);
+    account(&op->rec, -1);
+    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
+    op->result = CUDA_SUCCESS;
+    return VS_MEM_DONE;
   }
   return VS_MEM_PASS;
 }
@@ -103,7 +168,11 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
     vs_tracker_insert(op->space, &op->rec, NULL);
     return r;
   }
-  if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
+  if (holds_device_memory(op->rec.kind)) {
+    vs_acct_request(op->rec.card, 0);
+    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
+  }
+  if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
   account(&op->rec, -1);
   return r;
 }
@@ -113,18 +182,10 @@ int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out) {
 }
 
 int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
-  (void)card;
-  (void)free_bytes;
-  (void)total_bytes;
-  return VS_MEM_PASS;
+  return vs_quota_view(card, free_bytes, total_bytes);
 }
 
-int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
-  (void)ptr;
-  (void)base;
-  (void)size;
-  return VS_MEM_PASS;
-}
+int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) { return vs_arena_glue_range(ptr, base, size); }
 
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 
@@ -134,4 +195,7 @@ void vs_mem_atfork_parent(void) { vs_tracker_atfork_parent(); }
 void vs_mem_atfork_child(void) {
   vs_tracker_atfork_child();
   vs_acct_reset();
+  vs_arena_glue_atfork_child();
+  vs_quota_atfork_child();
+  vs_observe_atfork_child();
 }

@@ -25,7 +25,11 @@ typedef struct vs_alloc_info {
   uint64_t size;    /* bytes as accounted */
   int32_t card;
   int32_t kind;     /* vs_mem_kind */
+  int32_t owner;    /* VS_OWNER_DRIVER: the driver's own allocation; VS_OWNER_ARENA: a block of the arena */
+  uint32_t charged; /* 1 when its bytes were charged to the tenant quota at allocation */
 } vs_alloc_info;
+
+enum { VS_OWNER_DRIVER = 0, VS_OWNER_ARENA = 1 };
 
 /* 0 inserted; 1 inserted over a stale record of the same key (returned in
  * *stale: the driver reused an address the shim never saw freed); -1 out of

@@ -1,0 +1,22 @@
+/* Explaining memory from inside the shim: per-card stats and timeline
+ * (src/explain/stats.h), trace recording ($VRAMSHIM_TRACE), dumps on
+ * request (through the ledger, answered by a background thread) and on a
+ * refused allocation. The memory service reports every event here. */
+#ifndef VS_OBSERVE_H
+#define VS_OBSERVE_H
+
+#include "cuda_api.h"
+
+#include <stdint.h>
+
+/* Called once from the shim's start-up (after the settings are loaded). */
+void vs_observe_init(void);
+
+/* Device memory the program got (ptr, size) or gave back. */
+void vs_observe_alloc(int card, uint64_t ptr, uint64_t size);
+void vs_observe_free(int card, uint64_t ptr, uint64_t size);
+/* An allocation of size bytes refused with why (driver OOM or quota). */
+void vs_observe_refused(int card, uint64_t size, CUresult why);
+
+void vs_observe_atfork_child(void);
+#endif

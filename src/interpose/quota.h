@@ -1,0 +1,35 @@
+/* Tenant quotas inside the shim: the bridge from the memory service to the
+ * ledger of each card (src/tenant/ledger.h).
+ *
+ * Bytes are charged when device memory is taken from the driver (a
+ * pass-through allocation, or an arena growth) and credited when it goes
+ * back, so a tenant's usage is what its processes hold, arena cache
+ * included. With no enforcement (no config, or passthrough after a config
+ * error) charges always succeed and the view is the driver's. */
+#ifndef VS_QUOTA_H
+#define VS_QUOTA_H
+
+#include "cuda_api.h"
+
+#include <stdint.h>
+
+/* CUDA_SUCCESS: admitted, n bytes charged to this process on card.
+ * CUDA_ERROR_OUT_OF_MEMORY: refused by the tenant's limit or by others'
+ * reservations (after waiting, with on_limit = wait:DURATION); logged. */
+CUresult vs_quota_charge(int card, uint64_t n);
+/* Charges n bytes without asking (memory the driver already handed out,
+ * e.g. a pitch allocation larger than its estimate). */
+void vs_quota_force(int card, uint64_t n);
+void vs_quota_uncharge(int card, uint64_t n);
+
+/* The tenant's view of a card (cuMemGetInfo / cuDeviceTotalMem):
+ * VS_MEM_DONE with the figures, or VS_MEM_PASS to ask the driver.
+ * free_bytes may be NULL. */
+int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes);
+
+/* The live bytes of this process on card changed (for the ledger's
+ * per-process "live" column; cheap, no lock). */
+void vs_quota_note_live(int card, uint64_t live_bytes);
+
+void vs_quota_atfork_child(void);
+#endif

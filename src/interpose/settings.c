@@ -1,0 +1,40 @@
+#include "settings.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vs_settings g_settings;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+  vs_settings *s = &g_settings;
+  char err[VS_ERR_MAX];
+  s->enforce = 1;
+  int r = vs_config_load_env(&s->config, err, sizeof err);
+  if (r < 0) {
+    vs_config_on_error(err);  /* exits 78 unless VRAMSHIM_ON_ERROR=passthrough */
+    vs_config_defaults(&s->config);
+    s->enforce = 0;
+  }
+  s->from_file = r == 0;
+  char exe[VS_NAME_MAX];
+  vs_self_exe(NULL, exe);
+  s->tenant_how = vs_config_select_tenant(&s->config, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  VS_INFO("tenant %s (by %s), config %s", s->tenant, s->tenant_how,
+          s->from_file ? s->config.file : "built-in defaults");
+}
+
+const vs_settings *vs_settings_get(void) {
+  pthread_once(&g_once, load);
+  return &g_settings;
+}
+
+vs_cfg_arena vs_settings_arena(int card_has_vmm) {
+  vs_cfg_arena m = vs_settings_get()->config.arena;
+  if (m == VS_CFG_ARENA_AUTO || (m == VS_CFG_ARENA_VMM && !card_has_vmm))
+    return card_has_vmm ? VS_CFG_ARENA_VMM : VS_CFG_ARENA_CHUNKS;
+  return m;
+}
