@@ -105,8 +105,21 @@ static void rebuild_locked(vs_ledger_shm *s) {
   write_end(s);
 }
 
+/* Never an unbounded wait: glibc's unlock wakes one waiter, and if that
+ * waiter is killed before it takes the lock while a third process takes it
+ * on the fast path (no waiters bit), the other sleepers are never woken.
+ * Sleeping in slices of LOCK_SLICE_NS bounds that lost wake-up; the
+ * uncontended path is one trylock. */
+#define LOCK_SLICE_NS 20000000l
 static int lock_shm(vs_ledger_shm *s) {
-  int r = pthread_mutex_lock(&s->lock);
+  int r = pthread_mutex_trylock(&s->lock);
+  while (r == EBUSY || r == ETIMEDOUT) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += LOCK_SLICE_NS;
+    if (ts.tv_nsec >= 1000000000l) ts.tv_sec++, ts.tv_nsec -= 1000000000l;
+    r = pthread_mutex_timedlock(&s->lock, &ts);
+  }
   if (r == EOWNERDEAD) {
     rebuild_locked(s);
     pthread_mutex_consistent(&s->lock);
@@ -430,6 +443,7 @@ static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusa
     why->others = others;
     why->headroom = h->plan.headroom;
     why->capacity = h->plan.capacity;
+    why->warned = 0;
   }
   return k;
 }
@@ -486,6 +500,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   }
   unlock_shm(s);
   if (reclaimed) wake_waiters(s);
+  w->warned = warn;
   if (warn) {
     char a[32], b[32];
     uint64_t eff = h->total;

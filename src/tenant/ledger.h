@@ -39,6 +39,8 @@ typedef struct vs_refusal {
   uint64_t others;         /* sum_{t!=a} max(U_t, R_t) */
   uint64_t headroom;       /* H */
   uint64_t capacity;       /* C */
+  int warned;              /* on admission: this charge crossed warn_at (logged, event recorded;
+                            * at most once per 10 s per tenant): the caller may write a dump */
 } vs_refusal;
 
 /* Opens (creating when needed) the ledger of a card and takes a slot for
@@ -52,7 +54,8 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
 void vs_ledger_close(vs_ledger *h);
 
 /* Admission: 0 when n more bytes are admitted (and charged), 1 when refused
- * (*why says by which condition, with the numbers; may be NULL), <0 -errno.
+ * (*why says by which condition, with the numbers, or on admission whether
+ * warn_at was crossed; may be NULL), <0 -errno.
  * Quiet: call vs_ledger_report_refusal() once the caller gives up (e.g.
  * after trimming its cache and trying again). Logs and records the warn_at
  * crossing itself. */

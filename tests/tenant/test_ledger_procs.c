@@ -248,7 +248,17 @@ static void kill9_random(void **state) {
       double t0 = tt_now_ms();
       while (__atomic_load_n(&g_sh->progress[i], __ATOMIC_SEQ_CST) <= before[i] && tt_now_ms() - t0 < 1000)
         usleep(1000);
-      if (__atomic_load_n(&g_sh->progress[i], __ATOMIC_SEQ_CST) <= before[i]) fail_msg("worker %d stalled", i);
+      if (__atomic_load_n(&g_sh->progress[i], __ATOMIC_SEQ_CST) <= before[i]) {
+        char path[64], st[256] = "", wchan[64] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", workers[i]);
+        FILE *f = fopen(path, "r");
+        if (f) { if (!fgets(st, sizeof st, f)) st[0] = 0; fclose(f); }
+        snprintf(path, sizeof path, "/proc/%d/wchan", workers[i]);
+        f = fopen(path, "r");
+        if (f) { if (!fgets(wchan, sizeof wchan, f)) wchan[0] = 0; fclose(f); }
+        fail_msg("worker %d (pid %d) stalled after victim %d died: stat '%.80s' wchan '%s'", i, workers[i], victim, st,
+                 wchan);
+      }
     }
     for (int t = 0; t < snap->ntenants; t++) assert_int_equal(snap->tenants[t].recorded, snap->tenants[t].used);
   }
@@ -458,7 +468,7 @@ static void wait_mode(void **state) {
   assert_true(wait_at_least(&g_sh->result[0], 1, 3000));
   assert_int_equal(g_sh->result[0], 2);
   assert_int_equal(g_sh->kind[0], VS_REFUSE_CAPACITY);
-  assert_true(g_sh->t_done[0] - g_sh->t_start[0] < 100);
+  assert_true(g_sh->t_done[0] - g_sh->t_start[0] < 1000); /* far below the 2 s it would wait */
   reap_all(&waiter, 1);
 
   /* 4. The holder dies: its memory is reclaimed and the waiter admitted. */
