@@ -336,6 +336,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
   if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
 
+  uint64_t start_time = self_start_time(); /* reads /proc: not under the lock */
   if (lock_shm(s)) {
     snprintf(err, errlen, "ledger %s: its lock is unusable", path);
     goto fail;
@@ -351,10 +352,13 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   h->slot = slot;
   h->tenant = (uint32_t)t;
   /* The newest process's plan is what status shows; each process still
-   * enforces its own (see refresh_map_locked). */
+   * enforces its own (see refresh_map_locked). Entries first: creating one
+   * is a write section of its own, and sections do not nest. */
+  int idx[VS_CFG_MAX_TENANTS];
+  for (int i = 0; i < plan->ntenants; i++) idx[i] = find_tenant_locked(s, plan->tenants[i].name, 1);
   write_begin(s);
   for (int i = 0; i < plan->ntenants; i++) {
-    int k = find_tenant_locked(s, plan->tenants[i].name, 1);
+    int k = idx[i];
     if (k < 0) continue;
     VS_STORE(&s->tenants[k].reserve, plan->tenants[i].reserve);
     VS_STORE(&s->tenants[k].limit, plan->tenants[i].limit);
@@ -368,7 +372,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   vs_ledger_slot *sl = &s->slots[slot];
   memset(sl, 0, sizeof *sl);
   sl->pid = h->pid;
-  sl->start_time = self_start_time();
+  sl->start_time = start_time;
   sl->tenant = (uint32_t)t;
   sl->generation = plan->generation;
   sl->attach_ns = now_ns(CLOCK_REALTIME);
