@@ -30,3 +30,7 @@ vs_arena *vs_arena_glue_get(int card) {
   return NULL;
 }
 void vs_arena_glue_atfork_child(void) {}
+int vs_arena_glue_holds(uint64_t addr) {
+  (void)addr;
+  return 0;
+}

@@ -18,6 +18,10 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res);
 int vs_arena_glue_free(int card, uint64_t addr);
 /* An arena block's own range around ptr: VS_MEM_DONE or VS_MEM_PASS. */
 int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+/* 1 when addr lies in driver memory an arena holds (a chunk or a VMM
+ * range), whether or not a live block is there: the driver must never be
+ * asked to free it. */
+int vs_arena_glue_holds(uint64_t addr);
 /* Free device bytes the arena holds on card (counted in the tenant's view). */
 uint64_t vs_arena_glue_cached(int card);
 /* The arena of card, or NULL (off, or not created yet). For dumps. */

@@ -74,8 +74,16 @@
   X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags))
 
 /* Driver functions the shim calls for itself but does not hook. */
-#define VS_DRIVER_EXTRAS(X)                                 \
-  X(cuCtxGetDevice, (CUdevice * device), (device))          \
-  X(cuDriverGetVersion, (int *driverVersion), (driverVersion))
+#define VS_DRIVER_EXTRAS(X)                                                                        \
+  X(cuCtxGetDevice, (CUdevice * device), (device))                                                 \
+  X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                                     \
+  /* the arena's backend (arena_backend.c) */                                                      \
+  X(cuCtxSynchronize, (void), ())                                                                  \
+  X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
+  X(cuMemGetAllocationGranularity,                                                                 \
+    (size_t * granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option), \
+    (granularity, prop, option))                                                                   \
+  X(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),     \
+    (ptr, size, desc, count))
 
 #endif

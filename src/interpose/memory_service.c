@@ -138,6 +138,13 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     op->rec.kind = -1;
     op->rec.owner = VS_OWNER_DRIVER;
     op->rec.charged = 0;
+    /* An unknown key inside the arena's own driver memory (a double free
+     * of an arena block at a chunk's base, say) must not reach the driver:
+     * it would free memory that other blocks live in. */
+    if (space == VS_SPACE_DEVPTR && (kind_mask & VS_KIND_BIT(VS_MEM_DEVICE)) && vs_arena_glue_holds(key)) {
+      op->result = CUDA_ERROR_INVALID_VALUE;
+      return VS_MEM_DONE;
+    }
     return VS_MEM_PASS;
   }
   if (op->rec.owner == VS_OWNER_ARENA) {
@@ -145,7 +152,7 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
      * free has finished (src/arena: stream safety); no driver call. */
     if (vs_arena_glue_free(op->rec.card, key) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
-    vs_acct_call(op->rec.card, op->call);
+    /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
     account(&op->rec, -1);
     vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
