@@ -18,6 +18,11 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res);
 int vs_arena_glue_free(int card, uint64_t addr);
 /* An arena block's own range around ptr: VS_MEM_DONE or VS_MEM_PASS. */
 int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+/* The arena block around ptr (any interior address): its card, start and
+ * size, and where it sits in driver memory (vs_arena_placement). 0, or -1
+ * when ptr is in no live arena block. */
+int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *size, uint64_t *chunk_base,
+                            uint64_t *offset, int *vmm_backed);
 /* 1 when addr lies in driver memory an arena holds (a chunk or a VMM
  * range), whether or not a live block is there: the driver must never be
  * asked to free it. */

@@ -1,7 +1,6 @@
-/* Hooks of the queries whose answers the shim will own once memory is
- * served from the arena and viewed per tenant: free/total memory, address
- * ranges and pointer attributes. Today the service answers VS_MEM_PASS and
- * each passes through. */
+/* Hooks of the queries whose answers the shim owns: free/total memory (the
+ * tenant's view, when quotas answer), address ranges and pointer
+ * attributes (an arena block's own range). Otherwise each passes through. */
 #include "hook_common.h"
 
 /* ---- cuMemGetInfo ------------------------------------------------------- */
@@ -70,16 +69,47 @@ CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
 }
 
 /* ---- pointer attributes -------------------------------------------------
- * Forwarded unchanged: every attribute but the range start/size is the
- * driver's to answer, and those two match the driver's as long as the
- * service places nothing inside larger chunks. */
+ * The range start/size of an arena block are the block's own (the driver
+ * would name the chunk or VMM range around it); every other attribute, and
+ * any pointer outside the arena, is the driver's to answer. */
+static int is_range_attr(CUpointer_attribute a) {
+  return a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR || a == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+}
+
+static void put_range(void *data, CUpointer_attribute a, uint64_t base, uint64_t size) {
+  if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) *(CUdeviceptr *)data = (CUdeviceptr)base;
+  else *(size_t *)data = (size_t)size;
+}
+
 CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   VS_HOOK_ENTER(cuPointerGetAttribute, (data, attribute, ptr));
-  VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
+  if (!data || !is_range_attr(attribute)) VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
+  vs_guard_enter();
+  uint64_t b = 0, s = 0;
+  CUresult r;
+  if (vs_mem_range((uint64_t)ptr, &b, &s) == VS_MEM_DONE) {
+    put_range(data, attribute, b, s);
+    r = CUDA_SUCCESS;
+  } else {
+    r = real->cuPointerGetAttribute(data, attribute, ptr);
+  }
+  vs_guard_leave();
+  return r;
 }
 
 CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
                                         CUdeviceptr ptr) {
   VS_HOOK_ENTER(cuPointerGetAttributes, (numAttributes, attributes, data, ptr));
-  VS_FORWARD(cuPointerGetAttributes, (numAttributes, attributes, data, ptr));
+  vs_guard_enter();
+  CUresult r = real->cuPointerGetAttributes(numAttributes, attributes, data, ptr);
+  uint64_t b = 0, s = 0;
+  if (r == CUDA_SUCCESS && attributes && data) {
+    int any = 0;
+    for (unsigned i = 0; i < numAttributes && !any; i++) any = is_range_attr(attributes[i]) && data[i];
+    if (any && vs_mem_range((uint64_t)ptr, &b, &s) == VS_MEM_DONE)
+      for (unsigned i = 0; i < numAttributes; i++)
+        if (is_range_attr(attributes[i]) && data[i]) put_range(data[i], attributes[i], b, s);
+  }
+  vs_guard_leave();
+  return r;
 }

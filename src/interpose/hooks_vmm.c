@@ -1,5 +1,5 @@
 /* Hooks of the virtual memory management API (physical handles, address
- * ranges, mappings) and of inter-process memory. */
+ * ranges, mappings). Inter-process memory: hooks_ipc.c. */
 #include "hook_common.h"
 
 /* ---- physical memory: cuMemCreate / cuMemRelease ------------------------ */
@@ -89,54 +89,6 @@ CUresult vs_hook_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
     r = op.result;
   else
     r = vs_mem_free_end(&op, real->cuMemAddressFree(ptr, size));
-  vs_guard_leave();
-  return r;
-}
-
-/* ---- IPC: peer memory is recorded (so its close is recognised) but is not
- * this process's device memory ------------------------------------------- */
-CUresult vs_hook_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
-  VS_HOOK_ENTER(cuIpcGetMemHandle, (pHandle, dptr));
-  VS_FORWARD(cuIpcGetMemHandle, (pHandle, dptr));
-}
-
-#define IPC_OPEN_BODY(name)                                                                     \
-  VS_HOOK_ENTER(name, (pdptr, handle, Flags));                                                  \
-  if (!pdptr) VS_FORWARD(name, (pdptr, handle, Flags));                                         \
-  vs_guard_enter();                                                                             \
-  vs_mem_op op;                                                                                 \
-  CUresult r;                                                                                   \
-  if (vs_mem_alloc_begin(&op, VS_MEM_IPC, vs_driver_current_card(real), 0, VRAMSHIM_CALL_IPC_OPEN) == \
-      VS_MEM_DONE) {                                                                            \
-    r = op.result;                                                                              \
-  } else {                                                                                      \
-    r = real->name(pdptr, handle, Flags);                                                       \
-    CUdeviceptr base = 0;                                                                       \
-    size_t size = 0;                                                                            \
-    if (r == CUDA_SUCCESS && real->cuMemGetAddressRange_v2)                                     \
-      (void)real->cuMemGetAddressRange_v2(&base, &size, *pdptr);                                \
-    r = vs_mem_alloc_end_sized(&op, r, r == CUDA_SUCCESS ? (uint64_t)*pdptr : 0, size);         \
-  }                                                                                             \
-  vs_guard_leave();                                                                             \
-  return r
-
-CUresult vs_hook_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
-  IPC_OPEN_BODY(cuIpcOpenMemHandle_v2);
-}
-CUresult vs_hook_cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
-  IPC_OPEN_BODY(cuIpcOpenMemHandle);
-}
-
-CUresult vs_hook_cuIpcCloseMemHandle(CUdeviceptr dptr) {
-  VS_HOOK_ENTER(cuIpcCloseMemHandle, (dptr));
-  vs_guard_enter();
-  vs_mem_op op;
-  CUresult r;
-  if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, VS_FREE_IPC_CLOSE, (uint64_t)dptr, VRAMSHIM_CALL_IPC_CLOSE) ==
-      VS_MEM_DONE)
-    r = op.result;
-  else
-    r = vs_mem_free_end(&op, real->cuIpcCloseMemHandle(dptr));
   vs_guard_leave();
   return r;
 }

@@ -1,0 +1,284 @@
+/* The arena's backend over the real driver table (see arena_backend.h). */
+#include "arena_backend.h"
+
+#include "accounting.h"
+#include "driver_table.h"
+#include "guard.h"
+#include "log.h"
+#include "quota.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+typedef struct backend_card {
+  int card;
+  int unsafe_reuse;
+} backend_card;
+
+static backend_card g_cards[VRAMSHIM_MAX_CARDS];
+static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")));
+
+/* Driver memory the arenas hold (chunks and VMM ranges), for
+ * vs_backend_holds(). Touched only when the arena grows or shrinks and on
+ * a free of an unknown pointer, so one lock is enough. */
+typedef struct region {
+  uint64_t base, size;
+  UT_hash_handle hh;
+} region;
+static region *g_regions;
+static region *g_orphan_regions;   /* a forked child's inheritance: reachable, never used */
+static pthread_mutex_t g_region_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void region_add(uint64_t base, uint64_t size) {
+  region *r = malloc(sizeof *r);
+  if (!r) return;   /* only the double-free guard loses this range */
+  r->base = base;
+  r->size = size;
+  pthread_mutex_lock(&g_region_lock);
+  HASH_ADD(hh, g_regions, base, sizeof r->base, r);
+  pthread_mutex_unlock(&g_region_lock);
+}
+
+static void region_del(uint64_t base) {
+  region *r;
+  pthread_mutex_lock(&g_region_lock);
+  HASH_FIND(hh, g_regions, &base, sizeof base, r);
+  if (r) HASH_DEL(g_regions, r);
+  pthread_mutex_unlock(&g_region_lock);
+  free(r);
+}
+
+int vs_backend_holds(uint64_t addr) {
+  int found = 0;
+  pthread_mutex_lock(&g_region_lock);
+  for (region *r = g_regions; r && !found; r = r->hh.next) found = addr >= r->base && addr - r->base < r->size;
+  pthread_mutex_unlock(&g_region_lock);
+  return found;
+}
+
+CUresult vs_backend_last_error(void) { return t_last_error; }
+void vs_backend_clear_error(void) { t_last_error = CUDA_SUCCESS; }
+
+/* The driver's answer as the arena reads it; the CUresult is kept for the hook. */
+static int verdict(CUresult r) {
+  if (r == CUDA_SUCCESS) return VS_BACKEND_OK;
+  t_last_error = r;
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? VS_BACKEND_OOM : VS_BACKEND_ERROR;
+}
+
+/* The table, already loaded: the arena is only reached from a hook. */
+#define REAL_OR_FAIL(fn)                                                      \
+  const vs_real_table *real = vs_driver_if_loaded();                          \
+  if (!real || !real->fn) return verdict(CUDA_ERROR_NOT_INITIALIZED)
+
+/* A driver call under the recursion guard: a driver that implements it
+ * with its own exported entry points must not be counted twice. */
+#define GUARDED(r, call) \
+  do {                   \
+    vs_guard_enter();    \
+    r = call;            \
+    vs_guard_leave();    \
+  } while (0)
+
+/* Before device memory is taken: the tenant is charged; a refusal is an
+ * OOM so the arena runs its ladder (it trims itself before a quota says no). */
+static int charge(int card, uint64_t n) {
+  if (vs_quota_charge(card, n) == CUDA_SUCCESS) return VS_BACKEND_OK;
+  t_last_error = CUDA_ERROR_OUT_OF_MEMORY;
+  return VS_BACKEND_OOM;
+}
+
+static int chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemAlloc_v2);
+  if (charge(c->card, size) != VS_BACKEND_OK) return VS_BACKEND_OOM;
+  CUdeviceptr p = 0;
+  CUresult r;
+  GUARDED(r, real->cuMemAlloc_v2(&p, (size_t)size));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_ALLOC);
+  if (r != CUDA_SUCCESS) {
+    vs_quota_uncharge(c->card, size);
+    return verdict(r);
+  }
+  vs_acct_reserved_add(c->card, size);
+  region_add((uint64_t)p, size);
+  *addr = (uint64_t)p;
+  return VS_BACKEND_OK;
+}
+
+static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemFree_v2);
+  region_del(addr);
+  CUresult r;
+  GUARDED(r, real->cuMemFree_v2((CUdeviceptr)addr));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_FREE);
+  if (r != CUDA_SUCCESS) {
+    /* Still the driver's to hold: keep it guarded and charged. */
+    char b[32];
+    VS_WARN("card %d: the driver refused to free an arena chunk of %s at 0x%llx (error %d)", c->card,
+            vs_fmt_bytes(size, b, sizeof b), (unsigned long long)addr, (int)r);
+    region_add(addr, size);
+    return verdict(r);
+  }
+  vs_acct_reserved_sub(c->card, size);
+  vs_quota_uncharge(c->card, size);
+  return VS_BACKEND_OK;
+}
+
+static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemAddressReserve);
+  CUdeviceptr p = 0;
+  CUresult r;
+  GUARDED(r, real->cuMemAddressReserve(&p, (size_t)size, 0, 0, 0));
+  vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_RESERVE);
+  if (r != CUDA_SUCCESS) return verdict(r);
+  region_add((uint64_t)p, size);
+  *va = (uint64_t)p;
+  return VS_BACKEND_OK;
+}
+
+static int va_free(void *ctx, uint64_t va, uint64_t size) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemAddressFree);
+  region_del(va);
+  CUresult r;
+  GUARDED(r, real->cuMemAddressFree((CUdeviceptr)va, (size_t)size));
+  vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_FREE);
+  if (r != CUDA_SUCCESS) region_add(va, size);
+  return verdict(r);
+}
+
+static void device_prop(int card, CUmemAllocationProp *prop) {
+  memset(prop, 0, sizeof *prop);
+  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop->location.id = card;
+}
+
+static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemCreate);
+  if (charge(c->card, size) != VS_BACKEND_OK) return VS_BACKEND_OOM;
+  CUmemAllocationProp prop;
+  device_prop(c->card, &prop);
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r;
+  GUARDED(r, real->cuMemCreate(&h, (size_t)size, &prop, 0));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_CREATE);
+  if (r != CUDA_SUCCESS) {
+    vs_quota_uncharge(c->card, size);
+    return verdict(r);
+  }
+  vs_acct_reserved_add(c->card, size);
+  *handle = (uint64_t)h;
+  return VS_BACKEND_OK;
+}
+
+static int phys_release(void *ctx, uint64_t handle, uint64_t size) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemRelease);
+  CUresult r;
+  GUARDED(r, real->cuMemRelease((CUmemGenericAllocationHandle)handle));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_RELEASE);
+  if (r != CUDA_SUCCESS) return verdict(r);
+  vs_acct_reserved_sub(c->card, size);
+  vs_quota_uncharge(c->card, size);
+  return VS_BACKEND_OK;
+}
+
+static int map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemMap);
+  if (!real->cuMemSetAccess || !real->cuMemUnmap) return verdict(CUDA_ERROR_NOT_SUPPORTED);
+  CUresult r;
+  GUARDED(r, real->cuMemMap((CUdeviceptr)va, (size_t)size, 0, (CUmemGenericAllocationHandle)handle, 0));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_MAP);
+  if (r != CUDA_SUCCESS) return verdict(r);
+  CUmemAccessDesc acc;
+  memset(&acc, 0, sizeof acc);
+  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  acc.location.id = c->card;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, &acc, 1));
+  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  if (r != CUDA_SUCCESS) {
+    CUresult u;
+    GUARDED(u, real->cuMemUnmap((CUdeviceptr)va, (size_t)size));
+    vs_acct_call(c->card, VRAMSHIM_CALL_MEM_UNMAP);
+    (void)u;
+    return verdict(r);
+  }
+  return VS_BACKEND_OK;
+}
+
+static int unmap(void *ctx, uint64_t va, uint64_t size) {
+  backend_card *c = ctx;
+  REAL_OR_FAIL(cuMemUnmap);
+  CUresult r;
+  GUARDED(r, real->cuMemUnmap((CUdeviceptr)va, (size_t)size));
+  vs_acct_call(c->card, VRAMSHIM_CALL_MEM_UNMAP);
+  return verdict(r);
+}
+
+static int sync_ctx(void *ctx) {
+  backend_card *c = ctx;
+  if (c->unsafe_reuse) return VS_BACKEND_OK;
+  REAL_OR_FAIL(cuCtxSynchronize);
+  CUresult r;
+  GUARDED(r, real->cuCtxSynchronize());
+  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  return verdict(r);
+}
+
+int vs_backend_unsafe_reuse(void) {
+  const char *e = getenv("VRAMSHIM_DEBUG_UNSAFE_REUSE");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
+CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
+  backend_card *c = &g_cards[card];
+  c->card = card;
+  c->unsafe_reuse = vs_backend_unsafe_reuse();
+  if (c->unsafe_reuse)
+    VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "
+            "device (unsafe; for testing only)", card);
+  memset(be, 0, sizeof *be);
+  be->ctx = c;
+  be->chunk_alloc = chunk_alloc;
+  be->chunk_free = chunk_free;
+  be->sync = sync_ctx;
+  if (!vmm) return CUDA_SUCCESS;
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real || !real->cuMemGetAllocationGranularity || !real->cuMemCreate || !real->cuMemRelease ||
+      !real->cuMemMap || !real->cuMemUnmap || !real->cuMemSetAccess || !real->cuMemAddressReserve ||
+      !real->cuMemAddressFree)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  CUmemAllocationProp prop;
+  device_prop(card, &prop);
+  size_t gran = 0;
+  CUresult r;
+  GUARDED(r, real->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  vs_acct_call(card, VRAMSHIM_CALL_OTHER);
+  if (r != CUDA_SUCCESS) return r;
+  if (gran == 0) return CUDA_ERROR_NOT_SUPPORTED;
+  be->granule = gran;
+  be->va_reserve = va_reserve;
+  be->va_free = va_free;
+  be->phys_create = phys_create;
+  be->phys_release = phys_release;
+  be->map = map;
+  be->unmap = unmap;
+  return CUDA_SUCCESS;
+}
+
+void vs_backend_atfork_child(void) {
+  /* The parent's ranges are not the child's memory. Kept reachable (a
+   * thread of the parent may have been inside the table), never used. */
+  if (g_regions) g_orphan_regions = g_regions;
+  g_regions = NULL;
+  pthread_mutex_init(&g_region_lock, NULL);
+}

@@ -1,0 +1,107 @@
+/* Hooks of inter-process memory (legacy IPC handles).
+ *
+ * Peer memory is recorded (so its close is recognised) but is not this
+ * process's device memory. An arena block is exported as the block, not as
+ * the driver chunk around it: chunks mode through a shim handle and its
+ * record (ipc_record.h); VMM-backed blocks cannot be exported through
+ * cuIpcGetMemHandle at all, and the driver's error says so. */
+#include "hook_common.h"
+
+#include "arena_glue.h"
+#include "ipc_record.h"
+#include "log.h"
+#include "settings.h"
+
+#include <string.h>
+
+static CUresult export_block(const vs_real_table *real, CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+  int card = 0, vmm = 0;
+  uint64_t base = 0, size = 0, chunk = 0, offset = 0;
+  if (vs_arena_glue_placement((uint64_t)dptr, &card, &base, &size, &chunk, &offset, &vmm) != 0)
+    return real->cuIpcGetMemHandle(pHandle, dptr);   /* not an arena block: the driver's own */
+  if (vmm) {
+    /* The driver's word on memory it mapped through the VMM API. */
+    CUresult r = real->cuIpcGetMemHandle(pHandle, (CUdeviceptr)base);
+    if (r == CUDA_SUCCESS) r = CUDA_ERROR_NOT_SUPPORTED;   /* a handle we cannot vouch for */
+    VS_ERROR("card %d: cuIpcGetMemHandle on 0x%llx fails (error %d): the block lies in the VMM arena, which "
+             "legacy IPC cannot export; set `arena = chunks` for tenant %s", card, (unsigned long long)dptr,
+             (int)r, vs_settings_get()->tenant);
+    return r;
+  }
+  CUipcMemHandle drv;
+  CUresult r = real->cuIpcGetMemHandle(&drv, (CUdeviceptr)chunk);
+  if (r != CUDA_SUCCESS) return r;
+  if (offset == 0) {
+    *pHandle = drv;   /* the driver's own handle opens at the block */
+    return CUDA_SUCCESS;
+  }
+  return vs_ipc_export(&drv, base, offset, size, card, pHandle) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
+}
+
+CUresult vs_hook_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+  VS_HOOK_ENTER(cuIpcGetMemHandle, (pHandle, dptr));
+  if (!pHandle) VS_FORWARD(cuIpcGetMemHandle, (pHandle, dptr));
+  vs_guard_enter();
+  CUresult r = export_block(real, pHandle, dptr);
+  vs_guard_leave();
+  return r;
+}
+
+/* Opens a handle: a shim handle at its block's offset in the driver's
+ * mapping, any other as the driver says. */
+#define IPC_OPEN_BODY(name)                                                                       \
+  VS_HOOK_ENTER(name, (pdptr, handle, Flags));                                                    \
+  if (!pdptr) VS_FORWARD(name, (pdptr, handle, Flags));                                           \
+  vs_guard_enter();                                                                               \
+  vs_mem_op op;                                                                                   \
+  CUresult r;                                                                                     \
+  if (vs_mem_alloc_begin(&op, VS_MEM_IPC, vs_driver_current_card(real), 0, VRAMSHIM_CALL_IPC_OPEN) == \
+      VS_MEM_DONE) {                                                                              \
+    r = op.result;                                                                                \
+  } else {                                                                                        \
+    CUipcMemHandle drv;                                                                           \
+    uint64_t offset = 0, size = 0;                                                                \
+    int shim = vs_ipc_resolve(&handle, &drv, &offset, &size);                                     \
+    if (shim < 0) {                                                                               \
+      r = CUDA_ERROR_INVALID_VALUE; /* what the driver says to a bad handle */                    \
+    } else {                                                                                      \
+      r = real->name(pdptr, shim ? drv : handle, Flags);                                          \
+      if (r == CUDA_SUCCESS && shim) {                                                            \
+        vs_ipc_opened_add((uint64_t)*pdptr + offset, (uint64_t)*pdptr);                           \
+        *pdptr += offset;                                                                         \
+      } else if (r == CUDA_SUCCESS && real->cuMemGetAddressRange_v2) {                            \
+        CUdeviceptr base = 0;                                                                     \
+        size_t sz = 0;                                                                            \
+        (void)real->cuMemGetAddressRange_v2(&base, &sz, *pdptr);                                  \
+        size = sz;                                                                                \
+      }                                                                                           \
+    }                                                                                             \
+    r = vs_mem_alloc_end_sized(&op, r, r == CUDA_SUCCESS ? (uint64_t)*pdptr : 0, size);           \
+  }                                                                                               \
+  vs_guard_leave();                                                                               \
+  return r
+
+CUresult vs_hook_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  IPC_OPEN_BODY(cuIpcOpenMemHandle_v2);
+}
+CUresult vs_hook_cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  IPC_OPEN_BODY(cuIpcOpenMemHandle);
+}
+
+CUresult vs_hook_cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  VS_HOOK_ENTER(cuIpcCloseMemHandle, (dptr));
+  vs_guard_enter();
+  uint64_t drv_ptr = (uint64_t)dptr;
+  int shim = vs_ipc_opened_find((uint64_t)dptr, &drv_ptr, 0) == 0;
+  vs_mem_op op;
+  CUresult r;
+  if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, VS_FREE_IPC_CLOSE, (uint64_t)dptr, VRAMSHIM_CALL_IPC_CLOSE) ==
+      VS_MEM_DONE) {
+    r = op.result;
+  } else {
+    r = vs_mem_free_end(&op, real->cuIpcCloseMemHandle((CUdeviceptr)drv_ptr));
+    if (r == CUDA_SUCCESS && shim) vs_ipc_opened_find((uint64_t)dptr, &drv_ptr, 1);
+  }
+  vs_guard_leave();
+  return r;
+}

@@ -1,0 +1,216 @@
+/* Shim IPC handles and their records (see ipc_record.h). */
+#include "ipc_record.h"
+
+#include "log.h"
+#include "settings.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uthash.h>
+
+static const char k_magic[16] = "vramshim-ipc-v1";
+
+/* The program's handle. */
+typedef struct token {
+  char magic[16];
+  int32_t pid;
+  uint32_t pad;
+  uint64_t seq;
+  uint64_t nonce;
+} token;
+_Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
+
+/* One record of the exporter's file, at seq * sizeof(record). */
+typedef struct record {
+  char magic[16];
+  uint64_t nonce, offset, size;
+  int32_t card;
+  uint32_t pad;
+  CUipcMemHandle driver;
+} record;
+
+/* Exporter: blocks already exported, so re-exporting one reuses its record. */
+typedef struct exported {
+  uint64_t block;
+  record rec;
+  uint64_t seq;
+  UT_hash_handle hh;
+} exported;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_fd = -1;
+static uint64_t g_next_seq;
+static exported *g_exported;
+/* Importer: ptr -> driver pointer, with references. */
+typedef struct opened {
+  uint64_t ptr, driver_ptr;
+  uint64_t refs;
+  UT_hash_handle hh;
+} opened;
+static opened *g_opened;
+static void *g_orphans[2];   /* a forked child's inheritance, kept reachable */
+
+static int open_dir(int create) {
+  const char *dir = vs_settings_get()->config.ledger_dir;
+  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
+  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void file_name(char *buf, size_t n, int pid) { snprintf(buf, n, "ipc-%d.rec", pid); }
+
+/* Under g_lock. The first export of this process starts a fresh file: one
+ * left by a dead process with the same pid is stale. */
+static int export_fd(void) {
+  if (g_fd >= 0) return g_fd;
+  int dfd = open_dir(1);
+  if (dfd < 0) return -1;
+  char name[64];
+  file_name(name, sizeof name, (int)getpid());
+  g_fd = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  close(dfd);
+  return g_fd;
+}
+
+int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, uint64_t size, int card,
+                  CUipcMemHandle *out) {
+  pthread_mutex_lock(&g_lock);
+  exported *e;
+  HASH_FIND(hh, g_exported, &block, sizeof block, e);
+  if (!e || e->rec.offset != offset || e->rec.size != size || e->rec.card != card ||
+      memcmp(&e->rec.driver, drv, sizeof *drv) != 0) {
+    int fd = export_fd();
+    if (fd < 0) {
+      pthread_mutex_unlock(&g_lock);
+      VS_ERROR("card %d: cannot write the IPC record in %s (%s); cuIpcGetMemHandle fails", card,
+               vs_settings_get()->config.ledger_dir, strerror(errno));
+      return -1;
+    }
+    if (!e) {
+      e = calloc(1, sizeof *e);
+      if (!e) {
+        pthread_mutex_unlock(&g_lock);
+        return -1;
+      }
+      e->block = block;
+      HASH_ADD(hh, g_exported, block, sizeof e->block, e);
+    }
+    memset(&e->rec, 0, sizeof e->rec);
+    memcpy(e->rec.magic, k_magic, sizeof k_magic);
+    if (getrandom(&e->rec.nonce, sizeof e->rec.nonce, 0) != (ssize_t)sizeof e->rec.nonce)
+      e->rec.nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)e ^ g_next_seq;
+    e->rec.offset = offset;
+    e->rec.size = size;
+    e->rec.card = card;
+    e->rec.driver = *drv;
+    e->seq = g_next_seq++;
+    if (pwrite(fd, &e->rec, sizeof e->rec, (off_t)(e->seq * sizeof e->rec)) != (ssize_t)sizeof e->rec) {
+      HASH_DEL(g_exported, e);
+      free(e);
+      pthread_mutex_unlock(&g_lock);
+      VS_ERROR("card %d: cannot write the IPC record (%s); cuIpcGetMemHandle fails", card, strerror(errno));
+      return -1;
+    }
+  }
+  token t;
+  memset(&t, 0, sizeof t);
+  memcpy(t.magic, k_magic, sizeof k_magic);
+  t.pid = (int32_t)getpid();
+  t.seq = e->seq;
+  t.nonce = e->rec.nonce;
+  pthread_mutex_unlock(&g_lock);
+  memset(out, 0, sizeof *out);
+  memcpy(out->reserved, &t, sizeof t);
+  return 0;
+}
+
+int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offset, uint64_t *size) {
+  token t;
+  memcpy(&t, h->reserved, sizeof t);
+  if (memcmp(t.magic, k_magic, sizeof k_magic) != 0) return 0;
+  int dfd = open_dir(0);
+  int fd = -1;
+  if (dfd >= 0) {
+    char name[64];
+    file_name(name, sizeof name, t.pid);
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    close(dfd);
+  }
+  record rec;
+  struct stat st;
+  const char *why = NULL;
+  if (fd < 0) why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";
+  else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    why = "its record file is not this user's private file";
+  else if (pread(fd, &rec, sizeof rec, (off_t)(t.seq * sizeof rec)) != (ssize_t)sizeof rec ||
+           memcmp(rec.magic, k_magic, sizeof k_magic) != 0 || rec.nonce != t.nonce)
+    why = "the exporter's record does not match (a stale handle)";
+  if (fd >= 0) close(fd);
+  if (why) {
+    VS_WARN("cuIpcOpenMemHandle: a vramshim handle from process %d cannot be opened: %s", (int)t.pid, why);
+    return -1;
+  }
+  *drv = rec.driver;
+  *offset = rec.offset;
+  *size = rec.size;
+  return 1;
+}
+
+void vs_ipc_opened_add(uint64_t ptr, uint64_t driver_ptr) {
+  pthread_mutex_lock(&g_lock);
+  opened *o;
+  HASH_FIND(hh, g_opened, &ptr, sizeof ptr, o);
+  if (o) {
+    o->refs++;
+  } else if ((o = calloc(1, sizeof *o))) {
+    o->ptr = ptr;
+    o->driver_ptr = driver_ptr;
+    o->refs = 1;
+    HASH_ADD(hh, g_opened, ptr, sizeof o->ptr, o);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+int vs_ipc_opened_find(uint64_t ptr, uint64_t *driver_ptr, int drop) {
+  pthread_mutex_lock(&g_lock);
+  opened *o;
+  HASH_FIND(hh, g_opened, &ptr, sizeof ptr, o);
+  if (o) {
+    *driver_ptr = o->driver_ptr;
+    if (drop && --o->refs == 0) {
+      HASH_DEL(g_opened, o);
+      free(o);
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return o ? 0 : -1;
+}
+
+void vs_ipc_atfork_child(void) {
+  /* The parent's exports and openings are not the child's. */
+  if (g_exported) g_orphans[0] = g_exported;
+  if (g_opened) g_orphans[1] = g_opened;
+  g_exported = NULL;
+  g_opened = NULL;
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  g_next_seq = 0;
+  pthread_mutex_init(&g_lock, NULL);
+}
+
+/* The records die with their exporter (so does the memory they name). */
+__attribute__((destructor)) static void remove_records(void) {
+  if (g_fd < 0) return;
+  int dfd = open_dir(0);
+  if (dfd < 0) return;
+  char name[64];
+  file_name(name, sizeof name, (int)getpid());
+  unlinkat(dfd, name, 0);
+  close(dfd);
+}
