@@ -588,6 +588,8 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   VS_STORE(&h->shm->slots[h->slot].live, live);
 }
 
+int vs_ledger_inherited(const vs_ledger *h) { return h && h->fd < 0; }
+
 uint64_t vs_ledger_held(const vs_ledger *h) {
   return h && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].held) : 0;
 }

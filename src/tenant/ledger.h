@@ -84,6 +84,10 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
  * activity; returns the number reclaimed. */
 int vs_ledger_sweep(vs_ledger *h);
 
+/* Whether the handle was inherited across fork (every call then fails or
+ * does nothing; open a new one). */
+int vs_ledger_inherited(const vs_ledger *h);
+
 /* What this process holds on the card. */
 uint64_t vs_ledger_held(const vs_ledger *h);
 

@@ -1,0 +1,139 @@
+#include "session.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "plan.h"
+
+struct vs_tenant_session {
+  vs_config cfg;
+  int enforcing;
+  char tenant[VS_NAME_MAX];
+  pthread_mutex_t lock;                       /* guards opening cards */
+  vs_ledger *cards[VS_CFG_MAX_CARD_INDEX];
+  uint8_t off[VS_CFG_MAX_CARD_INDEX];         /* card not enforced (passthrough after an error) */
+  uint64_t capacity[VS_CFG_MAX_CARD_INDEX];   /* as given at first use: a fork child re-opens with it */
+  char uuid[VS_CFG_MAX_CARD_INDEX][VS_NAME_MAX];
+  uint64_t wait_ms;
+  vs_trim_fn trim;
+  vs_warn_fn warn;
+  void *hook_arg;
+};
+
+vs_tenant_session *vs_tenant_init(const char *argv0) {
+  vs_tenant_session *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_init(&s->lock, NULL);
+  char err[VS_ERR_MAX];
+  int r = vs_config_load_env(&s->cfg, err, sizeof err);
+  s->enforcing = 1;
+  if (r < 0) {
+    vs_config_on_error(err); /* returns only with passthrough */
+    vs_config_defaults(&s->cfg);
+    s->enforcing = 0;
+  }
+  char exe[VS_NAME_MAX];
+  vs_self_exe(argv0, exe);
+  const char *how = vs_config_select_tenant(&s->cfg, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
+  s->wait_ms = t ? t->wait_ms : 0;
+  VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 ? "none (no limits)" : s->cfg.file);
+  return s;
+}
+
+void vs_tenant_set_hooks(vs_tenant_session *s, vs_trim_fn trim, vs_warn_fn warn, void *arg) {
+  s->trim = trim;
+  s->warn = warn;
+  s->hook_arg = arg;
+}
+
+int vs_tenant_enforcing(const vs_tenant_session *s) { return s && s->enforcing; }
+const char *vs_tenant_name(const vs_tenant_session *s) { return s->tenant; }
+const vs_config *vs_tenant_config(const vs_tenant_session *s) { return &s->cfg; }
+
+static vs_ledger *open_card_locked(vs_tenant_session *s, int card, const char *uuid, uint64_t capacity) {
+  vs_ledger *h = s->cards[card];
+  if (h && vs_ledger_inherited(h)) {
+    /* A fork child: the parent's slot stays the parent's; take our own. */
+    vs_ledger_close(h);
+    __atomic_store_n(&s->cards[card], NULL, __ATOMIC_RELEASE);
+    h = NULL;
+  }
+  if (h || s->off[card]) return h;
+  vs_plan *plan = malloc(sizeof *plan);
+  char err[VS_ERR_MAX], id[VS_NAME_MAX];
+  if (uuid && *uuid) snprintf(id, sizeof id, "%s", uuid);
+  else snprintf(id, sizeof id, "%d", card);
+  if (!plan || vs_plan_build(&s->cfg, card, uuid, capacity, plan, err, sizeof err) ||
+      !(h = vs_ledger_open(s->cfg.ledger_dir, id, plan, s->tenant, err, sizeof err))) {
+    if (!plan) snprintf(err, sizeof err, "out of memory");
+    vs_config_on_error(err); /* returns only with passthrough */
+    s->off[card] = 1;
+  } else {
+    s->capacity[card] = capacity;
+    snprintf(s->uuid[card], VS_NAME_MAX, "%s", uuid ? uuid : "");
+    __atomic_store_n(&s->cards[card], h, __ATOMIC_RELEASE);
+  }
+  free(plan);
+  return h;
+}
+
+/* The card's ledger when open (re-opened in a fork child). */
+static vs_ledger *get(vs_tenant_session *s, int card) {
+  if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return NULL;
+  vs_ledger *h = __atomic_load_n(&s->cards[card], __ATOMIC_ACQUIRE);
+  if (h && vs_ledger_inherited(h)) {
+    pthread_mutex_lock(&s->lock);
+    h = open_card_locked(s, card, s->uuid[card], s->capacity[card]);
+    pthread_mutex_unlock(&s->lock);
+  }
+  return h;
+}
+
+vs_ledger *vs_tenant_card(vs_tenant_session *s, int card, const char *uuid, uint64_t capacity) {
+  if (!s || !s->enforcing || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return NULL;
+  pthread_mutex_lock(&s->lock);
+  vs_ledger *h = open_card_locked(s, card, uuid, capacity);
+  pthread_mutex_unlock(&s->lock);
+  return h;
+}
+
+int vs_tenant_admit(vs_tenant_session *s, int card, uint64_t n) {
+  vs_ledger *h = get(s, card);
+  if (!h) return 0;
+  vs_refusal why;
+  int r = vs_ledger_charge(h, n, &why);
+  if (r == 1 && s->trim) {
+    /* The arena gives back cached memory first: quotas count it. */
+    s->trim(s->hook_arg, card, n);
+    r = vs_ledger_charge(h, n, &why);
+  }
+  if (r == 1 && s->wait_ms) r = vs_ledger_wait_charge(h, n, s->wait_ms, &why);
+  if (r == 1) {
+    vs_ledger_report_refusal(h, &why);
+    return 1;
+  }
+  if (r == 0 && why.warned && s->warn) s->warn(s->hook_arg, card, why.used + n);
+  return r < 0 ? 0 : r; /* a broken ledger never turns a request into an OOM */
+}
+
+void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_uncharge(get(s, card), n); }
+
+void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
+
+int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
+  vs_ledger *h = get(s, card);
+  if (!h) return -1;
+  vs_ledger_view(h, cached, free_bytes, total_bytes);
+  return 0;
+}
+
+void vs_tenant_fini(vs_tenant_session *s) {
+  if (!s) return;
+  for (int i = 0; i < VS_CFG_MAX_CARD_INDEX; i++) vs_ledger_close(s->cards[i]);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}

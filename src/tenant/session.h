@@ -1,0 +1,57 @@
+/* The tenant concern as the shim uses it: one session per process.
+ *
+ *   at load      vs_tenant_init()        config ($VRAMSHIM_CONFIG), tenant selection,
+ *                                         exit 78 on a config error unless passthrough
+ *   first use    vs_tenant_card()        per card: plan for its real capacity, ledger slot
+ *   arena grows  vs_tenant_admit()       charge; on refusal trim the arena, retry, wait
+ *                                         (on_limit = wait:D), else log + event -> OOM
+ *   arena frees  vs_tenant_release()     every byte given back to the driver
+ *   info         vs_tenant_view()        cuMemGetInfo / cuDeviceTotalMem numbers
+ *
+ * Thread-safe. Fork-safe: a child re-opens its cards lazily and is its own
+ * process in the ledger. */
+#ifndef VS_TENANT_SESSION_H
+#define VS_TENANT_SESSION_H
+#include <stdint.h>
+
+#include "config.h"
+#include "ledger.h"
+
+typedef struct vs_tenant_session vs_tenant_session;
+
+/* Releases up to `want` bytes of cached device memory of `card` back to the
+ * driver (calling vs_tenant_release for what it frees); returns bytes freed. */
+typedef uint64_t (*vs_trim_fn)(void *arg, int card, uint64_t want);
+/* Called (outside any lock) when a charge crossed the tenant's warn_at: the
+ * place to write a dump. */
+typedef void (*vs_warn_fn)(void *arg, int card, uint64_t used);
+
+/* Loads the config and selects the tenant (argv0 may be NULL). On a config
+ * error: exits 78, or with VRAMSHIM_ON_ERROR=passthrough returns a session
+ * that enforces nothing. Never returns NULL except out of memory. */
+vs_tenant_session *vs_tenant_init(const char *argv0);
+void vs_tenant_set_hooks(vs_tenant_session *s, vs_trim_fn trim, vs_warn_fn warn, void *arg);
+/* Whether quotas are enforced (0 after a passthrough config error). */
+int vs_tenant_enforcing(const vs_tenant_session *s);
+const char *vs_tenant_name(const vs_tenant_session *s);
+const vs_config *vs_tenant_config(const vs_tenant_session *s);
+
+/* Opens the card's ledger if not yet open (card < VS_CFG_MAX_CARD_INDEX;
+ * uuid may be NULL; capacity from cuDeviceTotalMem). A plan or ledger error
+ * is a config error (exit 78 or passthrough for this card). Returns the
+ * ledger, or NULL when the card is not enforced. */
+vs_ledger *vs_tenant_card(vs_tenant_session *s, int card, const char *uuid, uint64_t capacity);
+
+/* 0: n bytes admitted (charged); 1: refused (the caller returns
+ * CUDA_ERROR_OUT_OF_MEMORY; the line is logged, the event recorded). Cards
+ * not opened or not enforced admit everything. */
+int vs_tenant_admit(vs_tenant_session *s, int card, uint64_t n);
+void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n);
+/* Live bytes of the program on the card, for status. */
+void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
+/* The tenant's view; returns 0 and fills free/total, or -1 when the card is
+ * not enforced (the caller reports the driver's own numbers). */
+int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
+/* Closes every card (gives back this process's slots). */
+void vs_tenant_fini(vs_tenant_session *s);
+#endif
