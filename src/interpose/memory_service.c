@@ -70,8 +70,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   if (!holds_device_memory(kind)) return VS_MEM_PASS;
   vs_acct_request(op->rec.card, 1);
 
-  /* cuMemAlloc is served by the arena where it is on for this card. */
-  if (kind == VS_MEM_DEVICE) {
+  /* cuMemAlloc is served by the arena where it is on for this card. With
+   * no current context (card < 0) the driver gives its own answer. */
+  if (kind == VS_MEM_DEVICE && card >= 0) {
     uint64_t addr = 0;
     CUresult res = CUDA_SUCCESS;
     if (vs_arena_glue_alloc(op->rec.card, size, &addr, &res) == VS_MEM_DONE) {
