@@ -44,6 +44,18 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   return s;
 }
 
+vs_tenant_session *vs_tenant_init_with(const vs_config *cfg, const char *tenant, int enforcing) {
+  vs_tenant_session *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_init(&s->lock, NULL);
+  s->cfg = *cfg;
+  s->enforcing = enforcing;
+  snprintf(s->tenant, sizeof s->tenant, "%s", tenant && *tenant ? tenant : VS_DEFAULT_TENANT);
+  const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
+  s->wait_ms = t ? t->wait_ms : 0;
+  return s;
+}
+
 void vs_tenant_set_hooks(vs_tenant_session *s, vs_trim_fn trim, vs_warn_fn warn, void *arg) {
   s->trim = trim;
   s->warn = warn;

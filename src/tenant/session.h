@@ -30,6 +30,9 @@ typedef void (*vs_warn_fn)(void *arg, int card, uint64_t used);
  * error: exits 78, or with VRAMSHIM_ON_ERROR=passthrough returns a session
  * that enforces nothing. Never returns NULL except out of memory. */
 vs_tenant_session *vs_tenant_init(const char *argv0);
+/* Same, from a config the caller already loaded and a tenant it selected
+ * (copied); enforcing = 0 after a passthrough config error. */
+vs_tenant_session *vs_tenant_init_with(const vs_config *cfg, const char *tenant, int enforcing);
 void vs_tenant_set_hooks(vs_tenant_session *s, vs_trim_fn trim, vs_warn_fn warn, void *arg);
 /* Whether quotas are enforced (0 after a passthrough config error). */
 int vs_tenant_enforcing(const vs_tenant_session *s);

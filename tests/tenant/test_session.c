@@ -85,6 +85,30 @@ static void admit_trim_warn_view(void **state) {
   vs_tenant_fini(s);
 }
 
+static void init_with_a_loaded_config(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX], text[512];
+  snprintf(text, sizeof text, "[global]\nledger_dir = %s/ledger\n[tenant x]\nlimit = 10\non_limit = wait:50ms\n", g_tmp);
+  assert_int_equal(vs_config_parse_string(text, "x.conf", cfg, err, sizeof err), 0);
+  vs_tenant_session *s = vs_tenant_init_with(cfg, "x", 1);
+  free(cfg);
+  assert_string_equal(vs_tenant_name(s), "x");
+  assert_non_null(vs_tenant_card(s, 2, NULL, 100));
+  assert_int_equal(vs_tenant_admit(s, 2, 10), 0);
+  assert_int_equal(vs_tenant_admit(s, 2, 1), 1);
+  vs_tenant_fini(s);
+  /* Not enforcing: no ledger, everything admitted. */
+  vs_config *d = malloc(sizeof *d);
+  vs_config_defaults(d);
+  s = vs_tenant_init_with(d, NULL, 0);
+  free(d);
+  assert_string_equal(vs_tenant_name(s), "default");
+  assert_null(vs_tenant_card(s, 0, NULL, 100));
+  assert_int_equal(vs_tenant_admit(s, 0, 1000), 0);
+  vs_tenant_fini(s);
+}
+
 static void wait_mode_times_out(void **state) {
   (void)state;
   write_conf("[tenant w]\nlimit = 100\non_limit = wait:300ms\n");
@@ -213,6 +237,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(admit_trim_warn_view, setup, teardown),
+      cmocka_unit_test_setup_teardown(init_with_a_loaded_config, setup, teardown),
       cmocka_unit_test_setup_teardown(wait_mode_times_out, setup, teardown),
       cmocka_unit_test_setup_teardown(match_exe_selects, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_exit_78_or_passthrough, setup, teardown),
