@@ -9,7 +9,13 @@
  * per-run differences (the cost the shim adds); and the difference of the
  * fastest runs (less sensitive to a busy machine).
  *
- *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH]
+ *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena]
+ *
+ * --arena: the cost of an alloc+free pair through the shim with the arena
+ * off, chunks and vmm, against the driver directly, side by side, for a few
+ * sizes. The arena mode is fixed per process (the config is read at load),
+ * so each mode runs in a child process of this program (--arena-child MODE)
+ * with its own config file; each child measures its own direct pairs too.
  * A benchmark, never a test: it prints numbers and does not judge them. */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -131,8 +137,89 @@ static void measure(const char *what, void (*op)(const fns *, int), int runs, in
   free(diff);
 }
 
+/* ---- --arena: alloc+free pairs by size, one process per arena mode ----- */
+static const size_t k_arena_sizes[] = {512, 4096, 300 << 10, 4 << 20};
+#define ARENA_NSIZES (sizeof k_arena_sizes / sizeof k_arena_sizes[0])
+static size_t g_pair_size;
+
+static void op_pair_sized(const fns *f, int n) {
+  CUdeviceptr p;
+  for (int i = 0; i < n; i++) {
+    f->alloc(&p, g_pair_size);
+    f->fr(p);
+  }
+}
+
+/* In the child: one line per size, "SIZE DIRECT HOOKED" (medians, ns/pair). */
+static void arena_child(int runs, int calls) {
+  for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    g_pair_size = k_arena_sizes[k];
+    double *d = malloc(sizeof(double) * (size_t)runs), *h = malloc(sizeof(double) * (size_t)runs);
+    op_pair_sized(&g_direct, calls / 10 + 1);
+    op_pair_sized(&g_hooked, calls / 10 + 1);
+    for (int r = 0; r < runs; r++) {
+      const fns *first = r % 2 ? &g_hooked : &g_direct, *second = r % 2 ? &g_direct : &g_hooked;
+      double t0 = now_ns();
+      op_pair_sized(first, calls);
+      double t1 = now_ns();
+      op_pair_sized(second, calls);
+      double t2 = now_ns();
+      double a = (t1 - t0) / calls, b = (t2 - t1) / calls;
+      d[r] = r % 2 ? b : a;
+      h[r] = r % 2 ? a : b;
+    }
+    printf("%zu %.1f %.1f\n", g_pair_size, median(d, runs), median(h, runs));
+    free(d);
+    free(h);
+  }
+}
+
+static int arena_table(const char *self, int runs, int calls, const char *shim_path, const char *driver_path) {
+  static const char *modes[] = {"off", "chunks", "vmm"};
+  double direct[ARENA_NSIZES] = {0}, hooked[3][ARENA_NSIZES] = {{0}};
+  char dir[] = "/tmp/vramshim-bench-XXXXXX";
+  if (!mkdtemp(dir)) return 2;
+  for (int m = 0; m < 3; m++) {
+    char conf[128], cmd[1024];
+    snprintf(conf, sizeof conf, "%s/%s.conf", dir, modes[m]);
+    FILE *f = fopen(conf, "w");
+    if (!f) return 2;
+    fprintf(f, "[global]\narena = %s\nledger_dir = %s/ledger\n", modes[m], dir);
+    fclose(f);
+    setenv("VRAMSHIM_CONFIG", conf, 1);
+    snprintf(cmd, sizeof cmd, "'%s' --arena-child --runs %d --calls %d --shim '%s' --driver '%s'", self, runs, calls,
+             shim_path, driver_path);
+    FILE *p = popen(cmd, "r");
+    if (!p) return 2;
+    size_t size;
+    double d, h;
+    for (size_t k = 0; k < ARENA_NSIZES && fscanf(p, "%zu %lf %lf", &size, &d, &h) == 3; k++) {
+      if (m == 0) direct[k] = d;
+      hooked[m][k] = h;
+    }
+    if (pclose(p) != 0) fprintf(stderr, "vramshim-bench: the %s child failed\n", modes[m]);
+    unlink(conf);
+  }
+  char ledger[160];
+  snprintf(ledger, sizeof ledger, "%s/ledger", dir);
+  rmdir(ledger);
+  rmdir(dir);
+  printf("vramshim-bench --arena: driver %s\n", driver_path);
+  printf("vramshim-bench: %d runs x %d pairs each; medians in ns per cuMemAlloc_v2 + cuMemFree_v2 pair\n", runs, calls);
+  printf("%-10s %12s %12s %12s %12s\n", "size", "driver", "arena off", "arena chunks", "arena vmm");
+  for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    char sz[32];
+    size_t n = k_arena_sizes[k];
+    if (n >= (1u << 20)) snprintf(sz, sizeof sz, "%zu MiB", n >> 20);
+    else if (n >= 1024) snprintf(sz, sizeof sz, "%zu KiB", n >> 10);
+    else snprintf(sz, sizeof sz, "%zu B", n);
+    printf("%-10s %12.1f %12.1f %12.1f %12.1f\n", sz, direct[k], hooked[0][k], hooked[1][k], hooked[2][k]);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int runs = 41, calls = 20000;
+  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0;
   const char *shim_path = VS_BENCH_SHIM, *driver_path = getenv("VRAMSHIM_DRIVER");
   if (!driver_path || !*driver_path) driver_path = VS_BENCH_DRIVER;
   for (int i = 1; i < argc; i++) {
@@ -140,12 +227,21 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--calls") && i + 1 < argc) calls = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--shim") && i + 1 < argc) shim_path = argv[++i];
     else if (!strcmp(argv[i], "--driver") && i + 1 < argc) driver_path = argv[++i];
+    else if (!strcmp(argv[i], "--arena")) arena = 1;
+    else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH]\n");
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena]\n");
       return 2;
     }
   }
   if (runs < 1 || calls < 10) return 2;
+  if (arena) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 2;
+    self[n] = 0;
+    return arena_table(self, runs, calls / 20 > 10 ? calls / 20 : 10, shim_path, driver_path);
+  }
   /* The shim must forward to the very driver measured directly. */
   setenv("VRAMSHIM_DRIVER", driver_path, 1);
   char state[64];
@@ -170,6 +266,12 @@ int main(int argc, char **argv) {
       ((setcur_t)need(drv, "cuCtxSetCurrent"))(ctx) != CUDA_SUCCESS || g_direct.alloc(&g_live, 1 << 20) != CUDA_SUCCESS) {
     fprintf(stderr, "vramshim-bench: the driver did not start\n");
     return 2;
+  }
+  if (arena_child_mode) {
+    arena_child(runs, calls);
+    g_direct.fr(g_live);
+    unlink(state);
+    return 0;
   }
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   printf("vramshim-bench: driver %s, shim %s\n", driver_path, shim_path);
