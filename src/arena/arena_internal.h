@@ -13,8 +13,12 @@
 #define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
 #define VS_NBINS 2                      /* bins per class; vs_arena_check holds every bin
                                          * lock: classes x bins must stay < 64 (TSan) */
+#ifndef VS_CHUNK_MEDIUM
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
+#endif
+#ifndef VS_DEDICATED_MIN
 #define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
+#endif
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
 #define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
 #define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */
@@ -23,6 +27,9 @@
 #endif
 #ifndef VS_STEP_MAX
 #define VS_STEP_MAX (256ull << 20)      /* ... and at most this (VMM): bounds what one handle can pin */
+#endif
+#ifndef VS_STEP_MIN_VMM
+#define VS_STEP_MIN_VMM (32ull << 20)   /* ... and at least this (VMM): a small heap grows in batches too */
 #endif
 #ifndef VS_HANDLE_MAX
 #define VS_HANDLE_MAX (1ull << 40)      /* largest physical handle (measured: capping costs calls, saves nothing) */
@@ -33,12 +40,21 @@
 #ifndef VS_SYNC_FRAC
 #define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
 #endif
+#ifndef VS_SYNC_MIN_VMM
+#define VS_SYNC_MIN_VMM (64ull << 20)   /* ... and (VMM) pending is at least this */
+#endif
 #ifndef VS_PLACE_SCAN
 #define VS_PLACE_SCAN 4096              /* pressure: free blocks examined for the least-growth placement */
 #endif
-#ifndef VS_LARGE_MIN
-#define VS_LARGE_MIN (1ull << 50)       /* >= this: a second tlsf apart from smaller blocks
-                                         * (measured: no gain on the traces, so off) */
+#ifndef VS_HEAP_NT
+#define VS_HEAP_NT 1                    /* heap size bands, each its own tlsf (VA region or
+                                         * chunks); measured: no robust gain, so one */
+#endif
+#ifndef VS_BAND_BASE
+#define VS_BAND_BASE (64ull << 10)      /* band k >= 1: requests >= BASE << ((k - 1) * STEP) */
+#endif
+#ifndef VS_BAND_STEP
+#define VS_BAND_STEP 2
 #endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
 #define VS_SLAB_SIZE (2ull << 20)
@@ -63,7 +79,7 @@ typedef struct vs_hregion {
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   pthread_mutex_t mu;
-  vs_tlsf t[2];                     /* [0]: below VS_LARGE_MIN and slabs; [1]: large */
+  vs_tlsf t[VS_HEAP_NT];            /* size bands: [0] also holds the slabs */
   int vmm;
   uint64_t G;
   vs_handle *h;
@@ -161,7 +177,7 @@ int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu *
 int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
 vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr);           /* caller holds mu */
 #define VS_HEAP_REGIONS(h, tr) \
-  for (int k_ = 0; k_ < 2; k_++) for (vs_tregion *tr = (h)->t[k_].regions; tr; tr = tr->rnext)
+  for (int k_ = 0; k_ < VS_HEAP_NT; k_++) for (vs_tregion *tr = (h)->t[k_].regions; tr; tr = tr->rnext)
 
 /* slab.c */
 void vs_slab_classes(vs_arena *a);

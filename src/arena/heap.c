@@ -30,21 +30,24 @@ static vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
 
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
 uint64_t vs_heap_cached(vs_heap *h) {
-  uint64_t r = vs_heap_reserved(h), u = h->t[0].used_bytes + h->t[1].used_bytes;
+  uint64_t r = vs_heap_reserved(h), u = 0;
+  for (int k = 0; k < VS_HEAP_NT; k++) u += h->t[k].used_bytes;
   return r > u ? r - u : 0;
 }
 static vs_tlsf *tlsf_of(vs_heap *h, vs_tblock *b) { return &h->t[hr(b->region)->cls]; }
 vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr) {
-  vs_tblock *b = vs_tlsf_used(&h->t[0], addr);
-  return b ? b : vs_tlsf_used(&h->t[1], addr);
+  for (int k = 0; k < VS_HEAP_NT; k++) {
+    vs_tblock *b = vs_tlsf_used(&h->t[k], addr);
+    if (b) return b;
+  }
+  return NULL;
 }
 
 int vs_heap_init(vs_arena *a) {
   vs_heap *h = &a->heap;
   memset(h, 0, sizeof *h);
   pthread_mutex_init(&h->mu, NULL);
-  vs_tlsf_init(&h->t[0]);
-  vs_tlsf_init(&h->t[1]);
+  for (int k = 0; k < VS_HEAP_NT; k++) vs_tlsf_init(&h->t[k]);
   h->vmm = a->cfg.mode == VS_ARENA_VMM;
   h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
   return 0;
@@ -252,7 +255,7 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
     }
     return done;
   }
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < VS_HEAP_NT; k++)
   for (vs_tregion *tr = h->t[k].regions, *n; tr && done < want; tr = n) {
     n = tr->rnext;
     if (tr->first->state != VS_TB_FREE || tr->first->size != tr->size) continue;
@@ -371,9 +374,11 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, rc = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
-  /* Large blocks apart from small ones: a small long-lived block must not
-   * pin the physical handle under a large freed one. */
-  int k = size >= VS_LARGE_MIN && req ? 1 : 0;
+  /* Size bands (VS_HEAP_NT > 1): blocks of one band share handles and
+   * chunks only with blocks of similar size. */
+  int k = 0;
+  if (req)
+    while (k + 1 < VS_HEAP_NT && size >= VS_BAND_BASE << ((k + 1) * VS_BAND_STEP - VS_BAND_STEP)) k++;
   vs_tlsf *t = &h->t[k];
   pthread_mutex_lock(&h->mu);
   for (;;) {
@@ -383,8 +388,12 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     vs_hregion *r = b ? hr(b->region) : NULL;
     uint64_t need = !b ? size : (h->vmm ? unmapped_bytes(h, r, p, size) : 0);
     /* Growing while frees wait: one sync makes them all reusable. Only
-     * worth a call when the pending bytes could cover the growth. */
-    if (need && !synced && atomic_load(&a->pend_total) * VS_SYNC_FRAC >= need) {
+     * worth a call when the pending bytes could cover the growth, and (VMM)
+     * when they are a batch: below VS_SYNC_MIN_VMM a growth step serves this
+     * request and the next ones, and mapped memory stays movable, while a
+     * sync per small need would spend a call for a few MiB each time. */
+    uint64_t pend = atomic_load(&a->pend_total);
+    if (need && !synced && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);
       vs_arena_sync(a);
       pthread_mutex_lock(&h->mu);
@@ -426,6 +435,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
        * (the end of the VA): later requests find it mapped. */
       uint64_t span = size, step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
       if (step > VS_STEP_MAX) step = VS_STEP_MAX;
+      if (!h->pressure && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
@@ -506,7 +516,7 @@ void vs_heap_fini(vs_arena *a) {
     if (h->h[i].mapped) unmap_handle(a, i);
     release_handle(a, i);
   }
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < VS_HEAP_NT; k++) {
     vs_tregion *list = h->t[k].regions;
     for (vs_tregion *tr = list; tr; tr = tr->rnext) {
       if (h->vmm) be_call(a, a->be.va_free(a->be.ctx, tr->base, tr->size));
@@ -528,7 +538,8 @@ void vs_heap_fini(vs_arena *a) {
 
 int vs_heap_check(vs_arena *a, char *err, size_t len) {
   vs_heap *h = &a->heap;
-  if (vs_tlsf_check(&h->t[0], err, len) || vs_tlsf_check(&h->t[1], err, len)) return -1;
+  for (int k = 0; k < VS_HEAP_NT; k++)
+    if (vs_tlsf_check(&h->t[k], err, len)) return -1;
   uint64_t mapped = 0, pool = 0, chunks = 0, pend = 0, npend = 0, live = 0, nlive = 0, waste = 0;
   for (uint32_t i = 0; i < h->nh; i++) {
     vs_handle *x = &h->h[i];
