@@ -89,8 +89,12 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       return VS_MEM_DONE;
     }
   }
-  /* Passed through: the tenant is charged before the driver is asked. */
-  CUresult q = vs_quota_charge(op->rec.card, size);
+  /* Passed through: the tenant is charged before the driver is asked
+   * (waiting for others to give memory back under on_limit = wait). */
+  CUresult q;
+  uint64_t deadline = 0;
+  while ((q = vs_quota_charge(op->rec.card, size)) != CUDA_SUCCESS && vs_quota_wait(op->rec.card, size, &deadline)) {
+  }
   if (q != CUDA_SUCCESS) {
     op->result = q;
     vs_acct_failed(op->rec.card);

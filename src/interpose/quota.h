@@ -15,8 +15,16 @@
 
 /* CUDA_SUCCESS: admitted, n bytes charged to this process on card.
  * CUDA_ERROR_OUT_OF_MEMORY: refused by the tenant's limit or by others'
- * reservations (after waiting, with on_limit = wait:DURATION); logged. */
+ * reservations. Never blocks: it is called from inside the arena (under
+ * its locks), whose OOM ladder trims the cache and retries on a refusal. */
 CUresult vs_quota_charge(int card, uint64_t n);
+/* After a refusal of n bytes, and outside every lock of the shim: with
+ * on_limit = wait:DURATION, blocks (no busy wait) until enough memory was
+ * given back that n may be admitted (returns 1: try again) or until the
+ * duration since the first refusal of this request runs out (0); *deadline_ns
+ * is 0 on the first call and carries the request's deadline between calls.
+ * With on_limit = fail, returns 0 at once. Logs the final refusal. */
+int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns);
 /* Charges n bytes without asking (memory the driver already handed out,
  * e.g. a pitch allocation larger than its estimate). */
 void vs_quota_force(int card, uint64_t n);
