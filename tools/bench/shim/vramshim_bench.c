@@ -180,7 +180,7 @@ static int arena_table(const char *self, int runs, int calls, const char *shim_p
   char dir[] = "/tmp/vramshim-bench-XXXXXX";
   if (!mkdtemp(dir)) return 2;
   for (int m = 0; m < 3; m++) {
-    char conf[128], cmd[1024];
+    char conf[128], cmd[12288];
     snprintf(conf, sizeof conf, "%s/%s.conf", dir, modes[m]);
     FILE *f = fopen(conf, "w");
     if (!f) return 2;
