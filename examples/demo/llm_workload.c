@@ -11,7 +11,11 @@
  *   - every decoding step allocates and frees temporaries (activations,
  *     logits) whose size follows the batch.
  *
- * It prints a progress line every --report steps. When the shim is loaded
+ * It prints a progress line every --report steps. With --hold-at STEP it
+ * stops after that step (and --hold-at -1: after the last step, before
+ * freeing anything), prints "HOLD <step>" and waits for a line on stdin,
+ * like a server idle between bursts: the demo's runner takes a dump of
+ * the live process from outside at that moment. When the shim is loaded
  * it also reads the shim's per-card accounting through vramshim_stats()
  * (found with dlsym, so the program still runs without the shim). */
 #include <cuda.h>
@@ -57,6 +61,14 @@ static char *human(uint64_t b, char *buf) {
   return buf;
 }
 
+/* Waits for a line on stdin (or its end) after saying where it stands. */
+static void hold(int step) {
+  printf("HOLD %d\n", step);
+  fflush(stdout);
+  char line[64];
+  if (!fgets(line, sizeof line, stdin)) return;
+}
+
 typedef int (*stats_fn)(int, vramshim_card_stats *);
 
 static void report(stats_fn stats, int step, int live_requests, uint64_t app_live, const char *tag) {
@@ -79,13 +91,15 @@ static void report(stats_fn stats, int step, int live_requests, uint64_t app_liv
 int main(int argc, char **argv) {
   int steps = 2000, report_every = 250;
   const char *tag = "demo";
+  int holds[8], nholds = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--report") && i + 1 < argc) report_every = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0) | 1;
+    else if (!strcmp(argv[i], "--hold-at") && i + 1 < argc && nholds < 8) holds[nholds++] = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s [--steps N] [--report N] [--tag NAME] [--seed N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--steps N] [--report N] [--tag NAME] [--seed N] [--hold-at STEP]...\n", argv[0]);
       return 2;
     }
   }
@@ -180,6 +194,8 @@ int main(int argc, char **argv) {
     check(cuMemsetD8(t[0], 0, 64), "cuMemsetD8");
     for (int k = 5; k >= 0; k--) check(cuMemFree(t[k]), "cuMemFree(temp)");
     if (step % report_every == 0 || step == steps) report(stats, step, live_requests, app_live, tag);
+    for (int h = 0; h < nholds; h++)
+      if (holds[h] == step || (holds[h] == -1 && step == steps)) hold(step);
   }
 
   for (int i = 0; i < MAX_REQ; i++)
