@@ -17,7 +17,7 @@
 #include "config.h"
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 1u
+#define VS_LEDGER_VERSION 2u
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -47,6 +47,15 @@ typedef struct vs_ledger_slot {
   uint64_t peak;
   uint64_t generation;       /* config generation the process runs */
   uint64_t attach_ns;        /* CLOCK_REALTIME */
+  /* Dump mailbox (ledger_mailbox.h), used without the lock: a tool bumps
+   * dump_req and wakes it (futex); the process's background thread writes
+   * a dump, publishes dump_path (dump_pub odd while writing), then sets
+   * dump_done to the request number it answered and wakes that. */
+  uint32_t dump_req;
+  uint32_t dump_done;
+  uint32_t dump_pub;
+  uint32_t dump_pad;
+  char dump_path[VS_PATH_MAX + 128];
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {

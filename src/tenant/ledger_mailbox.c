@@ -1,0 +1,199 @@
+/* Dump request mailboxes in ledger slots (see ledger_mailbox.h). */
+#include "ledger_mailbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger_shm.h"
+
+#define ALOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define ASTORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+uint64_t vs_mailbox_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Not FUTEX_PRIVATE_FLAG: the word lives in a file mapped by several
+ * processes. On private memory the shared key is the same as the private
+ * one, so in-process wakes work too. */
+void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
+  struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
+  int e = errno;
+  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+  errno = e;
+}
+
+void vs_mailbox_futex_wake(uint32_t *word) {
+  int e = errno;   /* also called from a signal handler */
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  errno = e;
+}
+
+int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m, char *err, size_t errlen) {
+  char name[VS_NAME_MAX + 16];
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  if (vs_ledger_file_name(card_id, name, sizeof name)) {
+    snprintf(err, errlen, "ledger of card %s: bad card id", card_id);
+    return -1;
+  }
+  int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
+  if (dfd < 0) return -1;
+  int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  close(dfd);
+  if (fd < 0) {
+    snprintf(err, errlen, "ledger %s/%s: %s", dir, name, strerror(e));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH) ||
+      st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+    snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim (layout version %u)", dir, name,
+             VS_LEDGER_VERSION);
+    close(fd);
+    return -1;
+  }
+  vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (s == MAP_FAILED) {
+    snprintf(err, errlen, "ledger %s/%s: cannot map it: %s", dir, name, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (ALOAD(&s->magic) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION || s->size != sizeof *s) {
+    snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim (layout version %u)", dir, name,
+             VS_LEDGER_VERSION);
+    munmap(s, sizeof *s);
+    close(fd);
+    return -1;
+  }
+  m->shm = s;
+  m->fd = fd;
+  m->card_index = VS_LOAD(&s->card_index);
+  snprintf(m->card_id, sizeof m->card_id, "%s", card_id);
+  return 0;
+}
+
+void vs_mailbox_map_close(vs_mailbox_map *m) {
+  if (m->shm) munmap(m->shm, sizeof *m->shm);
+  if (m->fd >= 0) close(m->fd);
+  m->shm = NULL;
+  m->fd = -1;
+}
+
+int vs_mailbox_find(const vs_mailbox_map *m, int32_t pid, uint64_t start_time, int from) {
+  for (int i = from < 0 ? 0 : from; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &m->shm->slots[i];
+    if (VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->pid) != pid) continue;
+    if (start_time && VS_LOAD(&sl->start_time) != start_time) continue;
+    if (vs_ledger_slot_alive(m->fd, i)) return i;
+  }
+  return -1;
+}
+
+int32_t vs_mailbox_slot_pid(const vs_mailbox_map *m, int slot) {
+  const vs_ledger_slot *sl = &m->shm->slots[slot];
+  return VS_LOAD(&sl->state) == VS_SLOT_ACTIVE ? VS_LOAD(&sl->pid) : 0;
+}
+
+const char *vs_mailbox_slot_tenant(const vs_mailbox_map *m, int slot) {
+  uint32_t t = VS_LOAD(&m->shm->slots[slot].tenant);
+  if (t >= VS_LEDGER_TENANTS) return "";
+  const char *name = m->shm->tenants[t].name;
+  /* Names are written once, NUL-terminated, before any slot points at them. */
+  return memchr(name, 0, VS_NAME_MAX) ? name : "";
+}
+
+void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve, uint64_t *limit, uint64_t *used) {
+  uint32_t t = VS_LOAD(&m->shm->slots[slot].tenant);
+  if (t >= VS_LEDGER_TENANTS) t = 0;
+  const vs_ledger_tenant *lt = &m->shm->tenants[t];
+  *reserve = VS_LOAD(&lt->reserve);
+  *limit = VS_LOAD(&lt->limit);
+  *used = VS_LOAD(&lt->used);
+}
+
+uint64_t vs_mailbox_self_start_time(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  /* Field 22; the command name (field 2) may hold spaces: count after ')'. */
+  char *p = strrchr(buf, ')');
+  if (!p) return 0;
+  int field = 2;
+  for (; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  unsigned long long v = 0;
+  return sscanf(p, "%llu", &v) == 1 ? v : 0;
+}
+
+/* ---- Tool ------------------------------------------------------------------ */
+uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {
+  uint32_t *w = &m->shm->slots[slot].dump_req;
+  uint32_t seq = __atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
+  vs_mailbox_futex_wake(w);
+  return seq;
+}
+
+/* seq answered when done is at or past it (wrapping arithmetic). */
+static int answered(uint32_t done, uint32_t seq) { return (int32_t)(done - seq) >= 0; }
+
+int vs_mailbox_await(vs_mailbox_map *m, int slot, int32_t pid, uint32_t seq, uint64_t deadline_ns, char *path,
+                     size_t pathlen) {
+  vs_ledger_slot *sl = &m->shm->slots[slot];
+  for (;;) {
+    uint32_t p1 = ALOAD(&sl->dump_pub);
+    uint32_t done = ALOAD(&sl->dump_done);
+    if (!(p1 & 1) && answered(done, seq)) {
+      char tmp[sizeof sl->dump_path];
+      memcpy(tmp, sl->dump_path, sizeof tmp);
+      tmp[sizeof tmp - 1] = 0;
+      if (ALOAD(&sl->dump_pub) == p1) {
+        snprintf(path, pathlen, "%s", tmp);
+        return 0;
+      }
+      continue;   /* a newer answer is being written: also after our request */
+    }
+    if (VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->pid) != pid || !vs_ledger_slot_alive(m->fd, slot))
+      return -1;
+    uint64_t now = vs_mailbox_now_ns();
+    if (now >= deadline_ns) return 1;
+    uint64_t left = deadline_ns - now;
+    /* Short slices: the owner may die without answering. */
+    vs_mailbox_futex_wait(&sl->dump_done, done, left < 50000000ull ? left : 50000000ull);
+  }
+}
+
+/* ---- Process ----------------------------------------------------------------- */
+uint32_t *vs_mailbox_req_word(vs_mailbox_map *m, int slot) { return &m->shm->slots[slot].dump_req; }
+
+int vs_mailbox_pending(vs_mailbox_map *m, int slot, uint32_t *req) {
+  vs_ledger_slot *sl = &m->shm->slots[slot];
+  uint32_t r = ALOAD(&sl->dump_req);
+  *req = r;
+  return r != ALOAD(&sl->dump_done);
+}
+
+void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *path) {
+  vs_ledger_slot *sl = &m->shm->slots[slot];
+  __atomic_add_fetch(&sl->dump_pub, 1, __ATOMIC_SEQ_CST);
+  snprintf(sl->dump_path, sizeof sl->dump_path, "%s", path);
+  __atomic_add_fetch(&sl->dump_pub, 1, __ATOMIC_SEQ_CST);
+  ASTORE(&sl->dump_done, req);
+  vs_mailbox_futex_wake(&sl->dump_done);
+}
