@@ -84,6 +84,10 @@
     (size_t * granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option), \
     (granularity, prop, option))                                                                   \
   X(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),     \
-    (ptr, size, desc, count))
+    (ptr, size, desc, count))                                                                      \
+  /* tenant quotas (quota.c): the card's identity for its ledger */                                \
+  X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                              \
+  X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                \
+  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))
 
 #endif
