@@ -532,6 +532,21 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   return k == VS_REFUSE_NONE ? 0 : 1;
 }
 
+void vs_ledger_force(vs_ledger *h, uint64_t n) {
+  if (!h || h->fd < 0 || !n) return;
+  vs_ledger_shm *s = h->shm;
+  if (lock_shm(s)) return;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  write_begin(s);
+  VS_STORE(&sl->held, sl->held + n);
+  if (sl->held > sl->peak) sl->peak = sl->held;
+  VS_STORE(&t->used, t->used + n);
+  if (t->used > t->peak) t->peak = t->used;
+  write_end(s);
+  unlock_shm(s);
+}
+
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   if (!h || h->fd < 0 || !n) return;
   vs_ledger_shm *s = h->shm;
@@ -575,6 +590,58 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
       break;
     }
     uint64_t left = deadline - now, slice = WAIT_SLICE_MS * 1000000ull;
+    if (left > slice) left = slice;
+    struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
+    syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
+  }
+  __atomic_sub_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  return r;
+}
+
+/* The admission rule for n more bytes without charging them (refreshes the
+ * tenant map, reclaims the dead first when due or when it would refuse). */
+static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
+  vs_ledger_shm *s = h->shm;
+  int r = lock_shm(s);
+  if (r) return r;
+  refresh_map_locked(h);
+  int swept = 0, reclaimed = 0;
+  if (sweep_due(s)) {
+    reclaimed += sweep_locked(h);
+    swept = 1;
+  }
+  vs_refusal_kind k = evaluate_locked(h, n, w);
+  if (k != VS_REFUSE_NONE && !swept) {
+    int got = sweep_locked(h);
+    reclaimed += got;
+    if (got) k = evaluate_locked(h, n, w);
+  }
+  unlock_shm(s);
+  if (reclaimed) wake_waiters(s);
+  return k == VS_REFUSE_NONE ? 0 : 1;
+}
+
+int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal *why) {
+  vs_refusal local;
+  vs_refusal *w = why ? why : &local;
+  if (!h) return -EINVAL;
+  if (h->fd < 0) return -ECHILD;
+  int r = probe(h, n, w);
+  if (r != 1 || !could_ever_fit(h, n)) return r;
+  vs_ledger_shm *s = h->shm;
+  __atomic_add_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  for (;;) {
+    /* gen read before the check: a release after it makes the wait return at once. */
+    uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
+    r = probe(h, n, w);
+    if (r != 1) break;
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if (now >= deadline_ns) {
+      w->cause = w->kind;
+      w->kind = VS_REFUSE_TIMEOUT;
+      break;
+    }
+    uint64_t left = deadline_ns - now, slice = WAIT_SLICE_MS * 1000000ull;
     if (left > slice) left = slice;
     struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
     syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);

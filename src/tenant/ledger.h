@@ -64,6 +64,17 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why);
  * dead process is reclaimed, or timeout_ms runs out (why->kind TIMEOUT).
  * A request that could never fit fails at once. */
 int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why);
+/* Waits (no busy wait) until n more bytes would be admitted now, without
+ * charging them: 0 then (the caller charges; it may lose a race to another
+ * process and wait again), 1 when deadline_ns (CLOCK_MONOTONIC) passes
+ * first (why->kind TIMEOUT, .cause the condition) or at once when the
+ * request could never fit (why->kind the condition), <0 -errno. For a
+ * caller that cannot wait where it charges (the shim's arena charges under
+ * its own locks and waits outside them). */
+int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal *why);
+/* Charges n bytes without the rule: memory the driver already handed out
+ * beyond what was admitted (a pitch allocation larger than its estimate). */
+void vs_ledger_force(vs_ledger *h, uint64_t n);
 /* Gives back n bytes (clamped to what the process holds) and wakes waiters. */
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n);
 /* The bytes of allocations the program holds (for status; not enforced). */

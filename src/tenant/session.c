@@ -132,6 +132,40 @@ int vs_tenant_admit(vs_tenant_session *s, int card, uint64_t n) {
   return r < 0 ? 0 : r; /* a broken ledger never turns a request into an OOM */
 }
 
+int vs_tenant_try(vs_tenant_session *s, int card, uint64_t n, vs_refusal *why) {
+  vs_ledger *h = get(s, card);
+  if (!h) return 0;
+  vs_refusal local;
+  vs_refusal *w = why ? why : &local;
+  int r = vs_ledger_charge(h, n, w);
+  if (r == 0 && w->warned && s->warn) s->warn(s->hook_arg, card, w->used + n);
+  return r == 1 ? 1 : 0; /* a broken ledger never turns a request into an OOM */
+}
+
+void vs_tenant_force(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_force(get(s, card), n); }
+
+void vs_tenant_atfork_child(vs_tenant_session *s) {
+  if (s) pthread_mutex_init(&s->lock, NULL);
+}
+
+uint64_t vs_tenant_wait_ms(const vs_tenant_session *s) { return s ? s->wait_ms : 0; }
+
+int vs_tenant_wait_fit(vs_tenant_session *s, int card, uint64_t n, uint64_t deadline_ns, vs_refusal *why) {
+  vs_ledger *h = get(s, card);
+  if (!h) return 0;
+  int r = vs_ledger_wait_fit(h, n, deadline_ns, why);
+  return r < 0 ? 0 : r;
+}
+
+void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why) {
+  vs_ledger_report_refusal(get(s, card), why);
+}
+
+int vs_tenant_card_open(const vs_tenant_session *s, int card) {
+  if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return 0;
+  return __atomic_load_n(&s->cards[card], __ATOMIC_ACQUIRE) != NULL;
+}
+
 void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_uncharge(get(s, card), n); }
 
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }

@@ -50,6 +50,27 @@ vs_ledger *vs_tenant_card(vs_tenant_session *s, int card, const char *uuid, uint
  * not opened or not enforced admit everything. */
 int vs_tenant_admit(vs_tenant_session *s, int card, uint64_t n);
 void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n);
+/* vs_tenant_admit in steps, for a caller that must not trim or wait where
+ * it charges (the shim charges from inside its arena, under the arena's
+ * locks; the arena's OOM ladder trims, and the wait happens outside):
+ *   vs_tenant_try       one charge, quiet on refusal (*why filled; may be NULL);
+ *                       0 admitted (warn_at handled as in admit), 1 refused
+ *   vs_tenant_wait_ms   the tenant's on_limit: 0 = fail, else wait that long
+ *   vs_tenant_wait_fit  vs_ledger_wait_fit on the card: 0 fits now, 1 not in time
+ *   vs_tenant_report    the one line and event of a final refusal */
+int vs_tenant_try(vs_tenant_session *s, int card, uint64_t n, vs_refusal *why);
+uint64_t vs_tenant_wait_ms(const vs_tenant_session *s);
+/* Charges without asking (vs_ledger_force). */
+void vs_tenant_force(vs_tenant_session *s, int card, uint64_t n);
+/* In a fork child, before anything else: the session's own lock may have
+ * been held by a thread of the parent. */
+void vs_tenant_atfork_child(vs_tenant_session *s);
+int vs_tenant_wait_fit(vs_tenant_session *s, int card, uint64_t n, uint64_t deadline_ns, vs_refusal *why);
+void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why);
+/* Whether the card's ledger is open for this process (a fork child's
+ * inherited one counts: it is re-opened on next use). */
+int vs_tenant_card_open(const vs_tenant_session *s, int card);
+
 /* Live bytes of the program on the card, for status. */
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
 /* The tenant's view; returns 0 and fills free/total, or -1 when the card is
