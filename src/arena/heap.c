@@ -410,11 +410,16 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
         if (!region_new(a, k, size + extra, 0, &rc)) goto refused;
         continue;
       }
-      /* chunks: a medium chunk or a chunk of its own, at least a growth
-       * step; refused, the exact size (the backend might grant that). */
-      uint64_t want[3] = {size > VS_DEDICATED_MIN ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM, 0,
-                          up(size + extra, VS_TLSF_ALIGN)};
-      uint64_t step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
+      /* chunks: a medium chunk, or above VS_DEDICATED_MIN a chunk of the
+       * request's size, at least a growth step -- except from
+       * VS_OWN_CHUNK_MIN on: a large block's chunk is never inflated by the
+       * step, since a chunk shared with later blocks stays pinned while any
+       * of them lives, and one that held a single large block comes back
+       * whole when it dies. Refused, the exact size (the backend might
+       * grant that). */
+      int own = size > VS_DEDICATED_MIN;
+      uint64_t want[3] = {own ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM, 0, up(size + extra, VS_TLSF_ALIGN)};
+      uint64_t step = h->pressure || size >= VS_OWN_CHUNK_MIN ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
       want[1] = want[0];
       if (want[0] < step) want[0] = step;
       int made = 0;
