@@ -16,6 +16,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: vramshim dump FILE [--json | --svg OUT.svg]\n"
           "       vramshim dump --pid PID | --tenant NAME | --all [--json | --svg OUT.svg]\n"
+          "                     [--timeout SECONDS] [--ledger-dir DIR]\n"
           "       vramshim dump --diff A.json B.json\n"
           "\n"
           "Shows a dump: summary figures, the free-extent histogram, size classes,\n"
@@ -24,7 +25,11 @@ static void usage(FILE *out) {
           "  --svg OUT    write a picture: memory map and timeline plot\n"
           "  --diff A B   what changed from dump A to dump B (reserved, live,\n"
           "               fragmentation, histogram buckets, size classes)\n"
-          "  --pid P, --tenant T, --all   ask live processes under the shim\n");
+          "  --pid P, --tenant T, --all   ask live processes under the shim for a\n"
+          "               fresh dump (through the ledger; answered by the shim's\n"
+          "               background thread, even while the program is blocked)\n"
+          "  --timeout S  how long to wait for the answers (default 2 s)\n"
+          "  --ledger-dir DIR  where the ledgers are (default: the config's ledger_dir)\n");
 }
 
 static int load(const char *path, vs_dump *d) {
@@ -85,6 +90,8 @@ int cmd_dump(int argc, char **argv) {
   int json = 0, all = 0;
   const char *svg = NULL, *tenant = NULL, *file = NULL, *diff_a = NULL, *diff_b = NULL;
   long pid = 0;
+  double timeout_s = 2.0;
+  const char *ledger_dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -94,7 +101,8 @@ int cmd_dump(int argc, char **argv) {
       json = 1;
     } else if (!strcmp(a, "--all")) {
       all = 1;
-    } else if (!strcmp(a, "--svg") || !strcmp(a, "--pid") || !strcmp(a, "--tenant")) {
+    } else if (!strcmp(a, "--svg") || !strcmp(a, "--pid") || !strcmp(a, "--tenant") || !strcmp(a, "--timeout") ||
+               !strcmp(a, "--ledger-dir")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "vramshim: dump: %s needs a value\n", a);
         return 2;
@@ -104,6 +112,16 @@ int cmd_dump(int argc, char **argv) {
         svg = v;
       } else if (!strcmp(a, "--tenant")) {
         tenant = v;
+      } else if (!strcmp(a, "--ledger-dir")) {
+        ledger_dir = v;
+      } else if (!strcmp(a, "--timeout")) {
+        char *end;
+        errno = 0;
+        timeout_s = strtod(v, &end);
+        if (*end || errno || !(timeout_s > 0 && timeout_s <= 3600)) {
+          fprintf(stderr, "vramshim: dump: --timeout wants seconds (0 < S <= 3600), not '%s'\n", v);
+          return 2;
+        }
       } else {
         char *end;
         errno = 0;
@@ -167,7 +185,7 @@ int cmd_dump(int argc, char **argv) {
     return rc ? 1 : 0;
   }
 
-  dump_target t = {pid, tenant, all};
+  dump_target t = {pid, tenant, all, timeout_s, ledger_dir};
   vs_dump *dumps = NULL;
   size_t n = 0;
   char err[512];

@@ -11,6 +11,8 @@ typedef struct dump_target {
   long pid;             /* > 0: this process */
   const char *tenant;   /* non-NULL: every process of this tenant */
   int all;              /* every process under the shim */
+  double timeout_s;     /* how long to wait for the answers (> 0) */
+  const char *ledger_dir; /* NULL: the config's ($VRAMSHIM_CONFIG), else the default */
 } dump_target;
 
 /* Asks the matching live processes for fresh dumps (dump_request.c). On

@@ -1,0 +1,102 @@
+/* A dump of this process (dump_model.h): for each card it used, the arena's
+ * figures and memory map when it has one, else the live allocations the
+ * hot path listed; the driver calls the shim counted; the timeline; the
+ * tenant's figures from the ledger. Runs on the background thread. */
+#include "arena_glue.h"
+#include "driver_table.h"
+#include "guard.h"
+#include "observe_internal.h"
+#include "settings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Counted by the shim (accounting.h), named as in the driver's API. */
+static const char *const call_names[VRAMSHIM_CALL_KINDS] = {
+    [VRAMSHIM_CALL_MEM_ALLOC] = "cuMemAlloc",
+    [VRAMSHIM_CALL_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+    [VRAMSHIM_CALL_MEM_FREE] = "cuMemFree",
+    [VRAMSHIM_CALL_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+    [VRAMSHIM_CALL_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+    [VRAMSHIM_CALL_MEM_CREATE] = "cuMemCreate",
+    [VRAMSHIM_CALL_MEM_RELEASE] = "cuMemRelease",
+    [VRAMSHIM_CALL_MEM_MAP] = "cuMemMap",
+    [VRAMSHIM_CALL_MEM_UNMAP] = "cuMemUnmap",
+    [VRAMSHIM_CALL_ADDRESS_RESERVE] = "cuMemAddressReserve",
+    [VRAMSHIM_CALL_ADDRESS_FREE] = "cuMemAddressFree",
+    [VRAMSHIM_CALL_IPC_OPEN] = "cuIpcOpenMemHandle",
+    [VRAMSHIM_CALL_IPC_CLOSE] = "cuIpcCloseMemHandle",
+    [VRAMSHIM_CALL_OTHER] = "queries (cuMemGetInfo, cuDeviceTotalMem)",
+};
+
+/* The card's capacity and VMM support, asked of the driver once. */
+static uint64_t g_capacity[VRAMSHIM_MAX_CARDS];
+static int g_has_vmm[VRAMSHIM_MAX_CARDS];
+static int g_asked[VRAMSHIM_MAX_CARDS];
+
+static void ask_driver(int card) {
+  if (g_asked[card]) return;
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real) return;
+  size_t total = 0;
+  int vmm = 0;
+  vs_guard_enter();
+  if (real->cuDeviceTotalMem_v2 && real->cuDeviceTotalMem_v2(&total, card) == CUDA_SUCCESS)
+    g_capacity[card] = total;
+  if (real->cuDeviceGetAttribute &&
+      real->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, card) == CUDA_SUCCESS)
+    g_has_vmm[card] = vmm;
+  vs_guard_leave();
+  g_asked[card] = 1;
+}
+
+/* The arena's mode: what its map shows, else what the settings chose. */
+static void set_mode(vs_dump_card *c, int card) {
+  for (size_t i = 0; i < c->nregions; i++) {
+    if (c->regions[i].kind == VS_DUMP_REGION_VMM_RANGE) {
+      snprintf(c->arena, sizeof c->arena, "vmm");
+      return;
+    }
+    if (c->regions[i].kind == VS_DUMP_REGION_CHUNK) {
+      snprintf(c->arena, sizeof c->arena, "chunks");
+      return;
+    }
+  }
+  snprintf(c->arena, sizeof c->arena, "%s", vs_settings_arena(g_has_vmm[card]) == VS_CFG_ARENA_VMM ? "vmm" : "chunks");
+}
+
+int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of) {
+  char exe[256];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  const vs_settings *s = vs_settings_get();
+  vs_dump_init(d, (int64_t)getpid(), exe, s->tenant, reason, vs_now_unix_ms());
+  int rc = 0;
+  for (int card = 0; card < VRAMSHIM_MAX_CARDS; card++) {
+    obs_card *oc = vs_obs_card_peek(card);
+    if (!oc) continue;
+    ask_driver(card);
+    vs_dump_tenant_use tu = {0};
+    vs_dump_card_source src = {.index = card, .capacity = g_capacity[card], .stats = &oc->stats};
+    if (tenant_of && tenant_of(card, &tu)) src.tenant = &tu;
+    src.arena = vs_arena_glue_get(card);
+    src.arena_mode = "chunks";
+    vs_dump_alloc *allocs = NULL;
+    size_t nallocs = 0;
+    if (!src.arena && vs_obs_card_allocs(oc, &allocs, &nallocs)) rc = -1;
+    src.allocs = allocs;
+    src.nallocs = nallocs;
+    if (vs_dump_add_card_from(d, &src)) rc = -1;
+    free(allocs);
+    vs_dump_card *c = d->ncards ? &d->cards[d->ncards - 1] : NULL;
+    if (!c || c->index != card) continue;
+    if (src.arena) set_mode(c, card);
+    vramshim_card_stats vst;
+    if (vramshim_stats(card, &vst) == 0)
+      for (int k = 0; k < VRAMSHIM_CALL_KINDS; k++)
+        if (vst.driver_calls[k] && vs_dump_card_add_call(c, call_names[k], vst.driver_calls[k])) rc = -1;
+  }
+  return rc;
+}

@@ -1,0 +1,261 @@
+/* The shim's one background thread: samples the timeline of every used
+ * card each timeline_interval, answers dump requests posted in this
+ * process's ledger slots (ledger_mailbox.h), and writes the automatic
+ * dumps asked for by refused allocations and by dump_signal.
+ *
+ * It sleeps on the request word of one of its slots (a process-shared
+ * futex the tool wakes); a tool posts to every slot of the process, so one
+ * word is enough. In-process wakes (refusal, signal) set a flag and wake
+ * that word without changing it; a wake that slips in just before the
+ * thread sleeps is picked up at the next timeout, which is at most 1 s.
+ * Signals are blocked in the thread. A forked child has no thread: it
+ * starts its own at its first event. */
+#include "ledger_mailbox.h"
+#include "ledger_read.h"
+#include "log.h"
+#include "observe_internal.h"
+#include "settings.h"
+#include "arena_glue.h"
+#include "dump_file.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SLEEP_NS 1000000000ull       /* in-process wakes are seen within this */
+#define DISCOVER_FAST_NS 100000000ull    /* looking for a new card's slot */
+#define DISCOVER_FAST_TRIES 50           /* then once per MAX_SLEEP_NS */
+
+static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_started;
+static uint32_t g_local_word;             /* slept on while no slot is known */
+static _Atomic(uint32_t *) g_wait_word;   /* what the thread sleeps on now */
+static _Atomic int g_signal_flag;
+static _Atomic int g_refused_flag;
+static _Atomic int g_refused_card;
+static _Atomic uint64_t g_refused_size;
+static vs_ratelimit g_refused_rl;
+
+/* Owned by the thread (and by a fork child before it has one). */
+typedef struct obs_box {
+  vs_mailbox_map m;
+  int slot;
+} obs_box;
+static obs_box g_boxes[VRAMSHIM_MAX_CARDS];
+static int g_nboxes;
+static uint64_t g_start_time;
+
+static void kick(void) {
+  uint32_t *w = atomic_load(&g_wait_word);
+  vs_mailbox_futex_wake(w ? w : &g_local_word);
+}
+
+/* ---- Finding this process's slots ------------------------------------------ */
+static int box_for_card(int card) {
+  for (int i = 0; i < g_nboxes; i++)
+    if (g_boxes[i].m.card_index == card) return i;
+  return -1;
+}
+
+/* 1 when some used card has no slot found yet. */
+static int cards_unmatched(void) {
+  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++)
+    if (vs_obs_card_peek(c) && box_for_card(c) < 0) return 1;
+  return 0;
+}
+
+static void discover(void) {
+  const char *dir = vs_settings_get()->config.ledger_dir;
+  char (*ids)[VS_NAME_MAX] = malloc(sizeof(char[VS_SNAP_PROCS][VS_NAME_MAX]));
+  if (!ids) return;
+  char err[512];
+  int n = vs_ledger_list(dir, ids, VS_SNAP_PROCS, err, sizeof err);
+  for (int i = 0; i < n && g_nboxes < VRAMSHIM_MAX_CARDS; i++) {
+    int known = 0;
+    for (int b = 0; b < g_nboxes; b++) known |= !strcmp(g_boxes[b].m.card_id, ids[i]);
+    if (known) continue;
+    obs_box *bx = &g_boxes[g_nboxes];
+    if (vs_mailbox_map_open(dir, ids[i], &bx->m, err, sizeof err)) continue;
+    bx->slot = vs_mailbox_find(&bx->m, (int32_t)getpid(), g_start_time, 0);
+    if (bx->slot < 0) {
+      vs_mailbox_map_close(&bx->m);
+      continue;
+    }
+    VS_DEBUG("card %d: dump requests through ledger %s, slot %d", bx->m.card_index, ids[i], bx->slot);
+    g_nboxes++;
+  }
+  free(ids);
+}
+
+static int tenant_of(int card, vs_dump_tenant_use *out) {
+  int b = box_for_card(card);
+  if (b < 0) return 0;
+  out->present = 1;
+  vs_mailbox_tenant_use(&g_boxes[b].m, g_boxes[b].slot, &out->reserve, &out->limit, &out->usage);
+  return 1;
+}
+
+/* ---- Work ---------------------------------------------------------------------- */
+static void sample_all(void) {
+  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
+    obs_card *oc = vs_obs_card_peek(c);
+    if (!oc) continue;
+    vs_arena *a = vs_arena_glue_get(c);
+    if (a)
+      vs_stats_sample_arena(&oc->stats, a);
+    else
+      vs_stats_sample_off(&oc->stats);
+  }
+}
+
+static void write_auto(const char *reason, int card, const char *what) {
+  vs_dump d;
+  char path[VS_PATH_MAX + 128];
+  if (vs_obs_build_dump(&d, reason, tenant_of)) {
+    VS_WARN("card %d: %s; no dump: out of host memory", card, what);
+  } else {
+    vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, -1, what, path, sizeof path);
+  }
+  vs_dump_free(&d);
+}
+
+static void answer_requests(void) {
+  uint32_t req[VRAMSHIM_MAX_CARDS];
+  int any = 0;
+  for (int i = 0; i < g_nboxes; i++) any |= vs_mailbox_pending(&g_boxes[i].m, g_boxes[i].slot, &req[i]);
+  if (!any) return;
+  /* Taken after the requests were read: fresh for every one of them. */
+  vs_dump d;
+  char path[VS_PATH_MAX + 128], err[VS_PATH_MAX + 100];
+  if (vs_obs_build_dump(&d, "request", tenant_of)) {
+    snprintf(path, sizeof path, "error: out of host memory building the dump");
+  } else if (vs_dump_write_file(&d, vs_settings_get()->config.dump_dir, -1, path, sizeof path, err, sizeof err)) {
+    snprintf(path, sizeof path, "error: %s", err);
+    VS_WARN("dump requested, but it cannot be written: %s", err);
+  } else {
+    VS_INFO("dump requested; written to %s", path);
+  }
+  vs_dump_free(&d);
+  for (int i = 0; i < g_nboxes; i++) vs_mailbox_answer(&g_boxes[i].m, g_boxes[i].slot, req[i], path);
+}
+
+static void handle(void) {
+  if (atomic_exchange(&g_refused_flag, 0)) {
+    char what[128], b[32];
+    snprintf(what, sizeof what, "an allocation of %s was refused", vs_fmt_bytes(atomic_load(&g_refused_size), b, sizeof b));
+    (void)atomic_load(&g_refused_card);
+    write_auto("refused", atomic_load(&g_refused_card), what);
+  }
+  if (atomic_exchange(&g_signal_flag, 0)) write_auto("signal", -1, "dump signal received");
+  answer_requests();
+}
+
+static int pending_any(void) {
+  uint32_t r;
+  if (atomic_load(&g_refused_flag) || atomic_load(&g_signal_flag)) return 1;
+  for (int i = 0; i < g_nboxes; i++)
+    if (vs_mailbox_pending(&g_boxes[i].m, g_boxes[i].slot, &r)) return 1;
+  return 0;
+}
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  g_start_time = vs_mailbox_self_start_time();
+  uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
+  if (!interval) interval = 10000000000ull;
+  uint64_t next_sample = vs_mailbox_now_ns();   /* a first sample at once */
+  uint64_t next_discover = 0;
+  int fast_tries = 0;
+  for (;;) {
+    uint64_t now = vs_mailbox_now_ns();
+    if (now >= next_sample) {
+      sample_all();
+      next_sample += interval;
+      if (next_sample <= now) next_sample = now + interval;   /* slept through: no burst */
+    }
+    int unmatched = cards_unmatched();
+    if (unmatched && now >= next_discover) {
+      discover();
+      unmatched = cards_unmatched();
+      next_discover = now + (fast_tries++ < DISCOVER_FAST_TRIES ? DISCOVER_FAST_NS : MAX_SLEEP_NS);
+    }
+    if (!unmatched) fast_tries = 0;
+    handle();
+
+    uint32_t *word = g_nboxes ? vs_mailbox_req_word(&g_boxes[0].m, g_boxes[0].slot) : &g_local_word;
+    atomic_store(&g_wait_word, word);
+    uint32_t val = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    if (pending_any()) continue;   /* val read first: a later post changes the word */
+    now = vs_mailbox_now_ns();
+    uint64_t sleep = next_sample > now ? next_sample - now : 0;
+    if (sleep > MAX_SLEEP_NS) sleep = MAX_SLEEP_NS;
+    if (unmatched && next_discover > now && next_discover - now < sleep) sleep = next_discover - now;
+    if (sleep) vs_mailbox_futex_wait(word, val, sleep);
+  }
+  return NULL;
+}
+
+void vs_obs_thread_ensure(void) {
+  if (__builtin_expect(atomic_load_explicit(&g_started, memory_order_acquire), 1)) return;
+  pthread_mutex_lock(&g_start_lock);
+  if (!atomic_load(&g_started)) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &at, thread_main, NULL);
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc)
+      VS_WARN("cannot start the background thread (%s): no timeline, no dumps on request", strerror(rc));
+    else
+      pthread_setname_np(t, "vramshim");
+    /* Not retried on failure: once per process is enough to say it. */
+    atomic_store_explicit(&g_started, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_start_lock);
+}
+
+void vs_obs_request_refused_dump(int card, uint64_t size, int quota) {
+  (void)quota;
+  if (!vs_ratelimit_allow(&g_refused_rl, vs_now_unix_ms(), VS_DUMP_AUTO_INTERVAL_MS)) return;
+  atomic_store(&g_refused_card, card);
+  atomic_store(&g_refused_size, size);
+  atomic_store(&g_refused_flag, 1);
+  vs_obs_thread_ensure();
+  kick();
+}
+
+/* Async-signal-safe: an atomic store and a futex wake. */
+static void on_dump_signal(int sig) {
+  (void)sig;
+  atomic_store(&g_signal_flag, 1);
+  kick();
+}
+
+void vs_obs_signal_install(int signo) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_dump_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(signo, &sa, NULL))
+    VS_WARN("dump_signal: cannot handle signal %d: %s", signo, strerror(errno));
+}
+
+void vs_obs_thread_atfork_child(void) {
+  for (int i = 0; i < g_nboxes; i++) vs_mailbox_map_close(&g_boxes[i].m);
+  g_nboxes = 0;
+  atomic_store(&g_wait_word, NULL);
+  atomic_store(&g_refused_flag, 0);
+  atomic_store(&g_signal_flag, 0);
+  atomic_store(&g_refused_rl.next_ms, 0);
+  pthread_mutex_init(&g_start_lock, NULL);
+  atomic_store(&g_started, 0);
+}
