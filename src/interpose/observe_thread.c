@@ -117,7 +117,7 @@ static void write_auto(const char *reason, int card, const char *what) {
   if (vs_obs_build_dump(&d, reason, tenant_of)) {
     VS_WARN("card %d: %s; no dump: out of host memory", card, what);
   } else {
-    vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, -1, what, path, sizeof path);
+    vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, card, what, path, sizeof path);
   }
   vs_dump_free(&d);
 }
@@ -146,7 +146,6 @@ static void handle(void) {
   if (atomic_exchange(&g_refused_flag, 0)) {
     char what[128], b[32];
     snprintf(what, sizeof what, "an allocation of %s was refused", vs_fmt_bytes(atomic_load(&g_refused_size), b, sizeof b));
-    (void)atomic_load(&g_refused_card);
     write_auto("refused", atomic_load(&g_refused_card), what);
   }
   if (atomic_exchange(&g_signal_flag, 0)) write_auto("signal", -1, "dump signal received");

@@ -1,0 +1,119 @@
+/* A program under the shim for the explain tests (run_explain.py drives it).
+ *
+ *   explain_prog idle SIZE...   allocates SIZE bytes each on card 0, says
+ *                               "ready PID LIVE COUNT", then blocks in read()
+ *                               on stdin until it closes; frees; exits 0
+ *   explain_prog refuse         allocates 8 MiB, asks for twice the card
+ *                               (refused), says "refused PID", blocks like idle
+ *   explain_prog trace SEED N   N allocations and frees of mixed sizes (one
+ *                               refused request among them); says
+ *                               "peak PEAK events EVENTS"; exits (the trace
+ *                               is flushed at exit) */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                          \
+  do {                                                                       \
+    CUresult r_ = (call);                                                    \
+    if (r_ != CUDA_SUCCESS) {                                                \
+      fprintf(stderr, "explain_prog: %s failed: %d\n", #call, (int)r_);      \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
+
+static void block_on_stdin(void) {
+  char buf[64];
+  while (read(0, buf, sizeof buf) > 0) {
+  }
+}
+
+static void context(void) {
+  CUcontext ctx;
+  CHECK(cuInit(0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+  CHECK(cuCtxSetCurrent(ctx));
+}
+
+static uint64_t rng(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  context();
+  if (!strcmp(argv[1], "idle")) {
+    int n = argc - 2;
+    CUdeviceptr *p = calloc((size_t)n + 1, sizeof *p);
+    uint64_t live = 0;
+    for (int i = 0; i < n; i++) {
+      uint64_t sz = strtoull(argv[i + 2], NULL, 0);
+      CHECK(cuMemAlloc(&p[i], sz));
+      live += sz;
+    }
+    printf("ready %d %llu %d\n", (int)getpid(), (unsigned long long)live, n);
+    fflush(stdout);
+    block_on_stdin();
+    for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
+    free(p);
+    return 0;
+  }
+  if (!strcmp(argv[1], "refuse")) {
+    CUdeviceptr a, b;
+    size_t total = 0;
+    CHECK(cuDeviceTotalMem(&total, 0));
+    CHECK(cuMemAlloc(&a, 8u << 20));
+    CUresult r = cuMemAlloc(&b, 2 * total);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+      fprintf(stderr, "explain_prog: twice the card was not refused: %d\n", (int)r);
+      return 1;
+    }
+    printf("refused %d\n", (int)getpid());
+    fflush(stdout);
+    block_on_stdin();
+    CHECK(cuMemFree(a));
+    return 0;
+  }
+  if (!strcmp(argv[1], "trace") && argc == 4) {
+    uint64_t seed = strtoull(argv[2], NULL, 0);
+    int n = atoi(argv[3]);
+    enum { SLOTS = 64 };
+    CUdeviceptr p[SLOTS] = {0};
+    uint64_t sz[SLOTS] = {0}, live = 0, peak = 0, events = 0;
+    size_t total = 0;
+    CHECK(cuDeviceTotalMem(&total, 0));
+    for (int i = 0; i < n; i++) {
+      int k = (int)(rng(&seed) % SLOTS);
+      if (p[k]) {
+        CHECK(cuMemFree(p[k]));
+        live -= sz[k];
+        p[k] = 0;
+      } else {
+        /* 256 B .. 8 MiB, log-uniform, odd sizes too */
+        uint64_t s = (256ull << (rng(&seed) % 16)) + rng(&seed) % 4096;
+        CHECK(cuMemAlloc(&p[k], s));
+        sz[k] = s;
+        live += s;
+        if (live > peak) peak = live;
+      }
+      events++;
+      if (i == n / 2) {
+        CUdeviceptr x;
+        if (cuMemAlloc(&x, 2 * total) != CUDA_ERROR_OUT_OF_MEMORY) return 1;
+        events++;
+      }
+    }
+    for (int k = 0; k < SLOTS; k++)
+      if (p[k]) {
+        CHECK(cuMemFree(p[k]));
+        events++;
+      }
+    printf("peak %llu events %llu\n", (unsigned long long)peak, (unsigned long long)events);
+    return 0;
+  }
+  return 2;
+}

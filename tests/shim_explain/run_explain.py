@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""The explain concern inside the shim, with real processes over the sim.
+
+usage: run_explain.py --prog P --tool T --preload LIB --sim-dir D --schema S
+                      --work DIR --arena off|chunks|vmm TEST
+TEST: idle | refused | parallel | tenant | trace   (exit 77: skipped)
+
+Each test gets DIR/<test>-<arena>/ with its own config (ledger_dir,
+dump_dir, timeline_interval), sim state and shim log. The preload is set for
+the program under test only, never for this script or the tool."""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+MiB = 1 << 20
+
+
+def fail(msg):
+    print("vramshim-test: FAIL: " + msg)
+    sys.exit(1)
+
+
+class Env:
+    def __init__(self, a, test):
+        self.a = a
+        self.dir = os.path.join(a.work, "%s-%s" % (test, a.arena))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.ledger = os.path.join(self.dir, "ledger")
+        self.dumps = os.path.join(self.dir, "dumps")
+        self.log = os.path.join(self.dir, "shim.log")
+        self.conf = os.path.join(self.dir, "vramshim.conf")
+        with open(self.conf, "w") as f:
+            f.write("[global]\narena = %s\nledger_dir = %s\ndump_dir = %s\ntimeline_interval = 100ms\n\n"
+                    "[tenant alpha]\nlimit = 512MiB\n\n[tenant beta]\nlimit = 512MiB\n"
+                    % (a.arena, self.ledger, self.dumps))
+        self.base = dict(os.environ)
+        self.base.pop("LD_PRELOAD", None)
+        self.base["VRAMSHIM_CONFIG"] = self.conf
+
+    def prog_env(self, extra=None):
+        e = dict(self.base)
+        e.update({"LD_PRELOAD": self.a.preload, "LD_LIBRARY_PATH": self.a.sim_dir,
+                  "VRAMSIM_STATE": os.path.join(self.dir, "sim.state"), "VRAMSIM_CARDS": "1GiB",
+                  "VRAMSHIM_LOG": "info,file:" + self.log})
+        e.update(extra or {})
+        return e
+
+    def start(self, args, extra=None):
+        p = subprocess.Popen([self.a.prog] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env=self.prog_env(extra), text=True)
+        line = p.stdout.readline().split()
+        if not line:
+            p.kill()
+            fail("%s said nothing (exit %s); log:\n%s" % (args, p.wait(), self.read_log()))
+        return p, line
+
+    def stop(self, p):
+        p.stdin.close()
+        rc = p.wait(timeout=30)
+        if rc != 0:
+            fail("program exited %d" % rc)
+
+    def tool(self, args, timeout=30):
+        return subprocess.run([self.a.tool] + args, capture_output=True, text=True, env=self.base, timeout=timeout)
+
+    def read_log(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+
+def load_validator(schema_path):
+    try:
+        import jsonschema
+    except ImportError:
+        print("vramshim: python3-jsonschema is not installed; skipping")
+        sys.exit(77)
+    with open(schema_path) as f:
+        return jsonschema.Draft202012Validator(json.load(f))
+
+
+def documents(text):
+    """Several JSON documents back to back (--tenant, --all)."""
+    dec, i, out = json.JSONDecoder(), 0, []
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        d, i = dec.raw_decode(text, i)
+        out.append(d)
+
+
+def check_dump(d, validator, pid, live, count, arena):
+    errs = sorted(validator.iter_errors(d), key=lambda e: list(e.path))
+    if errs:
+        fail("dump does not validate: %s at %s" % (errs[0].message, list(errs[0].path)))
+    if d["process"]["pid"] != pid:
+        fail("dump of pid %s, wanted %d" % (d["process"]["pid"], pid))
+    c = [c for c in d["cards"] if c["index"] == 0]
+    if not c:
+        fail("no card 0 in the dump")
+    c = c[0]
+    if c["arena"] != arena:
+        fail("arena %s, wanted %s" % (c["arena"], arena))
+    if c["live_bytes"] != live or c["live_count"] != count:
+        fail("live %d bytes in %d allocations, the program holds %d in %d" % (c["live_bytes"], c["live_count"], live, count))
+    if arena == "off":
+        got = sorted(b["size"] for r in c["regions"] for b in r["blocks"] if b["state"] == "live")
+        if sum(got) != live or len(got) != count:
+            fail("arena = off map: %d live blocks of %d bytes" % (len(got), sum(got)))
+    if not c["timeline"]:
+        fail("no timeline samples (interval 100 ms)")
+    return c
+
+
+SIZES = [MiB, 3 * MiB + 5, 17 * MiB, 4096, 100]
+
+
+def t_idle(env, v):
+    p, line = env.start(["idle"] + [str(s) for s in SIZES])
+    pid, live, count = int(line[1]), int(line[2]), int(line[3])
+    time.sleep(0.5)   # the program is now blocked in read()
+    t0 = time.monotonic()
+    r = env.tool(["dump", "--pid", str(pid), "--json"])
+    dt = time.monotonic() - t0
+    if r.returncode != 0:
+        fail("vramshim dump --pid exited %d: %s\nlog:\n%s" % (r.returncode, r.stderr, env.read_log()))
+    if dt >= 1.0:
+        fail("the dump took %.3f s (want < 1 s)" % dt)
+    c = check_dump(json.loads(r.stdout), v, pid, live, count, env.a.arena)
+    # The text view of the same process works too.
+    r2 = env.tool(["dump", "--pid", str(pid)])
+    if r2.returncode != 0 or "card 0" not in r2.stdout.lower() and "card" not in r2.stdout:
+        fail("text view: %d %s" % (r2.returncode, r2.stderr))
+    env.stop(p)
+    print("vramshim-test: idle process (pid %d) answered in %.3f s: %d bytes live in %d allocations, %d samples"
+          % (pid, dt, c["live_bytes"], c["live_count"], len(c["timeline"])))
+
+
+def t_refused(env, v):
+    p, line = env.start(["refuse"])
+    pid = int(line[1])
+    deadline = time.monotonic() + 5
+    files = []
+    while time.monotonic() < deadline:
+        files = [f for f in os.listdir(env.dumps)] if os.path.isdir(env.dumps) else []
+        if files and "dump written to" in env.read_log():
+            break
+        time.sleep(0.05)
+    env.stop(p)
+    if len(files) != 1:
+        fail("wanted one automatic dump in %s, found %s; log:\n%s" % (env.dumps, files, env.read_log()))
+    path = os.path.join(env.dumps, files[0])
+    log = env.read_log()
+    m = re.search(r"vramshim: card \S+: an allocation of [^;]+ was refused; dump written to (\S+)", log)
+    if not m or os.path.realpath(m.group(1)) != os.path.realpath(path):
+        fail("the log does not name the dump %s:\n%s" % (path, log))
+    with open(path) as f:
+        d = json.load(f)
+    if d["reason"] != "refused":
+        fail("reason %s" % d["reason"])
+    check_dump(d, v, pid, 8 * MiB, 1, env.a.arena)
+    if os.stat(path).st_mode & 0o077 or os.stat(env.dumps).st_mode & 0o077:
+        fail("dump file or dir readable by others")
+    print("vramshim-test: refused allocation dumped: %s" % m.group(0))
+
+
+def t_parallel(env, v):
+    p, line = env.start(["idle"] + [str(s) for s in SIZES])
+    pid, live, count = int(line[1]), int(line[2]), int(line[3])
+    time.sleep(0.3)
+    cmd = [env.a.tool, "dump", "--pid", str(pid), "--json"]
+    t0 = time.monotonic()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env.base)
+             for _ in range(2)]
+    outs = [q.communicate(timeout=30) for q in procs]
+    dt = time.monotonic() - t0
+    for q, (out, err) in zip(procs, outs):
+        if q.returncode != 0:
+            fail("a parallel request failed: %s" % err)
+        check_dump(json.loads(out), v, pid, live, count, env.a.arena)
+    env.stop(p)
+    print("vramshim-test: two requests at once both answered, complete, in %.3f s" % dt)
+
+
+def t_tenant(env, v):
+    procs = []
+    for tenant, sizes in (("alpha", [MiB]), ("alpha", [2 * MiB]), ("beta", [3 * MiB])):
+        p, line = env.start(["idle"] + [str(s) for s in sizes], {"VRAMSHIM_TENANT": tenant})
+        procs.append((p, int(line[1]), tenant, int(line[2])))
+    time.sleep(0.3)
+
+    def ask(args):
+        r = env.tool(["dump"] + args + ["--json"])
+        if r.returncode != 0:
+            fail("vramshim dump %s exited %d: %s" % (args, r.returncode, r.stderr))
+        ds = documents(r.stdout)
+        for d in ds:
+            want = [x for x in procs if x[1] == d["process"]["pid"]]
+            if not want:
+                fail("a dump of pid %d, not one of ours" % d["process"]["pid"])
+            check_dump(d, v, want[0][1], want[0][3], 1, env.a.arena)
+            if d["tenant"] != want[0][2]:
+                fail("pid %d: tenant %s, wanted %s" % (want[0][1], d["tenant"], want[0][2]))
+        return sorted(d["process"]["pid"] for d in ds)
+
+    alpha = ask(["--tenant", "alpha"])
+    if alpha != sorted(x[1] for x in procs if x[2] == "alpha"):
+        fail("--tenant alpha gave pids %s" % alpha)
+    allp = ask(["--all"])
+    if allp != sorted(x[1] for x in procs):
+        fail("--all gave pids %s" % allp)
+    r = env.tool(["dump", "--tenant", "nobody"])
+    if r.returncode == 0 or "no process of tenant 'nobody'" not in r.stderr:
+        fail("--tenant nobody: %d %s" % (r.returncode, r.stderr))
+    r = env.tool(["dump", "--pid", str(os.getpid())])
+    if r.returncode == 0 or "process %d has no slot" % os.getpid() not in r.stderr:
+        fail("--pid of a process without the shim: %d %s" % (r.returncode, r.stderr))
+    for p, *_ in procs:
+        env.stop(p)
+    print("vramshim-test: --tenant alpha -> %s, --all -> %s; unknown pid and tenant refused with a message"
+          % (alpha, allp))
+
+
+def t_trace(env, v):
+    pattern = os.path.join(env.dir, "trace-%p-%d.csv")
+    r = subprocess.run([env.a.prog, "trace", "7", "3000"], capture_output=True, text=True,
+                       env=env.prog_env({"VRAMSHIM_TRACE": pattern}), timeout=60)
+    if r.returncode != 0:
+        fail("trace run exited %d: %s" % (r.returncode, r.stderr))
+    m = re.match(r"peak (\d+) events (\d+)", r.stdout)
+    peak, events = int(m.group(1)), int(m.group(2))
+    files = [f for f in os.listdir(env.dir) if f.startswith("trace-")]
+    if len(files) != 1:
+        fail("wanted one trace file, found %s" % files)
+    path = os.path.join(env.dir, files[0])
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if lines[0] != "Thread,Time,Action,Pointer,Size,Stream" or len(lines) != events + 1:
+        fail("trace has %d lines for %d events" % (len(lines) - 1, events))
+    if sum(1 for ln in lines if ",allocate failure," in ln) != 1:
+        fail("the refused request is not in the trace")
+    out = env.tool(["replay", "--policy", "off", "--json", path], timeout=60)
+    if out.returncode != 0:
+        fail("replay exited %d: %s" % (out.returncode, out.stderr))
+    rec = json.loads(out.stdout.splitlines()[0])
+    if rec["peak_live"] != peak:
+        fail("replay peak live %d, the run's %d" % (rec["peak_live"], peak))
+    print("vramshim-test: trace of %d events replays to the run's peak live %d bytes" % (events, peak))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("prog", "tool", "preload", "sim-dir", "schema", "work", "arena"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace"])
+    a = ap.parse_args()
+    v = load_validator(a.schema)
+    env = Env(a, a.test)
+    globals()["t_" + a.test](env, v)
+    print("vramshim-test: %s (arena %s): PASS" % (a.test, a.arena))
+
+
+if __name__ == "__main__":
+    main()
