@@ -124,9 +124,10 @@ def main():
             refused([path], want)
         refused([os.path.join(tmp, "missing.json")], "cannot open")
         refused([tmp], "not a regular file")
-        refused(["--pid", "1"], "not available")
-        refused(["--tenant", "llm", "--json"], "not available")
-        refused(["--all"], "not available")
+        none = ["--ledger-dir", os.path.join(tmp, "no-ledgers")]   # live requests: tests/shim_explain
+        refused(["--pid", "1"] + none, "process 1 has no slot")
+        refused(["--tenant", "llm", "--json"] + none, "no process of tenant 'llm'")
+        refused(["--all"] + none, "no process under the shim")
         refused(["--pid", "abc"], "process id")
         refused([day1, day60], "--diff")
         refused(["--bogus"], "unknown option")

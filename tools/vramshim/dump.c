@@ -199,6 +199,9 @@ int cmd_dump(int argc, char **argv) {
     vs_dump_free(&dumps[i]);
   }
   free(dumps);
-  if (!n) fprintf(stderr, "vramshim: dump: no matching process under the shim\n");
+  if (!n) {
+    fprintf(stderr, "vramshim: dump: no process under the shim has used a card (ledger_dir of the config, or --ledger-dir DIR)\n");
+    rc = 1;
+  }
   return rc;
 }

@@ -4,9 +4,11 @@
  * thread, which writes the dump to its dump_dir and posts the path back.
  * All requests are posted before any answer is awaited, so several
  * processes (and several tools) are served in parallel. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "dump_json.h"
@@ -46,6 +48,8 @@ int dump_request_live(const dump_target *t, vs_dump **dumps, size_t *n, char *er
   ledger_dir_of(t, dir, sizeof dir);
   static char ids[MAX_LEDGERS][VS_NAME_MAX];
   int nids = vs_ledger_list(dir, ids, MAX_LEDGERS, err, errlen);
+  struct stat st;
+  if (nids < 0 && stat(dir, &st) != 0 && errno == ENOENT) nids = 0;   /* no process has used a card yet */
   if (nids < 0) return -1;
 
   static vs_mailbox_map maps[MAX_LEDGERS];
