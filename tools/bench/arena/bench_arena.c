@@ -1,7 +1,7 @@
 /* vramshim-bench-arena: hot path, thread scaling, drift soak, trace replay.
  * Prints numbers; docs/benchmarks-arena.md records them. Never a test.
  *
- *   vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...]
+ *   vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...] [bound FILE...]
  * With no argument: hot, threads, soak 10^7. */
 #include <pthread.h>
 #include <stdio.h>
@@ -174,6 +174,10 @@ int bench_soak(uint64_t ops) {
   return 0;
 }
 
+static int is_command(const char *s) {
+  return !strcmp(s, "hot") || !strcmp(s, "threads") || !strcmp(s, "soak") || !strcmp(s, "trace") || !strcmp(s, "bound");
+}
+
 int main(int argc, char **argv) {
   if (argc == 1) {
     bench_hot();
@@ -188,10 +192,11 @@ int main(int argc, char **argv) {
       if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') ops = strtoull(argv[++i], NULL, 10);
       bench_soak(ops);
     } else if (!strcmp(argv[i], "trace")) {
-      while (i + 1 < argc && strcmp(argv[i + 1], "hot") && strcmp(argv[i + 1], "threads") && strcmp(argv[i + 1], "soak"))
-        bench_trace(argv[++i], 1ull << 30);
+      while (i + 1 < argc && !is_command(argv[i + 1])) bench_trace(argv[++i], 1ull << 30);
+    } else if (!strcmp(argv[i], "bound")) {
+      while (i + 1 < argc && !is_command(argv[i + 1])) bench_bound(argv[++i], 1.03);
     } else {
-      fprintf(stderr, "vramshim: usage: vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...]\n");
+      fprintf(stderr, "vramshim: usage: vramshim-bench-arena [hot] [threads] [soak [OPS]] [trace FILE...] [bound FILE...]\n");
       return 2;
     }
   }

@@ -12,6 +12,7 @@ static inline double bench_now_ns(void) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 int bench_trace(const char *path, uint64_t release_threshold);
+int bench_bound(const char *path, double factor);
 int bench_hot(void);
 int bench_threads(int seconds_tenths);
 int bench_soak(uint64_t ops);

@@ -111,3 +111,31 @@ int bench_trace(const char *path, uint64_t thr) {
   free(v);
   return 0;
 }
+
+/* The best any online allocator can do for "served without a driver call"
+ * while keeping peak reserved <= `factor` x peak live: not knowing the
+ * future, it may hold at most factor x the live high-water mark so far (the
+ * trace could stop growing there). Replays only that rule -- perfect
+ * packing, no syncs, every growth straight to the cap -- and counts the
+ * allocations that must call the driver. */
+int bench_bound(const char *path, double factor) {
+  size_t n;
+  ev *v = load(path, &n);
+  if (!v) { fprintf(stderr, "vramshim: cannot read trace %s\n", path); return 1; }
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  double live = 0, hwm = 0, held = 0;
+  uint64_t allocs = 0, raise = 0, calls = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!v[i].alloc) { live -= (double)v[i].size; continue; }
+    allocs++;
+    live += (double)v[i].size;
+    if (live > hwm) { hwm = live; raise++; }
+    if (live > held) { calls++; held = factor * hwm; }
+  }
+  printf("vramshim: bound %s: %llu allocations, %llu raise the live high-water mark; holding at most x%.2f "
+         "the high-water mark so far, at least %llu need a driver call: at best %.2f%% served from cache\n",
+         name, (unsigned long long)allocs, (unsigned long long)raise, factor, (unsigned long long)calls,
+         100.0 * (1.0 - (double)calls / (double)allocs));
+  free(v);
+  return 0;
+}
