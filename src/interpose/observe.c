@@ -60,9 +60,7 @@ static inline obs_card *card_get(int card) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return NULL;
   obs_card *c = atomic_load_explicit(&g_cards[card], memory_order_acquire);
   if (__builtin_expect(c != NULL, 1)) return c;
-  c = card_create(card);
-  vs_obs_thread_ensure();
-  return c;
+  return card_create(card);
 }
 
 void vs_observe_init(void) {
@@ -78,6 +76,7 @@ void vs_observe_init(void) {
 void vs_observe_alloc(int card, uint64_t ptr, uint64_t size) {
   obs_card *c = card_get(card);
   if (!c) return;
+  vs_obs_thread_ensure();   /* one load once started; a fork child starts its own */
   if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
   if (vs_arena_glue_get(card)) return;   /* the arena's own figures and map */
   vs_stats_on_reserve(&c->stats, size);

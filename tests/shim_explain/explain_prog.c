@@ -5,6 +5,10 @@
  *                               on stdin until it closes; frees; exits 0
  *   explain_prog refuse         allocates 8 MiB, asks for twice the card
  *                               (refused), says "refused PID", blocks like idle
+ *   explain_prog fork PSIZE CSIZE  the parent allocates PSIZE and forks; the
+ *                               child allocates CSIZE, says "child PID CSIZE",
+ *                               blocks on stdin, frees, leaves with _exit;
+ *                               the parent waits for it (exit status passed on)
  *   explain_prog trace SEED N   N allocations and frees of mixed sizes (one
  *                               refused request among them); says
  *                               "peak PEAK events EVENTS"; exits (the trace
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK(call)                                                          \
@@ -77,6 +82,27 @@ int main(int argc, char **argv) {
     block_on_stdin();
     CHECK(cuMemFree(a));
     return 0;
+  }
+  if (!strcmp(argv[1], "fork") && argc == 4) {
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc(&a, strtoull(argv[2], NULL, 0)));
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      context();   /* CUDA does not survive fork: the child starts its own */
+      uint64_t sz = strtoull(argv[3], NULL, 0);
+      CHECK(cuMemAlloc(&b, sz));
+      printf("child %d %llu 1\n", (int)getpid(), (unsigned long long)sz);
+      fflush(stdout);
+      block_on_stdin();
+      CHECK(cuMemFree(b));
+      _exit(0);   /* the sim drops the parent's records in a child */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(cuMemFree(a));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   }
   if (!strcmp(argv[1], "trace") && argc == 4) {
     uint64_t seed = strtoull(argv[2], NULL, 0);

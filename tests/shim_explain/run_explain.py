@@ -3,7 +3,7 @@
 
 usage: run_explain.py --prog P --tool T --preload LIB --sim-dir D --schema S
                       --work DIR --arena off|chunks|vmm TEST
-TEST: idle | refused | parallel | tenant | trace   (exit 77: skipped)
+TEST: idle | refused | parallel | tenant | trace | signal | fork   (exit 77: skipped)
 
 Each test gets DIR/<test>-<arena>/ with its own config (ledger_dir,
 dump_dir, timeline_interval), sim state and shim log. The preload is set for
@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,10 +36,11 @@ class Env:
         self.dumps = os.path.join(self.dir, "dumps")
         self.log = os.path.join(self.dir, "shim.log")
         self.conf = os.path.join(self.dir, "vramshim.conf")
+        extra = "dump_signal = USR1\n" if test == "signal" else ""
         with open(self.conf, "w") as f:
-            f.write("[global]\narena = %s\nledger_dir = %s\ndump_dir = %s\ntimeline_interval = 100ms\n\n"
-                    "[tenant alpha]\nlimit = 512MiB\n\n[tenant beta]\nlimit = 512MiB\n"
-                    % (a.arena, self.ledger, self.dumps))
+            f.write(("[global]\narena = %s\nledger_dir = %s\ndump_dir = %s\ntimeline_interval = 100ms\n"
+                     % (a.arena, self.ledger, self.dumps)) + extra +
+                    "\n[tenant alpha]\nlimit = 512MiB\n\n[tenant beta]\nlimit = 512MiB\n")
         self.base = dict(os.environ)
         self.base.pop("LD_PRELOAD", None)
         self.base["VRAMSHIM_CONFIG"] = self.conf
@@ -231,6 +233,55 @@ def t_tenant(env, v):
           % (alpha, allp))
 
 
+def wait_dumps(env, n, timeout=5):
+    deadline = time.monotonic() + timeout
+    files = []
+    while time.monotonic() < deadline:
+        files = sorted(os.listdir(env.dumps)) if os.path.isdir(env.dumps) else []
+        if len(files) >= n:
+            break
+        time.sleep(0.05)
+    return files
+
+
+def t_signal(env, v):
+    p, line = env.start(["idle"] + [str(s) for s in SIZES])
+    pid, live, count = int(line[1]), int(line[2]), int(line[3])
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGUSR1)   # the program itself has no handler: the shim's must take it
+    files = wait_dumps(env, 1)
+    time.sleep(0.2)
+    if p.poll() is not None:
+        fail("the program died of the signal (exit %s)" % p.returncode)
+    if len(files) != 1:
+        fail("wanted one dump after SIGUSR1, found %s; log:\n%s" % (files, env.read_log()))
+    with open(os.path.join(env.dumps, files[0])) as f:
+        d = json.load(f)
+    if d["reason"] != "signal":
+        fail("reason %s" % d["reason"])
+    check_dump(d, v, pid, live, count, env.a.arena)
+    if "dump signal received; dump written to" not in env.read_log():
+        fail("no log line for the signal dump:\n%s" % env.read_log())
+    env.stop(p)
+    print("vramshim-test: dump_signal = USR1: the blocked program dumped %d live bytes, still running" % live)
+
+
+def t_fork(env, v):
+    p, line = env.start(["fork", str(5 * MiB), str(3 * MiB)])
+    cpid, size = int(line[1]), int(line[2])
+    time.sleep(0.3)
+    r = env.tool(["dump", "--pid", str(cpid), "--json"])
+    if r.returncode != 0:
+        fail("dump of the forked child: %d %s\nlog:\n%s" % (r.returncode, r.stderr, env.read_log()))
+    check_dump(json.loads(r.stdout), v, cpid, size, 1, env.a.arena)
+    r = env.tool(["dump", "--pid", str(p.pid), "--json"])   # the parent, blocked in waitpid
+    if r.returncode != 0:
+        fail("dump of the parent: %d %s" % (r.returncode, r.stderr))
+    check_dump(json.loads(r.stdout), v, p.pid, 5 * MiB, 1, env.a.arena)
+    env.stop(p)
+    print("vramshim-test: a forked child answers with its own thread and only its own %d bytes" % size)
+
+
 def t_trace(env, v):
     pattern = os.path.join(env.dir, "trace-%p-%d.csv")
     r = subprocess.run([env.a.prog, "trace", "7", "3000"], capture_output=True, text=True,
@@ -262,7 +313,7 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("prog", "tool", "preload", "sim-dir", "schema", "work", "arena"):
         ap.add_argument("--" + k, required=True)
-    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace"])
+    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace", "signal", "fork"])
     a = ap.parse_args()
     v = load_validator(a.schema)
     env = Env(a, a.test)
