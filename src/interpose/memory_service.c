@@ -35,6 +35,14 @@ static void account(const vs_alloc_info *rec, int sign) {
   }
 }
 
+/* The ledger's per-process "live" column, refreshed where the ledger is
+ * touched anyway (a driver allocation or free; the arena's growths and
+ * shrinks in quota.c): an arena hit makes no ledger call. */
+static void note_live(int card) {
+  vramshim_card_stats st;
+  if (vramshim_stats(card, &st) == 0) vs_quota_note_live(card, st.live_bytes);
+}
+
 /* Records a fresh allocation and moves the counters. */
 static void record(vs_mem_op *op) {
   vs_alloc_info stale;
@@ -51,7 +59,10 @@ static void record(vs_mem_op *op) {
              op->rec.card, (unsigned long long)op->rec.key);
   }
   account(&op->rec, +1);
-  if (holds_device_memory(op->rec.kind)) vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
+  if (holds_device_memory(op->rec.kind)) {
+    if (op->rec.owner == VS_OWNER_DRIVER) note_live(op->rec.card);
+    vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
+  }
 }
 
 
@@ -73,9 +84,16 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   /* cuMemAlloc is served by the arena where it is on for this card. With
    * no current context (card < 0) the driver gives its own answer. */
   if (kind == VS_MEM_DEVICE && card >= 0) {
-    uint64_t addr = 0;
+    uint64_t addr = 0, deadline = 0;
     CUresult res = CUDA_SUCCESS;
-    if (vs_arena_glue_alloc(op->rec.card, size, &addr, &res) == VS_MEM_DONE) {
+    int served;
+    /* A quota refusal inside the arena (its ladder already trimmed) waits
+     * here, outside the arena's locks, under on_limit = wait; with fail,
+     * vs_quota_wait logs the one refusal line and says stop. */
+    while ((served = vs_arena_glue_alloc(op->rec.card, size, &addr, &res)) == VS_MEM_DONE &&
+           res == CUDA_ERROR_OUT_OF_MEMORY && vs_quota_wait(op->rec.card, size, &deadline)) {
+    }
+    if (served == VS_MEM_DONE) {
       op->result = res;
       if (res == CUDA_SUCCESS) {
         op->rec.key = addr;
@@ -184,8 +202,9 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
     vs_acct_request(op->rec.card, 0);
     vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
   }
-  if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
   account(&op->rec, -1);
+  if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
+  else if (holds_device_memory(op->rec.kind)) note_live(op->rec.card);
   return r;
 }
 

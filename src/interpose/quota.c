@@ -1,35 +1,225 @@
-/* Quotas: not enforced yet (every charge admitted, the driver's view). */
+/* Tenant quotas inside the shim (see quota.h), over the session API of
+ * src/tenant/session.h: one session per process, each card's ledger opened
+ * on first use with the card's real capacity and UUID.
+ *
+ * Every process under the shim takes a slot in the ledger of each card it
+ * uses, config file or not (without one: tenant `default`, no limit, so only
+ * the capacity condition applies), so `vramshim status` and dumps by pid work
+ * everywhere. Only a passthrough after a config error enforces nothing.
+ *
+ * A refusal is quiet where it happens (vs_quota_charge runs inside the
+ * arena, whose OOM ladder trims and retries); the thread remembers the last
+ * refused charge, and vs_quota_wait, called once the request is given up
+ * outside every lock, waits for it (on_limit = wait:D) or logs the one line
+ * and event of the final refusal. */
 #include "quota.h"
 
+#include "arena_glue.h"
+#include "driver_table.h"
+#include "guard.h"
+#include "log.h"
 #include "memory_service.h"
+#include "session.h"
+#include "settings.h"
+#include "vramshim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#define NCARDS (VRAMSHIM_MAX_CARDS < VS_CFG_MAX_CARD_INDEX ? VRAMSHIM_MAX_CARDS : VS_CFG_MAX_CARD_INDEX)
+
+enum { CARD_UNKNOWN = 0, CARD_OPEN, CARD_OFF };
+
+static vs_tenant_session *g_session;
+static pthread_once_t g_session_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_card[NCARDS];
+
+/* The last charge this thread saw refused, until the request is settled. */
+typedef struct refusal_note {
+  int pending;
+  int card;
+  uint64_t n;
+  vs_refusal why;
+} refusal_note;
+static __thread refusal_note t_refused __attribute__((tls_model("initial-exec")));
+
+static void session_init(void) {
+  const vs_settings *st = vs_settings_get();
+  g_session = vs_tenant_init_with(&st->config, st->tenant, st->enforce);
+  if (!g_session) VS_ERROR("out of host memory starting the tenant session; quotas are not enforced");
+  else if (!st->enforce)
+    VS_INFO("tenant '%s': quotas not enforced in this process (config error, VRAMSHIM_ON_ERROR=passthrough)",
+            st->tenant);
+}
+
+static vs_tenant_session *session(void) {
+  pthread_once(&g_session_once, session_init);
+  return g_session;
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The card's identity from the real driver, under the recursion guard.
+ * 0 with capacity (and the UUID when the driver has one), -1 when the
+ * driver cannot say yet (not initialised: the next call tries again). */
+static int identify(int card, uint64_t *capacity, char uuid[VS_NAME_MAX]) {
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real || !real->cuDeviceTotalMem_v2) return -1;
+  int rc = -1;
+  vs_guard_enter();
+  CUdevice dev = card;
+  if (!real->cuDeviceGet || real->cuDeviceGet(&dev, card) == CUDA_SUCCESS) {
+    size_t cap = 0;
+    if (real->cuDeviceTotalMem_v2(&cap, dev) == CUDA_SUCCESS && cap > 0) {
+      *capacity = cap;
+      rc = 0;
+      CUuuid u;
+      CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+      if (real->cuDeviceGetUuid_v2) r = real->cuDeviceGetUuid_v2(&u, dev);
+      if (r != CUDA_SUCCESS && real->cuDeviceGetUuid) r = real->cuDeviceGetUuid(&u, dev);
+      uuid[0] = 0;
+      if (r == CUDA_SUCCESS) {
+        const unsigned char *b = (const unsigned char *)u.bytes;
+        snprintf(uuid, VS_NAME_MAX,
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+      }
+    }
+  }
+  vs_guard_leave();
+  return rc;
+}
+
+/* The session when the card is enforced (its ledger open), else NULL. */
+static vs_tenant_session *card_session(int card) {
+  if (card < 0 || card >= NCARDS) return NULL;
+  int st = atomic_load_explicit(&g_card[card], memory_order_acquire);
+  if (__builtin_expect(st == CARD_OPEN, 1)) return g_session;
+  if (st == CARD_OFF) return NULL;
+  vs_tenant_session *s = session();
+  if (!s || !vs_tenant_enforcing(s)) {
+    atomic_store(&g_card[card], CARD_OFF);
+    return NULL;
+  }
+  uint64_t cap = 0;
+  char uuid[VS_NAME_MAX];
+  if (identify(card, &cap, uuid) != 0) return NULL;
+  /* vs_tenant_card opens once (its own lock); a plan error exits 78 or,
+   * under passthrough, leaves the card unenforced. */
+  if (!vs_tenant_card(s, card, uuid, cap)) {
+    atomic_store(&g_card[card], CARD_OFF);
+    return NULL;
+  }
+  atomic_store_explicit(&g_card[card], CARD_OPEN, memory_order_release);
+  return s;
+}
+
+/* The ledger's "live" column from the shim's counters (a relaxed store). */
+static void push_live(vs_tenant_session *s, int card) {
+  vramshim_card_stats st;
+  if (vramshim_stats(card, &st) == 0) vs_tenant_set_live(s, card, st.live_bytes);
+}
 
 CUresult vs_quota_charge(int card, uint64_t n) {
-  (void)card;
-  (void)n;
+  vs_tenant_session *s = card_session(card);
+  if (!s) return CUDA_SUCCESS;
+  refusal_note *t = &t_refused;
+  if (vs_tenant_try(s, card, n, &t->why) == 1) {
+    t->pending = 1;
+    t->card = card;
+    t->n = n;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  t->pending = 0;
+  push_live(s, card);
   return CUDA_SUCCESS;
 }
+
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
-  (void)card;
-  (void)n;
-  (void)deadline_ns;
+  refusal_note *t = &t_refused;
+  /* No refused charge on this thread: the request failed for another
+   * reason (the driver's own OOM), nothing to wait for or report. */
+  if (!t->pending) return 0;
+  /* What was refused may be an arena growth larger than the request. */
+  uint64_t req = n;
+  if (t->card != card) card = t->card;
+  if (t->n) n = t->n;
+  vs_tenant_session *s = card_session(card);
+  if (!s) {
+    t->pending = 0;
+    return 0;
+  }
+  uint64_t wait_ms = vs_tenant_wait_ms(s);
+  if (wait_ms) {
+    if (!*deadline_ns) *deadline_ns = mono_ns() + wait_ms * 1000000ull;
+    vs_refusal why = t->why;
+    if (vs_tenant_wait_fit(s, card, n, *deadline_ns, &why) == 0) {
+      t->pending = 0;
+      return 1;   /* fits now: the caller tries again (and may lose the race) */
+    }
+    t->why = why;
+  }
+  t->pending = 0;
+  /* The line names the program's request (what was refused inside the
+   * arena may be a growth step or a granule of it); usage and condition
+   * are the ledger's. */
+  if (req) t->why.request = req;
+  vs_tenant_report(s, card, &t->why);
   return 0;
 }
+
 void vs_quota_force(int card, uint64_t n) {
-  (void)card;
-  (void)n;
+  vs_tenant_session *s = card_session(card);
+  if (s) vs_tenant_force(s, card, n);
 }
+
 void vs_quota_uncharge(int card, uint64_t n) {
-  (void)card;
-  (void)n;
+  vs_tenant_session *s = card_session(card);
+  if (!s) return;
+  vs_tenant_release(s, card, n);
+  push_live(s, card);
 }
+
 int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
-  (void)card;
-  (void)free_bytes;
-  (void)total_bytes;
-  return VS_MEM_PASS;
+  vs_tenant_session *s = card_session(card);
+  if (!s) return VS_MEM_PASS;
+  uint64_t cached = vs_arena_glue_cached(card), f = 0, tot = 0;
+  if (vs_tenant_view(s, card, cached, &f, &tot) != 0) return VS_MEM_PASS;
+  if (free_bytes) {
+    /* Never more than the card really has (processes without the shim,
+     * the driver's own rounding): the driver's free plus our cache. */
+    const vs_real_table *real = vs_driver_if_loaded();
+    size_t df = 0, dt = 0;
+    CUresult r = CUDA_ERROR_NOT_INITIALIZED;
+    if (real && real->cuMemGetInfo_v2) {
+      vs_guard_enter();
+      r = real->cuMemGetInfo_v2(&df, &dt);
+      vs_guard_leave();
+      vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
+    }
+    if (r == CUDA_SUCCESS && (uint64_t)df + cached < f) f = (uint64_t)df + cached;
+    *free_bytes = f;
+    push_live(s, card);
+  }
+  if (total_bytes) *total_bytes = tot;
+  return VS_MEM_DONE;
 }
+
 void vs_quota_note_live(int card, uint64_t live_bytes) {
-  (void)card;
-  (void)live_bytes;
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  vs_tenant_set_live(g_session, card, live_bytes);
 }
-void vs_quota_atfork_child(void) {}
+
+void vs_quota_atfork_child(void) {
+  /* The session stays (same settings); its ledgers are re-opened on next
+   * use, as this process's own slots (session.c). Only a lock another
+   * parent thread may have held, and this thread's note, start clean. */
+  t_refused.pending = 0;
+  if (g_session) vs_tenant_atfork_child(g_session);
+}
