@@ -169,8 +169,86 @@ static void threshold_case(vs_arena_mode mode) {
 static void arena_release_threshold_vmm(void **s) { (void)s; threshold_case(VS_ARENA_VMM); }
 static void arena_release_threshold_chunks(void **s) { (void)s; threshold_case(VS_ARENA_CHUNKS); }
 
+/* A program that allocates and frees in a loop: the frees must be made
+ * reusable in batches, not by a sync per allocation (each sync is a driver
+ * call), and the heap must not grow without bound meanwhile. The in-flight
+ * model still checks that no freed byte comes back before a sync. */
+static void loop_case(vs_arena_mode mode) {
+  fixture f;
+  device d = {0};
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  enum { PAIRS = 2000 };
+  for (int i = 0; i < PAIRS; i++) {
+    uint64_t a, b;
+    assert_int_equal(vs_arena_alloc(f.a, 4096, &a), 0);
+    assert_not_in_flight(&d, a, 4096);
+    assert_int_equal(vs_arena_alloc(f.a, MiB, &b), 0);
+    assert_not_in_flight(&d, b, MiB);
+    in_flight_free(&f, &d, a, 4096);
+    in_flight_free(&f, &d, b, MiB);
+    if (i % 64 == 0) CHECK(f.a);
+  }
+  vs_space_counters c;
+  vs_space_backend_counters(f.sb, &c);
+  uint64_t calls = vs_space_backend_calls(&c);
+  /* 4 requests per pair would be 8000 calls without the arena; before
+   * batching, VMM synced on every 1 MiB allocation (~2000 calls). */
+  if (calls * 100 > 4 * PAIRS) fail_msg("%llu backend calls for %d alloc/free pairs (%llu syncs)",
+                                        (unsigned long long)calls, PAIRS, (unsigned long long)c.sync);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  if (st.peak_reserved_bytes > 512 * MiB) fail_msg("peak reserved %llu MiB for 1 MiB live",
+                                                   (unsigned long long)(st.peak_reserved_bytes >> 20));
+  fx_close(&f);
+}
+static void arena_loop_calls_vmm(void **s) { (void)s; loop_case(VS_ARENA_VMM); }
+static void arena_loop_calls_chunks(void **s) { (void)s; loop_case(VS_ARENA_CHUNKS); }
+
+static void region_sizes(void *user, const vs_region_info *r) {
+  uint64_t *v = user;
+  if (r->kind == VS_REGION_DEDICATED || r->kind == VS_REGION_CHUNK) v[v[0]++ + 1] = r->size;
+}
+
+/* chunks: a large request gets a chunk of exactly its (2 MiB rounded) size,
+ * even once the heap is big enough that a growth step would be larger; a
+ * medium one still grows the heap by at least a step. */
+static void arena_own_chunks(void **s) {
+  (void)s;
+  fixture f;
+  fx_open(&f, VS_ARENA_CHUNKS, UINT64_MAX, GiB);
+  uint64_t p[40];
+  for (int i = 0; i < 40; i++) assert_int_equal(vs_arena_alloc(f.a, 100 * MiB, &p[i]), 0);   /* 4 GiB held */
+  uint64_t big, mid;
+  assert_int_equal(vs_arena_alloc(f.a, 39 * MiB + 512, &big), 0);   /* < the step (held / 64 > 62 MiB) */
+  assert_int_equal(vs_arena_alloc(f.a, 9 * MiB, &mid), 0);
+  CHECK(f.a);
+  uint64_t v[64] = {0};
+  vs_arena_walker w = {.user = v, .region = region_sizes};
+  vs_arena_walk(f.a, &w);
+  assert_int_equal(v[0], 42);
+  int own100 = 0, own40 = 0, other = 0;
+  for (uint64_t i = 1; i <= v[0]; i++) {
+    if (v[i] == 100 * MiB) own100++;
+    else if (v[i] == 40 * MiB) own40++;
+    else {
+      other++;
+      assert_true(v[i] >= 4000 * MiB / 64);   /* the 9 MiB request's chunk: at least held / 64 */
+    }
+  }
+  assert_int_equal(own100, 40);
+  assert_int_equal(own40, 1);
+  assert_int_equal(other, 1);
+  for (int i = 0; i < 40; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  assert_int_equal(vs_arena_free(f.a, mid), 0);
+  fx_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(arena_loop_calls_vmm),        cmocka_unit_test(arena_loop_calls_chunks),
+      cmocka_unit_test(arena_own_chunks),
       cmocka_unit_test(arena_stream_small_vmm),      cmocka_unit_test(arena_stream_small_chunks),
       cmocka_unit_test(arena_stream_medium_vmm),     cmocka_unit_test(arena_stream_large_vmm),
       cmocka_unit_test(arena_stream_large_chunks),   cmocka_unit_test(arena_stream_batch),
