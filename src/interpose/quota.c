@@ -35,6 +35,7 @@ enum { CARD_UNKNOWN = 0, CARD_OPEN, CARD_OFF };
 static vs_tenant_session *g_session;
 static pthread_once_t g_session_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_card[NCARDS];
+static uint64_t g_capacity[NCARDS];   /* written before g_card says OPEN */
 
 /* The last charge this thread saw refused, until the request is settled. */
 typedef struct refusal_note {
@@ -116,6 +117,7 @@ static vs_tenant_session *card_session(int card) {
     atomic_store(&g_card[card], CARD_OFF);
     return NULL;
   }
+  g_capacity[card] = cap;
   atomic_store_explicit(&g_card[card], CARD_OPEN, memory_order_release);
   return s;
 }
@@ -191,6 +193,12 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   if (!s) return VS_MEM_PASS;
   uint64_t cached = vs_arena_glue_cached(card), f = 0, tot = 0;
   if (vs_tenant_view(s, card, cached, &f, &tot) != 0) return VS_MEM_PASS;
+  /* Nothing reserved for others, no headroom, no limit: the tenant could
+   * hold the whole card, and the driver's own answer is the formula (it
+   * also sees processes without the shim). Only this process's arena
+   * cache, free to it but used to the driver, is added. */
+  int whole_card = tot >= g_capacity[card];
+  if (whole_card && (!free_bytes || !cached)) return VS_MEM_PASS;
   if (free_bytes) {
     /* Never more than the card really has (processes without the shim,
      * the driver's own rounding): the driver's free plus our cache. */
@@ -203,7 +211,13 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
       vs_guard_leave();
       vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
     }
-    if (r == CUDA_SUCCESS && (uint64_t)df + cached < f) f = (uint64_t)df + cached;
+    if (r == CUDA_SUCCESS && whole_card) {
+      f = (uint64_t)df + cached;
+      tot = dt;
+    } else if (r == CUDA_SUCCESS && (uint64_t)df + cached < f) {
+      f = (uint64_t)df + cached;
+    }
+    if (f > tot) f = tot;
     *free_bytes = f;
     push_live(s, card);
   }
