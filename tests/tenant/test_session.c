@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ledger_read.h"
@@ -222,6 +223,92 @@ static void fork_child_takes_its_own_slot(void **state) {
   close(p[0]), close(p[1]), close(q[0]), close(q[1]);
 }
 
+/* The steps the shim uses: a quiet try, a wait that charges nothing, one
+ * report; a forced charge; no config file still means a ledger. */
+static void steps_for_the_shim(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX], text[512];
+  snprintf(text, sizeof text, "[global]\nledger_dir = %s/ledger\n[tenant s]\nlimit = 100\non_limit = wait:2s\n", g_tmp);
+  assert_int_equal(vs_config_parse_string(text, "s.conf", cfg, err, sizeof err), 0);
+  vs_tenant_session *s = vs_tenant_init_with(cfg, "s", 1);
+  assert_int_equal(vs_tenant_wait_ms(s), 2000);
+  assert_int_equal(vs_tenant_card_open(s, 1), 0);
+  assert_non_null(vs_tenant_card(s, 1, NULL, 1000));
+  assert_int_equal(vs_tenant_card_open(s, 1), 1);
+  vs_refusal why;
+  assert_int_equal(vs_tenant_try(s, 1, 80, &why), 0);
+  double t0 = tt_now_ms();
+  assert_int_equal(vs_tenant_try(s, 1, 30, &why), 1); /* never waits */
+  assert_true(tt_now_ms() - t0 < 500);
+  assert_int_equal(why.kind, VS_REFUSE_LIMIT);
+  assert_int_equal(why.used, 80);
+  /* A request above the limit never fits: no wait. */
+  t0 = tt_now_ms();
+  assert_int_equal(vs_tenant_wait_fit(s, 1, 200, UINT64_MAX, &why), 1);
+  assert_true(tt_now_ms() - t0 < 500);
+  /* Another process of the tenant gives back: the waiter wakes, charges nothing. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    vs_tenant_session *c = vs_tenant_init_with(cfg, "s", 1);
+    if (!vs_tenant_card(c, 1, NULL, 1000) || vs_tenant_try(c, 1, 20, NULL) != 0) _exit(2);
+    usleep(300000);
+    vs_tenant_release(c, 1, 20);
+    usleep(300000);
+    _exit(0);
+  }
+  usleep(100000);
+  vs_tenant_release(s, 1, 70); /* we hold 10, the child 20 */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  t0 = tt_now_ms();
+  assert_int_equal(vs_tenant_wait_fit(s, 1, 85, now + 3000000000ull, &why), 0);
+  double waited = tt_now_ms() - t0;
+  assert_true(waited >= 100 && waited < 1500);
+  assert_int_equal(vs_tenant_try(s, 1, 85, &why), 0); /* the wait charged nothing */
+  assert_int_equal(vs_tenant_try(s, 1, 10, &why), 1);
+  /* Timeout: kind TIMEOUT, cause the condition. */
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  assert_int_equal(vs_tenant_wait_fit(s, 1, 10, now + 200000000ull, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_TIMEOUT);
+  assert_int_equal(why.cause, VS_REFUSE_LIMIT);
+  vs_tenant_report(s, 1, &why);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* Forced: above the limit, counted. */
+  vs_tenant_force(s, 1, 50);
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/ledger", g_tmp);
+  assert_int_equal(vs_ledger_snapshot_read(dir, "1", snap, err, sizeof err), 0);
+  assert_int_equal(snap->tenants[0].used, 95 + 50);
+  int limit_events = 0;
+  for (int i = 0; i < snap->nevents; i++) limit_events += !strcmp(snap->events[i].kind, "limit");
+  assert_int_equal(limit_events, 1);
+  vs_tenant_fini(s);
+  free(cfg);
+
+  /* No config file: defaults, tenant default, a ledger all the same. */
+  vs_config *d = malloc(sizeof *d);
+  vs_config_defaults(d);
+  snprintf(d->ledger_dir, sizeof d->ledger_dir, "%.200s/ledger2", g_tmp);
+  s = vs_tenant_init_with(d, NULL, 1);
+  assert_non_null(vs_tenant_card(s, 0, "GPU-77", 1000));
+  assert_int_equal(vs_tenant_try(s, 0, 1000, NULL), 0);
+  assert_int_equal(vs_tenant_try(s, 0, 1, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_CAPACITY);
+  snprintf(dir, sizeof dir, "%s/ledger2", g_tmp);
+  assert_int_equal(vs_ledger_snapshot_read(dir, "GPU-77", snap, err, sizeof err), 0);
+  assert_int_equal(snap->nprocs, 1);
+  assert_string_equal(snap->procs[0].tenant, "default");
+  vs_tenant_fini(s);
+  free(d);
+  free(snap);
+}
+
 static int setup(void **state) {
   (void)state;
   tt_tempdir(g_tmp, sizeof g_tmp);
@@ -242,6 +329,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(match_exe_selects, setup, teardown),
       cmocka_unit_test_setup_teardown(errors_exit_78_or_passthrough, setup, teardown),
       cmocka_unit_test_setup_teardown(fork_child_takes_its_own_slot, setup, teardown),
+      cmocka_unit_test_setup_teardown(steps_for_the_shim, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
