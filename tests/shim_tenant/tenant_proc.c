@@ -61,7 +61,7 @@ void tp_config(const char *global, const char *rest) {
   char *path = strdup(tp_path("vramshim.conf"));
   FILE *f = fopen(path, "w");
   CHECK(f, "cannot write %s", path);
-  if (global) fprintf(f, "[global]\nledger_dir = %s\n%s\n", tp_path("ledger"), global);
+  if (global) fprintf(f, "[global]\nledger_dir = %s\ndump_dir = %s\n%s\n", tp_path("ledger"), tp_path("dumps"), global);
   fprintf(f, "%s", rest);
   fclose(f);
   setenv("VRAMSHIM_CONFIG", path, 1);
