@@ -18,6 +18,9 @@
 static const vs_policy *const all_policies[] = {&vs_policy_off, &vs_policy_chunks, &vs_policy_vmm,
                                                 &vs_policy_pytorch};
 #define NPOLICIES (sizeof all_policies / sizeof all_policies[0])
+/* Through the real shim in a child process (replay_shim.c): only on request. */
+static const vs_policy *const shim_policies[] = {&vs_policy_shim_off, &vs_policy_shim_vmm, &vs_policy_shim_chunks};
+#define NSHIM (sizeof shim_policies / sizeof shim_policies[0])
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -44,6 +47,9 @@ static void usage(FILE *out) {
           "policies (default: all, in this order):\n");
   for (size_t i = 0; i < NPOLICIES; i++)
     fprintf(out, "  %-8s %s\n", all_policies[i]->name, all_policies[i]->summary);
+  fprintf(out, "\nthrough the real libvramshim.so over the simulated driver (only when named):\n");
+  for (size_t i = 0; i < NSHIM; i++)
+    fprintf(out, "  %-11s %s\n", shim_policies[i]->name, shim_policies[i]->summary);
   fprintf(out,
           "\n"
           "options:\n"
@@ -57,6 +63,14 @@ static void usage(FILE *out) {
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
           "  --resolution SIZE         smallest-card search step (default 1MiB)\n"
           "  --no-search               skip the smallest-card search (smallest_card 0)\n"
+          "  --shim PATH               shim policies: libvramshim.so to preload (default:\n"
+          "                            ../../src/libvramshim.so from this binary's folder)\n"
+          "  --sim-dir DIR             shim policies: folder of the simulated libcuda.so.1\n"
+          "                            (default: ../../sim from this binary's folder)\n"
+          "  --child PATH              shim policies: vramshim-replay-child (default:\n"
+          "                            ../replay-child/vramshim-replay-child)\n"
+          "  --card SIZE               shim policies: the simulated card (default: 2 x the\n"
+          "                            trace's peak live, rounded up to a GiB)\n"
           "  -q, --quiet               no progress on stderr\n"
           "  -h, --help                this text\n"
           "\n"
@@ -101,8 +115,11 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
     const vs_policy *p = NULL;
     for (size_t i = 0; i < NPOLICIES; i++)
       if (!strcmp(tok, all_policies[i]->name)) p = all_policies[i];
+    for (size_t i = 0; i < NSHIM; i++)
+      if (!strcmp(tok, shim_policies[i]->name)) p = shim_policies[i];
     if (!p) {
-      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch)\n", tok);
+      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch, shim-off, shim-vmm, "
+                      "shim-chunks)\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)
@@ -133,7 +150,7 @@ static void json_string(FILE *out, const char *s) {
 }
 
 static int is_arena(const vs_policy *p) {
-  return p == &vs_policy_chunks || p == &vs_policy_vmm;
+  return p == &vs_policy_chunks || p == &vs_policy_vmm || p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks;
 }
 
 static double ratio(uint64_t a, uint64_t b) {
@@ -143,20 +160,28 @@ static double ratio(uint64_t a, uint64_t b) {
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
                        const vs_replay_result *r) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
+  /* Shim policies have no smallest-card search: null, not a number. */
+  char card[32] = "null", card_live[32] = "null";
+  if (!p->run) {
+    snprintf(card, sizeof card, "%llu", (unsigned long long)r->smallest_card);
+    snprintf(card_live, sizeof card_live, "%.6f", (double)r->smallest_card / live);
+  }
   fprintf(out, "{\"trace\":");
   json_string(out, path);
   fprintf(out,
           ",\"policy\":\"%s\",\"requests\":%llu,\"frees\":%llu,\"peak_live\":%llu,\"peak_reserved\":%llu,"
-          "\"reserved_over_live\":%.6f,\"smallest_card\":%llu,\"card_over_live\":%.6f,"
+          "\"reserved_over_live\":%.6f,\"smallest_card\":%s,\"card_over_live\":%s,"
           "\"served_from_cache\":%.6f,\"steady_requests\":%llu,\"served_from_cache_steady\":%.6f,"
           "\"driver_calls\":%llu,\"ns_per_request\":%.1f",
           p->name, (unsigned long long)r->requests, (unsigned long long)r->frees,
           (unsigned long long)r->peak_live, (unsigned long long)r->stats.peak_reserved,
-          (double)r->stats.peak_reserved / live, (unsigned long long)r->smallest_card,
-          (double)r->smallest_card / live,
+          (double)r->stats.peak_reserved / live, card, card_live,
           ratio(r->served_from_cache, r->requests), (unsigned long long)r->steady_requests,
           ratio(r->steady_served, r->steady_requests), (unsigned long long)r->stats.driver_calls, r->ns_per_request);
   if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
+  if (p->run)
+    fprintf(out, ",\"card\":%llu,\"child_max_rss\":%llu", (unsigned long long)r->card,
+            (unsigned long long)r->child_max_rss);
   fprintf(out, "}\n");
   fflush(out);
 }
@@ -180,7 +205,10 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
   snprintf(w->cell[3], sizeof w->cell[3], "%s", vs_fmt_bytes(r->peak_live, b, sizeof b));
   snprintf(w->cell[4], sizeof w->cell[4], "%s", vs_fmt_bytes(r->stats.peak_reserved, b, sizeof b));
   snprintf(w->cell[5], sizeof w->cell[5], "%.3f", (double)r->stats.peak_reserved / live);
-  if (r->smallest_card) {
+  if (p->run) {
+    snprintf(w->cell[6], sizeof w->cell[6], "n/a");
+    snprintf(w->cell[7], sizeof w->cell[7], "n/a");
+  } else if (r->smallest_card) {
     snprintf(w->cell[6], sizeof w->cell[6], "%s", vs_fmt_bytes(r->smallest_card, b, sizeof b));
     snprintf(w->cell[7], sizeof w->cell[7], "%.3f", (double)r->smallest_card / live);
   } else {
@@ -225,12 +253,15 @@ int cmd_replay(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = NULL;
-    int takes = !strcmp(a, "--policy") || !strcmp(a, "--release-threshold") || !strcmp(a, "--resolution");
+    int takes = !strcmp(a, "--policy") || !strcmp(a, "--release-threshold") || !strcmp(a, "--resolution") ||
+                !strcmp(a, "--shim") || !strcmp(a, "--sim-dir") || !strcmp(a, "--child") || !strcmp(a, "--card");
     const char *eq = strchr(a, '=');
     if (!takes && eq && !strncmp(a, "--", 2)) {
       size_t k = (size_t)(eq - a);
       if ((k == 8 && !strncmp(a, "--policy", k)) || (k == 19 && !strncmp(a, "--release-threshold", k)) ||
-          (k == 12 && !strncmp(a, "--resolution", k))) {
+          (k == 12 && !strncmp(a, "--resolution", k)) || (k == 6 && !strncmp(a, "--shim", k)) ||
+          (k == 9 && !strncmp(a, "--sim-dir", k)) || (k == 7 && !strncmp(a, "--child", k)) ||
+          (k == 6 && !strncmp(a, "--card", k))) {
         takes = 1;
         val = eq + 1;
       }
@@ -262,6 +293,17 @@ int cmd_replay(int argc, char **argv) {
     } else if (takes && !strncmp(a, "--resolution", 12)) {
       if (parse_size(val, &resolution) || resolution == 0) {
         fprintf(stderr, "vramshim: bad --resolution '%s': expected a size above 0 such as 1MiB\n", val);
+        goto usage_error;
+      }
+    } else if (takes && !strncmp(a, "--shim", 6)) {
+      opts.shim_path = val;
+    } else if (takes && !strncmp(a, "--sim-dir", 9)) {
+      opts.sim_dir = val;
+    } else if (takes && !strncmp(a, "--child", 7)) {
+      opts.child_path = val;
+    } else if (takes && !strncmp(a, "--card", 6)) {
+      if (parse_size(val, &opts.shim_card) || opts.shim_card == 0) {
+        fprintf(stderr, "vramshim: bad --card '%s': expected a size above 0 such as 24GiB\n", val);
         goto usage_error;
       }
     } else if (a[0] == '-' && a[1]) {
@@ -311,7 +353,14 @@ int cmd_replay(int argc, char **argv) {
     snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, npaths, base_name(paths[i]));
     for (size_t k = 0; k < nsel; k++) {
       vs_replay_result r;
-      if (vs_replay_policy(sel[k], &traces[i], &opts, search ? resolution : 0, &pr, label, &r, err, sizeof err)) {
+      int failed;
+      if (sel[k]->run) {
+        vs_progress_update(&pr, "%s: %s, replaying through the shim", label, sel[k]->name);
+        failed = sel[k]->run(sel[k], paths[i], &traces[i], &opts, &r, err, sizeof err);
+      } else {
+        failed = vs_replay_policy(sel[k], &traces[i], &opts, search ? resolution : 0, &pr, label, &r, err, sizeof err);
+      }
+      if (failed) {
         vs_progress_done(&pr);
         fprintf(stderr, "vramshim: %s, policy %s: %s\n", base_name(paths[i]), sel[k]->name, err);
         status = 1;

@@ -13,7 +13,14 @@ enum { VS_POLICY_CACHED = 0, VS_POLICY_REFUSED = 1, VS_POLICY_DRIVER = 2 };
 
 typedef struct vs_replay_opts {
   uint64_t release_threshold; /* arena policies */
+  /* Policies run through the real shim (replay_shim.c): NULL / 0 means the
+   * default (found beside this binary in the build tree; 2 x the trace's
+   * peak live rounded up to a GiB). */
+  const char *shim_path, *sim_dir, *child_path;
+  uint64_t shim_card;
 } vs_replay_opts;
+
+struct vs_replay_result;
 
 typedef struct vs_policy_stats {
   uint64_t peak_reserved;     /* bytes held from the driver, at most */
@@ -34,12 +41,21 @@ typedef struct vs_policy {
   void (*free)(void *p, uint32_t id, uint64_t size); /* only ids whose alloc returned 0 */
   void (*stats)(void *p, vs_policy_stats *s);
   void (*destroy)(void *p);
+  /* Set only by policies that replay the whole trace elsewhere (through the
+   * real shim, in a child process): they fill `out` themselves, without the
+   * callbacks above and without a smallest-card search. 0, or -1 with a
+   * message in err. */
+  int (*run)(const struct vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
+             struct vs_replay_result *out, char *err, size_t errlen);
 } vs_policy;
 
 extern const vs_policy vs_policy_off;     /* replay_off.c */
 extern const vs_policy vs_policy_pytorch; /* replay_pytorch.c */
 extern const vs_policy vs_policy_chunks;  /* replay_arena.c */
 extern const vs_policy vs_policy_vmm;     /* replay_arena.c */
+extern const vs_policy vs_policy_shim_off;    /* replay_shim.c */
+extern const vs_policy vs_policy_shim_vmm;    /* replay_shim.c */
+extern const vs_policy vs_policy_shim_chunks; /* replay_shim.c */
 
 /* ---- Running a policy over a trace (replay_run.c) ------------------------ */
 typedef struct vs_replay_result {
@@ -56,6 +72,8 @@ typedef struct vs_replay_result {
   vs_policy_stats stats;
   double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
   uint64_t smallest_card;  /* 0 when not searched */
+  uint64_t card;           /* shim policies: the simulated card's capacity */
+  uint64_t child_max_rss;  /* shim policies: the child's peak resident memory, bytes */
 } vs_replay_result;
 
 /* Progress of a long run on stderr: one updating line on a terminal, a line
