@@ -118,8 +118,8 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
     for (size_t i = 0; i < NSHIM; i++)
       if (!strcmp(tok, shim_policies[i]->name)) p = shim_policies[i];
     if (!p) {
-      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch, shim-off, shim-vmm, "
-                      "shim-chunks)\n", tok);
+      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch); through the real "
+                      "shim: shim-off, shim-vmm, shim-chunks\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)

@@ -1,0 +1,122 @@
+#!/bin/sh
+# `vramshim replay` through the real shim over the sim (policies shim-*).
+# usage: replay_shim_test.sh generated|real|errors VRAMSHIM_TOOL TRACES_DIR
+#   generated  a random trace made here: shim-off sees the trace's peak live
+#              and makes one driver call per request, exactly as the
+#              simulated `off`; shim-vmm and shim-chunks see the same peak
+#              with fewer driver calls, and lose no byte
+#   real       the same on a real 51 GiB trace (skipped without the traces);
+#              the child's memory stays small (the sim's memory is sparse)
+#   errors     a missing shim, sim or child, a card too small
+set -u
+mode=$1 tool=$2
+traces=${VRAMSHIM_TRACES_DIR:-$3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {   # check TRACE: every shim policy against the simulated `off`
+  "$tool" replay --json --quiet --no-search --policy off,vmm,shim-off,shim-vmm,shim-chunks "$1" >"$tmp/json" 2>"$tmp/err" ||
+    { echo "FAIL: replay exit status $?:"; cat "$tmp/err"; return 1; }
+  cat "$tmp/json"
+  python3 - "$tmp/json" "$1" <<'PY'
+import json, sys
+rows = {o["policy"]: o for o in map(json.loads, open(sys.argv[1]).read().splitlines())}
+assert sorted(rows) == sorted(["off", "vmm", "shim-off", "shim-vmm", "shim-chunks"]), rows.keys()
+# The trace's own peak of live bytes, summed here from the CSV.
+live = peak = 0
+sizes = {}
+for line in open(sys.argv[2]).read().splitlines()[1:]:
+    f = line.split(",")
+    if f[2] == "allocate":
+        live += int(f[4]); peak = max(peak, live)
+    elif f[2] == "free":
+        live -= int(f[4])
+off, soff = rows["off"], rows["shim-off"]
+assert off["peak_live"] == peak, (off["peak_live"], peak)
+for p in ("shim-off", "shim-vmm", "shim-chunks"):
+    r = rows[p]
+    assert r["peak_live"] == peak, (p, r["peak_live"], peak)      # the shim saw every byte
+    assert r["requests"] == off["requests"] and r["frees"] == off["frees"], (p, r)
+    assert r["smallest_card"] is None and r["card_over_live"] is None, r
+    assert r["peak_reserved"] >= peak, r
+    assert r["card"] >= 2 * peak and r["card"] % (1 << 30) == 0, r
+    assert r["child_max_rss"] < 256 << 20, (p, "child used", r["child_max_rss"] >> 20, "MiB")
+    assert 0 <= r["served_from_cache"] <= 1, r
+# arena = off: one driver call per request, nothing kept: the simulated policy exactly
+assert soff["driver_calls"] == off["driver_calls"] == off["requests"] + off["frees"], (soff, off)
+assert soff["peak_reserved"] == off["peak_reserved"] == peak, (soff, off)
+assert soff["served_from_cache"] == 0, soff
+# the arena through the shim: fewer driver calls, most requests from cache
+for p in ("shim-vmm", "shim-chunks"):
+    r = rows[p]
+    assert r["driver_calls"] < soff["driver_calls"], (p, r["driver_calls"], soff["driver_calls"])
+    assert r["served_from_cache"] > 0.5, r
+    assert r["release_threshold"] == 1 << 30, r
+print(f"vramshim-test: {sys.argv[2].rsplit('/', 1)[-1]}: peak live {peak} bytes seen by every shim policy; "
+      f"driver calls off {soff['driver_calls']}, vmm {rows['shim-vmm']['driver_calls']}, "
+      f"chunks {rows['shim-chunks']['driver_calls']}")
+PY
+}
+
+# expect STATUS STDERR_SUBSTRING ARGS...
+expect() {
+  want=$1 msg=$2
+  shift 2
+  "$tool" replay --quiet --no-search "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" != "$want" ] || ! grep -qF -- "$msg" "$tmp/err"; then
+    echo "FAIL: replay $*: exit $got (want $want), stderr:"; cat "$tmp/err"
+    echo "  wanted on stderr: $msg"
+    return 1
+  fi
+}
+
+# A stationary random workload: 3000 allocations from 512 B to 64 MiB,
+# each freed after a random number of later allocations (some never).
+gen() {
+  python3 - "$1" <<'PY'
+import random, sys
+rng = random.Random(7)
+out = ["Thread,Time,Action,Pointer,Size,Stream"]
+live, ptr, t = [], 0x7f0000000000, 0
+def ev(action, p, size):
+    global t
+    t += 1
+    out.append(f"0,00:00:{t // 1000000:02d}.{t % 1000000:06d},{action},{hex(p)},{size},0x0")
+for i in range(3000):
+    size = int(2 ** rng.uniform(9, 26)) // 8 * 8 or 8
+    ptr += 1 << 27
+    ev("allocate", ptr, size)
+    live.append((ptr, size, i + rng.randint(1, 200)))
+    for p in [x for x in live if x[2] <= i]:
+        ev("free", p[0], p[1])
+        live.remove(p)
+open(sys.argv[1], "w").write("\n".join(out) + "\n")
+PY
+}
+
+case $mode in
+generated)
+  gen "$tmp/gen.csv" && check "$tmp/gen.csv" ;;
+real)
+  [ -r "$traces/cs336-ctx128-fullstep.csv" ] || { echo "vramshim-test: no traces in $traces: skipped"; exit 77; }
+  check "$traces/cs336-ctx128-fullstep.csv" ;;
+errors)
+  gen "$tmp/gen.csv" || exit 1
+  rc=0
+  expect 1 "vramshim: gen.csv, policy shim-off: libvramshim.so not found at $tmp/none.so (as given; give --shim PATH)" \
+    --policy shim-off --shim "$tmp/none.so" "$tmp/gen.csv" || rc=1
+  expect 1 "the simulated driver's folder not found at $tmp/nosim" \
+    --policy shim-vmm --sim-dir "$tmp/nosim" "$tmp/gen.csv" || rc=1
+  mkdir "$tmp/emptysim"
+  expect 1 "has no libcuda.so.1" --policy shim-vmm --sim-dir "$tmp/emptysim" "$tmp/gen.csv" || rc=1
+  expect 1 "vramshim-replay-child not found at $tmp/nochild" --policy shim-chunks --child "$tmp/nochild" "$tmp/gen.csv" || rc=1
+  expect 1 "allocations refused on a card of 64.00 MiB (--card sets it)" --policy shim-off --card 64MiB "$tmp/gen.csv" || rc=1
+  expect 2 "vramshim: bad --card 'lots'" --policy shim-off --card lots "$tmp/gen.csv" || rc=1
+  # the other policies still run and print
+  grep -q "^gen.csv *shim-off" "$tmp/out" && { echo "FAIL: a failed policy printed a row"; rc=1; }
+  [ $rc = 0 ] && echo "vramshim-test: errors: all messages as expected"
+  exit $rc ;;
+*)
+  echo "usage: replay_shim_test.sh generated|real|errors TOOL TRACES_DIR"; exit 2 ;;
+esac
