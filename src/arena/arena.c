@@ -93,6 +93,17 @@ int vs_arena_free(vs_arena *a, uint64_t addr) {
   if (!a) return -1;
   int rc = vs_slab_free(a, addr);
   if (rc == 1) rc = vs_heap_free(a, addr, 0);
+  /* Pending frees beyond both a batch and release_threshold are settled
+   * here too, not only by the next allocation: a program that frees a
+   * burst and then goes idle must still give the memory beyond
+   * release_threshold back to the driver. */
+  if (rc == 0) {
+    uint64_t settle = batch_limit(a) > a->cfg.release_threshold ? batch_limit(a) : a->cfg.release_threshold;
+    if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > settle) {
+      vs_arena_sync(a);
+      vs_heap_trim(a, a->cfg.release_threshold);  /* pending -> free, and beyond the threshold -> back */
+    }
+  }
   return rc;
 }
 
