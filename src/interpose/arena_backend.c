@@ -8,6 +8,7 @@
 #include "quota.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -15,6 +16,7 @@
 typedef struct backend_card {
   int card;
   int unsafe_reuse;
+  _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
 } backend_card;
 
 static backend_card g_cards[VRAMSHIM_MAX_CARDS];
@@ -62,8 +64,10 @@ CUresult vs_backend_last_error(void) { return t_last_error; }
 void vs_backend_clear_error(void) { t_last_error = CUDA_SUCCESS; }
 
 /* The driver's answer as the arena reads it; the CUresult is kept for the hook. */
-static int verdict(CUresult r) {
+#define verdict(r) verdict_of(r, __func__)
+static int verdict_of(CUresult r, const char *what) {
   if (r == CUDA_SUCCESS) return VS_BACKEND_OK;
+  VS_DEBUG("arena backend: %s: the driver said %d", what, (int)r);
   t_last_error = r;
   return r == CUDA_ERROR_OUT_OF_MEMORY ? VS_BACKEND_OOM : VS_BACKEND_ERROR;
 }
@@ -135,7 +139,10 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
   CUresult r;
   GUARDED(r, real->cuMemAddressReserve(&p, (size_t)size, 0, 0, 0));
   vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_RESERVE);
-  if (r != CUDA_SUCCESS) return verdict(r);
+  if (r != CUDA_SUCCESS) {
+    atomic_store(&c->va_failed, 1);
+    return verdict(r);
+  }
   region_add((uint64_t)p, size);
   *va = (uint64_t)p;
   return VS_BACKEND_OK;
@@ -234,6 +241,8 @@ static int sync_ctx(void *ctx) {
   return verdict(r);
 }
 
+int vs_backend_va_failed(int card) { return atomic_load(&g_cards[card].va_failed); }
+
 int vs_backend_unsafe_reuse(void) {
   const char *e = getenv("VRAMSHIM_DEBUG_UNSAFE_REUSE");
   return e && *e && strcmp(e, "0") != 0;
@@ -243,6 +252,7 @@ CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
   backend_card *c = &g_cards[card];
   c->card = card;
   c->unsafe_reuse = vs_backend_unsafe_reuse();
+  atomic_store(&c->va_failed, 0);
   if (c->unsafe_reuse)
     VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "
             "device (unsafe; for testing only)", card);

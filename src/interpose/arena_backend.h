@@ -34,6 +34,10 @@ void vs_backend_clear_error(void);
 /* 1 when addr lies in a chunk or VMM range some arena holds from the driver. */
 int vs_backend_holds(uint64_t addr);
 
+/* 1 once the driver refused an address reservation for card's arena (a
+ * VMM arena that cannot reserve its range cannot serve anything). */
+int vs_backend_va_failed(int card);
+
 /* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
  * so freed blocks are reused while device work may still touch them. The
  * stream-safety test uses it to show that it catches exactly that. */

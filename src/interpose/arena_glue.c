@@ -23,11 +23,28 @@ static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A forked child's inheritance: kept reachable (never destroyed: its memory
  * was the parent's), never used. */
 static vs_arena *g_orphans[VRAMSHIM_MAX_CARDS];
+/* A VMM arena replaced by a chunks one (never destroyed: a thread may still
+ * be inside it; it holds no memory). */
+static vs_arena *g_retired[VRAMSHIM_MAX_CARDS];
+static _Atomic int g_is_vmm[VRAMSHIM_MAX_CARDS];
 
 #define DEFAULT_RELEASE_THRESHOLD (1ull << 30)
 
 static const char *mode_name(vs_cfg_arena m) {
   return m == VS_CFG_ARENA_VMM ? "vmm" : m == VS_CFG_ARENA_CHUNKS ? "chunks" : "off";
+}
+
+/* The config's release_threshold against the card's capacity (default 1 GiB). */
+static uint64_t release_threshold(int card, const vs_real_table *real, uint64_t *capacity_out) {
+  size_t capacity = 0;
+  if (real && real->cuDeviceTotalMem_v2) {
+    vs_guard_enter();
+    if (real->cuDeviceTotalMem_v2(&capacity, card) != CUDA_SUCCESS) capacity = 0;
+    vs_guard_leave();
+  }
+  if (capacity_out) *capacity_out = capacity;
+  const vs_config *cfg = &vs_settings_get()->config;
+  return cfg->has_release_threshold ? vs_size_resolve(cfg->release_threshold, capacity) : DEFAULT_RELEASE_THRESHOLD;
 }
 
 /* Under g_create_lock. NULL with *res set when the driver cannot say
@@ -56,16 +73,9 @@ static vs_arena *create(int card, CUresult *res) {
     atomic_store(&g_state[card], CARD_OFF);
     return NULL;
   }
-  size_t capacity = 0;
-  if (real->cuDeviceTotalMem_v2) {
-    vs_guard_enter();
-    if (real->cuDeviceTotalMem_v2(&capacity, card) != CUDA_SUCCESS) capacity = 0;
-    vs_guard_leave();
-  }
-  const vs_config *cfg = &vs_settings_get()->config;
+  uint64_t capacity = 0;
   vs_arena_config ac;
-  ac.release_threshold = cfg->has_release_threshold ? vs_size_resolve(cfg->release_threshold, capacity)
-                                                    : DEFAULT_RELEASE_THRESHOLD;
+  ac.release_threshold = release_threshold(card, real, &capacity);
   vs_arena_backend be;
   vs_arena *a = NULL;
   if (mode == VS_CFG_ARENA_VMM) {
@@ -91,6 +101,7 @@ static vs_arena *create(int card, CUresult *res) {
   char b1[32], b2[32];
   VS_INFO("card %d: arena %s, release threshold %s (card %s)", card, mode_name(mode),
           vs_fmt_bytes(ac.release_threshold, b1, sizeof b1), vs_fmt_bytes(capacity, b2, sizeof b2));
+  atomic_store(&g_is_vmm[card], mode == VS_CFG_ARENA_VMM);
   atomic_store(&g_arena[card], a);
   atomic_store(&g_state[card], CARD_ARENA);
   atomic_store(&g_any, 1);
@@ -108,6 +119,32 @@ static vs_arena *arena_for(int card, CUresult *res) {
   return a;
 }
 
+/* A VMM arena whose address range the driver refused (a driver or a host
+ * with little virtual address space) and that holds nothing yet becomes a
+ * chunks arena, said once. Returns the card's arena now. */
+static vs_arena *fall_back_to_chunks(int card, vs_arena *failed) {
+  pthread_mutex_lock(&g_create_lock);
+  if (atomic_load(&g_arena[card]) == failed) {
+    vs_arena_stats st;
+    vs_arena_get_stats(failed, &st);
+    if (st.reserved_bytes == 0 && st.live_count == 0) {
+      vs_arena_config ac = {VS_ARENA_CHUNKS, release_threshold(card, vs_driver_if_loaded(), NULL)};
+      vs_arena_backend be;
+      vs_backend_init(card, 0, &be);
+      vs_arena *a = vs_arena_create(&ac, &be);
+      if (a) {
+        VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", card);
+        g_retired[card] = failed;
+        atomic_store(&g_is_vmm[card], 0);
+        atomic_store(&g_arena[card], a);
+      }
+    }
+  }
+  vs_arena *now = atomic_load(&g_arena[card]);
+  pthread_mutex_unlock(&g_create_lock);
+  return now;
+}
+
 int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
   CUresult why = CUDA_SUCCESS;
@@ -123,6 +160,13 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) 
   }
   vs_backend_clear_error();
   int rc = vs_arena_alloc(a, size, addr);
+  if (rc != VS_BACKEND_OK && atomic_load(&g_is_vmm[card]) && vs_backend_va_failed(card)) {
+    vs_arena *b = fall_back_to_chunks(card, a);
+    if (b != a) {
+      vs_backend_clear_error();
+      rc = vs_arena_alloc(b, size, addr);
+    }
+  }
   if (rc == VS_BACKEND_OK) {
     *res = CUDA_SUCCESS;
   } else if (rc == VS_BACKEND_OOM) {
@@ -190,6 +234,7 @@ void vs_arena_glue_atfork_child(void) {
   for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
     vs_arena *a = atomic_load(&g_arena[c]);
     if (a) g_orphans[c] = a;
+    atomic_store(&g_is_vmm[c], 0);
     atomic_store(&g_arena[c], NULL);
     atomic_store(&g_state[c], CARD_UNKNOWN);
   }
