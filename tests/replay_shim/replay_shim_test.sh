@@ -14,11 +14,11 @@ traces=${VRAMSHIM_TRACES_DIR:-$3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-check() {   # check TRACE: every shim policy against the simulated `off`
-  "$tool" replay --json --quiet --no-search --policy off,vmm,shim-off,shim-vmm,shim-chunks "$1" >"$tmp/json" 2>"$tmp/err" ||
+check() {   # check TRACE --no-search|--resolution=R: every shim policy against the simulated `off`
+  "$tool" replay --json --quiet $2 --policy off,vmm,shim-off,shim-vmm,shim-chunks "$1" >"$tmp/json" 2>"$tmp/err" ||
     { echo "FAIL: replay exit status $?:"; cat "$tmp/err"; return 1; }
   cat "$tmp/json"
-  python3 - "$tmp/json" "$1" <<'PY'
+  python3 - "$tmp/json" "$1" "$2" <<'PY'
 import json, sys
 rows = {o["policy"]: o for o in map(json.loads, open(sys.argv[1]).read().splitlines())}
 assert sorted(rows) == sorted(["off", "vmm", "shim-off", "shim-vmm", "shim-chunks"]), rows.keys()
@@ -32,12 +32,16 @@ for line in open(sys.argv[2]).read().splitlines()[1:]:
     elif f[2] == "free":
         live -= int(f[4])
 off, soff = rows["off"], rows["shim-off"]
+search = sys.argv[3] != "--no-search"
 assert off["peak_live"] == peak, (off["peak_live"], peak)
 for p in ("shim-off", "shim-vmm", "shim-chunks"):
     r = rows[p]
     assert r["peak_live"] == peak, (p, r["peak_live"], peak)      # the shim saw every byte
     assert r["requests"] == off["requests"] and r["frees"] == off["frees"], (p, r)
-    assert r["smallest_card"] is None and r["card_over_live"] is None, r
+    if search:   # a card below the trace's peak cannot hold it; at the peak reserved it must
+        assert peak <= r["smallest_card"] <= r["peak_reserved"] + (1 << 20), (p, r)
+    else:
+        assert r["smallest_card"] == 0, r
     assert r["peak_reserved"] >= peak, r
     assert r["card"] >= 2 * peak and r["card"] % (1 << 30) == 0, r
     assert r["child_max_rss"] < 256 << 20, (p, "child used", r["child_max_rss"] >> 20, "MiB")
@@ -46,6 +50,8 @@ for p in ("shim-off", "shim-vmm", "shim-chunks"):
 assert soff["driver_calls"] == off["driver_calls"] == off["requests"] + off["frees"], (soff, off)
 assert soff["peak_reserved"] == off["peak_reserved"] == peak, (soff, off)
 assert soff["served_from_cache"] == 0, soff
+if search:   # the sim charges cuMemAlloc in 512 B units; the simulated `off` does not
+    assert off["smallest_card"] <= soff["smallest_card"] <= off["smallest_card"] + (2 << 20), (off, soff)
 # the arena through the shim: fewer driver calls, most requests from cache
 for p in ("shim-vmm", "shim-chunks"):
     r = rows[p]
@@ -54,7 +60,8 @@ for p in ("shim-vmm", "shim-chunks"):
     assert r["release_threshold"] == 1 << 30, r
 print(f"vramshim-test: {sys.argv[2].rsplit('/', 1)[-1]}: peak live {peak} bytes seen by every shim policy; "
       f"driver calls off {soff['driver_calls']}, vmm {rows['shim-vmm']['driver_calls']}, "
-      f"chunks {rows['shim-chunks']['driver_calls']}")
+      f"chunks {rows['shim-chunks']['driver_calls']}; smallest card " +
+      ", ".join(f"{p} {rows[p]['smallest_card']}" for p in ("off", "vmm", "shim-off", "shim-vmm", "shim-chunks")))
 PY
 }
 
@@ -97,10 +104,10 @@ PY
 
 case $mode in
 generated)
-  gen "$tmp/gen.csv" && check "$tmp/gen.csv" ;;
+  gen "$tmp/gen.csv" && check "$tmp/gen.csv" --resolution=1MiB ;;
 real)
   [ -r "$traces/cs336-ctx128-fullstep.csv" ] || { echo "vramshim-test: no traces in $traces: skipped"; exit 77; }
-  check "$traces/cs336-ctx128-fullstep.csv" ;;
+  check "$traces/cs336-ctx128-fullstep.csv" --no-search ;;
 errors)
   gen "$tmp/gen.csv" || exit 1
   rc=0

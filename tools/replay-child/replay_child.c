@@ -17,6 +17,7 @@
  * replay's own sum, so a caller can check that the shim saw every byte.
  * live_after is the shim's live bytes once every allocation still live at
  * the end of the trace has been freed (0 unless the shim lost one).
+ * With --stop-at-failure the replay ends at the first refused allocation.
  * Exit status: 0 done (refusals are counted, not errors); 1 anything else. */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -63,8 +64,10 @@ static void raise_fd_limit(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    fprintf(stderr, "usage: vramshim-replay-child TRACE.csv  (run by 'vramshim replay --policy shim-...')\n");
+  int stop = argc == 3 && !strcmp(argv[2], "--stop-at-failure");
+  if ((argc != 2 && !stop) || argv[1][0] == '-') {
+    fprintf(stderr, "usage: vramshim-replay-child TRACE.csv [--stop-at-failure]  (run by 'vramshim replay "
+                    "--policy shim-...')\n");
     return 1;
   }
   stats_fn stats;
@@ -121,6 +124,7 @@ int main(int argc, char **argv) {
     in_driver += now_ns() - a;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       failed++;
+      if (stop) break; /* a smallest-card search only needs yes or no */
       continue;
     }
     if (r != CUDA_SUCCESS) return cu_fail("cuMemAlloc_v2", r);

@@ -160,22 +160,17 @@ static double ratio(uint64_t a, uint64_t b) {
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
                        const vs_replay_result *r) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
-  /* Shim policies have no smallest-card search: null, not a number. */
-  char card[32] = "null", card_live[32] = "null";
-  if (!p->run) {
-    snprintf(card, sizeof card, "%llu", (unsigned long long)r->smallest_card);
-    snprintf(card_live, sizeof card_live, "%.6f", (double)r->smallest_card / live);
-  }
   fprintf(out, "{\"trace\":");
   json_string(out, path);
   fprintf(out,
           ",\"policy\":\"%s\",\"requests\":%llu,\"frees\":%llu,\"peak_live\":%llu,\"peak_reserved\":%llu,"
-          "\"reserved_over_live\":%.6f,\"smallest_card\":%s,\"card_over_live\":%s,"
+          "\"reserved_over_live\":%.6f,\"smallest_card\":%llu,\"card_over_live\":%.6f,"
           "\"served_from_cache\":%.6f,\"steady_requests\":%llu,\"served_from_cache_steady\":%.6f,"
           "\"driver_calls\":%llu,\"ns_per_request\":%.1f",
           p->name, (unsigned long long)r->requests, (unsigned long long)r->frees,
           (unsigned long long)r->peak_live, (unsigned long long)r->stats.peak_reserved,
-          (double)r->stats.peak_reserved / live, card, card_live,
+          (double)r->stats.peak_reserved / live, (unsigned long long)r->smallest_card,
+          (double)r->smallest_card / live,
           ratio(r->served_from_cache, r->requests), (unsigned long long)r->steady_requests,
           ratio(r->steady_served, r->steady_requests), (unsigned long long)r->stats.driver_calls, r->ns_per_request);
   if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
@@ -205,10 +200,7 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
   snprintf(w->cell[3], sizeof w->cell[3], "%s", vs_fmt_bytes(r->peak_live, b, sizeof b));
   snprintf(w->cell[4], sizeof w->cell[4], "%s", vs_fmt_bytes(r->stats.peak_reserved, b, sizeof b));
   snprintf(w->cell[5], sizeof w->cell[5], "%.3f", (double)r->stats.peak_reserved / live);
-  if (p->run) {
-    snprintf(w->cell[6], sizeof w->cell[6], "n/a");
-    snprintf(w->cell[7], sizeof w->cell[7], "n/a");
-  } else if (r->smallest_card) {
+  if (r->smallest_card) {
     snprintf(w->cell[6], sizeof w->cell[6], "%s", vs_fmt_bytes(r->smallest_card, b, sizeof b));
     snprintf(w->cell[7], sizeof w->cell[7], "%.3f", (double)r->smallest_card / live);
   } else {
@@ -355,8 +347,8 @@ int cmd_replay(int argc, char **argv) {
       vs_replay_result r;
       int failed;
       if (sel[k]->run) {
-        vs_progress_update(&pr, "%s: %s, replaying through the shim", label, sel[k]->name);
-        failed = sel[k]->run(sel[k], paths[i], &traces[i], &opts, &r, err, sizeof err);
+        failed = sel[k]->run(sel[k], paths[i], &traces[i], &opts, search ? resolution : 0, &pr, label, &r, err,
+                             sizeof err);
       } else {
         failed = vs_replay_policy(sel[k], &traces[i], &opts, search ? resolution : 0, &pr, label, &r, err, sizeof err);
       }

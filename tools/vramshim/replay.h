@@ -21,6 +21,7 @@ typedef struct vs_replay_opts {
 } vs_replay_opts;
 
 struct vs_replay_result;
+struct vs_progress;
 
 typedef struct vs_policy_stats {
   uint64_t peak_reserved;     /* bytes held from the driver, at most */
@@ -43,10 +44,11 @@ typedef struct vs_policy {
   void (*destroy)(void *p);
   /* Set only by policies that replay the whole trace elsewhere (through the
    * real shim, in a child process): they fill `out` themselves, without the
-   * callbacks above and without a smallest-card search. 0, or -1 with a
-   * message in err. */
+   * callbacks above, searching the smallest card when resolution is not 0.
+   * 0, or -1 with a message in err. */
   int (*run)(const struct vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
-             struct vs_replay_result *out, char *err, size_t errlen);
+             uint64_t resolution, struct vs_progress *pr, const char *label, struct vs_replay_result *out,
+             char *err, size_t errlen);
 } vs_policy;
 
 extern const vs_policy vs_policy_off;     /* replay_off.c */

@@ -9,8 +9,8 @@
  * simulated address space.
  *
  * Each run gets a private folder under $TMPDIR (config, sim state, ledger
- * and dump folders), removed afterwards. No smallest-card search: each
- * step would be a process with its own cards. */
+ * and dump folders), removed afterwards. The smallest-card search runs one
+ * child per step, each on a card of its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -187,30 +187,22 @@ static int parse_result(const char *out, vs_replay_result *r, uint64_t *trace_pe
   return 0;
 }
 
-static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
-                    vs_replay_result *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof *out);
+/* What every child of one policy shares. */
+typedef struct child_setup {
+  const vs_policy *self;
+  const char *trace;
+  const vs_replay_opts *o;
   char shim[PATH_MAX], simdir[PATH_MAX], child[PATH_MAX];
-  if (locate(o->shim_path, "../../src/libvramshim.so", 0, "libvramshim.so", "--shim PATH", shim, sizeof shim, err,
-             errlen) ||
-      locate(o->sim_dir, "../../sim", 1, "the simulated driver's folder", "--sim-dir DIR", simdir, sizeof simdir,
-             err, errlen) ||
-      locate(o->child_path, "../replay-child/vramshim-replay-child", 0, "vramshim-replay-child", "--child PATH",
-             child, sizeof child, err, errlen))
-    return -1;
-  char simlib[PATH_MAX + 16];
-  snprintf(simlib, sizeof simlib, "%s/libcuda.so.1", simdir);
-  if (access(simlib, R_OK) != 0) {
-    snprintf(err, errlen, "the simulated driver's folder %s has no libcuda.so.1 (give --sim-dir DIR)", simdir);
-    return -1;
-  }
-  uint64_t card = o->shim_card;
-  if (!card) {
-    card = (2 * trace_peak_live(t) + GIB - 1) / GIB * GIB;
-    if (!card) card = GIB;
-  }
-  out->card = card;
+} child_setup;
 
+/* One child run on a card of `card` bytes, in a private folder removed
+ * afterwards. With `stop` the child ends at the first refusal, and the
+ * shim logs only errors unless VRAMSHIM_LOG says otherwise (a search
+ * refuses on purpose). 0 with the child's numbers in *r, or -1. */
+static int run_child(const child_setup *cs, uint64_t card, int stop, vs_replay_result *r, uint64_t *trace_peak,
+                     uint64_t *live_after, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  r->card = card;
   const char *tmp = getenv("TMPDIR");
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/vramshim-replay-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -229,19 +221,21 @@ static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, 
     snprintf(err, errlen, "cannot make folders in %s: %s", dir, strerror(errno));
     goto done;
   }
-  if (write_config(conf, mode_of(self), o->release_threshold, dir, err, errlen)) goto done;
+  if (write_config(conf, mode_of(cs->self), cs->o->release_threshold, dir, err, errlen)) goto done;
 
   char asan[PATH_MAX];
   int with_asan = asan_runtime(asan, sizeof asan);
   char e_preload[2 * PATH_MAX + 32], e_libpath[PATH_MAX + 32], e_cards[64], e_state[PATH_MAX + 32],
-      e_config[PATH_MAX + 32];
-  snprintf(e_preload, sizeof e_preload, "LD_PRELOAD=%s%s%s", with_asan ? asan : "", with_asan ? ":" : "", shim);
-  snprintf(e_libpath, sizeof e_libpath, "LD_LIBRARY_PATH=%s", simdir);
+      e_config[PATH_MAX + 32], e_log[] = "VRAMSHIM_LOG=error";
+  snprintf(e_preload, sizeof e_preload, "LD_PRELOAD=%s%s%s", with_asan ? asan : "", with_asan ? ":" : "",
+           cs->shim);
+  snprintf(e_libpath, sizeof e_libpath, "LD_LIBRARY_PATH=%s", cs->simdir);
   snprintf(e_cards, sizeof e_cards, "VRAMSIM_CARDS=%lluB", (unsigned long long)card);
   snprintf(e_state, sizeof e_state, "VRAMSIM_STATE=%s/sim.state", dir);
   snprintf(e_config, sizeof e_config, "VRAMSHIM_CONFIG=%s", conf);
-  char *add[] = {e_preload, e_libpath, e_cards, e_state, e_config};
-  char **env = child_env(add, sizeof add / sizeof add[0]);
+  char *add[] = {e_preload, e_libpath, e_cards, e_state, e_config, e_log};
+  size_t nadd = sizeof add / sizeof add[0] - (stop && !getenv("VRAMSHIM_LOG") ? 0 : 1);
+  char **env = child_env(add, nadd);
   int fds[2] = {-1, -1};
   if (!env || pipe2(fds, O_CLOEXEC) != 0) {
     snprintf(err, errlen, "cannot start the replay child: %s", env ? strerror(errno) : "out of memory");
@@ -251,15 +245,16 @@ static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  char *argv[] = {child, (char *)path, NULL};
+  char stop_flag[] = "--stop-at-failure";
+  char *argv[] = {(char *)cs->child, (char *)cs->trace, stop ? stop_flag : NULL, NULL};
   pid_t pid;
-  int sp = posix_spawn(&pid, child, &fa, NULL, argv, env);
+  int sp = posix_spawn(&pid, cs->child, &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
   close(fds[1]);
   if (sp != 0) {
     close(fds[0]);
-    snprintf(err, errlen, "cannot run %s: %s", child, strerror(sp));
+    snprintf(err, errlen, "cannot run %s: %s", cs->child, strerror(sp));
     goto done;
   }
   /* The child prints one line; keep the last 4 KiB of whatever it says. */
@@ -282,34 +277,95 @@ static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, 
   memset(&ru, 0, sizeof ru);
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
   }
-  out->child_max_rss = (uint64_t)ru.ru_maxrss * 1024;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     if (WIFSIGNALED(status)) snprintf(err, errlen, "the replay child died of signal %d", WTERMSIG(status));
     else snprintf(err, errlen, "the replay child failed (exit status %d; its messages are above)", WEXITSTATUS(status));
     goto done;
   }
-  uint64_t trace_peak, live_after;
-  if (parse_result(buf, out, &trace_peak, &live_after, err, errlen)) goto done;
-  char b[32];
-  if (out->failed) {
-    snprintf(err, errlen, "%llu allocations refused on a card of %s (--card sets it)",
-             (unsigned long long)out->failed, vs_fmt_bytes(card, b, sizeof b));
-    goto done;
-  }
-  if (out->peak_live != trace_peak) {
-    snprintf(err, errlen, "the shim's peak live (%llu bytes) differs from the trace's (%llu bytes)",
-             (unsigned long long)out->peak_live, (unsigned long long)trace_peak);
-    goto done;
-  }
-  if (live_after) {
-    snprintf(err, errlen, "the shim still counts %llu bytes live after every allocation was freed",
-             (unsigned long long)live_after);
-    goto done;
-  }
+  if (parse_result(buf, r, trace_peak, live_after, err, errlen)) goto done;
+  r->card = card;
+  r->child_max_rss = (uint64_t)ru.ru_maxrss * 1024;
   rc = 0;
 done:
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return rc;
+}
+
+static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
+                    uint64_t resolution, vs_progress *pr, const char *label, vs_replay_result *out, char *err,
+                    size_t errlen) {
+  memset(out, 0, sizeof *out);
+  child_setup cs = {.self = self, .trace = path, .o = o};
+  if (locate(o->shim_path, "../../src/libvramshim.so", 0, "libvramshim.so", "--shim PATH", cs.shim,
+             sizeof cs.shim, err, errlen) ||
+      locate(o->sim_dir, "../../sim", 1, "the simulated driver's folder", "--sim-dir DIR", cs.simdir,
+             sizeof cs.simdir, err, errlen) ||
+      locate(o->child_path, "../replay-child/vramshim-replay-child", 0, "vramshim-replay-child", "--child PATH",
+             cs.child, sizeof cs.child, err, errlen))
+    return -1;
+  char simlib[PATH_MAX + 16];
+  snprintf(simlib, sizeof simlib, "%s/libcuda.so.1", cs.simdir);
+  if (access(simlib, R_OK) != 0) {
+    snprintf(err, errlen, "the simulated driver's folder %s has no libcuda.so.1 (give --sim-dir DIR)", cs.simdir);
+    return -1;
+  }
+  uint64_t card = o->shim_card;
+  if (!card) {
+    card = (2 * trace_peak_live(t) + GIB - 1) / GIB * GIB;
+    if (!card) card = GIB;
+  }
+
+  vs_progress_update(pr, "%s: %s, replaying through the shim", label, self->name);
+  uint64_t trace_peak, live_after;
+  if (run_child(&cs, card, 0, out, &trace_peak, &live_after, err, errlen)) return -1;
+  char b[32];
+  if (out->failed) {
+    snprintf(err, errlen, "%llu allocations refused on a card of %s (--card sets it)",
+             (unsigned long long)out->failed, vs_fmt_bytes(card, b, sizeof b));
+    return -1;
+  }
+  if (out->peak_live != trace_peak) {
+    snprintf(err, errlen, "the shim's peak live (%llu bytes) differs from the trace's (%llu bytes)",
+             (unsigned long long)out->peak_live, (unsigned long long)trace_peak);
+    return -1;
+  }
+  if (live_after) {
+    snprintf(err, errlen, "the shim still counts %llu bytes live after every allocation was freed",
+             (unsigned long long)live_after);
+    return -1;
+  }
+  if (!resolution || !out->peak_live) return 0;
+
+  /* The smallest card, as replay_run.c searches it for the simulated
+   * policies, one child per step: a card of lo*resolution bytes refuses
+   * some allocation, one of hi*resolution refuses none. The sim charges
+   * cuMemAlloc in 512 B units, so even shim-off needs a little more than
+   * the peak of live bytes. */
+  uint64_t lo = (out->peak_live - 1) / resolution;
+  uint64_t hi = (out->stats.peak_reserved + resolution - 1) / resolution;
+  vs_replay_result r;
+  for (int tries = 0;; tries++) {
+    if (run_child(&cs, hi * resolution, 1, &r, &trace_peak, &live_after, err, errlen)) return -1;
+    if (!r.failed) break;
+    if (tries == 8 || hi * resolution * 2 > card * 4) {
+      snprintf(err, errlen, "smallest card search: refusals even on a card of %s",
+               vs_fmt_bytes(hi * resolution, b, sizeof b));
+      return -1;
+    }
+    lo = hi;
+    hi *= 2;
+  }
+  unsigned steps = 0, total = 0;
+  for (uint64_t span = hi - lo; span > 1; span = (span + 1) / 2) total++;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    vs_progress_update(pr, "%s: %s, smallest card search %u/%u", label, self->name, ++steps, total);
+    if (run_child(&cs, mid * resolution, 1, &r, &trace_peak, &live_after, err, errlen)) return -1;
+    if (r.failed) lo = mid;
+    else hi = mid;
+  }
+  out->smallest_card = hi * resolution;
+  return 0;
 }
 
 #define SHIM_POLICY(id, nm, text)                                                     \
