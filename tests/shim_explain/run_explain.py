@@ -3,7 +3,8 @@
 
 usage: run_explain.py --prog P --tool T --preload LIB --sim-dir D --schema S
                       --work DIR --arena off|chunks|vmm TEST
-TEST: idle | refused | parallel | tenant | trace | signal | fork   (exit 77: skipped)
+TEST: idle | refused | parallel | tenant | trace | signal | fork | errors
+       (exit 77: skipped)
 
 Each test gets DIR/<test>-<arena>/ with its own config (ledger_dir,
 dump_dir, timeline_interval), sim state and shim log. The preload is set for
@@ -37,6 +38,10 @@ class Env:
         self.log = os.path.join(self.dir, "shim.log")
         self.conf = os.path.join(self.dir, "vramshim.conf")
         extra = "dump_signal = USR1\n" if test == "signal" else ""
+        if test == "errors":   # dump_dir is a symlink: the shim must refuse to write there
+            os.makedirs(os.path.join(self.dir, "elsewhere"))
+            os.symlink(os.path.join(self.dir, "elsewhere"), os.path.join(self.dir, "link"))
+            self.dumps = os.path.join(self.dir, "link")
         with open(self.conf, "w") as f:
             f.write(("[global]\narena = %s\nledger_dir = %s\ndump_dir = %s\ntimeline_interval = 100ms\n"
                      % (a.arena, self.ledger, self.dumps)) + extra +
@@ -282,6 +287,30 @@ def t_fork(env, v):
     print("vramshim-test: a forked child answers with its own thread and only its own %d bytes" % size)
 
 
+def t_errors(env, v):
+    p, line = env.start(["idle", str(MiB)])
+    pid = int(line[1])
+    time.sleep(0.3)
+    r = env.tool(["dump", "--pid", str(pid)])
+    if r.returncode == 0 or "process %d could not write its dump" % pid not in r.stderr or "symlink" not in r.stderr:
+        fail("dump_dir a symlink: %d %s" % (r.returncode, r.stderr))
+    if os.listdir(os.path.join(env.dir, "elsewhere")):
+        fail("a dump was written through the symlink")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = env.tool(["dump", "--pid", str(pid), "--timeout", "0.5"])
+        dt = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    if r.returncode == 0 or "process %d did not answer the dump request within 0.5 s" % pid not in r.stderr:
+        fail("stopped process: %d %s" % (r.returncode, r.stderr))
+    if dt > 2:
+        fail("--timeout 0.5 took %.2f s" % dt)
+    env.stop(p)
+    print("vramshim-test: errors named with the pid: %s" % r.stderr.strip())
+
+
 def t_trace(env, v):
     pattern = os.path.join(env.dir, "trace-%p-%d.csv")
     r = subprocess.run([env.a.prog, "trace", "7", "3000"], capture_output=True, text=True,
@@ -313,7 +342,7 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("prog", "tool", "preload", "sim-dir", "schema", "work", "arena"):
         ap.add_argument("--" + k, required=True)
-    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace", "signal", "fork"])
+    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace", "signal", "fork", "errors"])
     a = ap.parse_args()
     v = load_validator(a.schema)
     env = Env(a, a.test)
