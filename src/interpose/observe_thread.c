@@ -90,6 +90,21 @@ static void discover(void) {
   free(ids);
 }
 
+/* Drops slots no longer ours (the card closed, the slot taken by another
+ * process): their requests are someone else's. */
+static void prune(void) {
+  for (int i = 0; i < g_nboxes;) {
+    if (vs_mailbox_owned(&g_boxes[i].m, g_boxes[i].slot, (int32_t)getpid(), g_start_time)) {
+      i++;
+      continue;
+    }
+    uint32_t *w = vs_mailbox_req_word(&g_boxes[i].m, g_boxes[i].slot);
+    if (atomic_load(&g_wait_word) == w) atomic_store(&g_wait_word, &g_local_word);
+    vs_mailbox_map_close(&g_boxes[i].m);
+    g_boxes[i] = g_boxes[--g_nboxes];
+  }
+}
+
 static int tenant_of(int card, vs_dump_tenant_use *out) {
   int b = box_for_card(card);
   if (b < 0) return 0;
@@ -182,6 +197,7 @@ static void *thread_main(void *arg) {
       next_discover = now + (fast_tries++ < DISCOVER_FAST_TRIES ? DISCOVER_FAST_NS : MAX_SLEEP_NS);
     }
     if (!unmatched) fast_tries = 0;
+    prune();
     handle();
 
     uint32_t *word = g_nboxes ? vs_mailbox_req_word(&g_boxes[0].m, g_boxes[0].slot) : &g_local_word;

@@ -180,6 +180,12 @@ int vs_mailbox_await(vs_mailbox_map *m, int slot, int32_t pid, uint32_t seq, uin
 }
 
 /* ---- Process ----------------------------------------------------------------- */
+int vs_mailbox_owned(const vs_mailbox_map *m, int slot, int32_t pid, uint64_t start_time) {
+  const vs_ledger_slot *sl = &m->shm->slots[slot];
+  return VS_LOAD(&sl->state) == VS_SLOT_ACTIVE && VS_LOAD(&sl->pid) == pid &&
+         (!start_time || VS_LOAD(&sl->start_time) == start_time);
+}
+
 uint32_t *vs_mailbox_req_word(vs_mailbox_map *m, int slot) { return &m->shm->slots[slot].dump_req; }
 
 int vs_mailbox_pending(vs_mailbox_map *m, int slot, uint32_t *req) {

@@ -53,6 +53,9 @@ int vs_mailbox_await(vs_mailbox_map *m, int slot, int32_t pid, uint32_t seq, uin
                      size_t pathlen);
 
 /* ---- The process's side ----------------------------------------------------- */
+/* 1 while the slot is still this process's (pid and start_time, active):
+ * a slot given back and taken by another process must not be answered. */
+int vs_mailbox_owned(const vs_mailbox_map *m, int slot, int32_t pid, uint64_t start_time);
 /* The word the owner sleeps on (its request number). */
 uint32_t *vs_mailbox_req_word(vs_mailbox_map *m, int slot);
 /* 1 when a request is waiting (its number in *req), else 0. */

@@ -105,11 +105,18 @@ int dump_request_live(const dump_target *t, vs_dump **dumps, size_t *n, char *er
       r = -1;
     } else {
       char rerr[512];
-      if (vs_dump_read_file(path, &(*dumps)[*n], rerr, sizeof rerr) == 0) {
-        (*n)++;
-        continue;
+      vs_dump *d = &(*dumps)[*n];
+      if (vs_dump_read_file(path, d, rerr, sizeof rerr) == 0) {
+        if (d->pid == tg[k].pid) {
+          (*n)++;
+          continue;
+        }
+        snprintf(why, sizeof why, "process %d's slot was answered with a dump of process %lld (%s)", (int)tg[k].pid,
+                 (long long)d->pid, path);
+        vs_dump_free(d);
+      } else {
+        snprintf(why, sizeof why, "process %d wrote %s, which cannot be read: %s", (int)tg[k].pid, path, rerr);
       }
-      snprintf(why, sizeof why, "process %d wrote %s, which cannot be read: %s", (int)tg[k].pid, path, rerr);
       r = -1;
     }
     failed++;
