@@ -9,6 +9,7 @@
 #include "shim_test.h"
 
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,9 +35,34 @@ static void from_hex(const char *hex, CUipcMemHandle *h) {
   }
 }
 
+/* The exporter's record file, from the config's ledger_dir. */
+static int record_path(char *out, size_t n) {
+  const char *conf = getenv("VRAMSHIM_CONFIG");
+  FILE *f = conf ? fopen(conf, "r") : NULL;
+  char line[512], dir[400] = "";
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, " ledger_dir = %399s", dir) == 1) break;
+  if (f) fclose(f);
+  if (!*dir) return -1;
+  snprintf(out, n, "%s/ipc-%d.rec", dir, (int)getppid());
+  return 0;
+}
+
 static int child(char **hex) {
   shim_api shim = t_shim();
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  /* A record file others could write is not trusted. */
+  char rec[512];
+  CUipcMemHandle hs;
+  from_hex(hex[1], &hs);
+  if (!memcmp(hs.reserved, "vramshim-ipc", 12)) {
+    T_CHECK(record_path(rec, sizeof rec) == 0, "the config names ledger_dir");
+    T_CHECK(chmod(rec, 0622) == 0, "chmod %s", rec);
+    CUdeviceptr q;
+    CUresult r = cuIpcOpenMemHandle(&q, hs, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    T_CHECK(chmod(rec, 0600) == 0, "chmod back");
+    T_CHECK(r == CUDA_ERROR_INVALID_VALUE, "a group/world-writable record is refused (%d)", (int)r);
+  }
   CUdeviceptr p[NB];
   static unsigned char want[100 << 10], got[100 << 10];
   for (int i = 0; i < NB; i++) {
@@ -121,10 +147,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   char hex[NB][2 * sizeof h[0].reserved + 1];
+  int shim_handles = 0;
   for (int i = 0; i < NB; i++) {
     T_CU(cuIpcGetMemHandle(&h[i], p[i]));
     to_hex(&h[i], hex[i]);
+    shim_handles += !memcmp(h[i].reserved, "vramshim-ipc", 12);
   }
+  T_SAY("%d of %d handles carry an offset (shim handles)", shim_handles, NB);
+  if (!strcmp(argv[1], "chunks")) T_CHECK(shim_handles >= 2, "blocks inside a chunk get shim handles");
+  else T_EQ_U64(shim_handles, 0, "arena off: the driver's handles");
   char *args[3 + NB] = {argv[0], "child", hex[0], hex[1], hex[2], NULL};
   pid_t pid;
   T_CHECK(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, environ) == 0, "spawn the child");
