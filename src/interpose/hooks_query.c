@@ -51,7 +51,9 @@ CUresult vs_hook_cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { TOTAL_BOD
   vs_guard_enter();                                                             \
   uint64_t b = 0, s = 0;                                                        \
   CUresult r;                                                                   \
-  if (vs_mem_range((uint64_t)dptr, &b, &s) == VS_MEM_DONE) {                    \
+  /* The legacy 32-bit variant cannot name a block above 4 GiB: the driver's. */ \
+  if (vs_mem_range((uint64_t)dptr, &b, &s) == VS_MEM_DONE && (uint64_t)(ptr_t)b == b && \
+      (uint64_t)(word_t)s == s) {                                               \
     if (pbase) *pbase = (ptr_t)b;                                               \
     if (psize) *psize = (word_t)s;                                              \
     r = CUDA_SUCCESS;                                                           \
