@@ -2,7 +2,10 @@
  * allocated and freed (the arena keeps them cached: the release threshold
  * is 1 GiB), then 200 MiB are asked for. The driver refuses the arena's
  * growth; the arena releases its cache and retries, and the request is
- * granted, as it is with arena = off. Argument: the mode (vmm, chunks, off). */
+ * granted, as it is with arena = off. Argument: the mode (vmm, chunks, off).
+ * Run with `quota` on a 4 GiB card whose config limits the tenant to
+ * 256 MiB, the tenant's quota refuses instead of the driver, with the same
+ * outcome. */
 #include "shim_test.h"
 #include "vramsim.h"
 
@@ -32,7 +35,7 @@ int main(int argc, char **argv) {
   T_CHECK(memcmp(back, buf, MiB) == 0, "bytes at the end of the large block");
   st = t_stats(&shim, 0);
   T_EQ_U64(st.failed_requests, 0, "no request refused");
-  T_CHECK(vramsim_card_used(0) <= 256 * MiB, "within the card");
+  T_CHECK(vramsim_card_used(0) <= 256 * MiB, "within the card (or the tenant's limit)");
   T_SAY("200 MiB granted with %llu MiB used on the 256 MiB card", (unsigned long long)(vramsim_card_used(0) / MiB));
   T_CU(cuMemFree(big));
   T_EQ_U64(t_stats(&shim, 0).live_bytes, 0, "nothing live");
