@@ -28,6 +28,9 @@ typedef struct obs_card {
   obs_alloc *list;
   obs_alloc *orphans;            /* a fork child's inherited list: never touched */
   _Atomic uint64_t nlist;
+  /* Set once the card's arena exists (it lives as long as the process;
+   * a fork child clears it): saves asking the glue on every event. */
+  _Atomic int arena_on;
 } obs_card;
 
 /* The card's state, or NULL when never used (or out of range). */
@@ -38,7 +41,11 @@ int vs_obs_card_allocs(obs_card *c, vs_dump_alloc **out, size_t *n);
 
 /* Thread ----------------------------------------------------------------- */
 /* Starts the background thread once per process (a forked child again). */
-void vs_obs_thread_ensure(void);
+extern _Atomic int vs_obs_thread_started;
+void vs_obs_thread_start(void);
+static inline void vs_obs_thread_ensure(void) {
+  if (__builtin_expect(!atomic_load_explicit(&vs_obs_thread_started, memory_order_acquire), 0)) vs_obs_thread_start();
+}
 /* Asks the thread for an automatic dump (refused allocation); never blocks. */
 void vs_obs_request_refused_dump(int card, uint64_t size, int quota);
 void vs_obs_thread_atfork_child(void);

@@ -30,7 +30,7 @@
 #define DISCOVER_FAST_TRIES 50           /* then once per MAX_SLEEP_NS */
 
 static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int g_started;
+_Atomic int vs_obs_thread_started;
 static uint32_t g_local_word;             /* slept on while no slot is known */
 static _Atomic(uint32_t *) g_wait_word;   /* what the thread sleeps on now */
 static _Atomic int g_signal_flag;
@@ -213,10 +213,9 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-void vs_obs_thread_ensure(void) {
-  if (__builtin_expect(atomic_load_explicit(&g_started, memory_order_acquire), 1)) return;
+void vs_obs_thread_start(void) {
   pthread_mutex_lock(&g_start_lock);
-  if (!atomic_load(&g_started)) {
+  if (!atomic_load(&vs_obs_thread_started)) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -232,7 +231,7 @@ void vs_obs_thread_ensure(void) {
     else
       pthread_setname_np(t, "vramshim");
     /* Not retried on failure: once per process is enough to say it. */
-    atomic_store_explicit(&g_started, 1, memory_order_release);
+    atomic_store_explicit(&vs_obs_thread_started, 1, memory_order_release);
   }
   pthread_mutex_unlock(&g_start_lock);
 }
@@ -272,5 +271,5 @@ void vs_obs_thread_atfork_child(void) {
   atomic_store(&g_signal_flag, 0);
   atomic_store(&g_refused_rl.next_ms, 0);
   pthread_mutex_init(&g_start_lock, NULL);
-  atomic_store(&g_started, 0);
+  atomic_store(&vs_obs_thread_started, 0);
 }
