@@ -36,14 +36,21 @@ static const char *mode_of(const vs_policy *p) {
   return p->name + 5;
 }
 
-/* Peak of live requested bytes over the trace, for the default card. */
-static uint64_t trace_peak_live(const vs_trace *t) {
-  uint64_t live = 0, peak = 0;
+/* Peak of live requested bytes over the trace (for the default card), and
+ * of live allocations (each is a file descriptor in the sim). */
+static uint64_t trace_peak_live(const vs_trace *t, uint64_t *peak_count) {
+  uint64_t live = 0, peak = 0, n = 0, peak_n = 0;
   for (size_t i = 0; i < t->nev; i++) {
     uint64_t sz = t->sizes[t->ev[i].id];
-    if (t->ev[i].free) live -= sz;
-    else if ((live += sz) > peak) peak = live;
+    if (t->ev[i].free) {
+      live -= sz;
+      n--;
+      continue;
+    }
+    if ((live += sz) > peak) peak = live;
+    if (++n > peak_n) peak_n = n;
   }
+  *peak_count = peak_n;
   return peak;
 }
 
@@ -309,19 +316,24 @@ static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, 
     snprintf(err, errlen, "the simulated driver's folder %s has no libcuda.so.1 (give --sim-dir DIR)", cs.simdir);
     return -1;
   }
-  uint64_t card = o->shim_card;
-  if (!card) {
-    card = (2 * trace_peak_live(t) + GIB - 1) / GIB * GIB;
-    if (!card) card = GIB;
-  }
+  uint64_t peak_count;
+  uint64_t card = (2 * trace_peak_live(t, &peak_count) + GIB - 1) / GIB * GIB;
+  if (o->shim_card) card = o->shim_card;
+  if (!card) card = GIB;
 
   vs_progress_update(pr, "%s: %s, replaying through the shim", label, self->name);
   uint64_t trace_peak, live_after;
   if (run_child(&cs, card, 0, out, &trace_peak, &live_after, err, errlen)) return -1;
   char b[32];
   if (out->failed) {
-    snprintf(err, errlen, "%llu allocations refused on a card of %s (--card sets it)",
-             (unsigned long long)out->failed, vs_fmt_bytes(card, b, sizeof b));
+    struct rlimit rl;
+    int fds_short = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY &&
+                    peak_count + 64 > (uint64_t)rl.rlim_max;
+    snprintf(err, errlen, "%llu allocations refused on a card of %s (--card sets it)%s",
+             (unsigned long long)out->failed, vs_fmt_bytes(card, b, sizeof b),
+             fds_short ? "; the trace holds more allocations at once than the open-file limit, and the sim "
+                         "needs a descriptor for each"
+                       : "");
     return -1;
   }
   if (out->peak_live != trace_peak) {
