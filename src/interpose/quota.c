@@ -35,7 +35,8 @@ enum { CARD_UNKNOWN = 0, CARD_OPEN, CARD_OFF };
 static vs_tenant_session *g_session;
 static pthread_once_t g_session_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_card[NCARDS];
-static uint64_t g_capacity[NCARDS];   /* written before g_card says OPEN */
+static uint64_t g_capacity[NCARDS];   /* written under g_open_lock, before g_card says OPEN */
+static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The last charge this thread saw refused, until the request is settled. */
 typedef struct refusal_note {
@@ -108,18 +109,24 @@ static vs_tenant_session *card_session(int card) {
     atomic_store(&g_card[card], CARD_OFF);
     return NULL;
   }
-  uint64_t cap = 0;
-  char uuid[VS_NAME_MAX];
-  if (identify(card, &cap, uuid) != 0) return NULL;
-  /* vs_tenant_card opens once (its own lock); a plan error exits 78 or,
-   * under passthrough, leaves the card unenforced. */
-  if (!vs_tenant_card(s, card, uuid, cap)) {
-    atomic_store(&g_card[card], CARD_OFF);
-    return NULL;
+  pthread_mutex_lock(&g_open_lock);
+  st = atomic_load(&g_card[card]);
+  if (st == CARD_UNKNOWN) {
+    uint64_t cap = 0;
+    char uuid[VS_NAME_MAX];
+    if (identify(card, &cap, uuid) == 0) {
+      /* A plan error exits 78 or, under passthrough, leaves the card unenforced. */
+      if (vs_tenant_card(s, card, uuid, cap)) {
+        g_capacity[card] = cap;
+        st = CARD_OPEN;
+      } else {
+        st = CARD_OFF;
+      }
+      atomic_store_explicit(&g_card[card], st, memory_order_release);
+    }
   }
-  g_capacity[card] = cap;
-  atomic_store_explicit(&g_card[card], CARD_OPEN, memory_order_release);
-  return s;
+  pthread_mutex_unlock(&g_open_lock);
+  return st == CARD_OPEN ? s : NULL;
 }
 
 /* The ledger's "live" column from the shim's counters (a relaxed store). */
@@ -235,5 +242,6 @@ void vs_quota_atfork_child(void) {
    * use, as this process's own slots (session.c). Only a lock another
    * parent thread may have held, and this thread's note, start clean. */
   t_refused.pending = 0;
+  pthread_mutex_init(&g_open_lock, NULL);
   if (g_session) vs_tenant_atfork_child(g_session);
 }

@@ -88,7 +88,7 @@ static uint64_t self_start_time(void) {
 /* ---- Seqlock and lock ------------------------------------------------------ */
 static void write_begin(vs_ledger_shm *s) {
   VS_STORE(&s->seq, s->seq + 1);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
+  VS_FENCE(__ATOMIC_RELEASE);
 }
 static void write_end(vs_ledger_shm *s) { __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE); }
 

@@ -89,7 +89,7 @@ static int copy_consistent(const vs_ledger_shm *s, vs_ledger_shm *copy) {
   for (unsigned tries = 0;; tries++) {
     uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     memcpy(copy, s, sizeof *copy);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    VS_FENCE(__ATOMIC_ACQUIRE);
     uint32_t b = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
     if (a == b && !(a & 1)) return 1;
     clock_gettime(CLOCK_MONOTONIC, &t);
