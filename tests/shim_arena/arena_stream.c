@@ -1,7 +1,7 @@
 /* Stream safety of the arena on the sim's asynchronous streams.
  *
  * A block gets bytes A; a non-blocking stream is given slow work (a host
- * function that sleeps) and then a copy of the block to the host; the block
+ * function that waits) and then a copy of the block to the host; the block
  * is freed and blocks of the same size are allocated, each written with
  * bytes B by a synchronous copy (which does not wait for a non-blocking
  * stream), until one of them reuses the freed block's bytes. The stream's
@@ -13,13 +13,20 @@
  * the damage must be seen, which shows this test catches early reuse. */
 #include "shim_test.h"
 
+#include <stdatomic.h>
 #include <unistd.h>
 
 #define MAX_TRIES 1024
 
+/* The slow work: it holds the stream until the program has written the
+ * new bytes (so with immediate reuse the stream's copy surely runs after
+ * them), or for at most a second (a stream-safe arena waits for it inside
+ * cuMemAlloc, before anything is written). */
+static _Atomic int g_written;
+
 static void sleeper(void *user) {
   (void)user;
-  usleep(300 * 1000);
+  for (int ms = 0; ms < 1000 && !atomic_load(&g_written); ms++) usleep(1000);
 }
 
 static void fill(unsigned char *b, size_t n, unsigned char seed) {
@@ -35,6 +42,7 @@ static int one_case(CUstream s, size_t n, int *reused) {
   CUdeviceptr x;
   T_CU(cuMemAlloc(&x, n));
   T_CU(cuMemcpyHtoD(x, a, n));
+  atomic_store(&g_written, 0);
   T_CU(cuLaunchHostFunc(s, sleeper, NULL));
   T_CU(cuMemcpyDtoHAsync(got, x, n, s));
   T_CU(cuMemFree(x));
@@ -47,6 +55,7 @@ static int one_case(CUstream s, size_t n, int *reused) {
     *reused = p[k] < x + n && x < p[k] + n;
     k++;
   }
+  atomic_store(&g_written, 1);
   T_CU(cuStreamSynchronize(s));
   int damaged = memcmp(got, a, n) != 0;
   T_SAY("%zu bytes: freed block %s after %d allocations; the stream read %s", n,
