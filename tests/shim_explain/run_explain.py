@@ -76,6 +76,13 @@ class Env:
     def tool(self, args, timeout=30):
         return subprocess.run([self.a.tool] + args, capture_output=True, text=True, env=self.base, timeout=timeout)
 
+    def arenas(self):
+        """The modes a dump may name: vmm falls back to chunks when the driver
+        refuses the address range (the shim logs it; seen under TSan)."""
+        if self.a.arena == "vmm" and "using chunks" in self.read_log():
+            return ("vmm", "chunks")
+        return (self.a.arena,)
+
     def read_log(self):
         try:
             with open(self.log) as f:
@@ -116,11 +123,11 @@ def check_dump(d, validator, pid, live, count, arena):
     if not c:
         fail("no card 0 in the dump")
     c = c[0]
-    if c["arena"] != arena:
-        fail("arena %s, wanted %s" % (c["arena"], arena))
+    if c["arena"] not in arena:
+        fail("arena %s, wanted %s" % (c["arena"], " or ".join(arena)))
     if c["live_bytes"] != live or c["live_count"] != count:
         fail("live %d bytes in %d allocations, the program holds %d in %d" % (c["live_bytes"], c["live_count"], live, count))
-    if arena == "off":
+    if arena == ("off",):
         got = sorted(b["size"] for r in c["regions"] for b in r["blocks"] if b["state"] == "live")
         if sum(got) != live or len(got) != count:
             fail("arena = off map: %d live blocks of %d bytes" % (len(got), sum(got)))
@@ -143,7 +150,7 @@ def t_idle(env, v):
         fail("vramshim dump --pid exited %d: %s\nlog:\n%s" % (r.returncode, r.stderr, env.read_log()))
     if dt >= 1.0:
         fail("the dump took %.3f s (want < 1 s)" % dt)
-    c = check_dump(json.loads(r.stdout), v, pid, live, count, env.a.arena)
+    c = check_dump(json.loads(r.stdout), v, pid, live, count, env.arenas())
     # The text view of the same process works too.
     r2 = env.tool(["dump", "--pid", str(pid)])
     if r2.returncode != 0 or "card 0" not in r2.stdout.lower() and "card" not in r2.stdout:
@@ -175,7 +182,7 @@ def t_refused(env, v):
         d = json.load(f)
     if d["reason"] != "refused":
         fail("reason %s" % d["reason"])
-    check_dump(d, v, pid, 8 * MiB, 1, env.a.arena)
+    check_dump(d, v, pid, 8 * MiB, 1, env.arenas())
     if os.stat(path).st_mode & 0o077 or os.stat(env.dumps).st_mode & 0o077:
         fail("dump file or dir readable by others")
     print("vramshim-test: refused allocation dumped: %s" % m.group(0))
@@ -194,7 +201,7 @@ def t_parallel(env, v):
     for q, (out, err) in zip(procs, outs):
         if q.returncode != 0:
             fail("a parallel request failed: %s" % err)
-        check_dump(json.loads(out), v, pid, live, count, env.a.arena)
+        check_dump(json.loads(out), v, pid, live, count, env.arenas())
     env.stop(p)
     print("vramshim-test: two requests at once both answered, complete, in %.3f s" % dt)
 
@@ -215,7 +222,7 @@ def t_tenant(env, v):
             want = [x for x in procs if x[1] == d["process"]["pid"]]
             if not want:
                 fail("a dump of pid %d, not one of ours" % d["process"]["pid"])
-            check_dump(d, v, want[0][1], want[0][3], 1, env.a.arena)
+            check_dump(d, v, want[0][1], want[0][3], 1, env.arenas())
             if d["tenant"] != want[0][2]:
                 fail("pid %d: tenant %s, wanted %s" % (want[0][1], d["tenant"], want[0][2]))
         return sorted(d["process"]["pid"] for d in ds)
@@ -264,7 +271,7 @@ def t_signal(env, v):
         d = json.load(f)
     if d["reason"] != "signal":
         fail("reason %s" % d["reason"])
-    check_dump(d, v, pid, live, count, env.a.arena)
+    check_dump(d, v, pid, live, count, env.arenas())
     if "dump signal received; dump written to" not in env.read_log():
         fail("no log line for the signal dump:\n%s" % env.read_log())
     env.stop(p)
@@ -278,11 +285,11 @@ def t_fork(env, v):
     r = env.tool(["dump", "--pid", str(cpid), "--json"])
     if r.returncode != 0:
         fail("dump of the forked child: %d %s\nlog:\n%s" % (r.returncode, r.stderr, env.read_log()))
-    check_dump(json.loads(r.stdout), v, cpid, size, 1, env.a.arena)
+    check_dump(json.loads(r.stdout), v, cpid, size, 1, env.arenas())
     r = env.tool(["dump", "--pid", str(p.pid), "--json"])   # the parent, blocked in waitpid
     if r.returncode != 0:
         fail("dump of the parent: %d %s" % (r.returncode, r.stderr))
-    check_dump(json.loads(r.stdout), v, p.pid, 5 * MiB, 1, env.a.arena)
+    check_dump(json.loads(r.stdout), v, p.pid, 5 * MiB, 1, env.arenas())
     env.stop(p)
     print("vramshim-test: a forked child answers with its own thread and only its own %d bytes" % size)
 
