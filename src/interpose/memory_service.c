@@ -60,7 +60,8 @@ static void record(vs_mem_op *op) {
   }
   account(&op->rec, +1);
   if (holds_device_memory(op->rec.kind)) {
-    if (op->rec.owner == VS_OWNER_DRIVER) note_live(op->rec.card);
+    int due = vs_quota_live_due(); /* this request grew the arena */
+    if (due || op->rec.owner == VS_OWNER_DRIVER) note_live(op->rec.card);
     vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
   }
 }

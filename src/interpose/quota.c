@@ -41,6 +41,7 @@ static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The last charge this thread saw refused, until the request is settled. */
 typedef struct refusal_note {
   int pending;
+  int live_due;    /* a charge was admitted: the allocation refreshes live when recorded */
   int card;
   uint64_t n;
   vs_refusal why;
@@ -146,8 +147,15 @@ CUresult vs_quota_charge(int card, uint64_t n) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   t->pending = 0;
+  t->live_due = 1;
   push_live(s, card);
   return CUDA_SUCCESS;
+}
+
+int vs_quota_live_due(void) {
+  if (__builtin_expect(!t_refused.live_due, 1)) return 0;
+  t_refused.live_due = 0;
+  return 1;
 }
 
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
@@ -242,6 +250,7 @@ void vs_quota_atfork_child(void) {
    * use, as this process's own slots (session.c). Only a lock another
    * parent thread may have held, and this thread's note, start clean. */
   t_refused.pending = 0;
+  t_refused.live_due = 0;
   pthread_mutex_init(&g_open_lock, NULL);
   if (g_session) vs_tenant_atfork_child(g_session);
 }

@@ -38,6 +38,10 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes);
 /* The live bytes of this process on card changed (for the ledger's
  * per-process "live" column; cheap, no lock). */
 void vs_quota_note_live(int card, uint64_t live_bytes);
+/* 1 once after this thread's charge was admitted (an arena growth): the
+ * allocation that caused it should refresh the live bytes when recorded.
+ * A thread-local read: free to call on the hot path. */
+int vs_quota_live_due(void);
 
 void vs_quota_atfork_child(void);
 #endif

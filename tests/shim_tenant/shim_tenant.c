@@ -514,11 +514,22 @@ static int case_fork(const char *tool) {
   CHECK(pids[2], "the forker started its children");
   CHECK(pids[0] == f, "the forker is %d", (int)f);
   for (int i = 0; i < 3; i++) CHECK(tp_wait_held(pids[i], 1, 5000) == 0, "pid %d has its own slot", pids[i]);
-  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  /* live is refreshed just after the charge that made held non-zero. */
+  for (int k = 0; k < 200; k++) {
+    CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+    int n = 0;
+    for (int i = 0; i < 3; i++) n += tp_proc(&g_snap, pids[i]) && tp_proc(&g_snap, pids[i])->live > 0;
+    if (n == 3) break;
+    tp_sleep_ms(10);
+  }
   const vs_snap_tenant *t = tp_tenant(&g_snap, "a");
   CHECK(t && t->nprocs == 3, "three processes of tenant a");
-  uint64_t sum = 0;
-  for (int i = 0; i < 3; i++) sum += tp_proc(&g_snap, pids[i])->held;
+  uint64_t sum = 0, live[3] = {8 * MiB, 4 * MiB, 2 * MiB};
+  for (int i = 0; i < 3; i++) {
+    sum += tp_proc(&g_snap, pids[i])->held;
+    CHECK(tp_proc(&g_snap, pids[i])->live == live[i], "pid %d: live %llu in the ledger", pids[i],
+          (unsigned long long)tp_proc(&g_snap, pids[i])->live);
+  }
   CHECK(sum == t->used, "the tenant's usage is the sum of its processes'");
 
   char cmd[2048];
