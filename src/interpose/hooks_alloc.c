@@ -42,7 +42,7 @@ CUresult vs_hook_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
              real->cuMemAlloc_v2(dptr, bytesize));
 }
 CUresult vs_hook_cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) {
-  ALLOC_BODY(cuMemAlloc, VS_MEM_DEVICE, VRAMSHIM_CALL_MEM_ALLOC, dptr, CUdeviceptr_v1, bytesize, CARD,
+  ALLOC_BODY(cuMemAlloc, VS_MEM_DEVICE_V1, VRAMSHIM_CALL_MEM_ALLOC, dptr, CUdeviceptr_v1, bytesize, CARD,
              real->cuMemAlloc(dptr, bytesize));
 }
 #undef DRIVER_ARGS

@@ -47,6 +47,7 @@ typedef enum vs_mem_kind {
   VS_MEM_VMM_PHYS,    /* cuMemCreate: physical memory, by handle  */
   VS_MEM_VA_RANGE,    /* cuMemAddressReserve: no device memory    */
   VS_MEM_IPC,         /* cuIpcOpenMemHandle: another process's    */
+  VS_MEM_DEVICE_V1,   /* legacy 32-bit cuMemAlloc: never served by the arena, whose addresses need 64 bits */
   VS_MEM_KINDS
 } vs_mem_kind;
 
@@ -55,7 +56,7 @@ typedef enum vs_mem_kind {
 #define VS_KIND_BIT(k) (1u << (k))
 #define VS_FREE_MEM_FREE                                                                     \
   (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
-   VS_KIND_BIT(VS_MEM_ASYNC) | VS_KIND_BIT(VS_MEM_POOL))
+   VS_KIND_BIT(VS_MEM_ASYNC) | VS_KIND_BIT(VS_MEM_POOL) | VS_KIND_BIT(VS_MEM_DEVICE_V1))
 #define VS_FREE_MEM_FREE_ASYNC VS_FREE_MEM_FREE
 #define VS_FREE_IPC_CLOSE VS_KIND_BIT(VS_MEM_IPC)
 #define VS_FREE_RELEASE VS_KIND_BIT(VS_MEM_VMM_PHYS)

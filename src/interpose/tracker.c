@@ -26,14 +26,19 @@ typedef struct rec {
   UT_hash_handle hh;
 } rec;
 
-/* One cache line per stripe so two threads on two stripes do not share one. */
+/* One cache line per stripe so two threads on two stripes do not share one.
+ * Invariant: once a stripe has been used, its anchor (key space VS_SPACES,
+ * which no caller asks for) stays in the table, so the table is never
+ * emptied: uthash frees an empty table and rebuilds it on the next insert,
+ * which would cost a bucket-array allocation on every alloc/free pair. */
 typedef struct stripe {
   pthread_mutex_t lock;
   rec *head;
   uint64_t count[VS_SPACES];
+  rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}}
+#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
@@ -57,6 +62,13 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
   stripe *s = stripe_of(&r->k);
   int ret = 0;
   pthread_mutex_lock(&s->lock);
+  if (!s->head) {
+    s->anchor.k.value = 0;
+    s->anchor.k.space = VS_SPACES;
+    t_oom = 0;
+    HASH_ADD(hh, s->head, k, sizeof(key), &s->anchor);
+    if (t_oom) s->head = NULL;   /* no table: the record below gets the same chance */
+  }
   rec *old = NULL;
   HASH_FIND(hh, s->head, &r->k, sizeof(key), old);
   if (old) {
@@ -129,7 +141,7 @@ void vs_tracker_atfork_child(void) {
     rec *r, *tmp;
     HASH_ITER(hh, s->head, r, tmp) {
       HASH_DEL(s->head, r);
-      free(r);
+      if (r != &s->anchor) free(r);
     }
     s->head = NULL;
     for (int sp = 0; sp < VS_SPACES; sp++) s->count[sp] = 0;

@@ -2,10 +2,13 @@
  *   double_free: a second free of an arena block (one at a chunk's base
  *     included) is the driver's error and frees nothing else;
  *   no_context: cuMemAlloc without a current context is the driver's error;
- *   fork: a child starts with no arena memory of its own and a fresh arena. */
+ *   fork: a child starts with no arena memory of its own and a fresh arena;
+ *   legacy: the 32-bit cuMemAlloc is never served by the arena (its
+ *     addresses need 64 bits): it goes to the driver, whatever it says. */
 #include "shim_test.h"
 #include "vramsim.h"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +35,25 @@ static void double_free(shim_api *shim) {
   T_EQ_U64(st.live_count, 1, "one block live");
   T_EQ_U64(st.free_requests, 2, "two frees of known blocks");
   T_CU(cuMemFree(b));
+}
+
+static void legacy(shim_api *shim) {
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  typedef CUresult (*alloc_v1)(unsigned int *, unsigned int);
+  alloc_v1 f = (alloc_v1)(uintptr_t)dlsym(RTLD_DEFAULT, "cuMemAlloc");
+  T_CHECK(f != NULL, "the legacy entry point is exported");
+  uint64_t calls = vramsim_calls("cuMemAlloc");
+  unsigned int p = 0;
+  CUresult r = f(&p, 4096);
+  T_EQ_U64(vramsim_calls("cuMemAlloc"), calls + 1, "the legacy call reached the driver");
+  vramshim_card_stats st = t_stats(shim, 0);
+  if (r == CUDA_SUCCESS) {
+    T_EQ_U64(st.live_count, 1, "accounted as a driver allocation");
+    T_CHECK(((CUresult (*)(unsigned int))(uintptr_t)dlsym(RTLD_DEFAULT, "cuMemFree"))(p) == CUDA_SUCCESS, "legacy free");
+  } else {
+    T_CHECK(st.live_count == 0, "the driver's refusal (%d) is passed on, nothing served", (int)r);
+    T_EQ_U64(st.reserved_bytes, 0, "and the arena took nothing for it");
+  }
 }
 
 static void no_context(void) {
@@ -81,6 +103,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "double_free")) double_free(&shim);
   else if (!strcmp(c, "no_context")) no_context();
   else if (!strcmp(c, "fork")) fork_case(&shim);
+  else if (!strcmp(c, "legacy")) legacy(&shim);
   else T_CHECK(0, "unknown case %s", c);
   T_SAY("%s: PASS", c);
   return 0;
