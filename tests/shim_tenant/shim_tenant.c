@@ -451,6 +451,15 @@ static int case_cfgerr(void) {
   CHECK(strstr(err, want) && strstr(err, "vramshim.conf:6: reserve"), "the message names file:line (%s, line 6)", want);
   free(err);
 
+  /* Known only against the card's capacity, at its first use: same rule. */
+  tp_config("", "[tenant big]\nreserve = 5GiB\n");
+  st = tp_wait(tp_spawn("plan", "big", NULL, hold));
+  err = tp_read("plan.err");
+  printf("%s", err);
+  CHECK(st == 78 && strstr(err, "vramshim.conf:"), "a plan error at first use: exit 78 with file:line (%d)", st);
+  free(err);
+  tp_config("", "[tenant a]\nreserve = 2GiB\nlimit = 1GiB\n");
+
   pid_t p = tp_spawn("pass", "a", "VRAMSHIM_ON_ERROR=passthrough", hold);
   for (int i = 0; i < 400; i++) {
     char *o = tp_read("pass.out");
