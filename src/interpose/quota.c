@@ -245,6 +245,11 @@ void vs_quota_note_live(int card, uint64_t live_bytes) {
   vs_tenant_set_live(g_session, card, live_bytes);
 }
 
+unsigned vs_quota_waiters(int card) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return 0;
+  return vs_tenant_waiters(g_session, card);
+}
+
 void vs_quota_atfork_child(void) {
   /* The session stays (same settings); its ledgers are re-opened on next
    * use, as this process's own slots (session.c). Only a lock another

@@ -43,5 +43,11 @@ void vs_quota_note_live(int card, uint64_t live_bytes);
  * A thread-local read: free to call on the hot path. */
 int vs_quota_live_due(void);
 
+/* Requests of any process waiting (on_limit = wait) for memory on card; 0
+ * when the card is not enforced. Lock-free. Memory cached by this process's
+ * arena is charged to it: a background thread that sees waiters may trim
+ * the cache (vs_arena_trim) so that they can go on. */
+unsigned vs_quota_waiters(int card);
+
 void vs_quota_atfork_child(void);
 #endif

@@ -655,6 +655,10 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   VS_STORE(&h->shm->slots[h->slot].live, live);
 }
 
+uint32_t vs_ledger_waiters(const vs_ledger *h) {
+  return h && h->fd >= 0 ? __atomic_load_n(&h->shm->waiters, __ATOMIC_RELAXED) : 0;
+}
+
 int vs_ledger_inherited(const vs_ledger *h) { return h && h->fd < 0; }
 
 uint64_t vs_ledger_held(const vs_ledger *h) {

@@ -99,6 +99,10 @@ int vs_ledger_sweep(vs_ledger *h);
  * does nothing; open a new one). */
 int vs_ledger_inherited(const vs_ledger *h);
 
+/* How many requests wait (on_limit = wait) on the card now, in any process;
+ * lock-free. A process holding cached memory may give it back when > 0. */
+uint32_t vs_ledger_waiters(const vs_ledger *h);
+
 /* What this process holds on the card. */
 uint64_t vs_ledger_held(const vs_ledger *h);
 

@@ -161,6 +161,8 @@ void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why) {
   vs_ledger_report_refusal(get(s, card), why);
 }
 
+uint32_t vs_tenant_waiters(vs_tenant_session *s, int card) { return vs_ledger_waiters(get(s, card)); }
+
 int vs_tenant_card_open(const vs_tenant_session *s, int card) {
   if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return 0;
   return __atomic_load_n(&s->cards[card], __ATOMIC_ACQUIRE) != NULL;

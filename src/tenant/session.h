@@ -70,6 +70,8 @@ void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why);
 /* Whether the card's ledger is open for this process (a fork child's
  * inherited one counts: it is re-opened on next use). */
 int vs_tenant_card_open(const vs_tenant_session *s, int card);
+/* Requests waiting for memory on the card, in any process (vs_ledger_waiters). */
+uint32_t vs_tenant_waiters(vs_tenant_session *s, int card);
 
 /* Live bytes of the program on the card, for status. */
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);

@@ -258,6 +258,7 @@ static void steps_for_the_shim(void **state) {
     _exit(0);
   }
   usleep(100000);
+  assert_int_equal(vs_tenant_waiters(s, 1), 0);
   vs_tenant_release(s, 1, 70); /* we hold 10, the child 20 */
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -271,7 +272,19 @@ static void steps_for_the_shim(void **state) {
   /* Timeout: kind TIMEOUT, cause the condition. */
   clock_gettime(CLOCK_MONOTONIC, &ts);
   now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  pid_t watcher = fork();
+  if (watcher == 0) { /* sees the waiter from another process */
+    vs_tenant_session *c = vs_tenant_init_with(cfg, "s", 1);
+    if (!vs_tenant_card(c, 1, NULL, 1000)) _exit(2);
+    for (int i = 0; i < 150; i++, usleep(1000))
+      if (vs_tenant_waiters(c, 1) == 1) _exit(0);
+    _exit(3);
+  }
   assert_int_equal(vs_tenant_wait_fit(s, 1, 10, now + 200000000ull, &why), 1);
+  int wst = 0;
+  waitpid(watcher, &wst, 0);
+  assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+  assert_int_equal(vs_tenant_waiters(s, 1), 0);
   assert_int_equal(why.kind, VS_REFUSE_TIMEOUT);
   assert_int_equal(why.cause, VS_REFUSE_LIMIT);
   vs_tenant_report(s, 1, &why);
