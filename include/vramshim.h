@@ -33,7 +33,9 @@ typedef enum vramshim_driver_call {
   VRAMSHIM_CALL_ADDRESS_FREE,      /* cuMemAddressFree                       */
   VRAMSHIM_CALL_IPC_OPEN,          /* cuIpcOpenMemHandle                     */
   VRAMSHIM_CALL_IPC_CLOSE,         /* cuIpcCloseMemHandle                    */
-  VRAMSHIM_CALL_OTHER,             /* cuMemGetInfo, cuDeviceTotalMem (queries with a card) */
+  VRAMSHIM_CALL_SET_ACCESS,        /* cuMemSetAccess (after each cuMemMap of the arena) */
+  VRAMSHIM_CALL_SYNC,              /* cuCtxSynchronize (the arena settling freed blocks) */
+  VRAMSHIM_CALL_OTHER,             /* queries: cuMemGetInfo, cuDeviceTotalMem, granularity */
   VRAMSHIM_CALL_KINDS
 } vramshim_driver_call;
 

@@ -211,7 +211,7 @@ static int map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
   acc.location.id = c->card;
   acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, &acc, 1));
-  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  vs_acct_call(c->card, VRAMSHIM_CALL_SET_ACCESS);
   if (r != CUDA_SUCCESS) {
     CUresult u;
     GUARDED(u, real->cuMemUnmap((CUdeviceptr)va, (size_t)size));
@@ -237,7 +237,7 @@ static int sync_ctx(void *ctx) {
   REAL_OR_FAIL(cuCtxSynchronize);
   CUresult r;
   GUARDED(r, real->cuCtxSynchronize());
-  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  vs_acct_call(c->card, VRAMSHIM_CALL_SYNC);
   return verdict(r);
 }
 

@@ -21,7 +21,7 @@ except ImportError as e:
     sys.exit(77)
 
 SHIM_PATH, MODE = sys.argv[1], sys.argv[2]
-CALL_KINDS = 14                       # VRAMSHIM_CALL_KINDS in include/vramshim.h
+CALL_KINDS = 16                       # VRAMSHIM_CALL_KINDS in include/vramshim.h
 PATH_PROCADDRESS, PATH_CALLS = 1, 2   # vramshim_path
 CALL_MEM_ALLOC, CALL_MEM_FREE, CALL_MEM_ALLOC_ASYNC, CALL_MEM_FREE_ASYNC = 0, 2, 3, 4
 

@@ -15,7 +15,7 @@ except ImportError as e:  # pragma: no cover
     print("vramshim-test: SKIP numba is not installed (%s)" % e)
     sys.exit(77)
 
-CALL_KINDS = 14
+CALL_KINDS = 16
 
 
 class CardStats(ctypes.Structure):
