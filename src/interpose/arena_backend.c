@@ -248,6 +248,18 @@ int vs_backend_unsafe_reuse(void) {
   return e && *e && strcmp(e, "0") != 0;
 }
 
+void vs_backend_chunks(int card, vs_arena_backend *be) {
+  /* Writes nothing shared but the atomic flag: the card's context may be
+   * in use by another arena's threads at this moment. */
+  backend_card *c = &g_cards[card];
+  atomic_store(&c->va_failed, 0);
+  memset(be, 0, sizeof *be);
+  be->ctx = c;
+  be->chunk_alloc = chunk_alloc;
+  be->chunk_free = chunk_free;
+  be->sync = sync_ctx;
+}
+
 CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
   backend_card *c = &g_cards[card];
   c->card = card;

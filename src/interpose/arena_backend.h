@@ -24,6 +24,9 @@
  * CUDA_SUCCESS, or the driver's error when the granularity cannot be had
  * (be is then filled for chunks only). */
 CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be);
+/* A chunks backend over a card already set up by vs_backend_init, for
+ * the fall-back from VMM while the first arena may still be in use. */
+void vs_backend_chunks(int card, vs_arena_backend *be);
 
 /* The driver error behind this thread's last VS_BACKEND_ERROR or
  * VS_BACKEND_OOM (CUDA_ERROR_OUT_OF_MEMORY for a quota refusal);

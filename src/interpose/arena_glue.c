@@ -130,7 +130,7 @@ static vs_arena *fall_back_to_chunks(int card, vs_arena *failed) {
     if (st.reserved_bytes == 0 && st.live_count == 0) {
       vs_arena_config ac = {VS_ARENA_CHUNKS, release_threshold(card, vs_driver_if_loaded(), NULL)};
       vs_arena_backend be;
-      vs_backend_init(card, 0, &be);
+      vs_backend_chunks(card, &be);
       vs_arena *a = vs_arena_create(&ac, &be);
       if (a) {
         VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", card);
@@ -184,6 +184,12 @@ int vs_arena_glue_free(int card, uint64_t addr) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return -1;
   vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
   return a ? vs_arena_free(a, addr) : -1;
+}
+
+void vs_arena_glue_trim(int card) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
+  vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
+  if (a) vs_arena_trim(a, 0);
 }
 
 int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size) {

@@ -29,6 +29,9 @@ int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *s
 int vs_arena_glue_holds(uint64_t addr);
 /* Free device bytes the arena holds on card (counted in the tenant's view). */
 uint64_t vs_arena_glue_cached(int card);
+/* Gives every cached byte of card back to the driver (one sync first if
+ * blocks are pending). Called when another process waits for memory. */
+void vs_arena_glue_trim(int card);
 /* The arena of card, or NULL (off, or not created yet). For dumps. */
 vs_arena *vs_arena_glue_get(int card);
 

@@ -180,6 +180,10 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     vs_acct_request(op->rec.card, 0);
     account(&op->rec, -1);
     vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
+    /* Someone on this card waits for memory (on_limit = wait): what this
+     * process caches is charged to it, so give the cache back now rather
+     * than at the next growth or exit. One load of the ledger when nobody waits. */
+    if (vs_quota_waiters(op->rec.card)) vs_arena_glue_trim(op->rec.card);
     op->result = CUDA_SUCCESS;
     return VS_MEM_DONE;
   }
