@@ -125,6 +125,11 @@ void vs_observe_refused(int card, uint64_t size, CUresult why) {
   vs_obs_request_refused_dump(card, size, why != CUDA_ERROR_OUT_OF_MEMORY);
 }
 
+void vs_observe_warn(int card, uint64_t used) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
+  vs_obs_request_warn_dump(card, used);
+}
+
 /* Collects the live list of a card (for a dump) into a new array. */
 int vs_obs_card_allocs(obs_card *c, vs_dump_alloc **out, size_t *n) {
   pthread_mutex_lock(&c->list_lock);

@@ -18,5 +18,9 @@ void vs_observe_free(int card, uint64_t ptr, uint64_t size);
 /* An allocation of size bytes refused with why (driver OOM or quota). */
 void vs_observe_refused(int card, uint64_t size, CUresult why);
 
+/* The tenant's usage on card crossed warn_at (now `used` bytes): a dump
+ * is written by the background thread (rate-limited like refusals). */
+void vs_observe_warn(int card, uint64_t used);
+
 void vs_observe_atfork_child(void);
 #endif

@@ -48,6 +48,8 @@ static inline void vs_obs_thread_ensure(void) {
 }
 /* Asks the thread for an automatic dump (refused allocation); never blocks. */
 void vs_obs_request_refused_dump(int card, uint64_t size, int quota);
+/* The warn_at threshold was crossed: a dump from the thread (rate-limited). */
+void vs_obs_request_warn_dump(int card, uint64_t used);
 void vs_obs_thread_atfork_child(void);
 void vs_obs_signal_install(int signo);
 

@@ -37,7 +37,11 @@ static _Atomic int g_signal_flag;
 static _Atomic int g_refused_flag;
 static _Atomic int g_refused_card;
 static _Atomic uint64_t g_refused_size;
+static _Atomic int g_warn_flag;
+static _Atomic int g_warn_card;
+static _Atomic uint64_t g_warn_used;
 static vs_ratelimit g_refused_rl;
+static vs_ratelimit g_warn_rl;
 
 /* Owned by the thread (and by a fork child before it has one). */
 typedef struct obs_box {
@@ -163,13 +167,19 @@ static void handle(void) {
     snprintf(what, sizeof what, "an allocation of %s was refused", vs_fmt_bytes(atomic_load(&g_refused_size), b, sizeof b));
     write_auto("refused", atomic_load(&g_refused_card), what);
   }
+  if (atomic_exchange(&g_warn_flag, 0)) {
+    char what[128], b[32];
+    snprintf(what, sizeof what, "the tenant's usage crossed warn_at (%s)",
+             vs_fmt_bytes(atomic_load(&g_warn_used), b, sizeof b));
+    write_auto("warn_at", atomic_load(&g_warn_card), what);
+  }
   if (atomic_exchange(&g_signal_flag, 0)) write_auto("signal", -1, "dump signal received");
   answer_requests();
 }
 
 static int pending_any(void) {
   uint32_t r;
-  if (atomic_load(&g_refused_flag) || atomic_load(&g_signal_flag)) return 1;
+  if (atomic_load(&g_refused_flag) || atomic_load(&g_warn_flag) || atomic_load(&g_signal_flag)) return 1;
   for (int i = 0; i < g_nboxes; i++)
     if (vs_mailbox_pending(&g_boxes[i].m, g_boxes[i].slot, &r)) return 1;
   return 0;
@@ -246,6 +256,15 @@ void vs_obs_request_refused_dump(int card, uint64_t size, int quota) {
   kick();
 }
 
+void vs_obs_request_warn_dump(int card, uint64_t used) {
+  if (!vs_ratelimit_allow(&g_warn_rl, vs_now_unix_ms(), VS_DUMP_AUTO_INTERVAL_MS)) return;
+  atomic_store(&g_warn_card, card);
+  atomic_store(&g_warn_used, used);
+  atomic_store(&g_warn_flag, 1);
+  vs_obs_thread_ensure();
+  kick();
+}
+
 /* Async-signal-safe: an atomic store and a futex wake. */
 static void on_dump_signal(int sig) {
   (void)sig;
@@ -268,8 +287,10 @@ void vs_obs_thread_atfork_child(void) {
   g_nboxes = 0;
   atomic_store(&g_wait_word, NULL);
   atomic_store(&g_refused_flag, 0);
+  atomic_store(&g_warn_flag, 0);
   atomic_store(&g_signal_flag, 0);
   atomic_store(&g_refused_rl.next_ms, 0);
+  atomic_store(&g_warn_rl.next_ms, 0);
   pthread_mutex_init(&g_start_lock, NULL);
   atomic_store(&vs_obs_thread_started, 0);
 }

@@ -14,6 +14,8 @@
  * and event of the final refusal. */
 #include "quota.h"
 
+#include "observe.h"
+
 #include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
@@ -48,9 +50,18 @@ typedef struct refusal_note {
 } refusal_note;
 static __thread refusal_note t_refused __attribute__((tls_model("initial-exec")));
 
+/* warn_at crossed: the session has logged the line and recorded the
+ * event; the dump is written by observe's thread (this may run under the
+ * arena's locks: it only sets a flag). */
+static void on_warn(void *arg, int card, uint64_t used) {
+  (void)arg;
+  vs_observe_warn(card, used);
+}
+
 static void session_init(void) {
   const vs_settings *st = vs_settings_get();
   g_session = vs_tenant_init_with(&st->config, st->tenant, st->enforce);
+  if (g_session) vs_tenant_set_hooks(g_session, NULL, on_warn, NULL);
   if (!g_session) VS_ERROR("out of host memory starting the tenant session; quotas are not enforced");
   else if (!st->enforce)
     VS_INFO("tenant '%s': quotas not enforced in this process (config error, VRAMSHIM_ON_ERROR=passthrough)",

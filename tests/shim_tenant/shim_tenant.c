@@ -13,6 +13,7 @@
  * Cases: mix, fail, wait, view, cfgerr, fork, kill (see each function). */
 #include "tenant_proc.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -119,6 +120,9 @@ static int w_failcase(int argc, char **argv) {
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "32 MiB more is above the limit: %d", (int)r);
   CHECK(cuMemFree(b) == CUDA_SUCCESS, "free");
   CHECK(cuMemAlloc(&c, 32 * MiB) == CUDA_SUCCESS, "fits again once freed");
+  /* The warn_at and refusal dumps are written by the shim's background
+   * thread (woken at once, at the latest within 1 s): stay that long. */
+  tp_sleep_ms(1500);
   SAY("failcase done");
   return 0;
 }
@@ -302,6 +306,21 @@ static int case_fail(const char *arena) {
     }
   }
   CHECK(warn == 1 && limit == 1, "events: %d warn, %d limit", warn, limit);
+  /* warn_at: line, event and a dump (BRIEF); the refusal: a dump too. */
+  int warn_dumps = 0, refused_dumps = 0;
+  DIR *dd = opendir(tp_path("dumps"));
+  CHECK(dd != NULL, "the dump directory exists");
+  for (struct dirent *e; (e = readdir(dd));) {
+    if (!strstr(e->d_name, ".json")) continue;
+    char rel[300];
+    snprintf(rel, sizeof rel, "dumps/%s", e->d_name);
+    char *j = tp_read(rel);
+    if (strstr(j, "\"reason\": \"warn_at\"")) warn_dumps++;
+    if (strstr(j, "\"reason\": \"refused\"")) refused_dumps++;
+    free(j);
+  }
+  closedir(dd);
+  CHECK(warn_dumps == 1 && refused_dumps == 1, "dumps: %d at warn_at, %d on the refusal", warn_dumps, refused_dumps);
   free(out);
   free(err);
   return 0;
