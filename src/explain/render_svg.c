@@ -226,8 +226,12 @@ static uint64_t nice_max(uint64_t v) {
   return 1024 * unit;
 }
 
+/* Axis labels: ticks are a fifth of the span apart, so spans under 10 s
+ * need tenths (or they read "0 s, 0 s, 1 s, 1 s"). */
 static void fmt_dur(double ms, char *buf, size_t len) {
-  if (ms < 120000) snprintf(buf, len, "%.0f s", ms / 1000);
+  if (ms < 1000) snprintf(buf, len, "%.0f ms", ms);
+  else if (ms < 10000) snprintf(buf, len, "%.1f s", ms / 1000);
+  else if (ms < 120000) snprintf(buf, len, "%.0f s", ms / 1000);
   else if (ms < 7200000) snprintf(buf, len, "%.0f min", ms / 60000);
   else if (ms < 172800000) snprintf(buf, len, "%.1f h", ms / 3600000);
   else snprintf(buf, len, "%.1f d", ms / 86400000);
