@@ -569,33 +569,43 @@ static int could_ever_fit(const vs_ledger *h, uint64_t n) {
   return n <= h->limit && n <= h->total;
 }
 
-int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why) {
-  vs_refusal local;
-  vs_refusal *w = why ? why : &local;
-  int r = vs_ledger_charge(h, n, w);
-  if (r != 1 || !could_ever_fit(h, n) || timeout_ms == 0) return r;
+/* Sleeps on the ledger's generation futex (woken whenever memory is given
+ * back; in slices, so a lost wake-up costs at most one slice) and retries
+ * `attempt` until it stops refusing or the deadline passes (then the
+ * refusal becomes VS_REFUSE_TIMEOUT with its cause kept). Counted in
+ * `waiters` meanwhile, so processes that free can give their caches back. */
+static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal *w,
+                     int (*attempt)(vs_ledger *, uint64_t, vs_refusal *)) {
   vs_ledger_shm *s = h->shm;
-  uint64_t deadline = now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull;
+  int r;
   __atomic_add_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
   for (;;) {
     /* Read gen before trying: a release after our check changes it, and
      * the futex wait then returns at once. */
     uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
-    r = vs_ledger_charge(h, n, w);
+    r = attempt(h, n, w);
     if (r != 1) break;
     uint64_t now = now_ns(CLOCK_MONOTONIC);
-    if (now >= deadline) {
+    if (now >= deadline_ns) {
       w->cause = w->kind;
       w->kind = VS_REFUSE_TIMEOUT;
       break;
     }
-    uint64_t left = deadline - now, slice = WAIT_SLICE_MS * 1000000ull;
+    uint64_t left = deadline_ns - now, slice = WAIT_SLICE_MS * 1000000ull;
     if (left > slice) left = slice;
     struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
     syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
   }
   __atomic_sub_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
   return r;
+}
+
+int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refusal *why) {
+  vs_refusal local;
+  vs_refusal *w = why ? why : &local;
+  int r = vs_ledger_charge(h, n, w);
+  if (r != 1 || !could_ever_fit(h, n) || timeout_ms == 0) return r;
+  return wait_loop(h, n, now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull, w, vs_ledger_charge);
 }
 
 /* The admission rule for n more bytes without charging them (refreshes the
@@ -628,26 +638,7 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   if (h->fd < 0) return -ECHILD;
   int r = probe(h, n, w);
   if (r != 1 || !could_ever_fit(h, n)) return r;
-  vs_ledger_shm *s = h->shm;
-  __atomic_add_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
-  for (;;) {
-    /* gen read before the check: a release after it makes the wait return at once. */
-    uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
-    r = probe(h, n, w);
-    if (r != 1) break;
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
-    if (now >= deadline_ns) {
-      w->cause = w->kind;
-      w->kind = VS_REFUSE_TIMEOUT;
-      break;
-    }
-    uint64_t left = deadline_ns - now, slice = WAIT_SLICE_MS * 1000000ull;
-    if (left > slice) left = slice;
-    struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
-    syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
-  }
-  __atomic_sub_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
-  return r;
+  return wait_loop(h, n, deadline_ns, w, probe);
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
