@@ -68,7 +68,7 @@ static uint64_t now_ns(clockid_t clk) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t self_start_time(void) {
+uint64_t vs_ledger_self_start_time(void) {
   char buf[1024];
   int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -353,7 +353,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
   if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
 
-  uint64_t start_time = self_start_time(); /* reads /proc: not under the lock */
+  uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
   if (lock_shm(s)) {
     snprintf(err, errlen, "ledger %s: its lock is unusable", path);
     goto fail;

@@ -112,4 +112,7 @@ uint64_t vs_ledger_held(const vs_ledger *h);
  * $VRAMSHIM_TEST_LEDGER_STALL=stop|sleep. */
 typedef enum { VS_LEDGER_HOOK_NONE, VS_LEDGER_HOOK_STOP, VS_LEDGER_HOOK_SLEEP } vs_ledger_hook;
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook);
+/* This process's start time (/proc/self/stat field 22, clock ticks since
+ * boot): with the pid, what tells a live slot from a reused pid. */
+uint64_t vs_ledger_self_start_time(void);
 #endif

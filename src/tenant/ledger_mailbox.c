@@ -1,6 +1,8 @@
 /* Dump request mailboxes in ledger slots (see ledger_mailbox.h). */
 #include "ledger_mailbox.h"
 
+#include "ledger.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -124,23 +126,7 @@ void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve,
   *used = VS_LOAD(&lt->used);
 }
 
-uint64_t vs_mailbox_self_start_time(void) {
-  char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  /* Field 22; the command name (field 2) may hold spaces: count after ')'. */
-  char *p = strrchr(buf, ')');
-  if (!p) return 0;
-  int field = 2;
-  for (; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  unsigned long long v = 0;
-  return sscanf(p, "%llu", &v) == 1 ? v : 0;
-}
+uint64_t vs_mailbox_self_start_time(void) { return vs_ledger_self_start_time(); }
 
 /* ---- Tool ------------------------------------------------------------------ */
 uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {
