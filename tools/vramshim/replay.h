@@ -95,4 +95,14 @@ void vs_progress_done(vs_progress *pr);
 int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t resolution,
                      vs_progress *pr, const char *label, vs_replay_result *out, char *err, size_t errlen);
 
+/* The smallest card: binary search, to `resolution`, for the least capacity
+ * on which probe() reports no refused allocation, between the peak of live
+ * bytes and the unlimited run's peak reserved (doubled while that still
+ * refuses, up to max_capacity when not 0). probe returns -1 with err set
+ * on an error. Shows its steps on pr. */
+typedef int (*vs_capacity_probe)(void *ctx, uint64_t capacity, int *failed, char *err, size_t errlen);
+int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolution, uint64_t max_capacity,
+                     vs_capacity_probe probe, void *ctx, vs_progress *pr, const char *label, const char *policy,
+                     uint64_t *smallest, char *err, size_t errlen);
+
 #endif

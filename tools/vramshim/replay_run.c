@@ -125,6 +125,21 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   return rc;
 }
 
+/* One capacity-limited replay of a simulated policy, for the search. */
+typedef struct probe_ctx {
+  const vs_policy *pol;
+  const vs_trace *t;
+  const vs_replay_opts *o;
+} probe_ctx;
+
+static int probe_sim(void *ctx, uint64_t capacity, int *failed, char *err, size_t errlen) {
+  probe_ctx *c = ctx;
+  vs_replay_result r;
+  if (run_once(c->pol, c->t, c->o, capacity, 1, &r, err, errlen)) return -1;
+  *failed = r.failed != 0;
+  return 0;
+}
+
 int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t resolution,
                      vs_progress *pr, const char *label, vs_replay_result *out, char *err, size_t errlen) {
   vs_progress_update(pr, "%s: %s, replaying", label, pol->name);
@@ -135,21 +150,30 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
   }
   if (!resolution || !out->peak_live) return 0;
 
+  return vs_smallest_card(out->peak_live, out->stats.peak_reserved, resolution, 0, probe_sim, &(probe_ctx){pol, t, o},
+                          pr, label, pol->name, &out->smallest_card, err, errlen);
+}
+
+int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolution, uint64_t max_capacity,
+                     vs_capacity_probe probe, void *ctx, vs_progress *pr, const char *label, const char *policy,
+                     uint64_t *smallest, char *err, size_t errlen) {
   /* Invariant: a card of lo*resolution bytes refuses some allocation, one of
    * hi*resolution bytes refuses none. Below the peak of live bytes every
    * policy fails; at the peak the unlimited run reserved, the run should be
    * the same as without limit. Policies are assumed monotone in capacity. */
-  uint64_t lo = (out->peak_live - 1) / resolution;
-  uint64_t hi = (out->stats.peak_reserved + resolution - 1) / resolution;
-  vs_replay_result r;
+  uint64_t lo = (peak_live - 1) / resolution;
+  uint64_t hi = (peak_reserved + resolution - 1) / resolution;
+  int failed;
   /* The upper end is checked, not assumed: a policy whose behaviour depends
    * on the capacity even when it is not reached would otherwise get an
    * untested answer. */
   for (int tries = 0;; tries++) {
-    if (run_once(pol, t, o, hi * resolution, 1, &r, err, errlen)) return -1;
-    if (!r.failed) break;
-    if (tries == 8) {
-      snprintf(err, errlen, "smallest card search: refusals even on a card of 256 x its peak reserved");
+    if (probe(ctx, hi * resolution, &failed, err, errlen)) return -1;
+    if (!failed) break;
+    if (tries == 8 || (max_capacity && hi * resolution * 2 > max_capacity)) {
+      char b[32];
+      snprintf(err, errlen, "smallest card search: refusals even on a card of %s",
+               vs_fmt_bytes(hi * resolution, b, sizeof b));
       return -1;
     }
     lo = hi;
@@ -159,11 +183,11 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
   for (uint64_t span = hi - lo; span > 1; span = (span + 1) / 2) total++;
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
-    vs_progress_update(pr, "%s: %s, smallest card search %u/%u", label, pol->name, ++steps, total);
-    if (run_once(pol, t, o, mid * resolution, 1, &r, err, errlen)) return -1;
-    if (r.failed) lo = mid;
+    vs_progress_update(pr, "%s: %s, smallest card search %u/%u", label, policy, ++steps, total);
+    if (probe(ctx, mid * resolution, &failed, err, errlen)) return -1;
+    if (failed) lo = mid;
     else hi = mid;
   }
-  out->smallest_card = hi * resolution;
+  *smallest = hi * resolution;
   return 0;
 }

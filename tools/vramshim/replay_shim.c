@@ -298,6 +298,20 @@ done:
   return rc;
 }
 
+/* One capacity-limited run in a child, for the smallest-card search. */
+typedef struct shim_probe {
+  const child_setup *cs;
+  uint64_t *trace_peak, *live_after;
+} shim_probe;
+
+static int probe_child(void *ctx, uint64_t capacity, int *failed, char *err, size_t errlen) {
+  shim_probe *p = ctx;
+  vs_replay_result r;
+  if (run_child(p->cs, capacity, 1, &r, p->trace_peak, p->live_after, err, errlen)) return -1;
+  *failed = r.failed != 0;
+  return 0;
+}
+
 static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
                     uint64_t resolution, vs_progress *pr, const char *label, vs_replay_result *out, char *err,
                     size_t errlen) {
@@ -348,36 +362,12 @@ static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, 
   }
   if (!resolution || !out->peak_live) return 0;
 
-  /* The smallest card, as replay_run.c searches it for the simulated
-   * policies, one child per step: a card of lo*resolution bytes refuses
-   * some allocation, one of hi*resolution refuses none. The sim charges
-   * cuMemAlloc in 512 B units, so even shim-off needs a little more than
-   * the peak of live bytes. */
-  uint64_t lo = (out->peak_live - 1) / resolution;
-  uint64_t hi = (out->stats.peak_reserved + resolution - 1) / resolution;
-  vs_replay_result r;
-  for (int tries = 0;; tries++) {
-    if (run_child(&cs, hi * resolution, 1, &r, &trace_peak, &live_after, err, errlen)) return -1;
-    if (!r.failed) break;
-    if (tries == 8 || hi * resolution * 2 > card * 4) {
-      snprintf(err, errlen, "smallest card search: refusals even on a card of %s",
-               vs_fmt_bytes(hi * resolution, b, sizeof b));
-      return -1;
-    }
-    lo = hi;
-    hi *= 2;
-  }
-  unsigned steps = 0, total = 0;
-  for (uint64_t span = hi - lo; span > 1; span = (span + 1) / 2) total++;
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    vs_progress_update(pr, "%s: %s, smallest card search %u/%u", label, self->name, ++steps, total);
-    if (run_child(&cs, mid * resolution, 1, &r, &trace_peak, &live_after, err, errlen)) return -1;
-    if (r.failed) lo = mid;
-    else hi = mid;
-  }
-  out->smallest_card = hi * resolution;
-  return 0;
+  /* The smallest card, searched as for the simulated policies, one child
+   * per step. The sim charges cuMemAlloc in 512 B units, so even shim-off
+   * needs a little more than the peak of live bytes. */
+  shim_probe sp = {&cs, &trace_peak, &live_after};
+  return vs_smallest_card(out->peak_live, out->stats.peak_reserved, resolution, card * 4, probe_child, &sp, pr, label,
+                          self->name, &out->smallest_card, err, errlen);
 }
 
 #define SHIM_POLICY(id, nm, text)                                                     \
