@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vramshim.h"
 
@@ -92,14 +93,16 @@ int main(int argc, char **argv) {
   int steps = 2000, report_every = 250;
   const char *tag = "demo";
   int holds[8], nholds = 0;
+  int step_us = 0;   /* time a decoding step "computes" (kernels), in microseconds */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--report") && i + 1 < argc) report_every = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tag") && i + 1 < argc) tag = argv[++i];
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0) | 1;
     else if (!strcmp(argv[i], "--hold-at") && i + 1 < argc && nholds < 8) holds[nholds++] = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--step-us") && i + 1 < argc) step_us = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s [--steps N] [--report N] [--tag NAME] [--seed N] [--hold-at STEP]...\n", argv[0]);
+      fprintf(stderr, "usage: %s [--steps N] [--report N] [--tag NAME] [--seed N] [--hold-at STEP]... [--step-us US]\n", argv[0]);
       return 2;
     }
   }
@@ -192,6 +195,7 @@ int main(int argc, char **argv) {
                      (size_t)batch * hidden * 2 * 16, 4096 + (rnd() % 64) * 512, (size_t)batch * 512};
     for (int k = 0; k < 6; k++) check(cuMemAlloc(&t[k], tsz[k] ? tsz[k] : 512), "cuMemAlloc(temp)");
     check(cuMemsetD8(t[0], 0, 64), "cuMemsetD8");
+    if (step_us > 0) usleep((useconds_t)step_us);   /* the step's kernels run */
     for (int k = 5; k >= 0; k--) check(cuMemFree(t[k]), "cuMemFree(temp)");
     if (step % report_every == 0 || step == steps) report(stats, step, live_requests, app_live, tag);
     for (int h = 0; h < nholds; h++)
