@@ -249,10 +249,9 @@ int vs_backend_unsafe_reuse(void) {
 }
 
 void vs_backend_chunks(int card, vs_arena_backend *be) {
-  /* Writes nothing shared but the atomic flag: the card's context may be
-   * in use by another arena's threads at this moment. */
+  /* Writes nothing shared: the card's context may be in use by the VMM
+   * arena's threads at this moment (their va_failed flag stays set). */
   backend_card *c = &g_cards[card];
-  atomic_store(&c->va_failed, 0);
   memset(be, 0, sizeof *be);
   be->ctx = c;
   be->chunk_alloc = chunk_alloc;

@@ -160,11 +160,15 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) 
   }
   vs_backend_clear_error();
   int rc = vs_arena_alloc(a, size, addr);
-  if (rc != VS_BACKEND_OK && atomic_load(&g_is_vmm[card]) && vs_backend_va_failed(card)) {
-    vs_arena *b = fall_back_to_chunks(card, a);
-    if (b != a) {
+  if (rc != VS_BACKEND_OK) {
+    /* The VMM arena may have been refused its address range: by this
+     * request (fall back now), or by another thread's, which already
+     * replaced the card's arena while this one was failing (use it). */
+    vs_arena *now = atomic_load(&g_arena[card]);
+    if (now == a && atomic_load(&g_is_vmm[card]) && vs_backend_va_failed(card)) now = fall_back_to_chunks(card, a);
+    if (now != a) {
       vs_backend_clear_error();
-      rc = vs_arena_alloc(b, size, addr);
+      rc = vs_arena_alloc(now, size, addr);
     }
   }
   if (rc == VS_BACKEND_OK) {
