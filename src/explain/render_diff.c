@@ -93,6 +93,8 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
         const vs_dump_class *k = &p->classes[i], *o = find_class(q, k->size);
         if (pass && o) continue;   /* printed in the first pass */
         const vs_dump_class *ka = pass ? o : k, *kb = pass ? k : o;
+        /* A class with no slab in either dump says nothing. */
+        if ((!ka || (!ka->live && !ka->slots)) && (!kb || (!kb->live && !kb->slots))) continue;
         char s[32];
         fprintf(out, "    %10s   %7llu -> %-7llu %7llu -> %-7llu\n", vs_fmt_short(k->size, s, sizeof s),
                 (unsigned long long)(ka ? ka->live : 0), (unsigned long long)(kb ? kb->live : 0),

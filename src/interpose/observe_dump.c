@@ -30,7 +30,7 @@ static const char *const call_names[VRAMSHIM_CALL_KINDS] = {
     [VRAMSHIM_CALL_IPC_CLOSE] = "cuIpcCloseMemHandle",
     [VRAMSHIM_CALL_SET_ACCESS] = "cuMemSetAccess",
     [VRAMSHIM_CALL_SYNC] = "cuCtxSynchronize",
-    [VRAMSHIM_CALL_OTHER] = "queries (cuMemGetInfo, cuDeviceTotalMem, granularity)",
+    [VRAMSHIM_CALL_OTHER] = "queries (cuMemGetInfo...)",
 };
 
 /* The card's capacity and VMM support, asked of the driver once. */
