@@ -99,8 +99,10 @@ typedef struct vs_heap {
 } vs_heap;
 
 /* ---- Small objects ------------------------------------------------------ */
+/* Cache-line aligned: two threads' slabs must not share a line (their
+ * counters and bitmaps pointers are written on every allocation). */
 typedef struct vs_slab {
-  uint64_t base;            /* VS_SLAB_SIZE aligned */
+  _Alignas(64) uint64_t base; /* VS_SLAB_SIZE aligned */
   struct vs_bin *bin;
   uint32_t cls, nslots, nfree, nlive, npend;
   uint64_t pend_stamp;      /* newest stamp among pending slots */
@@ -113,8 +115,11 @@ typedef struct vs_slab {
   uint32_t words;
 } vs_slab;
 
+/* Each bin on its own cache lines (a thread keeps to one bin per class):
+ * the bin's lock and counters, written on every allocation, must not share
+ * a line with another thread's bin or with the class size everyone reads. */
 typedef struct vs_bin {
-  pthread_mutex_t mu;
+  _Alignas(64) pthread_mutex_t mu;
   uint32_t cls;
   vs_slab *slabs;           /* every slab of the bin */
   vs_slab *cur;             /* slab allocations come from */

@@ -87,8 +87,9 @@ static vs_slab *desc_get(vs_arena *a) {
   if (s) a->spare_slabs = s->pnext;
   pthread_mutex_unlock(&a->slab_mu);
   if (s) return s;
-  s = calloc(1, sizeof *s);
+  s = aligned_alloc(_Alignof(vs_slab), sizeof *s);   /* sizeof is a multiple of the alignment */
   if (!s) return NULL;
+  memset(s, 0, sizeof *s);
   s->free_bm = calloc(3 * MAX_WORDS, sizeof(uint64_t));
   s->req = calloc(MAX_SLOTS, sizeof(uint32_t));
   if (!s->free_bm || !s->req) { free(s->free_bm); free(s->req); free(s); return NULL; }
