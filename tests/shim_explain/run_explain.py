@@ -294,6 +294,23 @@ def t_fork(env, v):
     print("vramshim-test: a forked child answers with its own thread and only its own %d bytes" % size)
 
 
+def wait_stopped(pid, timeout=5.0):
+    """Returns once every thread of pid is in the stopped state (T)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        states = []
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        if states and all(st == "T" for st in states):
+            return
+        time.sleep(0.01)
+    fail("process %d did not stop" % pid)
+
+
 def t_errors(env, v):
     p, line = env.start(["idle", str(MiB)])
     pid = int(line[1])
@@ -305,6 +322,7 @@ def t_errors(env, v):
     if os.listdir(os.path.join(env.dir, "elsewhere")):
         fail("a dump was written through the symlink")
     os.kill(pid, signal.SIGSTOP)
+    wait_stopped(pid)   # SIGSTOP is asynchronous: the shim's thread could still answer
     try:
         t0 = time.monotonic()
         r = env.tool(["dump", "--pid", str(pid), "--timeout", "0.5"])
