@@ -1,5 +1,12 @@
 #include "tenant_test.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "plan.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,4 +40,13 @@ double tt_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void tt_make_plan(vs_plan *plan, const char *text, uint64_t cap) {
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX];
+  if (!cfg) fail_msg("out of memory");
+  if (vs_config_parse_string(text, "t.conf", cfg, err, sizeof err)) fail_msg("%s", err);
+  if (vs_plan_build(cfg, 0, NULL, cap, plan, err, sizeof err)) fail_msg("%s", err);
+  free(cfg);
 }

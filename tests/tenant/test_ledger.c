@@ -31,14 +31,6 @@ static const char conf[] =
     "[tenant b]\nreserve = 150\nlimit = 250\non_limit = wait:1s\n"
     "[tenant c]\nreserve = 100\n";
 
-static void make_plan(vs_plan *plan, const char *text, uint64_t cap) {
-  vs_config *cfg = malloc(sizeof *cfg);
-  char err[VS_ERR_MAX];
-  if (vs_config_parse_string(text, "t.conf", cfg, err, sizeof err)) fail_msg("%s", err);
-  if (vs_plan_build(cfg, 0, NULL, cap, plan, err, sizeof err)) fail_msg("%s", err);
-  free(cfg);
-}
-
 static vs_ledger *open_as(const vs_plan *plan, const char *tenant) {
   char err[VS_ERR_MAX];
   vs_ledger *h = vs_ledger_open(g_dir, "0", plan, tenant, err, sizeof err);
@@ -49,7 +41,7 @@ static vs_ledger *open_as(const vs_plan *plan, const char *tenant) {
 static void rule_and_numbers(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   vs_ledger *a = open_as(&plan, "a"), *b = open_as(&plan, "b"), *c = open_as(&plan, "c"), *d = open_as(&plan, "d");
   vs_refusal why;
   /* b up to its limit; one byte more is refused by the limit. */
@@ -97,7 +89,7 @@ static void rule_and_numbers(void **state) {
 static void view_formula(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   const char *names[] = {"a", "b", "c", "d"};
   vs_ledger *h[4];
   for (int i = 0; i < 4; i++) h[i] = open_as(&plan, names[i]);
@@ -141,7 +133,7 @@ static void view_formula(void **state) {
 static void events_and_snapshot(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   vs_ledger *a = open_as(&plan, "a"), *b = open_as(&plan, "b");
   /* warn_at 90% of a's total min(600, 1000-50-150-100=700) = 540. */
   assert_int_equal(vs_ledger_charge(a, 500, NULL), 0);
@@ -191,7 +183,7 @@ static void events_and_snapshot(void **state) {
 
   /* A process with another config generation shows as a mismatch. */
   vs_plan plan2;
-  make_plan(&plan2, "[tenant a]\nlimit = 700\n", 1000);
+  tt_make_plan(&plan2, "[tenant a]\nlimit = 700\n", 1000);
   vs_ledger *a2 = open_as(&plan2, "a");
   assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
   assert_int_equal(snap->generations, 2);
@@ -207,7 +199,7 @@ static void events_and_snapshot(void **state) {
 static void file_safety(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   vs_ledger *a = open_as(&plan, "a");
   struct stat st;
   assert_int_equal(stat(g_dir, &st), 0);
@@ -244,7 +236,7 @@ static void file_safety(void **state) {
 static void fork_child_is_own_process(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   vs_ledger *a = open_as(&plan, "a");
   assert_int_equal(vs_ledger_charge(a, 100, NULL), 0);
   int pipefd[2], back[2]; /* child -> parent, parent -> child */
@@ -332,7 +324,7 @@ static int exec_child(const char *dir) {
 static void exec_child_is_own_process(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, conf, 1000);
+  tt_make_plan(&plan, conf, 1000);
   vs_ledger *a = open_as(&plan, "a");
   assert_int_equal(vs_ledger_charge(a, 100, NULL), 0);
   int up[2], down[2];

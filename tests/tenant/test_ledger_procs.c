@@ -66,14 +66,6 @@ static int wait_at_least(const int *p, int v, int ms) {
   return ld(p) >= v;
 }
 
-static void make_plan(vs_plan *plan, const char *text, uint64_t cap) {
-  vs_config *cfg = malloc(sizeof *cfg);
-  char err[VS_ERR_MAX];
-  if (vs_config_parse_string(text, "t.conf", cfg, err, sizeof err)) fail_msg("%s", err);
-  if (vs_plan_build(cfg, 0, NULL, cap, plan, err, sizeof err)) fail_msg("%s", err);
-  free(cfg);
-}
-
 static vs_ledger *child_open(const vs_plan *plan, const char *tenant) {
   char err[VS_ERR_MAX];
   vs_ledger *h = vs_ledger_open(g_dir, "0", plan, tenant, err, sizeof err);
@@ -137,7 +129,7 @@ static void random_worker(const vs_plan *plan, const char *tenant, int me, int s
 static void three_tenants_random(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, three, 100000);
+  tt_make_plan(&plan, three, 100000);
   const char *tenants[] = {"llm", "emb", "rr"};
   uint64_t R[] = {40000, 15000, 10000}, L[] = {60000, 25000, 20000};
   pid_t pids[6];
@@ -227,7 +219,7 @@ static double wait_reclaimed(pid_t pid, vs_ledger_snapshot *snap, double limit_m
 static void kill9_random(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, two, 1000000);
+  tt_make_plan(&plan, two, 1000000);
   pid_t workers[3];
   for (int i = 0; i < 3; i++) {
     workers[i] = spawn();
@@ -282,7 +274,7 @@ static void kill9_random(void **state) {
 static void kill9_in_lock(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, two, 1000000);
+  tt_make_plan(&plan, two, 1000000);
   pid_t survivor = spawn();
   if (survivor == 0) {
     vs_ledger *h = child_open(&plan, "a");
@@ -355,7 +347,7 @@ static void racing(void **state) {
    * b (no section): C - H - max(U_a, R_a) - U_b = 10000-1000-3000-1000 = 5000:
    * 7 of 700 fit (the card). */
   vs_plan plan;
-  make_plan(&plan, "[card 0]\nheadroom = 1000\n[tenant a]\nreserve = 3000\nlimit = 3000\n", 10000);
+  tt_make_plan(&plan, "[card 0]\nheadroom = 1000\n[tenant a]\nreserve = 3000\nlimit = 3000\n", 10000);
   char err[VS_ERR_MAX];
   vs_ledger *ha = vs_ledger_open(g_dir, "0", &plan, "a", err, sizeof err);
   vs_ledger *hb = vs_ledger_open(g_dir, "0", &plan, "b", err, sizeof err);
@@ -443,7 +435,7 @@ static pid_t start_waiter(const vs_plan *plan, uint64_t n, uint64_t timeout_ms) 
 static void wait_mode(void **state) {
   (void)state;
   vs_plan plan;
-  make_plan(&plan, waitconf, 1000);
+  tt_make_plan(&plan, waitconf, 1000);
   assert_int_equal(vs_plan_find(&plan, "w")->wait_ms, 2000);
 
   /* 1. Blocked until the other tenant frees, then admitted at once. */
