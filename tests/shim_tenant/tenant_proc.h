@@ -8,6 +8,8 @@
 #define VS_TENANT_PROC_H
 
 #include <cuda.h>
+
+#include "shim_test.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,17 +20,9 @@
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 
-#define SAY(...) (printf("vramshim-test: " __VA_ARGS__), printf("\n"), fflush(stdout))
-#define CHECK(cond, ...)                                                                    \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      printf("vramshim-test: FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                 \
-      printf(__VA_ARGS__);                                                                  \
-      printf("\n");                                                                         \
-      fflush(stdout);                                                                       \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
+/* The shim tests' own checks (tests/shim/shim_test.h), under short names. */
+#define SAY T_SAY
+#define CHECK T_CHECK
 
 uint64_t tp_now_ns(void);
 void tp_sleep_ms(int ms);
