@@ -70,6 +70,7 @@ int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r) {
   b->region = r;
   b->state = VS_TB_FREE;
   r->first = b;
+  r->used = 0;
   r->rprev = NULL;
   r->rnext = t->regions;
   if (t->regions) t->regions->rprev = r;
@@ -90,12 +91,26 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r) {
   t->nregions--;
 }
 
-/* Best block >= size in one list: smallest, then lowest address. */
+/* Compares how full the regions of a and b are: >0 when a's is fuller. */
+static int fuller(const vs_tblock *a, const vs_tblock *b) {
+  if (a->region == b->region) return 0;
+  /* used/size compared without division; 128 bits hold the products. */
+  unsigned __int128 x = (unsigned __int128)a->region->used * b->region->size;
+  unsigned __int128 y = (unsigned __int128)b->region->used * a->region->size;
+  return x > y ? 1 : x < y ? -1 : 0;
+}
+
+/* Best block >= size in one list: in the fullest region, so that sparse
+ * regions (chunks) drain and can go back whole; then the smallest; then the
+ * lowest address. */
 static vs_tblock *scan_list(vs_tblock *b, uint64_t size) {
   vs_tblock *best = NULL;
   for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {
     if (b->size < size) continue;
-    if (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)) best = b;
+    if (!best || b->size < best->size) { best = b; continue; }
+    if (b->size > best->size) continue;
+    int f = fuller(b, best);
+    if (f > 0 || (f == 0 && b->addr < best->addr)) best = b;
   }
   return best;
 }
@@ -146,6 +161,7 @@ vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t siz
   b->req = 0;
   HASH_ADD(hh, t->used, addr, sizeof(uint64_t), b);
   t->used_bytes += b->size;
+  b->region->used += b->size;
   return b;
 }
 
@@ -166,6 +182,7 @@ void vs_tlsf_pend(vs_tlsf *t, vs_tblock *b, uint64_t stamp) {
 vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
   HASH_DELETE(hh, t->used, b);
   t->used_bytes -= b->size;
+  b->region->used -= b->size;
   b->state = VS_TB_FREE;
   vs_tblock *p = b->prev, *n = b->next;
   if (p && p->state == VS_TB_FREE) {   /* absorb b into p */
@@ -202,7 +219,7 @@ vs_tblock *vs_tlsf_largest(vs_tlsf *t) {
 int vs_tlsf_check(vs_tlsf *t, char *err, size_t len) {
   uint64_t free_sum = 0, used_sum = 0, nfree = 0, nused = 0;
   for (vs_tregion *r = t->regions; r; r = r->rnext) {
-    uint64_t at = r->base;
+    uint64_t at = r->base, in_use = 0;
     vs_tblock *prev = NULL;
     for (vs_tblock *b = r->first; b; prev = b, b = b->next) {
       if (b->addr != at) FAIL("tlsf: block at 0x%llx, expected 0x%llx (gap or overlap)",
@@ -222,11 +239,14 @@ int vs_tlsf_check(vs_tlsf *t, char *err, size_t len) {
       } else {
         if (vs_tlsf_used(t, b->addr) != b) FAIL("tlsf: used block 0x%llx not in the table", (unsigned long long)b->addr);
         used_sum += b->size;
+        in_use += b->size;
         nused++;
       }
       at += b->size;
     }
     if (at != r->base + r->size) FAIL("tlsf: region 0x%llx not tiled", (unsigned long long)r->base);
+    if (in_use != r->used) FAIL("tlsf: region 0x%llx counts %llu used bytes, its blocks %llu", (unsigned long long)r->base,
+                                (unsigned long long)r->used, (unsigned long long)in_use);
   }
   uint64_t listed = 0;
   for (int fl = 0; fl < VS_TLSF_FL; fl++) {

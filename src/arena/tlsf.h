@@ -8,6 +8,7 @@
  *   immediate); PENDING blocks do not coalesce until they become FREE.
  * - A FREE block is in exactly the list of its (fl, sl) class, and the bit
  *   of a list is set iff the list is non-empty, at both levels.
+ * - A region's `used` is the sum of its LIVE and PENDING blocks.
  *
  * Tunables that may change: VS_TLSF_SL_LOG2, VS_TLSF_SCAN. Do not change:
  * VS_TLSF_ALIGN (the 512-byte pointer alignment contract). */
@@ -40,6 +41,7 @@ typedef struct vs_tblock {
 
 typedef struct vs_tregion {
   uint64_t base, size;
+  uint64_t used;                     /* bytes of its LIVE and PENDING blocks */
   vs_tblock *first;
   struct vs_tregion *rnext, *rprev;  /* all regions of the tlsf, by creation */
   void *owner;                       /* the heap's own per-region data */
@@ -62,7 +64,9 @@ int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r);
 /* Removes a region that is one FREE block. */
 void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r);
 /* A FREE block of size >= size (size a multiple of VS_TLSF_ALIGN): good
- * fit, lowest address among the candidates examined. Not removed. */
+ * fit (the first class that can hold it); among the candidates examined
+ * there, the one in the fullest region, then the smallest, then the lowest
+ * address. Not removed. */
 vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
 /* Carves [b->addr, +size) out of FREE block b and makes it LIVE. */
 vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size);

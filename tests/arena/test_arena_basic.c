@@ -128,6 +128,44 @@ static void heap_layer(vs_arena_mode mode) {
 static void arena_heap_vmm(void **s) { (void)s; heap_layer(VS_ARENA_VMM); }
 static void arena_heap_chunks(void **s) { (void)s; heap_layer(VS_ARENA_CHUNKS); }
 
+/* Chunks mode, two chunks holding equally good holes: the allocation is
+ * taken from the fuller chunk, so the sparse one drains and can go back
+ * whole -- even though its hole has the lower address. */
+static void arena_fullest_chunk_first(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f, VS_ARENA_CHUNKS, UINT64_MAX, GiB);
+  enum { N = 64 };
+  uint64_t p[N], base[N], off;
+  int vmm;
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, MiB, &p[i]), 0);
+    assert_int_equal(vs_arena_placement(f.a, p[i], &base[i], &off, &vmm), 0);
+  }
+  CHECK(f.a);
+  uint64_t sparse = base[0], full = base[N - 1];
+  assert_true(sparse < full);  /* the simulated space hands out rising addresses */
+  /* The first chunk keeps every other block; the last loses one block. */
+  int freed_full = -1;
+  for (int i = 0; i < N; i++) {
+    if (base[i] == sparse && i % 2 == 0) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+    if (base[i] == full && freed_full < 0 && i > 0 && base[i - 1] == full) {
+      assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+      freed_full = i;
+    }
+  }
+  assert_true(freed_full > 0);
+  vs_arena_trim(f.a, GiB);  /* one sync: the pending frees become free; nothing goes back */
+  CHECK(f.a);
+  uint64_t q, qb;
+  assert_int_equal(vs_arena_alloc(f.a, MiB, &q), 0);
+  assert_int_equal(vs_arena_placement(f.a, q, &qb, &off, &vmm), 0);
+  assert_int_equal(qb, full);
+  assert_int_equal(q, p[freed_full]);
+  CHECK(f.a);
+  fx_close(&f);
+}
+
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 static void on_region(void *u, const vs_region_info *r) { walk_acc *w = u; w->regions++; w->last_end = 0; (void)r; }
 static void on_block(void *u, const vs_region_info *r, const vs_block_info *b) {
@@ -169,6 +207,7 @@ int main(void) {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
+      cmocka_unit_test(arena_fullest_chunk_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
