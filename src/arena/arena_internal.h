@@ -67,6 +67,7 @@
 typedef struct vs_handle {
   uint64_t id, size, va;   /* va valid when mapped */
   int mapped, used;        /* used: slot in use */
+  uint64_t busy;           /* VMM: bytes of LIVE and PENDING blocks lying on it */
   uint32_t pnext;          /* pool list (index + 1) */
 } vs_handle;
 

@@ -43,6 +43,8 @@ vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr) {
   return NULL;
 }
 
+static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b);
+
 int vs_heap_init(vs_arena *a) {
   vs_heap *h = &a->heap;
   memset(h, 0, sizeof *h);
@@ -50,6 +52,8 @@ int vs_heap_init(vs_arena *a) {
   for (int k = 0; k < VS_HEAP_NT; k++) vs_tlsf_init(&h->t[k]);
   h->vmm = a->cfg.mode == VS_ARENA_VMM;
   h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
+  if (h->vmm)
+    for (int k = 0; k < VS_HEAP_NT; k++) { h->t[k].fuller = vmm_fuller; h->t[k].fuller_ctx = h; }
   return 0;
 }
 
@@ -95,6 +99,38 @@ static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
   VS_HEAP_REGIONS(h, r)
     if (addr >= r->base && addr < r->base + r->size) return hr(r);
   return NULL;
+}
+
+/* VMM: adds (add = 1) or removes the bytes of used block b to or from the
+ * busy count of each handle under it. Used blocks lie on mapped granules. */
+static void handles_busy(vs_heap *h, const vs_tblock *b, int add) {
+  if (!h->vmm) return;
+  vs_hregion *r = hr(b->region);
+  uint64_t end = b->addr + b->size;
+  for (uint64_t va = b->addr; va < end;) {
+    vs_handle *x = &h->h[r->gmap[(va - r->tr.base) / h->G] - 1];
+    uint64_t e = x->va + x->size < end ? x->va + x->size : end;
+    if (add) x->busy += e - va;
+    else x->busy -= e - va;
+    va = e;
+  }
+}
+
+/* How full the physical memory under the middle of FREE block b is, as
+ * busy/size of its handle; -1 on unmapped VA (taking it means growing). */
+static double hole_fullness(vs_heap *h, const vs_tblock *b) {
+  vs_hregion *r = hr(b->region);
+  uint32_t i = r->gmap[(b->addr + b->size / 2 - r->tr.base) / h->G];
+  return i ? (double)h->h[i - 1].busy / (double)h->h[i - 1].size : -1.0;
+}
+
+/* VMM ranking of equally good holes: the one on the fuller handle, so that
+ * sparse handles drain and become free whole (only a wholly free handle can
+ * be moved or released). */
+static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b) {
+  vs_heap *h = ctx;
+  double x = hole_fullness(h, a), y = hole_fullness(h, b);
+  return x > y ? 1 : x < y ? -1 : 0;
 }
 
 /* Bytes of [addr, addr+size) on granules not mapped. */
@@ -280,6 +316,7 @@ void vs_heap_reclaim(vs_arena *a) {
     h->pend_bytes -= b->size;
     h->pend_count--;
     atomic_fetch_sub(&a->pend_total, b->size);
+    handles_busy(h, b, 0);
     vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
   }
@@ -451,6 +488,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     }
     b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
+    handles_busy(h, b, 1);
     b->req = req;
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     *addr = p;
@@ -489,6 +527,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
     atomic_fetch_sub(&a->live_bytes, b->req);
   }
   if (immediate) {
+    handles_busy(h, b, 0);
     vs_tlsf_release(tlsf_of(h, b), b);
   } else {
     vs_tlsf_pend(tlsf_of(h, b), b, vs_arena_stamp(a));
@@ -580,6 +619,28 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
       }
       if (b->state == VS_TB_PENDING) { pend += b->size; npend++; }
     }
+  }
+  if (h->vmm) {  /* each handle's busy count equals the used bytes on it */
+    uint64_t *busy = calloc(h->nh ? h->nh : 1, sizeof *busy);
+    if (!busy) FAIL("heap: out of host memory for the check");
+    VS_HEAP_REGIONS(h, tr) {
+      vs_hregion *r = hr(tr);
+      for (vs_tblock *b = tr->first; b; b = b->next)
+        for (uint64_t va = b->addr; b->state != VS_TB_FREE && va < b->addr + b->size;) {
+          uint32_t i = r->gmap[(va - tr->base) / h->G];
+          if (!i) break;  /* reported above */
+          uint64_t e = h->h[i - 1].va + h->h[i - 1].size, end = b->addr + b->size;
+          busy[i - 1] += (e < end ? e : end) - va;
+          va = e;
+        }
+    }
+    for (uint32_t i = 0; i < h->nh; i++)
+      if (h->h[i].used && busy[i] != h->h[i].busy) {
+        unsigned long long want = busy[i], have = h->h[i].busy;
+        free(busy);
+        FAIL("heap: handle %u counts %llu busy bytes, its blocks %llu", i, have, want);
+      }
+    free(busy);
   }
   if (mapped != h->mapped_bytes || pool != h->pool_bytes || chunks != h->chunk_bytes)
     FAIL("heap: mapped/pool/chunk byte counters disagree with the tables");

@@ -92,7 +92,8 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r) {
 }
 
 /* Compares how full the regions of a and b are: >0 when a's is fuller. */
-static int fuller(const vs_tblock *a, const vs_tblock *b) {
+static int fuller(const vs_tlsf *t, const vs_tblock *a, const vs_tblock *b) {
+  if (t->fuller) return t->fuller(t->fuller_ctx, a, b);
   if (a->region == b->region) return 0;
   /* used/size compared without division; 128 bits hold the products. */
   unsigned __int128 x = (unsigned __int128)a->region->used * b->region->size;
@@ -103,13 +104,13 @@ static int fuller(const vs_tblock *a, const vs_tblock *b) {
 /* Best block >= size in one list: in the fullest region, so that sparse
  * regions (chunks) drain and can go back whole; then the smallest; then the
  * lowest address. */
-static vs_tblock *scan_list(vs_tblock *b, uint64_t size) {
+static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size) {
   vs_tblock *best = NULL;
   for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {
     if (b->size < size) continue;
     if (!best || b->size < best->size) { best = b; continue; }
     if (b->size > best->size) continue;
-    int f = fuller(b, best);
+    int f = fuller(t, b, best);
     if (f > 0 || (f == 0 && b->addr < best->addr)) best = b;
   }
   return best;
@@ -119,7 +120,7 @@ vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
   int fl, sl;
   mapping(size, &fl, &sl);
   /* Its own class first: blocks of the same size are the common reuse. */
-  vs_tblock *b = scan_list(t->lists[fl][sl], size);
+  vs_tblock *b = scan_list(t, t->lists[fl][sl], size);
   if (b) return b;
   /* Then the next non-empty class: every block there is large enough. */
   uint32_t slmap = sl + 1 < (int)VS_TLSF_SL ? t->sl_bitmap[fl] & (~0u << (sl + 1)) : 0;
@@ -130,7 +131,7 @@ vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
     slmap = t->sl_bitmap[fl];
   }
   sl = __builtin_ctz(slmap);
-  return scan_list(t->lists[fl][sl], size);
+  return scan_list(t, t->lists[fl][sl], size);
 }
 
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {

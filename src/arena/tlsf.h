@@ -55,6 +55,11 @@ typedef struct vs_tlsf {
   vs_tblock *used;          /* LIVE and PENDING blocks, by addr */
   vs_tblock *spare;         /* descriptor freelist */
   uint64_t free_bytes, used_bytes, nregions;
+  /* Optional: >0 when FREE block a lies in fuller memory than b (the
+   * owner's notion: a VMM heap ranks the physical handle under a hole).
+   * NULL: the fuller region. */
+  int (*fuller)(void *ctx, const vs_tblock *a, const vs_tblock *b);
+  void *fuller_ctx;
 } vs_tlsf;
 
 void vs_tlsf_init(vs_tlsf *t);

@@ -128,43 +128,44 @@ static void heap_layer(vs_arena_mode mode) {
 static void arena_heap_vmm(void **s) { (void)s; heap_layer(VS_ARENA_VMM); }
 static void arena_heap_chunks(void **s) { (void)s; heap_layer(VS_ARENA_CHUNKS); }
 
-/* Chunks mode, two chunks holding equally good holes: the allocation is
- * taken from the fuller chunk, so the sparse one drains and can go back
- * whole -- even though its hole has the lower address. */
-static void arena_fullest_chunk_first(void **state) {
-  (void)state;
+/* Two chunks (chunks mode) or two physical handles (VMM: 32 MiB growth
+ * steps) of 1 MiB blocks, each with equally good holes: the allocation is
+ * taken from the fuller one, so the sparse one drains and can go back whole
+ * -- even though its holes have lower addresses. */
+static void fullest_first(vs_arena_mode mode) {
   fixture f;
-  fx_open(&f, VS_ARENA_CHUNKS, UINT64_MAX, GiB);
-  enum { N = 64 };
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  enum { N = 64, HALF = 32 };
   uint64_t p[N], base[N], off;
   int vmm;
   for (int i = 0; i < N; i++) {
     assert_int_equal(vs_arena_alloc(f.a, MiB, &p[i]), 0);
     assert_int_equal(vs_arena_placement(f.a, p[i], &base[i], &off, &vmm), 0);
+    if (i) assert_int_equal(p[i], p[i - 1] + MiB);  /* packed, rising */
   }
   CHECK(f.a);
-  uint64_t sparse = base[0], full = base[N - 1];
-  assert_true(sparse < full);  /* the simulated space hands out rising addresses */
-  /* The first chunk keeps every other block; the last loses one block. */
-  int freed_full = -1;
-  for (int i = 0; i < N; i++) {
-    if (base[i] == sparse && i % 2 == 0) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
-    if (base[i] == full && freed_full < 0 && i > 0 && base[i - 1] == full) {
-      assert_int_equal(vs_arena_free(f.a, p[i]), 0);
-      freed_full = i;
-    }
+  if (mode == VS_ARENA_CHUNKS) {
+    assert_int_equal(base[0], base[HALF - 1]);
+    assert_int_equal(base[HALF], base[N - 1]);
+    assert_true(base[0] != base[HALF]);
+  } else {
+    vs_space_counters c;
+    vs_space_backend_counters(f.sb, &c);
+    assert_int_equal(c.phys_create, 2);  /* two handles of 32 MiB */
   }
-  assert_true(freed_full > 0);
+  /* The first keeps every other block; the second loses one. */
+  for (int i = 0; i < HALF; i += 2) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  assert_int_equal(vs_arena_free(f.a, p[HALF + 1]), 0);
   vs_arena_trim(f.a, GiB);  /* one sync: the pending frees become free; nothing goes back */
   CHECK(f.a);
-  uint64_t q, qb;
+  uint64_t q;
   assert_int_equal(vs_arena_alloc(f.a, MiB, &q), 0);
-  assert_int_equal(vs_arena_placement(f.a, q, &qb, &off, &vmm), 0);
-  assert_int_equal(qb, full);
-  assert_int_equal(q, p[freed_full]);
+  assert_int_equal(q, p[HALF + 1]);
   CHECK(f.a);
   fx_close(&f);
 }
+static void arena_fullest_chunk_first(void **s) { (void)s; fullest_first(VS_ARENA_CHUNKS); }
+static void arena_fullest_handle_first(void **s) { (void)s; fullest_first(VS_ARENA_VMM); }
 
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 static void on_region(void *u, const vs_region_info *r) { walk_acc *w = u; w->regions++; w->last_end = 0; (void)r; }
@@ -207,7 +208,7 @@ int main(void) {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
-      cmocka_unit_test(arena_fullest_chunk_first),
+      cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,20 +51,22 @@ static void stream_case(vs_arena_mode mode, uint64_t size) {
   CHECK(f.a);
   /* Small sizes: enough rounds to fill a slab, so reuse must come up. */
   int rounds = size <= (64 << 10) ? (int)(3 * (2 * MiB / size)) : 64, frees = 1;
-  uint64_t *held = calloc((size_t)rounds, sizeof *held);
-  int nh = 0;
+  uint64_t *held = calloc((size_t)rounds, sizeof *held), *freed = calloc((size_t)rounds + 1, sizeof *freed);
+  int nh = 0, nfreed = 0;
+  freed[nfreed++] = first;
   for (int i = 0; i < rounds; i++) {
     assert_int_equal(vs_arena_alloc(f.a, size, &p), 0);
     assert_not_in_flight(&d, p, size);
-    if (p == first) reused = 1;
+    for (int k = 0; k < nfreed && !reused; k++) reused = p == freed[k];
     held[nh++] = p;
     /* Churn: free with work in flight, so pending blocks accumulate. */
-    if (i % 2) { in_flight_free(&f, &d, held[--nh], size); frees++; }
+    if (i % 2) { freed[nfreed++] = held[nh - 1]; in_flight_free(&f, &d, held[--nh], size); frees++; }
     if (rounds <= 64 || i % 64 == 0) CHECK(f.a);
   }
   vs_arena_stats st;
   vs_arena_get_stats(f.a, &st);
-  /* Memory was reused after syncs (the model is not vacuous), and never
+  /* Freed memory was handed out again after syncs (the model is not
+   * vacuous), and never
    * more than one sync per free (cuMemFree itself synchronises). */
   assert_true(d.syncs >= 1);
   assert_true(reused);
@@ -72,6 +74,7 @@ static void stream_case(vs_arena_mode mode, uint64_t size) {
   print_message("  %d frees, %llu syncs\n", frees, (unsigned long long)st.syncs);
   while (nh) assert_int_equal(vs_arena_free(f.a, held[--nh]), 0);
   free(held);
+  free(freed);
   fx_close(&f);
 }
 
