@@ -118,24 +118,45 @@ int bench_trace(const char *path, uint64_t thr) {
  * trace could stop growing there). Replays only that rule -- perfect
  * packing, no syncs, every growth straight to the cap -- and counts the
  * allocations that must call the driver. */
+/* Allocations that must call the driver under the rule above. */
+static uint64_t bound_calls(const ev *v, size_t n, double factor, uint64_t *allocs, uint64_t *raise) {
+  double live = 0, hwm = 0, held = 0;
+  uint64_t calls = 0;
+  *allocs = *raise = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!v[i].alloc) { live -= (double)v[i].size; continue; }
+    (*allocs)++;
+    live += (double)v[i].size;
+    if (live > hwm) { hwm = live; (*raise)++; }
+    if (live > held) { calls++; held = factor * hwm; }
+  }
+  return calls;
+}
+
 int bench_bound(const char *path, double factor) {
   size_t n;
   ev *v = load(path, &n);
   if (!v) { fprintf(stderr, "vramshim: cannot read trace %s\n", path); return 1; }
   const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  double live = 0, hwm = 0, held = 0;
-  uint64_t allocs = 0, raise = 0, calls = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!v[i].alloc) { live -= (double)v[i].size; continue; }
-    allocs++;
-    live += (double)v[i].size;
-    if (live > hwm) { hwm = live; raise++; }
-    if (live > held) { calls++; held = factor * hwm; }
+  uint64_t allocs, raise, calls = bound_calls(v, n, factor, &allocs, &raise);
+  /* The other way round: how much more than the high-water mark so far an
+   * online allocator would have to hold to serve 99% from cache (bisection
+   * on the factor, to 0.01). */
+  double lo = 1.0, hi = 100.0;
+  uint64_t a, r;
+  char need[64] = "99% is out of reach at any factor up to x100";
+  if ((double)bound_calls(v, n, hi, &a, &r) <= 0.01 * (double)a) {
+    while (hi - lo > 0.005) {
+      double mid = (lo + hi) / 2;
+      if ((double)bound_calls(v, n, mid, &a, &r) <= 0.01 * (double)a) hi = mid;
+      else lo = mid;
+    }
+    snprintf(need, sizeof need, "99%% would need holding up to x%.2f", hi);
   }
   printf("vramshim: bound %s: %llu allocations, %llu raise the live high-water mark; holding at most x%.2f "
-         "the high-water mark so far, at least %llu need a driver call: at best %.2f%% served from cache\n",
+         "the high-water mark so far, at least %llu need a driver call: at best %.2f%% served from cache; %s\n",
          name, (unsigned long long)allocs, (unsigned long long)raise, factor, (unsigned long long)calls,
-         100.0 * (1.0 - (double)calls / (double)allocs));
+         100.0 * (1.0 - (double)calls / (double)allocs), need);
   free(v);
   return 0;
 }
