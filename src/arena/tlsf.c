@@ -101,9 +101,9 @@ static int fuller(const vs_tlsf *t, const vs_tblock *a, const vs_tblock *b) {
   return x > y ? 1 : x < y ? -1 : 0;
 }
 
-/* Best block >= size in one list: in the fullest region, so that sparse
- * regions (chunks) drain and can go back whole; then the smallest; then the
- * lowest address. */
+/* Best block >= size in one list: the smallest; among blocks of that size
+ * the one in the fullest region (or as the owner ranks them), so that
+ * sparse chunks drain and can go back whole; then the lowest address. */
 static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size) {
   vs_tblock *best = NULL;
   for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {

@@ -23,7 +23,7 @@
 #define VS_TLSF_SL_LOG2 4
 #define VS_TLSF_SL (1u << VS_TLSF_SL_LOG2)
 #define VS_TLSF_FL 64
-#define VS_TLSF_SCAN 32    /* free-list entries examined for best fit / lowest address */
+#define VS_TLSF_SCAN 32    /* free-list entries examined for best fit / fullest / lowest address */
 
 enum { VS_TB_FREE = 0, VS_TB_LIVE = 1, VS_TB_PENDING = 2 };
 
@@ -70,8 +70,8 @@ int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r);
 void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r);
 /* A FREE block of size >= size (size a multiple of VS_TLSF_ALIGN): good
  * fit (the first class that can hold it); among the candidates examined
- * there, the one in the fullest region, then the smallest, then the lowest
- * address. Not removed. */
+ * there the smallest, among equal sizes the one in the fullest region (see
+ * `fuller`), then the lowest address. Not removed. */
 vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
 /* Carves [b->addr, +size) out of FREE block b and makes it LIVE. */
 vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size);
