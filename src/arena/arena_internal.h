@@ -40,6 +40,9 @@
 #ifndef VS_HANDLE_PRESSURE
 #define VS_HANDLE_PRESSURE (2ull << 20) /* largest handle once the backend has refused */
 #endif
+#ifndef VS_BUSY_WALK
+#define VS_BUSY_WALK 64                 /* VMM ties: neighbours read each side to rank a handle's fullness */
+#endif
 #ifndef VS_SYNC_FRAC
 #define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
 #endif
@@ -67,7 +70,6 @@
 typedef struct vs_handle {
   uint64_t id, size, va;   /* va valid when mapped */
   int mapped, used;        /* used: slot in use */
-  uint64_t busy;           /* VMM: bytes of LIVE and PENDING blocks lying on it */
   uint32_t pnext;          /* pool list (index + 1) */
 } vs_handle;
 
@@ -86,6 +88,7 @@ typedef struct vs_heap {
   vs_tlsf t[VS_HEAP_NT];            /* size bands: [0] also holds the slabs */
   int vmm;
   uint64_t G;
+  unsigned gshift;                  /* log2(G): granule of an offset without a division */
   vs_handle *h;
   uint32_t nh, caph, hfree;         /* hfree: free slot list (index + 1) */
   uint32_t pool;                    /* unmapped handles (index + 1) */

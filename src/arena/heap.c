@@ -52,6 +52,7 @@ int vs_heap_init(vs_arena *a) {
   for (int k = 0; k < VS_HEAP_NT; k++) vs_tlsf_init(&h->t[k]);
   h->vmm = a->cfg.mode == VS_ARENA_VMM;
   h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
+  h->gshift = (unsigned)__builtin_ctzll(h->G);  /* G is a power of two (vs_arena_create checks) */
   if (h->vmm)
     for (int k = 0; k < VS_HEAP_NT; k++) { h->t[k].fuller = vmm_fuller; h->t[k].fuller_ctx = h; }
   return 0;
@@ -101,41 +102,47 @@ static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
   return NULL;
 }
 
-/* VMM: adds (add = 1) or removes the bytes of used block b to or from the
- * busy count of each handle under it. Used blocks lie on mapped granules. */
-static void handles_busy(vs_heap *h, const vs_tblock *b, int add) {
-  if (!h->vmm) return;
+/* The handle under the middle of FREE block b, or NULL on unmapped VA. */
+static const vs_handle *hole_handle(vs_heap *h, const vs_tblock *b) {
   vs_hregion *r = hr(b->region);
-  uint64_t end = b->addr + b->size;
-  for (uint64_t va = b->addr; va < end;) {
-    vs_handle *x = &h->h[r->gmap[(va - r->tr.base) / h->G] - 1];
-    uint64_t e = x->va + x->size < end ? x->va + x->size : end;
-    if (add) x->busy += e - va;
-    else x->busy -= e - va;
-    va = e;
-  }
+  uint32_t i = r->gmap[((b->addr + b->size / 2 - r->tr.base) >> h->gshift)];
+  return i ? &h->h[i - 1] : NULL;
 }
 
-/* How full the physical memory under the middle of FREE block b is, as
- * busy/size of its handle; -1 on unmapped VA (taking it means growing). */
-static double hole_fullness(vs_heap *h, const vs_tblock *b) {
-  vs_hregion *r = hr(b->region);
-  uint32_t i = r->gmap[(b->addr + b->size / 2 - r->tr.base) / h->G];
-  return i ? (double)h->h[i - 1].busy / (double)h->h[i - 1].size : -1.0;
+/* Bytes of LIVE and PENDING blocks lying on handle x, found from FREE
+ * block b on it by walking its neighbours across the handle's range.
+ * Computed when needed (ties between equally good holes), not kept up to
+ * date on every allocation and free; at most VS_BUSY_WALK neighbours on
+ * each side are read, so a handle crowded with small blocks costs a
+ * bounded walk (its count is then a lower estimate). */
+static uint64_t handle_busy(const vs_handle *x, const vs_tblock *b) {
+  uint64_t lo = x->va, hi = x->va + x->size, busy = 0;
+  int k = 0;
+  for (const vs_tblock *n = b->prev; n && n->addr + n->size > lo && k < VS_BUSY_WALK; n = n->prev, k++)
+    if (n->state != VS_TB_FREE) busy += (n->addr + n->size) - (n->addr > lo ? n->addr : lo);
+  k = 0;
+  for (const vs_tblock *n = b->next; n && n->addr < hi && k < VS_BUSY_WALK; n = n->next, k++)
+    if (n->state != VS_TB_FREE) busy += (n->addr + n->size < hi ? n->addr + n->size : hi) - n->addr;
+  return busy;
 }
 
-/* VMM ranking of equally good holes: the one on the fuller handle, so that
- * sparse handles drain and become free whole (only a wholly free handle can
- * be moved or released). */
+/* VMM ranking of equally good holes: the one on the fuller handle (busy /
+ * size, compared without division), so that sparse handles drain and
+ * become free whole (only a wholly free handle can be moved or released).
+ * A hole on unmapped VA ranks last: taking it means growing. */
 static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b) {
   vs_heap *h = ctx;
-  double x = hole_fullness(h, a), y = hole_fullness(h, b);
-  return x > y ? 1 : x < y ? -1 : 0;
+  const vs_handle *x = hole_handle(h, a), *y = hole_handle(h, b);
+  if (x == y) return 0;
+  if (!x || !y) return x ? 1 : -1;
+  unsigned __int128 l = (unsigned __int128)handle_busy(x, a) * y->size;
+  unsigned __int128 r = (unsigned __int128)handle_busy(y, b) * x->size;
+  return l > r ? 1 : l < r ? -1 : 0;
 }
 
 /* Bytes of [addr, addr+size) on granules not mapped. */
 static uint64_t unmapped_bytes(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
-  uint64_t g0 = (addr - r->tr.base) / h->G, g1 = (addr + size - 1 - r->tr.base) / h->G, n = 0;
+  uint64_t g0 = ((addr - r->tr.base) >> h->gshift), g1 = ((addr + size - 1 - r->tr.base) >> h->gshift), n = 0;
   for (uint64_t g = g0; g <= g1; g++) if (!r->gmap[g]) n++;
   return n * h->G;
 }
@@ -149,7 +156,7 @@ static int map_handle(vs_arena *a, vs_hregion *r, uint32_t i, uint64_t va) {
   if (rc) return rc;
   h->h[i].mapped = 1;
   h->h[i].va = va;
-  uint64_t g0 = (va - r->tr.base) / h->G, n = h->h[i].size / h->G;
+  uint64_t g0 = ((va - r->tr.base) >> h->gshift), n = h->h[i].size / h->G;
   for (uint64_t g = g0; g < g0 + n; g++) r->gmap[g] = i + 1;
   if (g0 + n > r->hiwater) r->hiwater = g0 + n;
   h->mapped_bytes += h->h[i].size;
@@ -162,7 +169,7 @@ static int unmap_handle(vs_arena *a, uint32_t i) {
   vs_hregion *r = region_of(h, x->va);
   int rc = be_call(a, a->be.unmap(a->be.ctx, x->va, x->size));
   if (rc) return rc;
-  uint64_t g0 = (x->va - r->tr.base) / h->G;
+  uint64_t g0 = ((x->va - r->tr.base) >> h->gshift);
   for (uint64_t g = g0; g < g0 + x->size / h->G; g++) r->gmap[g] = 0;
   x->mapped = 0;
   h->mapped_bytes -= x->size;
@@ -222,7 +229,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64
 
 static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size, uint64_t cap) {
   vs_heap *h = &a->heap;
-  uint64_t g0 = (addr - r->tr.base) / h->G, g1 = (addr + size - 1 - r->tr.base) / h->G;
+  uint64_t g0 = ((addr - r->tr.base) >> h->gshift), g1 = ((addr + size - 1 - r->tr.base) >> h->gshift);
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
     uint64_t e = g;
@@ -244,7 +251,7 @@ static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_aren
       if (b->state != VS_TB_FREE) continue;
       uint64_t end = b->addr + b->size;
       for (uint64_t va = up(b->addr, h->G); va + h->G <= end && va < top;) {
-        uint32_t i = r->gmap[(va - tr->base) / h->G];
+        uint32_t i = r->gmap[((va - tr->base) >> h->gshift)];
         if (!i) { va += h->G; continue; }
         vs_handle *x = &h->h[i - 1];
         uint64_t next = x->va + x->size;
@@ -316,7 +323,6 @@ void vs_heap_reclaim(vs_arena *a) {
     h->pend_bytes -= b->size;
     h->pend_count--;
     atomic_fetch_sub(&a->pend_total, b->size);
-    handles_busy(h, b, 0);
     vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
   }
@@ -488,7 +494,6 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     }
     b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
-    handles_busy(h, b, 1);
     b->req = req;
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     *addr = p;
@@ -527,7 +532,6 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
     atomic_fetch_sub(&a->live_bytes, b->req);
   }
   if (immediate) {
-    handles_busy(h, b, 0);
     vs_tlsf_release(tlsf_of(h, b), b);
   } else {
     vs_tlsf_pend(tlsf_of(h, b), b, vs_arena_stamp(a));
@@ -591,7 +595,7 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     if (x->mapped) {
       vs_hregion *r = region_of(h, x->va);
       if (!r) FAIL("heap: handle %u mapped outside every region", i);
-      for (uint64_t g = (x->va - r->tr.base) / h->G, k = 0; k < x->size / h->G; k++)
+      for (uint64_t g = ((x->va - r->tr.base) >> h->gshift), k = 0; k < x->size / h->G; k++)
         if (r->gmap[g + k] != i + 1) FAIL("heap: granule map disagrees with handle %u", i);
       mapped += x->size;
     }
@@ -619,28 +623,6 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
       }
       if (b->state == VS_TB_PENDING) { pend += b->size; npend++; }
     }
-  }
-  if (h->vmm) {  /* each handle's busy count equals the used bytes on it */
-    uint64_t *busy = calloc(h->nh ? h->nh : 1, sizeof *busy);
-    if (!busy) FAIL("heap: out of host memory for the check");
-    VS_HEAP_REGIONS(h, tr) {
-      vs_hregion *r = hr(tr);
-      for (vs_tblock *b = tr->first; b; b = b->next)
-        for (uint64_t va = b->addr; b->state != VS_TB_FREE && va < b->addr + b->size;) {
-          uint32_t i = r->gmap[(va - tr->base) / h->G];
-          if (!i) break;  /* reported above */
-          uint64_t e = h->h[i - 1].va + h->h[i - 1].size, end = b->addr + b->size;
-          busy[i - 1] += (e < end ? e : end) - va;
-          va = e;
-        }
-    }
-    for (uint32_t i = 0; i < h->nh; i++)
-      if (h->h[i].used && busy[i] != h->h[i].busy) {
-        unsigned long long want = busy[i], have = h->h[i].busy;
-        free(busy);
-        FAIL("heap: handle %u counts %llu busy bytes, its blocks %llu", i, have, want);
-      }
-    free(busy);
   }
   if (mapped != h->mapped_bytes || pool != h->pool_bytes || chunks != h->chunk_bytes)
     FAIL("heap: mapped/pool/chunk byte counters disagree with the tables");
