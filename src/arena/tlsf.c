@@ -95,10 +95,7 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r) {
 static int fuller(const vs_tlsf *t, const vs_tblock *a, const vs_tblock *b) {
   if (t->fuller) return t->fuller(t->fuller_ctx, a, b);
   if (a->region == b->region) return 0;
-  /* used/size compared without division; 128 bits hold the products. */
-  unsigned __int128 x = (unsigned __int128)a->region->used * b->region->size;
-  unsigned __int128 y = (unsigned __int128)b->region->used * a->region->size;
-  return x > y ? 1 : x < y ? -1 : 0;
+  return vs_tlsf_cmp_share(a->region->used, a->region->size, b->region->used, b->region->size);
 }
 
 /* Best block >= size in one list: the smallest; among blocks of that size

@@ -62,6 +62,14 @@ typedef struct vs_tlsf {
   void *fuller_ctx;
 } vs_tlsf;
 
+/* Compares the fractions a_part/a_whole and b_part/b_whole without
+ * division (128-bit products: no overflow for 64-bit byte counts):
+ * >0 when a's is larger, 0 when equal. */
+static inline int vs_tlsf_cmp_share(uint64_t a_part, uint64_t a_whole, uint64_t b_part, uint64_t b_whole) {
+  unsigned __int128 x = (unsigned __int128)a_part * b_whole, y = (unsigned __int128)b_part * a_whole;
+  return x > y ? 1 : x < y ? -1 : 0;
+}
+
 void vs_tlsf_init(vs_tlsf *t);
 void vs_tlsf_fini(vs_tlsf *t);        /* frees descriptors (not the memory they describe) */
 /* A new region, one FREE block; 0 or -1 (host out of memory). */
