@@ -95,6 +95,9 @@ static void pool_unlink(vs_heap *h, uint32_t i) {
 
 static int be_call(vs_arena *a, int rc) { vs_arena_call_done(a); return rc; }
 
+/* Index in r's granule map of the granule holding va (G is a power of two). */
+static uint64_t gran(const vs_heap *h, const vs_tregion *r, uint64_t va) { return (va - r->base) >> h->gshift; }
+
 /* Region and granule of a VA inside a VMM region, or NULL. */
 static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
   VS_HEAP_REGIONS(h, r)
@@ -105,7 +108,7 @@ static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
 /* The handle under the middle of FREE block b, or NULL on unmapped VA. */
 static const vs_handle *hole_handle(vs_heap *h, const vs_tblock *b) {
   vs_hregion *r = hr(b->region);
-  uint32_t i = r->gmap[((b->addr + b->size / 2 - r->tr.base) >> h->gshift)];
+  uint32_t i = r->gmap[gran(h, &r->tr, b->addr + b->size / 2)];
   return i ? &h->h[i - 1] : NULL;
 }
 
@@ -135,14 +138,12 @@ static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b) {
   const vs_handle *x = hole_handle(h, a), *y = hole_handle(h, b);
   if (x == y) return 0;
   if (!x || !y) return x ? 1 : -1;
-  unsigned __int128 l = (unsigned __int128)handle_busy(x, a) * y->size;
-  unsigned __int128 r = (unsigned __int128)handle_busy(y, b) * x->size;
-  return l > r ? 1 : l < r ? -1 : 0;
+  return vs_tlsf_cmp_share(handle_busy(x, a), x->size, handle_busy(y, b), y->size);
 }
 
 /* Bytes of [addr, addr+size) on granules not mapped. */
 static uint64_t unmapped_bytes(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
-  uint64_t g0 = ((addr - r->tr.base) >> h->gshift), g1 = ((addr + size - 1 - r->tr.base) >> h->gshift), n = 0;
+  uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1), n = 0;
   for (uint64_t g = g0; g <= g1; g++) if (!r->gmap[g]) n++;
   return n * h->G;
 }
@@ -156,7 +157,7 @@ static int map_handle(vs_arena *a, vs_hregion *r, uint32_t i, uint64_t va) {
   if (rc) return rc;
   h->h[i].mapped = 1;
   h->h[i].va = va;
-  uint64_t g0 = ((va - r->tr.base) >> h->gshift), n = h->h[i].size / h->G;
+  uint64_t g0 = gran(h, &r->tr, va), n = h->h[i].size / h->G;
   for (uint64_t g = g0; g < g0 + n; g++) r->gmap[g] = i + 1;
   if (g0 + n > r->hiwater) r->hiwater = g0 + n;
   h->mapped_bytes += h->h[i].size;
@@ -169,7 +170,7 @@ static int unmap_handle(vs_arena *a, uint32_t i) {
   vs_hregion *r = region_of(h, x->va);
   int rc = be_call(a, a->be.unmap(a->be.ctx, x->va, x->size));
   if (rc) return rc;
-  uint64_t g0 = ((x->va - r->tr.base) >> h->gshift);
+  uint64_t g0 = gran(h, &r->tr, x->va);
   for (uint64_t g = g0; g < g0 + x->size / h->G; g++) r->gmap[g] = 0;
   x->mapped = 0;
   h->mapped_bytes -= x->size;
@@ -229,7 +230,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64
 
 static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size, uint64_t cap) {
   vs_heap *h = &a->heap;
-  uint64_t g0 = ((addr - r->tr.base) >> h->gshift), g1 = ((addr + size - 1 - r->tr.base) >> h->gshift);
+  uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1);
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
     uint64_t e = g;
@@ -251,7 +252,7 @@ static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_aren
       if (b->state != VS_TB_FREE) continue;
       uint64_t end = b->addr + b->size;
       for (uint64_t va = up(b->addr, h->G); va + h->G <= end && va < top;) {
-        uint32_t i = r->gmap[((va - tr->base) >> h->gshift)];
+        uint32_t i = r->gmap[gran(h, tr, va)];
         if (!i) { va += h->G; continue; }
         vs_handle *x = &h->h[i - 1];
         uint64_t next = x->va + x->size;
@@ -393,7 +394,7 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
         if (n < *need) { *need = n; *pp = cand[c]; best = b; if (!n) return best; }
       }
       /* starts and ends of mapped runs inside the block */
-      uint64_t g = (up(b->addr, h->G) - tr->base) / h->G, gend = (down(hi, h->G) - tr->base) / h->G;
+      uint64_t g = gran(h, tr, up(b->addr, h->G)), gend = gran(h, tr, down(hi, h->G));
       if (gend > r->hiwater) gend = r->hiwater;
       while (g < gend) {
         if (!r->gmap[g]) { g++; continue; }
@@ -595,7 +596,7 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     if (x->mapped) {
       vs_hregion *r = region_of(h, x->va);
       if (!r) FAIL("heap: handle %u mapped outside every region", i);
-      for (uint64_t g = ((x->va - r->tr.base) >> h->gshift), k = 0; k < x->size / h->G; k++)
+      for (uint64_t g = gran(h, &r->tr, x->va), k = 0; k < x->size / h->G; k++)
         if (r->gmap[g + k] != i + 1) FAIL("heap: granule map disagrees with handle %u", i);
       mapped += x->size;
     }
