@@ -72,11 +72,11 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   pthread_mutex_lock(&h->mu);
   heap_extents(h, st);
   st->reserved_bytes = vs_heap_reserved(h);
-  uint64_t heap_live_blocks = 0;
-  VS_HEAP_REGIONS(h, tr)
-    for (vs_tblock *b = tr->first; b; b = b->next)
-      if (b->state == VS_TB_LIVE && b->req) heap_live_blocks += b->size;
+  /* Bytes of the heap's live user blocks: their requests plus their rounding
+   * (vs_heap_check verifies both counters against the blocks). */
+  uint64_t heap_live_blocks = h->live_req + h->waste;
   st->pending_bytes = h->pend_bytes + slab_pend;
+  st->live_count = h->live_count;
   live_req += h->live_req;
   requests += h->requests;
   waste += h->waste;
@@ -96,9 +96,6 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   st->backend_calls = atomic_load(&a->backend_calls);
   st->syncs = atomic_load(&a->syncs);
   for (uint32_t c = 0; c < a->nclasses; c++) st->live_count += st->class_live[c];
-  pthread_mutex_lock(&h->mu);
-  st->live_count += h->live_count;
-  pthread_mutex_unlock(&h->mu);
 }
 
 /* ---- Walk ----------------------------------------------------------------- */
