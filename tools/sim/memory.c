@@ -48,9 +48,11 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, s
 void sim_free_record(struct sim_alloc *a)
 {
     switch (a->kind) {
+    case SIM_K_POOL:
+        sim_pool_free_now(a);   /* back to its pool's cache, or released */
+        return;
     case SIM_K_DEVICE:
     case SIM_K_MANAGED:
-    case SIM_K_POOL:
         sim_live_add(a->card, -(int64_t)a->size, -1);
         sim_uncharge(a->card, a->charged);
         sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
@@ -142,18 +144,13 @@ static CUresult mem_free(CUdeviceptr p)
     sim_sync_all();
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)p);
-    if (!a || a->free_pending ||
-        (a->kind != SIM_K_DEVICE && a->kind != SIM_K_MANAGED && a->kind != SIM_K_POOL)) {
+    if (!a || a->free_pending || !sim_kind_freeable(a->kind)) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
     sim_mem_remove(a);
     pthread_mutex_unlock(&sim_mem_lock);
-    if (a->kind == SIM_K_POOL) {
-        sim_pool_free_now(a);
-        return CUDA_SUCCESS;
-    }
-    sim_latency();
+    if (a->kind != SIM_K_POOL) sim_latency();   /* a pool block stays reserved */
     sim_free_record(a);
     return CUDA_SUCCESS;
 }

@@ -76,14 +76,17 @@ static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc **
     return n;
 }
 
+/* Gives a block no pool keeps back to the card. */
+static void release_block(struct sim_alloc *a)
+{
+    sim_uncharge(a->card, a->charged);
+    sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
+    free(a);
+}
+
 static void release_blocks(struct sim_alloc **v, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        struct sim_alloc *a = v[i];
-        sim_uncharge(a->card, a->charged);
-        sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
-        free(a);
-    }
+    for (size_t i = 0; i < n; i++) release_block(v[i]);
     free(v);
 }
 
@@ -143,11 +146,7 @@ void sim_pool_free_now(struct sim_alloc *a)
     }
     if (!cached) p->reserved_cur -= a->charged;
     pthread_mutex_unlock(&pool_lock);
-    if (!cached) {
-        sim_uncharge(a->card, a->charged);
-        sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
-        free(a);
-    }
+    if (!cached) release_block(a);
 }
 
 static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, CUstream s)
@@ -260,11 +259,7 @@ static void run_free(void *arg)
     pthread_mutex_lock(&sim_mem_lock);
     sim_mem_remove(o->a);
     pthread_mutex_unlock(&sim_mem_lock);
-    if (o->a->kind == SIM_K_POOL) {
-        sim_pool_free_now(o->a);
-    } else {
-        sim_free_record(o->a);
-    }
+    sim_free_record(o->a);
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream s)
@@ -275,8 +270,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s)
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
     /* Plain cuMemAlloc memory may be freed in stream order too. */
-    if (!a || a->free_pending || (a->kind != SIM_K_POOL && a->kind != SIM_K_DEVICE &&
-                                  a->kind != SIM_K_MANAGED)) {
+    if (!a || a->free_pending || !sim_kind_freeable(a->kind)) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }

@@ -110,7 +110,14 @@ void sim_live_add(int card, int64_t bytes, int64_t count);
 /* Allocate/free a device record of the given kind on the current context. */
 CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size,
                           struct sim_alloc **out);
-void sim_free_record(struct sim_alloc *a);   /* caller removed it from the table */
+/* Frees a record the caller removed from the table; a SIM_K_POOL block
+ * goes back to its pool (sim_pool_free_now). */
+void sim_free_record(struct sim_alloc *a);
+/* the kinds cuMemFree and cuMemFreeAsync accept */
+static inline int sim_kind_freeable(enum sim_kind k)
+{
+    return k == SIM_K_DEVICE || k == SIM_K_MANAGED || k == SIM_K_POOL;
+}
 /* 1 when [p, p+n) lies in device memory this process may touch */
 int sim_dev_range_ok(uintptr_t p, size_t n);
 /* same, but an address outside every record counts as host memory */
