@@ -34,7 +34,6 @@ struct vs_ledger {
   vs_plan plan;                 /* kept for the life of the process */
   uint64_t limit, warn_at;      /* L_a, and the warn_at threshold in bytes (0 = none) */
   uint64_t total;               /* what the tenant could ever hold here (vs_plan_total) */
-  uint64_t wait_ms;
   int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
   uint32_t known;               /* reserve_of[] is filled for tenants below this */
   vs_ledger_hook hook;
@@ -346,7 +345,6 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
   const vs_plan_tenant *me = vs_plan_find(plan, tenant);
   h->limit = me ? me->limit : VS_NO_LIMIT;
-  h->wait_ms = me ? me->wait_ms : 0;
   h->total = vs_plan_total(plan, tenant);
   h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
   const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
