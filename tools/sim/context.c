@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CTX_MAGIC 0x43545853u
 #define STACK_MAX 64
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,7 +75,6 @@ SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&ctx_lock);
     struct sim_ctx *c = &primary[dev];
-    c->magic = CTX_MAGIC;
     c->dev = dev;
     c->primary = 1;
     c->retain++;
@@ -172,7 +170,6 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
     if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
     struct sim_ctx *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
-    c->magic = CTX_MAGIC;
     c->dev = dev;
     c->flags = flags;
     c->active = 1;

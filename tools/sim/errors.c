@@ -113,12 +113,6 @@ static int find(CUresult e)
     return -1;
 }
 
-const char *sim_error_name(CUresult e)
-{
-    int i = find(e);
-    return i < 0 ? "CUDA_ERROR_UNKNOWN" : errors[i].name;
-}
-
 SIM_API CUresult cuGetErrorName(CUresult error, const char **pStr)
 {
     SIM_COUNT(cuGetErrorName);

@@ -7,10 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define EVENT_MAGIC 0x45564e54u
-
 struct sim_event {
-    uint32_t magic;
     unsigned flags;
     uint64_t rec, done;      /* generations recorded / reached */
     struct timespec t;
@@ -44,7 +41,6 @@ SIM_API CUresult cuEventCreate(CUevent *ph, unsigned int Flags)
     if (!ph || (Flags & ~0xfu)) return CUDA_ERROR_INVALID_VALUE;
     struct sim_event *e = calloc(1, sizeof *e);
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
-    e->magic = EVENT_MAGIC;
     e->flags = Flags;
     e->refs = 1;
     pthread_mutex_lock(&ev_lock);
@@ -64,7 +60,6 @@ static CUresult event_destroy(CUevent h)
     struct sim_event *e = *pp;
     if (e) {
         *pp = e->next_live;
-        e->magic = 0;
         event_unref_locked(e);
     }
     pthread_mutex_unlock(&ev_lock);

@@ -45,7 +45,6 @@ int sim_initialized(void);
     do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 int sim_parse_size(const char *s, uint64_t *out);
 void sim_latency(void);
-const char *sim_error_name(CUresult r);
 
 /* ---- shared state across processes (state.c) ---- */
 CUresult sim_state_open(const char *path, const struct sim_config *want, struct sim_config *got);
@@ -56,7 +55,6 @@ void sim_state_after_fork_child(void);
 
 /* ---- contexts (context.c) ---- */
 struct sim_ctx {
-    uint32_t magic;
     int dev;
     unsigned flags;
     int primary;

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-#define STREAM_MAGIC 0x5354524du
-
 struct sim_op {
     struct sim_op *next;
     sim_op_fn fn;
@@ -17,7 +15,6 @@ struct sim_op {
 };
 
 struct sim_stream {
-    uint32_t magic;
     struct sim_ctx *ctx;
     unsigned flags;
     int priority;
@@ -27,7 +24,6 @@ struct sim_stream {
     uint64_t enq, done;
     int stop;                /* destroyed: drain, then the worker exits */
     int dead;                /* destroyed (guarded by reg_lock); stays listed */
-    int is_default;
     struct sim_stream *next_live;
 };
 
@@ -67,15 +63,13 @@ static void *worker(void *p)
     return NULL;
 }
 
-static struct sim_stream *stream_new(struct sim_ctx *ctx, unsigned flags, int prio, int is_default)
+static struct sim_stream *stream_new(struct sim_ctx *ctx, unsigned flags, int prio)
 {
     struct sim_stream *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    st->magic = STREAM_MAGIC;
     st->ctx = ctx;
     st->flags = flags;
     st->priority = prio;
-    st->is_default = is_default;
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     pthread_t th;
@@ -99,7 +93,7 @@ struct sim_stream *sim_stream_get(CUstream s)
     struct sim_stream *found = NULL;
     pthread_mutex_lock(&reg_lock);
     if (h == 0 || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
-        if (!default_stream) default_stream = stream_new(NULL, 0, 0, 1);
+        if (!default_stream) default_stream = stream_new(NULL, 0, 0);
         found = default_stream;
     } else {
         for (struct sim_stream *x = streams; x; x = x->next_live)
@@ -190,7 +184,7 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
     if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
     if (prio > 0) prio = 0;
     if (prio < -5) prio = -5;
-    struct sim_stream *st = stream_new(ctx, flags, prio, 0);
+    struct sim_stream *st = stream_new(ctx, flags, prio);
     if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&reg_lock);
     st->next_live = streams;
@@ -225,7 +219,6 @@ static CUresult stream_destroy(CUstream h)
     /* Like the driver, return at once; queued work still completes. */
     pthread_mutex_lock(&st->mu);
     st->stop = 1;
-    st->magic = 0;
     pthread_cond_broadcast(&st->cv);
     pthread_mutex_unlock(&st->mu);
     return CUDA_SUCCESS;

@@ -17,10 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PHYS_MAGIC 0x50485953u
-
 struct phys {
-    uint32_t magic;
     int fd;
     size_t size;
     int dev;
@@ -152,7 +149,6 @@ static void phys_destroy_list(struct phys *list)
             sim_uncharge(list->dev, list->size);
         }
         close(list->fd);
-        list->magic = 0;
         free(list);
         list = n;
     }
@@ -218,7 +214,6 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
     }
     munmap(m, size);   /* only the memfd is kept; mappings come from cuMemMap */
-    ph->magic = PHYS_MAGIC;
     ph->fd = fd;
     ph->size = size;
     ph->dev = dev;
@@ -342,7 +337,6 @@ SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
         if (fd >= 0) close(fd);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    ph->magic = PHYS_MAGIC;
     ph->fd = fd;
     ph->size = (size_t)st.st_size;
     ph->dev = card;
