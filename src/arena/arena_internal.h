@@ -93,8 +93,7 @@ typedef struct vs_heap {
   uint32_t nh, caph, hfree;         /* hfree: free slot list (index + 1) */
   uint32_t pool;                    /* unmapped handles (index + 1) */
   uint64_t pool_bytes, mapped_bytes, chunk_bytes;
-  vs_tblock *pend_head, *pend_tail; /* FIFO through fnext */
-  uint64_t pend_bytes, pend_count;
+  vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   int pressure;                     /* set by the OOM ladder: small handles, no steps */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */

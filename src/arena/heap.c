@@ -18,7 +18,8 @@
  * Invariants (vs_heap_check): every LIVE/PENDING block lies on mapped
  * granules (VMM); gmap and the handle table agree both ways; pool handles
  * are unmapped; mapped_bytes, pool_bytes, chunk_bytes equal their sums; the
- * pending FIFO holds exactly the PENDING blocks, stamps non-decreasing. */
+ * pending FIFO holds exactly the PENDING blocks, stamps non-decreasing,
+ * and the arena's pend_total is their size. */
 #include "arena_internal.h"
 
 #include <stdio.h>
@@ -321,8 +322,6 @@ void vs_heap_reclaim(vs_arena *a) {
     h->pend_head = b->fnext;
     if (!h->pend_head) h->pend_tail = NULL;
     b->fnext = NULL;
-    h->pend_bytes -= b->size;
-    h->pend_count--;
     atomic_fetch_sub(&a->pend_total, b->size);
     vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
@@ -540,8 +539,6 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
     if (h->pend_tail) h->pend_tail->fnext = b;
     else h->pend_head = b;
     h->pend_tail = b;
-    h->pend_bytes += b->size;
-    h->pend_count++;
     atomic_fetch_add(&a->pend_total, b->size);
   }
   pthread_mutex_unlock(&h->mu);
@@ -636,6 +633,7 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     fifo += b->size; nf++;
     if (!b->fnext && b != h->pend_tail) FAIL("heap: pending tail wrong");
   }
-  if (fifo != pend || nf != npend || pend != h->pend_bytes || npend != h->pend_count) FAIL("heap: pending list and blocks disagree");
+  if (fifo != pend || nf != npend) FAIL("heap: pending list and blocks disagree");
+  if (pend != atomic_load(&a->pend_total)) FAIL("arena: pending total disagrees");
   return 0;
 }
