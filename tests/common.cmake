@@ -15,5 +15,17 @@ function(vs_add_cmocka_test name)
   endif()
 endfunction()
 
-# Where the simulated driver is laid out as libcuda.so.1 (set by tools/sim).
-set(VS_SIM_DIR ${PROJECT_BINARY_DIR}/sim)
+# VS_SIM_DIR (the top-level CMakeLists.txt): where the simulated driver is
+# laid out as libcuda.so.1.
+
+# What the shim's tests preload. An ASan-instrumented shim needs the ASan
+# runtime first in the initial library list.
+set(VS_SHIM_PRELOAD $<TARGET_FILE:vramshim>)
+if(VRAMSHIM_SANITIZE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+                  OUTPUT_VARIABLE VS_ASAN_RT OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(VS_SHIM_PRELOAD "${VS_ASAN_RT}:$<TARGET_FILE:vramshim>")
+endif()
+
+# The system Python (Debian's packages: python3-jsonschema, python3-numba).
+set(VS_PY /usr/bin/python3)
