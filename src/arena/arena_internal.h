@@ -128,7 +128,7 @@ typedef struct vs_bin {
   vs_slab *cur;             /* slab allocations come from */
   vs_slab *spare;           /* one empty slab kept besides cur, against churn */
   vs_slab *pend;            /* slabs with pending slots */
-  uint64_t nslabs, live_req, live_count, waste, pend_bytes, requests;
+  uint64_t nslabs, live_req, waste, pend_bytes, requests;   /* live slots: the slabs' nlive */
   int64_t live_delta;       /* live bytes not yet folded into the arena's total */
   char pad[64];
 } vs_bin;

@@ -179,7 +179,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
     if (cs % 512) FAIL("slab: class %u size %llu not 512-aligned", c, (unsigned long long)cs);
     for (int k = 0; k < VS_NBINS; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
-      uint64_t blive = 0, bcount = 0, bwaste = 0, bpend = 0, n = 0;
+      uint64_t blive = 0, bwaste = 0, bpend = 0, n = 0;
       int cur_found = !bin->cur;
       for (vs_slab *s = bin->slabs; s; s = s->next, n++) {
         if (s->bin != bin || s->cls != c) FAIL("slab 0x%llx: wrong owner", (unsigned long long)s->base);
@@ -206,7 +206,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
         for (uint32_t i = 0; i < s->nslots; i++)
           if (s->live_bm[i / 64] & (1ull << (i % 64))) {
             if (!s->req[i] || s->req[i] > cs) FAIL("slab 0x%llx: slot %u request %u", (unsigned long long)s->base, i, s->req[i]);
-            blive += s->req[i]; bcount++; bwaste += cs - s->req[i];
+            blive += s->req[i]; bwaste += cs - s->req[i];
           }
         bpend += s->npend * cs;
         if (s->nlive == 0 && s->npend == 0 && s != bin->cur && s != bin->spare)
@@ -216,7 +216,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
       if (bin->spare && (bin->spare->nlive || bin->spare->npend || bin->spare->bin != bin || bin->spare == bin->cur))
         FAIL("slab: spare slab not empty or not the bin's");
       if (n != bin->nslabs) FAIL("slab: bin count %llu, listed %llu", (unsigned long long)bin->nslabs, (unsigned long long)n);
-      if (blive != bin->live_req || bcount != bin->live_count || bwaste != bin->waste || bpend != bin->pend_bytes)
+      if (blive != bin->live_req || bwaste != bin->waste || bpend != bin->pend_bytes)
         FAIL("slab: bin counters disagree with slots (class %u)", c);
       live += blive;
       unfolded += bin->live_delta;

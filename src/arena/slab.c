@@ -224,7 +224,6 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
   s->req[i] = (uint32_t)req;
   uint64_t size = a->classes[cls].size;
   bin->live_req += req;
-  bin->live_count++;
   bin->waste += size - req;
   bin->requests++;
   bin->live_delta += (int64_t)req;
@@ -264,7 +263,6 @@ int vs_slab_free(vs_arena *a, uint64_t addr) {
   s->pend_stamp = vs_arena_stamp(a);
   if (!s->on_pend) { s->on_pend = 1; s->pnext = bin->pend; bin->pend = s; }
   bin->live_req -= s->req[i];
-  bin->live_count--;
   bin->waste -= size - s->req[i];
   bin->pend_bytes += size;
   bin->live_delta -= (int64_t)s->req[i];
