@@ -128,6 +128,23 @@ static struct va *va_containing(uintptr_t p)
     return NULL;
 }
 
+/* the reservation holding all of [p, p+n), or NULL */
+static struct va *va_holding(uintptr_t p, size_t n)
+{
+    struct va *v = va_containing(p);
+    return v && n <= v->rec->size - (p - v->rec->base) ? v : NULL;
+}
+
+/* the mapping of v containing p (mappings never overlap), or NULL */
+static struct vmap *vmap_at(struct va *v, uintptr_t p)
+{
+    for (size_t i = 0; v && i < v->nmaps; i++) {
+        struct vmap *m = &v->maps[i];
+        if (p >= m->addr && p - m->addr < m->size) return m;
+    }
+    return NULL;
+}
+
 static void phys_unref(struct phys *ph, struct phys **to_free)
 {
     if (--ph->refs == 0) {
@@ -253,17 +270,14 @@ SIM_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handl
     REQUIRE_VMM();
     if (!handle) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_mem_lock);
-    struct va *v = va_containing((uintptr_t)addr);
+    struct vmap *m = vmap_at(va_containing((uintptr_t)addr), (uintptr_t)addr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; v && i < v->nmaps; i++) {
-        struct vmap *m = &v->maps[i];
-        if ((uintptr_t)addr >= m->addr && (uintptr_t)addr - m->addr < m->size) {
-            /* a new handle reference, released with cuMemRelease */
-            m->ph->refs++;
-            m->ph->released = 0;
-            *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->ph;
-            r = CUDA_SUCCESS;
-        }
+    if (m) {
+        /* a new handle reference, released with cuMemRelease */
+        m->ph->refs++;
+        m->ph->released = 0;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->ph;
+        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_mem_lock);
     return r;
@@ -372,10 +386,10 @@ SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
     if (flags != 0 || size == 0 || a % SIM_VMM_GRANULE || size % SIM_VMM_GRANULE || offset % SIM_VMM_GRANULE)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_mem_lock);
-    struct va *v = va_containing(a);
+    struct va *v = va_holding(a, size);
     struct phys *ph = phys_get(handle);
     CUresult r = CUDA_SUCCESS;
-    if (!v || size > v->rec->size - (a - v->rec->base)) r = CUDA_ERROR_INVALID_VALUE;
+    if (!v) r = CUDA_ERROR_INVALID_VALUE;
     else if (!ph || ph->released) r = CUDA_ERROR_INVALID_HANDLE;
     else if (offset > ph->size || size > ph->size - offset) r = CUDA_ERROR_INVALID_VALUE;
     else if (overlaps(v, a, size)) r = CUDA_ERROR_ALREADY_MAPPED;
@@ -406,9 +420,9 @@ SIM_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     uintptr_t a = (uintptr_t)ptr;
     struct phys *to_free = NULL;
     pthread_mutex_lock(&sim_mem_lock);
-    struct va *v = va_containing(a);
+    struct va *v = va_holding(a, size);
     CUresult r = CUDA_SUCCESS;
-    if (!v || size == 0 || size > v->rec->size - (a - v->rec->base)) {
+    if (!v || size == 0) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else {
         /* the range must consist of whole mappings, and be fully mapped */
@@ -453,9 +467,9 @@ SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
         if ((int)desc[i].flags > access) access = (int)desc[i].flags;
     }
     pthread_mutex_lock(&sim_mem_lock);
-    struct va *v = va_containing(a);
+    struct va *v = va_holding(a, size);
     CUresult r = CUDA_SUCCESS;
-    if (!v || size > v->rec->size - (a - v->rec->base) || !sim_vmm_range_mapped_locked(a, size))
+    if (!v || !sim_vmm_range_mapped_locked(a, size))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
         int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
@@ -481,76 +495,40 @@ SIM_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
     REQUIRE_VMM();
     if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_mem_lock);
-    struct va *v = va_containing((uintptr_t)ptr);
-    CUresult r = CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; v && i < v->nmaps; i++) {
-        struct vmap *m = &v->maps[i];
-        if ((uintptr_t)ptr >= m->addr && (uintptr_t)ptr - m->addr < m->size) {
-            *flags = (unsigned long long)m->access;
-            r = CUDA_SUCCESS;
-        }
-    }
+    struct vmap *m = vmap_at(va_containing((uintptr_t)ptr), (uintptr_t)ptr);
+    if (m) *flags = (unsigned long long)m->access;
     pthread_mutex_unlock(&sim_mem_lock);
-    return r;
+    return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* [p, p+n) covered by mappings (sim_mem_lock held) */
-int sim_vmm_range_mapped_locked(uintptr_t p, size_t n)
+/* [p, p+n) covered by mappings of one reservation, all read-write if
+ * need_rw (sim_mem_lock held) */
+static int range_covered(uintptr_t p, size_t n, int need_rw)
 {
     struct va *v = va_containing(p);
     if (!v) return 0;
-    uintptr_t cur = p, end = p + n;
-    while (cur < end) {
-        int found = 0;
-        for (size_t i = 0; i < v->nmaps; i++) {
-            struct vmap *m = &v->maps[i];
-            if (cur >= m->addr && cur < m->addr + m->size) {
-                cur = m->addr + m->size;
-                found = 1;
-                break;
-            }
-        }
-        if (!found) return 0;
+    for (uintptr_t cur = p, end = p + n; cur < end;) {
+        struct vmap *m = vmap_at(v, cur);
+        if (!m || (need_rw && m->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)) return 0;
+        cur = m->addr + m->size;
     }
     return 1;
 }
 
-/* [p, p+n) mapped and read-write: copies may touch it (sim_mem_lock held) */
-int sim_vmm_range_ok(uintptr_t p, size_t n)
-{
-    struct va *v = va_containing(p);
-    if (!v || n == 0) return v != NULL;
-    uintptr_t cur = p, end = p + n;
-    while (cur < end) {
-        int found = 0;
-        for (size_t i = 0; i < v->nmaps; i++) {
-            struct vmap *m = &v->maps[i];
-            if (cur >= m->addr && cur < m->addr + m->size) {
-                if (m->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return 0;
-                cur = m->addr + m->size;
-                found = 1;
-                break;
-            }
-        }
-        if (!found) return 0;
-    }
-    return 1;
-}
+int sim_vmm_range_mapped_locked(uintptr_t p, size_t n) { return range_covered(p, n, 0); }
+
+/* mapped and read-write: copies may touch it */
+int sim_vmm_range_ok(uintptr_t p, size_t n) { return range_covered(p, n, 1); }
 
 /* The mapping containing p: its device and extent (sim_mem_lock held). */
 int sim_vmm_ptr_info(uintptr_t p, int *dev, uintptr_t *base, size_t *size)
 {
-    struct va *v = va_containing(p);
-    for (size_t i = 0; v && i < v->nmaps; i++) {
-        struct vmap *m = &v->maps[i];
-        if (p >= m->addr && p - m->addr < m->size) {
-            *dev = m->ph->dev;
-            *base = m->addr;
-            *size = m->size;
-            return 1;
-        }
-    }
-    return 0;
+    struct vmap *m = vmap_at(va_containing(p), p);
+    if (!m) return 0;
+    *dev = m->ph->dev;
+    *base = m->addr;
+    *size = m->size;
+    return 1;
 }
 
 void sim_vmm_after_fork_child(void)
