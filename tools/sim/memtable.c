@@ -104,13 +104,15 @@ CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **a
         close(f);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, f, 0);
-    if (m == MAP_FAILED) {
-        close(f);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (addr) {
+        void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, f, 0);
+        if (m == MAP_FAILED) {
+            close(f);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        *addr = m;
     }
     *fd = f;
-    *addr = m;
     return CUDA_SUCCESS;
 }
 

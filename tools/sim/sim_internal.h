@@ -101,7 +101,8 @@ struct sim_alloc *sim_mem_find_base(uintptr_t p);  /* record starting at p */
 struct sim_alloc *sim_mem_find_ipc(int32_t pid, uint64_t id);
 size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out);
 /* memfd-backed shared mapping of len bytes (page-rounded), named
- * "vramsim-<pid>-<id>.<card>" so another process can tell what it opened */
+ * "vramsim-<pid>-<id>.<card>" so another process can tell what it opened;
+ * with addr NULL only the memfd is made, nothing is mapped */
 CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **addr);
 void sim_backing_destroy(int fd, void *addr, size_t len);
 void sim_live_add(int card, int64_t bytes, int64_t count);

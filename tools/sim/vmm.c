@@ -223,14 +223,13 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     r = sim_charge(dev, size);
     if (r != CUDA_SUCCESS) return r;
     struct phys *ph = calloc(1, sizeof *ph);
-    void *m = NULL;
     int fd = -1;
-    if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &fd, &m)) != CUDA_SUCCESS) {
+    /* only the memfd: mappings come from cuMemMap */
+    if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &fd, NULL)) != CUDA_SUCCESS) {
         free(ph);
         sim_uncharge(dev, size);
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    munmap(m, size);   /* only the memfd is kept; mappings come from cuMemMap */
     ph->fd = fd;
     ph->size = size;
     ph->dev = dev;
