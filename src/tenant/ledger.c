@@ -467,6 +467,29 @@ static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusa
   return k;
 }
 
+/* What charge and probe start with, under the lock: refreshes the tenant
+ * map, reclaims the dead when due, and evaluates the rule for n more bytes;
+ * before refusing, reclaims the dead anyway (unless just done) and
+ * evaluates again. *reclaimed: the slots reclaimed (the caller wakes the
+ * waiters after unlocking when any were). */
+static vs_refusal_kind admit_locked(vs_ledger *h, uint64_t n, vs_refusal *w, int *reclaimed) {
+  refresh_map_locked(h);
+  int swept = 0;
+  *reclaimed = 0;
+  if (sweep_due(h->shm)) {
+    *reclaimed += sweep_locked(h);
+    swept = 1;
+  }
+  vs_refusal_kind k = evaluate_locked(h, n, w);
+  if (k != VS_REFUSE_NONE && !swept) {
+    /* Before saying no, make sure no dead process holds what we need. */
+    int got = sweep_locked(h);
+    *reclaimed += got;
+    if (got) k = evaluate_locked(h, n, w);
+  }
+  return k;
+}
+
 static void stall_hook(vs_ledger *h) {
   if (h->hook == VS_LEDGER_HOOK_STOP) raise(SIGSTOP);
   else if (h->hook == VS_LEDGER_HOOK_SLEEP) sleep(3600);
@@ -478,21 +501,10 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   vs_ledger_shm *s = h->shm;
   int r = lock_shm(s);
   if (r) return r;
-  refresh_map_locked(h);
-  int swept = 0, reclaimed = 0;
-  if (sweep_due(s)) {
-    reclaimed += sweep_locked(h);
-    swept = 1;
-  }
   vs_refusal local;
   vs_refusal *w = why ? why : &local;
-  vs_refusal_kind k = evaluate_locked(h, n, w);
-  if (k != VS_REFUSE_NONE && !swept) {
-    /* Before saying no, make sure no dead process holds what we need. */
-    int got = sweep_locked(h);
-    reclaimed += got;
-    if (got) k = evaluate_locked(h, n, w);
-  }
+  int reclaimed;
+  vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
   int warn = 0;
   uint64_t used = 0;
   if (k == VS_REFUSE_NONE) {
@@ -612,18 +624,8 @@ static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
   vs_ledger_shm *s = h->shm;
   int r = lock_shm(s);
   if (r) return r;
-  refresh_map_locked(h);
-  int swept = 0, reclaimed = 0;
-  if (sweep_due(s)) {
-    reclaimed += sweep_locked(h);
-    swept = 1;
-  }
-  vs_refusal_kind k = evaluate_locked(h, n, w);
-  if (k != VS_REFUSE_NONE && !swept) {
-    int got = sweep_locked(h);
-    reclaimed += got;
-    if (got) k = evaluate_locked(h, n, w);
-  }
+  int reclaimed;
+  vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
   unlock_shm(s);
   if (reclaimed) wake_waiters(s);
   return k == VS_REFUSE_NONE ? 0 : 1;
