@@ -189,9 +189,10 @@ static void release_handle(vs_arena *a, uint32_t i) {
 /* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
  * largest that fits; else the smallest larger one, when the unmapped free
  * space after the run can take its excess), new physical memory for the
- * rest, in handles of at most `cap` bytes. Unmapped granules are always
- * free VA: used blocks lie on mapped granules only. */
-static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64_t cap) {
+ * rest, in handles of at most VS_HANDLE_MAX bytes (VS_HANDLE_PRESSURE once
+ * the backend has refused). Unmapped granules are always free VA: used
+ * blocks lie on mapped granules only. */
+static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   vs_heap *h = &a->heap;
   while (n) {
     uint32_t best = 0, over = 0;
@@ -212,6 +213,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64
       i = best - 1;
       pool_unlink(h, i);
     } else {
+      uint64_t cap = VS_HANDLE_MAX;
       if (h->pressure && cap > VS_HANDLE_PRESSURE) cap = VS_HANDLE_PRESSURE;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
@@ -229,14 +231,14 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, uint64
   return 0;
 }
 
-static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size, uint64_t cap) {
+static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
   vs_heap *h = &a->heap;
   uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1);
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
     uint64_t e = g;
     while (e <= g1 && !r->gmap[e]) e++;
-    int rc = cover_run(a, r, g, e - g, cap);
+    int rc = cover_run(a, r, g, e - g);
     if (rc) return rc;
     g = e;
   }
@@ -356,7 +358,6 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
   if (*rc) { free(r->gmap); free(r); return NULL; }
   r->tr.base = base;
   r->tr.size = size;
-  r->tr.owner = r;
   r->dedicated = dedicated;
   r->cls = k;
   if (vs_tlsf_add_region(&h->t[k], &r->tr)) {
@@ -488,8 +489,8 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
       }
-      rc = map_range(a, r, p, span, VS_HANDLE_MAX);
-      if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size, VS_HANDLE_MAX);  /* the step is optional */
+      rc = map_range(a, r, p, span);
+      if (rc == VS_BACKEND_OOM && span > size) rc = map_range(a, r, p, size);  /* the step is optional */
       if (rc) goto refused;
     }
     b = vs_tlsf_take_at(t, b, p, size);

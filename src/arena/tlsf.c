@@ -75,7 +75,6 @@ int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r) {
   r->rnext = t->regions;
   if (t->regions) t->regions->rprev = r;
   t->regions = r;
-  t->nregions++;
   list_insert(t, b);
   return 0;
 }
@@ -88,7 +87,6 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r) {
   if (r->rprev) r->rprev->rnext = r->rnext;
   else t->regions = r->rnext;
   if (r->rnext) r->rnext->rprev = r->rprev;
-  t->nregions--;
 }
 
 /* Compares how full the regions of a and b are: >0 when a's is fuller. */
@@ -163,8 +161,6 @@ vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t siz
   return b;
 }
 
-vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size) { return vs_tlsf_take_at(t, b, b->addr, size); }
-
 vs_tblock *vs_tlsf_used(vs_tlsf *t, uint64_t addr) {
   vs_tblock *b;
   HASH_FIND(hh, t->used, &addr, sizeof(uint64_t), b);
@@ -200,16 +196,6 @@ vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
   }
   list_insert(t, b);
   return b;
-}
-
-vs_tblock *vs_tlsf_largest(vs_tlsf *t) {
-  if (!t->fl_bitmap) return NULL;
-  int fl = msb64(t->fl_bitmap);
-  int sl = msb64(t->sl_bitmap[fl]);
-  vs_tblock *best = NULL;
-  for (vs_tblock *b = t->lists[fl][sl]; b; b = b->fnext)
-    if (!best || b->size > best->size) best = b;
-  return best;
 }
 
 #define FAIL(...) do { snprintf(err, len, __VA_ARGS__); return -1; } while (0)

@@ -44,7 +44,6 @@ typedef struct vs_tregion {
   uint64_t used;                     /* bytes of its LIVE and PENDING blocks */
   vs_tblock *first;
   struct vs_tregion *rnext, *rprev;  /* all regions of the tlsf, by creation */
-  void *owner;                       /* the heap's own per-region data */
 } vs_tregion;
 
 typedef struct vs_tlsf {
@@ -54,7 +53,7 @@ typedef struct vs_tlsf {
   vs_tregion *regions;
   vs_tblock *used;          /* LIVE and PENDING blocks, by addr */
   vs_tblock *spare;         /* descriptor freelist */
-  uint64_t free_bytes, used_bytes, nregions;
+  uint64_t free_bytes, used_bytes;
   /* Optional: >0 when FREE block a lies in fuller memory than b (the
    * owner's notion: a VMM heap ranks the physical handle under a hole).
    * NULL: the fuller region. */
@@ -81,8 +80,6 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r);
  * there the smallest, among equal sizes the one in the fullest region (see
  * `fuller`), then the lowest address. Not removed. */
 vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
-/* Carves [b->addr, +size) out of FREE block b and makes it LIVE. */
-vs_tblock *vs_tlsf_take(vs_tlsf *t, vs_tblock *b, uint64_t size);
 /* Carves [addr, addr+size) out of the FREE block b that contains it. */
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size);
 /* LIVE/PENDING block by start address. */
@@ -90,8 +87,6 @@ vs_tblock *vs_tlsf_used(vs_tlsf *t, uint64_t addr);
 /* LIVE -> PENDING (stamp), PENDING -> FREE with coalescing; returns the FREE block. */
 void vs_tlsf_pend(vs_tlsf *t, vs_tblock *b, uint64_t stamp);
 vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b);
-/* Largest FREE block, or NULL. */
-vs_tblock *vs_tlsf_largest(vs_tlsf *t);
 int vs_tlsf_check(vs_tlsf *t, char *err, size_t len);
 
 #endif

@@ -20,7 +20,6 @@ typedef struct ar_state {
   uint64_t calls;         /* every call through the table below */
   vs_arena *a;
   uint64_t *addr; /* per allocation id */
-  vs_arena_mode mode;
   uint64_t bad_frees; /* frees the arena refused: an arena bug */
 } ar_state;
 
@@ -107,7 +106,6 @@ static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, 
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  s->mode = mode;
   s->inner = vs_space_backend_get_mode(s->sb, mode == VS_ARENA_VMM);
   vs_arena_backend be = counting_table(s);
   vs_arena_config cfg = {.mode = mode, .release_threshold = o->release_threshold};
