@@ -4,11 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static int msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
-
 static void hist_add(vs_arena_stats *st, uint64_t n) {
   if (!n) return;
-  int k = msb64(n);
+  int k = vs_msb64(n);
   if (k >= VS_ARENA_HIST_BUCKETS) k = VS_ARENA_HIST_BUCKETS - 1;
   st->hist_count[k]++;
   st->hist_bytes[k] += n;

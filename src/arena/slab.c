@@ -39,7 +39,7 @@ void vs_slab_classes(vs_arena *a) {
       a->classes[n].bins[b].cls = n;
     }
     n++;
-    uint64_t step = s < 2048 ? 512 : (1ull << (63 - __builtin_clzll(s))) / 4;
+    uint64_t step = s < 2048 ? 512 : (1ull << vs_msb64(s)) / 4;
     s += step;
   }
   a->nclasses = n;

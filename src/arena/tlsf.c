@@ -5,11 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
-
 /* Class of a block of `size` bytes (size >= VS_TLSF_ALIGN). */
 static void mapping(uint64_t size, int *fl, int *sl) {
-  int f = msb64(size);
+  int f = vs_msb64(size);
   *fl = f;
   *sl = (int)((size >> (f - VS_TLSF_SL_LOG2)) & (VS_TLSF_SL - 1));
 }

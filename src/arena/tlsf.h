@@ -61,6 +61,9 @@ typedef struct vs_tlsf {
   void *fuller_ctx;
 } vs_tlsf;
 
+/* Index of the highest set bit of v (v != 0). */
+static inline int vs_msb64(uint64_t v) { return 63 - __builtin_clzll(v); }
+
 /* Compares the fractions a_part/a_whole and b_part/b_whole without
  * division (128-bit products: no overflow for 64-bit byte counts):
  * >0 when a's is larger, 0 when equal. */
