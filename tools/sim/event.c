@@ -76,10 +76,34 @@ SIM_API CUresult cuEventDestroy(CUevent h)
     return event_destroy(h);
 }
 
-struct record_op { struct sim_event *e; uint64_t gen; };
+/* A queued record or wait: holds a reference to e. */
+struct event_op { struct sim_event *e; uint64_t gen; };
+
+/* Queues fn on st for event h, at a new generation (record) or the one
+ * recorded last (wait). */
+static CUresult enqueue_event_op(struct sim_stream *st, CUevent h, sim_op_fn fn, int new_gen)
+{
+    pthread_mutex_lock(&ev_lock);
+    struct sim_event *e = event_get(h);
+    if (!e) {
+        pthread_mutex_unlock(&ev_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct event_op o = {e, new_gen ? ++e->rec : e->rec};
+    e->refs++;
+    pthread_mutex_unlock(&ev_lock);
+    CUresult r = sim_stream_enqueue(st, fn, &o, sizeof o);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&ev_lock);
+        event_unref_locked(e);
+        pthread_mutex_unlock(&ev_lock);
+    }
+    return r;
+}
+
 static void run_record(void *p)
 {
-    struct record_op *o = p;
+    struct event_op *o = p;
     pthread_mutex_lock(&ev_lock);
     if (o->gen > o->e->done) {
         o->e->done = o->gen;
@@ -94,22 +118,7 @@ static CUresult event_record(CUevent h, CUstream s)
 {
     SIM_REQUIRE_INIT();
     GET_STREAM(st, s);
-    pthread_mutex_lock(&ev_lock);
-    struct sim_event *e = event_get(h);
-    if (!e) {
-        pthread_mutex_unlock(&ev_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct record_op o = {e, ++e->rec};
-    e->refs++;
-    pthread_mutex_unlock(&ev_lock);
-    CUresult r = sim_stream_enqueue(st, run_record, &o, sizeof o);
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&ev_lock);
-        event_unref_locked(e);
-        pthread_mutex_unlock(&ev_lock);
-    }
-    return r;
+    return enqueue_event_op(st, h, run_record, 1);
 }
 SIM_API CUresult cuEventRecord(CUevent h, CUstream s)
 {
@@ -193,10 +202,9 @@ SIM_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     return elapsed(ms, a, b);
 }
 
-struct wait_op { struct sim_event *e; uint64_t gen; };
 static void run_wait(void *p)
 {
-    struct wait_op *o = p;
+    struct event_op *o = p;
     pthread_mutex_lock(&ev_lock);
     while (o->e->done < o->gen) pthread_cond_wait(&ev_cv, &ev_lock);
     event_unref_locked(o->e);
@@ -208,22 +216,7 @@ static CUresult stream_wait_event(CUstream s, CUevent h, unsigned flags)
     SIM_REQUIRE_INIT();
     if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(st, s);
-    pthread_mutex_lock(&ev_lock);
-    struct sim_event *e = event_get(h);
-    if (!e) {
-        pthread_mutex_unlock(&ev_lock);
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    struct wait_op o = {e, e->rec};
-    e->refs++;
-    pthread_mutex_unlock(&ev_lock);
-    CUresult r = sim_stream_enqueue(st, run_wait, &o, sizeof o);
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&ev_lock);
-        event_unref_locked(e);
-        pthread_mutex_unlock(&ev_lock);
-    }
-    return r;
+    return enqueue_event_op(st, h, run_wait, 0);
 }
 SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
