@@ -495,6 +495,24 @@ static void stall_hook(vs_ledger *h) {
   else if (h->hook == VS_LEDGER_HOOK_SLEEP) sleep(3600);
 }
 
+/* Adds n to what our slot holds and to our tenant's usage (and their
+ * peaks), in one write section; returns the tenant's usage after. With
+ * stall, the test hook (if set) runs between the two updates. */
+static uint64_t add_locked(vs_ledger *h, uint64_t n, int stall) {
+  vs_ledger_shm *s = h->shm;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  write_begin(s);
+  VS_STORE(&sl->held, sl->held + n);
+  if (sl->held > sl->peak) sl->peak = sl->held;
+  /* The worst place to die: slot updated, total not, seq odd. */
+  if (stall && h->hook) stall_hook(h);
+  VS_STORE(&t->used, t->used + n);
+  if (t->used > t->peak) t->peak = t->used;
+  write_end(s);
+  return t->used;
+}
+
 int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (!h) return -EINVAL;
   if (h->fd < 0) return -ECHILD; /* a fork child (see atfork_child; getpid() would be a syscall) */
@@ -508,18 +526,9 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   int warn = 0;
   uint64_t used = 0;
   if (k == VS_REFUSE_NONE) {
-    vs_ledger_slot *sl = &s->slots[h->slot];
     vs_ledger_tenant *t = &s->tenants[h->tenant];
     uint64_t before = t->used;
-    write_begin(s);
-    VS_STORE(&sl->held, sl->held + n);
-    if (sl->held > sl->peak) sl->peak = sl->held;
-    /* The worst place to die: slot updated, total not, seq odd. */
-    if (h->hook) stall_hook(h);
-    VS_STORE(&t->used, t->used + n);
-    if (t->used > t->peak) t->peak = t->used;
-    write_end(s);
-    used = t->used;
+    used = add_locked(h, n, 1);
     if (h->warn_at && before < h->warn_at && used >= h->warn_at) {
       uint64_t now = now_ns(CLOCK_REALTIME);
       if (now - t->last_warn_ns >= WARN_EVERY_NS) {
@@ -546,14 +555,7 @@ void vs_ledger_force(vs_ledger *h, uint64_t n) {
   if (!h || h->fd < 0 || !n) return;
   vs_ledger_shm *s = h->shm;
   if (lock_shm(s)) return;
-  vs_ledger_slot *sl = &s->slots[h->slot];
-  vs_ledger_tenant *t = &s->tenants[h->tenant];
-  write_begin(s);
-  VS_STORE(&sl->held, sl->held + n);
-  if (sl->held > sl->peak) sl->peak = sl->held;
-  VS_STORE(&t->used, t->used + n);
-  if (t->used > t->peak) t->peak = t->used;
-  write_end(s);
+  add_locked(h, n, 0);
   unlock_shm(s);
 }
 
