@@ -101,6 +101,11 @@ typedef struct vs_heap {
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
 } vs_heap;
 
+/* The heap region of a tlsf region (its first member). */
+static inline vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
+/* Index in r's granule map of the granule holding va (G is a power of two). */
+static inline uint64_t gran(const vs_heap *h, const vs_tregion *r, uint64_t va) { return (va - r->base) >> h->gshift; }
+
 /* ---- Small objects ------------------------------------------------------ */
 /* Cache-line aligned: two threads' slabs must not share a line (their
  * counters and bitmaps pointers are written on every allocation). */

@@ -18,13 +18,13 @@ static void hist_add(vs_arena_stats *st, uint64_t n) {
  * extents of their own size (they can be mapped anywhere). */
 static void heap_extents(vs_heap *h, vs_arena_stats *st) {
   VS_HEAP_REGIONS(h, tr) {
-    vs_hregion *r = (vs_hregion *)tr;
+    vs_hregion *r = hr(tr);
     for (vs_tblock *b = tr->first; b; b = b->next) {
       if (b->state != VS_TB_FREE) continue;
       if (!h->vmm) { hist_add(st, b->size); continue; }
       uint64_t end = b->addr + b->size, top = tr->base + r->hiwater * h->G, run = 0;
       for (uint64_t at = b->addr; at < end && at < top;) {
-        uint64_t g = (at - tr->base) / h->G, gend = tr->base + (g + 1) * h->G;
+        uint64_t g = gran(h, tr, at), gend = tr->base + (g + 1) * h->G;
         uint64_t piece = (gend < end ? gend : end) - at;
         if (r->gmap[g]) run += piece;
         else { hist_add(st, run); run = 0; }
@@ -102,7 +102,7 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   VS_HEAP_REGIONS(h, tr) {
-    vs_hregion *r = (vs_hregion *)tr;
+    vs_hregion *r = hr(tr);
     vs_region_info ri = {.base = tr->base, .size = tr->size,
                          .kind = h->vmm ? VS_REGION_VMM_RANGE : r->dedicated ? VS_REGION_DEDICATED : VS_REGION_CHUNK};
     /* A VMM reservation is reported up to its highest mapped granule: the

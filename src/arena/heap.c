@@ -27,7 +27,6 @@
 #include <string.h>
 
 static uint64_t up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-static vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
 
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
 uint64_t vs_heap_cached(vs_heap *h) {
@@ -95,9 +94,6 @@ static void pool_unlink(vs_heap *h, uint32_t i) {
 }
 
 static int be_call(vs_arena *a, int rc) { vs_arena_call_done(a); return rc; }
-
-/* Index in r's granule map of the granule holding va (G is a power of two). */
-static uint64_t gran(const vs_heap *h, const vs_tregion *r, uint64_t va) { return (va - r->base) >> h->gshift; }
 
 /* Region and granule of a VA inside a VMM region, or NULL. */
 static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
