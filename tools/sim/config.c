@@ -158,12 +158,15 @@ SIM_API CUresult cuDriverGetVersion(int *v)
     return CUDA_SUCCESS;
 }
 
-void sim_latency(void)
+void sim_sleep_us(uint64_t us)
 {
-    uint64_t us = sim_cfg.alloc_latency_us;
-    if (!us) return;
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
     while (nanosleep(&ts, &ts) != 0) {}
+}
+
+void sim_latency(void)
+{
+    if (sim_cfg.alloc_latency_us) sim_sleep_us(sim_cfg.alloc_latency_us);
 }
 
 /* ---- extension API ---- */

@@ -44,7 +44,8 @@ int sim_initialized(void);
 #define SIM_REQUIRE_INIT() \
     do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 int sim_parse_size(const char *s, uint64_t *out);
-void sim_latency(void);
+void sim_sleep_us(uint64_t us);   /* the whole time, across signals */
+void sim_latency(void);             /* VRAMSIM_ALLOC_LATENCY_US */
 
 /* ---- shared state across processes (state.c) ---- */
 CUresult sim_state_open(const char *path, const struct sim_config *want, struct sim_config *got);
@@ -131,7 +132,6 @@ typedef void (*sim_op_fn)(void *arg);
 struct sim_stream *sim_stream_get(CUstream s);
 /* Queue fn(arg) (arg is copied, argsz bytes) to run later on the stream. */
 CUresult sim_stream_enqueue(struct sim_stream *st, sim_op_fn fn, const void *arg, size_t argsz);
-void sim_stream_sync(struct sim_stream *st);
 void sim_default_stream_sync(void);
 void sim_sync_all(void);
 void sim_stream_after_fork_child(void);

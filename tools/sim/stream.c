@@ -6,7 +6,6 @@
 #include "sim_internal.h"
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct sim_op {
     struct sim_op *next;
@@ -33,12 +32,6 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_stream *streams;
 static struct sim_stream *default_stream;
 
-static void sleep_us(uint64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0) {}
-}
-
 static void *worker(void *p)
 {
     struct sim_stream *st = p;
@@ -48,7 +41,7 @@ static void *worker(void *p)
         if (!st->head) break;   /* stopped and drained */
         struct sim_op *op = st->head;
         pthread_mutex_unlock(&st->mu);
-        if (sim_cfg.async_delay_us) sleep_us(sim_cfg.async_delay_us);
+        if (sim_cfg.async_delay_us) sim_sleep_us(sim_cfg.async_delay_us);
         op->fn(op->arg);
         pthread_mutex_lock(&st->mu);
         st->head = op->next;
@@ -122,12 +115,21 @@ CUresult sim_stream_enqueue(struct sim_stream *st, sim_op_fn fn, const void *arg
     return CUDA_SUCCESS;
 }
 
-void sim_stream_sync(struct sim_stream *st)
+/* Waits until st has run its first target operations. */
+static void wait_done(struct sim_stream *st, uint64_t target)
+{
+    pthread_mutex_lock(&st->mu);
+    while (st->done < target) pthread_cond_wait(&st->cv, &st->mu);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Waits for the work queued on st so far. */
+static void stream_drain(struct sim_stream *st)
 {
     pthread_mutex_lock(&st->mu);
     uint64_t target = st->enq;
-    while (st->done < target) pthread_cond_wait(&st->cv, &st->mu);
     pthread_mutex_unlock(&st->mu);
+    wait_done(st, target);
 }
 
 /* Waits for the work queued so far on every stream, or (legacy) only on
@@ -162,12 +164,7 @@ static void sync_streams(int legacy_only)
         }
     }
     pthread_mutex_unlock(&reg_lock);
-    for (size_t i = 0; i < n; i++) {
-        struct sim_stream *st = w[i].st;
-        pthread_mutex_lock(&st->mu);
-        while (st->done < w[i].target) pthread_cond_wait(&st->cv, &st->mu);
-        pthread_mutex_unlock(&st->mu);
-    }
+    for (size_t i = 0; i < n; i++) wait_done(w[i].st, w[i].target);
     free(w);
 }
 
@@ -239,7 +236,7 @@ static CUresult stream_sync(CUstream h)
 {
     SIM_REQUIRE_INIT();
     GET_STREAM(st, h);
-    sim_stream_sync(st);
+    stream_drain(st);
     sim_pools_sync_trim();
     return CUDA_SUCCESS;
 }
