@@ -436,19 +436,30 @@ void vs_ledger_close(vs_ledger *h) {
 }
 
 /* ---- Admission ---------------------------------------------------------------- */
-static uint64_t reserve_of(const vs_ledger *h, uint32_t t) {
-  return h->reserve_of[t] >= 0 ? (uint64_t)h->reserve_of[t] : h->shm->tenants[t].reserve;
+/* R_t: our plan's reservation for tenant t when the plan names it (known:
+ * how many reserve_of[] entries are filled), else the ledger's. */
+static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
+  int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
+  return mine >= 0 ? (uint64_t)mine : VS_LOAD(&h->shm->tenants[t].reserve);
+}
+
+/* The sum of max(U_t, R_t) over the tenants below nt other than ours.
+ * Relaxed atomic reads: the lock-free view uses it too. */
+static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt) {
+  const vs_ledger_shm *s = h->shm;
+  uint64_t others = 0;
+  for (uint32_t t = 0; t < nt; t++) {
+    if (t == h->tenant) continue;
+    uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
+    others = vs_sat_add(others, u > r ? u : r);
+  }
+  return others;
 }
 
 /* The rule, under the lock: 0 admitted, else the refusing condition. */
 static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusal *why) {
   const vs_ledger_shm *s = h->shm;
-  uint64_t ua = s->tenants[h->tenant].used, others = 0;
-  for (uint32_t t = 0; t < h->known; t++) {
-    if (t == h->tenant) continue;
-    uint64_t u = s->tenants[t].used, r = reserve_of(h, t);
-    others = vs_sat_add(others, u > r ? u : r);
-  }
+  uint64_t ua = s->tenants[h->tenant].used, others = others_of(h, h->known, h->known);
   uint64_t want = vs_sat_add(ua, n);
   vs_refusal_kind k = VS_REFUSE_NONE;
   if (want > h->limit) k = VS_REFUSE_LIMIT;
@@ -670,14 +681,7 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-    uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = 0;
-    for (uint32_t t = 0; t < nt; t++) {
-      if (t == h->tenant) continue;
-      uint64_t u = VS_LOAD(&s->tenants[t].used);
-      int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
-      uint64_t r = mine >= 0 ? (uint64_t)mine : VS_LOAD(&s->tenants[t].reserve);
-      others = vs_sat_add(others, u > r ? u : r);
-    }
+    uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = others_of(h, known, nt);
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
     uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
