@@ -80,6 +80,11 @@ void vs_acct_ipc_add(int card, int64_t bytes) {
   atomic_fetch_add_explicit(&c->ipc_count, bytes >= 0 ? 1 : -1, memory_order_relaxed);
 }
 
+uint64_t vs_acct_live_bytes(int card) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return 0;
+  return atomic_load_explicit(&g_cards[card].live, memory_order_relaxed);
+}
+
 void vs_acct_request(int card, int is_alloc) {
   card_counters *c = card_of(card);
   if (c) atomic_fetch_add_explicit(is_alloc ? &c->alloc_requests : &c->free_requests, 1, memory_order_relaxed);

@@ -17,6 +17,8 @@ void vs_acct_reserved_add(int card, uint64_t bytes);
 void vs_acct_reserved_sub(int card, uint64_t bytes);
 void vs_acct_va_add(int card, int64_t bytes);     /* signed: reserve / free */
 void vs_acct_ipc_add(int card, int64_t bytes);    /* signed: open / close */
+/* The card's live bytes now (one relaxed load; 0 outside the cards). */
+uint64_t vs_acct_live_bytes(int card);
 
 void vs_acct_request(int card, int is_alloc);     /* alloc_requests / free_requests */
 void vs_acct_failed(int card);

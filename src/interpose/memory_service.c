@@ -35,14 +35,6 @@ static void account(const vs_alloc_info *rec, int sign) {
   }
 }
 
-/* The ledger's per-process "live" column, refreshed where the ledger is
- * touched anyway (a driver allocation or free; the arena's growths and
- * shrinks in quota.c): an arena hit makes no ledger call. */
-static void note_live(int card) {
-  vramshim_card_stats st;
-  if (vramshim_stats(card, &st) == 0) vs_quota_note_live(card, st.live_bytes);
-}
-
 /* Records a fresh allocation and moves the counters. */
 static void record(vs_mem_op *op) {
   vs_alloc_info stale;
@@ -60,8 +52,10 @@ static void record(vs_mem_op *op) {
   }
   account(&op->rec, +1);
   if (holds_device_memory(op->rec.kind)) {
-    int due = vs_quota_live_due(); /* this request grew the arena */
-    if (due || op->rec.owner == VS_OWNER_DRIVER) note_live(op->rec.card);
+    /* The ledger's per-process "live" column, refreshed where the ledger
+     * was touched anyway: this request's charge (a driver allocation, or
+     * an arena growth) was admitted. An arena hit makes no ledger call. */
+    if (vs_quota_live_due()) vs_quota_refresh_live(op->rec.card);
     vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
   }
 }
@@ -209,7 +203,7 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   }
   account(&op->rec, -1);
   if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
-  else if (holds_device_memory(op->rec.kind)) note_live(op->rec.card);
+  else if (holds_device_memory(op->rec.kind)) vs_quota_refresh_live(op->rec.card);
   return r;
 }
 

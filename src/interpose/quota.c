@@ -16,6 +16,7 @@
 
 #include "observe.h"
 
+#include "accounting.h"
 #include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
@@ -141,10 +142,9 @@ static vs_tenant_session *card_session(int card) {
   return st == CARD_OPEN ? s : NULL;
 }
 
-/* The ledger's "live" column from the shim's counters (a relaxed store). */
-static void push_live(vs_tenant_session *s, int card) {
-  vramshim_card_stats st;
-  if (vramshim_stats(card, &st) == 0) vs_tenant_set_live(s, card, st.live_bytes);
+void vs_quota_refresh_live(int card) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  vs_tenant_set_live(g_session, card, vs_acct_live_bytes(card));
 }
 
 CUresult vs_quota_charge(int card, uint64_t n) {
@@ -159,7 +159,10 @@ CUresult vs_quota_charge(int card, uint64_t n) {
   }
   t->pending = 0;
   t->live_due = 1;
-  push_live(s, card);
+  /* Refreshed again when the allocation is recorded; this one is what the
+   * ledger keeps when the request fails after the growth was admitted (a
+   * VMM handle created, then its mapping refused: the handle stays cached). */
+  vs_quota_refresh_live(card);
   return CUDA_SUCCESS;
 }
 
@@ -211,7 +214,7 @@ void vs_quota_uncharge(int card, uint64_t n) {
   vs_tenant_session *s = card_session(card);
   if (!s) return;
   vs_tenant_release(s, card, n);
-  push_live(s, card);
+  vs_quota_refresh_live(card);
 }
 
 int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
@@ -245,15 +248,10 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
     }
     if (f > tot) f = tot;
     *free_bytes = f;
-    push_live(s, card);
+    vs_quota_refresh_live(card);
   }
   if (total_bytes) *total_bytes = tot;
   return VS_MEM_DONE;
-}
-
-void vs_quota_note_live(int card, uint64_t live_bytes) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
-  vs_tenant_set_live(g_session, card, live_bytes);
 }
 
 unsigned vs_quota_waiters(int card) {

@@ -35,12 +35,13 @@ void vs_quota_uncharge(int card, uint64_t n);
  * free_bytes may be NULL. */
 int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes);
 
-/* The live bytes of this process on card changed (for the ledger's
- * per-process "live" column; cheap, no lock). */
-void vs_quota_note_live(int card, uint64_t live_bytes);
-/* 1 once after this thread's charge was admitted (an arena growth): the
- * allocation that caused it should refresh the live bytes when recorded.
- * A thread-local read: free to call on the hot path. */
+/* Copies this process's live bytes on card (accounting.h) into the
+ * ledger's per-process "live" column when the card is enforced: one
+ * relaxed load and one relaxed store, no lock. */
+void vs_quota_refresh_live(int card);
+/* 1 once after this thread's charge was admitted (a pass-through allocation
+ * or an arena growth): the allocation that caused it refreshes the live
+ * bytes when recorded. A thread-local read: free to call on the hot path. */
 int vs_quota_live_due(void);
 
 /* Requests of any process waiting (on_limit = wait) for memory on card; 0
