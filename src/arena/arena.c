@@ -109,16 +109,19 @@ int vs_arena_free(vs_arena *a, uint64_t addr) {
   return rc;
 }
 
-/* Caller holds heap.mu: the LIVE user block containing addr, or NULL. */
-static vs_tblock *heap_block_at(vs_heap *h, uint64_t addr) {
+/* Caller holds heap.mu: the live user allocation of the heap containing
+ * addr (0), or -1. */
+static int heap_lookup(vs_heap *h, uint64_t addr, uint64_t *start, uint64_t *size) {
   vs_tblock *b = vs_heap_used(h, addr);
-  if (b) return b;
-  VS_HEAP_REGIONS(h, r) {
-    if (addr < r->base || addr >= r->base + r->size) continue;
-    for (b = r->first; b; b = b->next)
-      if (addr >= b->addr && addr < b->addr + b->size) return b;
+  if (!b) {
+    vs_hregion *r = vs_heap_region_of(h, addr);
+    for (b = r ? r->tr.first : NULL; b; b = b->next)
+      if (addr >= b->addr && addr < b->addr + b->size) break;
   }
-  return NULL;
+  if (!b || b->state != VS_TB_LIVE || !b->req || addr >= b->addr + b->req) return -1;
+  *start = b->addr;
+  *size = b->req;
+  return 0;
 }
 
 int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) {
@@ -127,32 +130,27 @@ int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size)
   if (rc != 1) return rc;
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
-  vs_tblock *b = heap_block_at(h, addr);
-  rc = -1;
-  if (b && b->state == VS_TB_LIVE && b->req && addr < b->addr + b->req) {
-    *start = b->addr;
-    *size = b->req;
-    rc = 0;
-  }
+  rc = heap_lookup(h, addr, start, size);
   pthread_mutex_unlock(&h->mu);
   return rc;
 }
 
 int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_t *offset, int *vmm_backed) {
   uint64_t start, size;
-  if (!a || vs_arena_lookup(a, addr, &start, &size)) return -1;
+  if (!a) return -1;
+  int rc = vs_slab_lookup(a, addr, &start, &size);
+  if (rc == -1) return -1;
   vs_heap *h = &a->heap;
-  int rc = -1;
   pthread_mutex_lock(&h->mu);
-  VS_HEAP_REGIONS(h, r)
-    if (rc && start >= r->base && start < r->base + r->size) {
-      if (chunk_base) *chunk_base = r->base;
-      if (offset) *offset = start - r->base;
-      if (vmm_backed) *vmm_backed = h->vmm;
-      rc = 0;
-    }
+  if (rc == 1) rc = heap_lookup(h, addr, &start, &size);   /* not a slab: the heap's */
+  vs_hregion *r = rc ? NULL : vs_heap_region_of(h, start);
+  if (r) {
+    if (chunk_base) *chunk_base = r->tr.base;
+    if (offset) *offset = start - r->tr.base;
+    if (vmm_backed) *vmm_backed = h->vmm;
+  }
   pthread_mutex_unlock(&h->mu);
-  return rc;
+  return r ? 0 : -1;
 }
 
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {

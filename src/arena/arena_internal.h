@@ -192,6 +192,7 @@ void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu 
 int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu */
 int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
 vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr);           /* caller holds mu */
+vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr);     /* the region holding addr, or NULL; caller holds mu */
 #define VS_HEAP_REGIONS(h, tr) \
   for (int k_ = 0; k_ < VS_HEAP_NT; k_++) for (vs_tregion *tr = (h)->t[k_].regions; tr; tr = tr->rnext)
 

@@ -95,8 +95,7 @@ static void pool_unlink(vs_heap *h, uint32_t i) {
 
 static int be_call(vs_arena *a, int rc) { vs_arena_call_done(a); return rc; }
 
-/* Region and granule of a VA inside a VMM region, or NULL. */
-static vs_hregion *region_of(vs_heap *h, uint64_t addr) {
+vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr) {
   VS_HEAP_REGIONS(h, r)
     if (addr >= r->base && addr < r->base + r->size) return hr(r);
   return NULL;
@@ -164,7 +163,7 @@ static int map_handle(vs_arena *a, vs_hregion *r, uint32_t i, uint64_t va) {
 static int unmap_handle(vs_arena *a, uint32_t i) {
   vs_heap *h = &a->heap;
   vs_handle *x = &h->h[i];
-  vs_hregion *r = region_of(h, x->va);
+  vs_hregion *r = vs_heap_region_of(h, x->va);
   int rc = be_call(a, a->be.unmap(a->be.ctx, x->va, x->size));
   if (rc) return rc;
   uint64_t g0 = gran(h, &r->tr, x->va);
@@ -588,7 +587,7 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     vs_handle *x = &h->h[i];
     if (!x->used) continue;
     if (x->mapped) {
-      vs_hregion *r = region_of(h, x->va);
+      vs_hregion *r = vs_heap_region_of(h, x->va);
       if (!r) FAIL("heap: handle %u mapped outside every region", i);
       for (uint64_t g = gran(h, &r->tr, x->va), k = 0; k < x->size / h->G; k++)
         if (r->gmap[g + k] != i + 1) FAIL("heap: granule map disagrees with handle %u", i);
