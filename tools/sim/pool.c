@@ -57,23 +57,30 @@ static struct sim_pool *pool_get(CUmemoryPool h)
     return NULL;
 }
 
-/* Releases cached blocks until reserved <= keep; pool_lock held. The
- * blocks are returned in *out (the caller frees them without the lock). */
-static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc ***out)
+/* Takes cached blocks out of p until reserved <= keep, into v; with v NULL
+ * only says how many it may take (all it caches, or none when p is within
+ * keep). pool_lock held. */
+static size_t take_excess(struct sim_pool *p, uint64_t keep, struct sim_alloc **v)
 {
+    if (!v) return p->reserved_cur > keep ? p->ncache : 0;
     size_t n = 0;
-    struct sim_alloc **v = malloc((p->ncache + 1) * sizeof *v);
-    if (!v) {
-        *out = NULL;
-        return 0;
-    }
     while (p->ncache && p->reserved_cur > keep) {
         struct sim_alloc *a = p->cache[--p->ncache];
         p->reserved_cur -= a->charged;
         v[n++] = a;
     }
-    *out = v;
     return n;
+}
+
+/* Releases cached blocks until reserved <= keep; pool_lock held. The
+ * blocks are returned in *out (the caller frees them without the lock);
+ * *out is NULL when there is nothing to release. */
+static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc ***out)
+{
+    size_t max = take_excess(p, keep, NULL);
+    struct sim_alloc **v = max ? malloc(max * sizeof *v) : NULL;
+    *out = v;
+    return v ? take_excess(p, keep, v) : 0;
 }
 
 /* Gives a block no pool keeps back to the card. */
@@ -99,25 +106,30 @@ static void trim_pool(struct sim_pool *p, uint64_t keep)
     release_blocks(v, n);
 }
 
+/* take_excess over every pool, each down to its release threshold (a
+ * destroyed one down to 0); pool_lock held. */
+static size_t take_sync_excess(struct sim_alloc **v)
+{
+    size_t n = 0;
+    for (int i = 0; i < sim_cfg.ncards; i++) {
+        struct sim_pool *p = &default_pools[i];
+        if (p->magic == POOL_MAGIC) n += take_excess(p, p->release_threshold, v ? v + n : NULL);
+    }
+    for (struct sim_pool *p = pools; p; p = p->next)
+        n += take_excess(p, p->destroyed ? 0 : p->release_threshold, v ? v + n : NULL);
+    return n;
+}
+
+/* Runs at every synchronisation: nothing is allocated when no pool holds
+ * cached memory above its threshold. */
 void sim_pools_sync_trim(void)
 {
-    for (int i = 0; i < sim_cfg.ncards; i++) {
-        pthread_mutex_lock(&pool_lock);
-        int live = default_pools[i].magic == POOL_MAGIC;
-        uint64_t thr = default_pools[i].release_threshold;
-        pthread_mutex_unlock(&pool_lock);
-        if (live) trim_pool(&default_pools[i], thr);
-    }
-    /* pools are never freed, so walking with the lock dropped is safe */
     pthread_mutex_lock(&pool_lock);
-    struct sim_pool *first = pools;
+    size_t max = take_sync_excess(NULL);
+    struct sim_alloc **v = max ? malloc(max * sizeof *v) : NULL;
+    size_t n = v ? take_sync_excess(v) : 0;
     pthread_mutex_unlock(&pool_lock);
-    for (struct sim_pool *p = first; p; p = p->next) {
-        pthread_mutex_lock(&pool_lock);
-        uint64_t thr = p->destroyed ? 0 : p->release_threshold;
-        pthread_mutex_unlock(&pool_lock);
-        trim_pool(p, thr);
-    }
+    release_blocks(v, n);
 }
 
 /* A block freed (now or in stream order) goes back to its pool; it was
