@@ -711,8 +711,7 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   char rq[32], us[32], li[32], ot[32], hr[32], ca[32], more[64] = "";
   vs_fmt_bytes(why->request, rq, sizeof rq);
   vs_fmt_bytes(why->used, us, sizeof us);
-  if (why->limit == VS_NO_LIMIT) snprintf(li, sizeof li, "none");
-  else vs_fmt_bytes(why->limit, li, sizeof li);
+  vs_bytes_or_none(why->limit, li, sizeof li);
   vs_fmt_bytes(why->others, ot, sizeof ot);
   vs_fmt_bytes(why->headroom, hr, sizeof hr);
   vs_fmt_bytes(why->capacity, ca, sizeof ca);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config.h"
 #include "log.h"
 
 /* Parses "123", "1.5": integer part and up to 9 decimals as a fraction in
@@ -125,4 +126,10 @@ const char *vs_size_str(vs_size s, char *buf, unsigned len) {
     return buf;
   }
   return vs_fmt_bytes(s.bytes, buf, len);
+}
+
+const char *vs_bytes_or_none(uint64_t bytes, char *buf, unsigned len) {
+  if (bytes != VS_NO_LIMIT) return vs_fmt_bytes(bytes, buf, len);
+  snprintf(buf, len, "none");
+  return buf;
 }

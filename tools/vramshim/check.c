@@ -24,10 +24,7 @@ static void usage(FILE *out) {
           "exit status: 0 valid, 1 invalid, 2 usage\n");
 }
 
-static const char *bytes(uint64_t b, char *buf) {
-  if (b == VS_NO_LIMIT) return "none";
-  return vs_fmt_bytes(b, buf, 32);
-}
+static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, buf, 32); }
 
 static void on_limit_str(uint64_t wait_ms, char *buf, size_t len) {
   if (!wait_ms) snprintf(buf, len, "fail");

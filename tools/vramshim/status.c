@@ -39,9 +39,7 @@ static void default_dir(char *out, size_t len) {
   free(cfg);
 }
 
-static const char *bytes(uint64_t b, char *buf) {
-  return b == VS_NO_LIMIT ? "none" : vs_fmt_bytes(b, buf, 32);
-}
+static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, buf, 32); }
 
 static void fmt_time(uint64_t ns, char *buf, size_t len) {
   time_t t = (time_t)(ns / 1000000000ull);
