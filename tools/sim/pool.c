@@ -46,6 +46,14 @@ static struct sim_pool *default_pool(int dev)
     return p;
 }
 
+/* The pool cuMemAllocAsync takes from on dev: the one cuDeviceSetMemPool
+ * chose (always live: cuMemPoolDestroy clears the choice), else the
+ * default pool. pool_lock held. */
+static struct sim_pool *mem_pool_of(int dev)
+{
+    return current_pool[dev] ? current_pool[dev] : default_pool(dev);
+}
+
 /* pool_lock held */
 static struct sim_pool *pool_get(CUmemoryPool h)
 {
@@ -225,8 +233,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
     CUresult r = sim_ctx_current(&ctx);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&pool_lock);
-    struct sim_pool *p = current_pool[ctx->dev];
-    if (!p || !pool_get((CUmemoryPool)p)) p = default_pool(ctx->dev);
+    struct sim_pool *p = mem_pool_of(ctx->dev);
     pthread_mutex_unlock(&pool_lock);
     return pool_alloc(dptr, size, p, s);
 }
@@ -328,9 +335,7 @@ SIM_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&pool_lock);
-    struct sim_pool *p = current_pool[dev];
-    if (!p || !pool_get((CUmemoryPool)p)) p = default_pool(dev);
-    *pool = (CUmemoryPool)p;
+    *pool = (CUmemoryPool)mem_pool_of(dev);
     pthread_mutex_unlock(&pool_lock);
     return CUDA_SUCCESS;
 }
