@@ -1,7 +1,8 @@
 /* The arena: dispatch by size, stream-safe reuse, counters, trim, stats.
  *
- * Sizes: <= VS_SMALL_MAX go to slabs (slab.c); everything larger to the
- * heap (heap.c), rounded to 512 B.
+ * Sizes: <= VS_SMALL_MAX go to slabs (slab.c); everything larger, and a
+ * small request when no slab can be had, to the heap (heap.c), rounded to
+ * 512 B.
  *
  * Stream safety. A free never makes memory reusable by itself: the block
  * becomes PENDING, stamped with the number of syncs started so far. A
@@ -84,8 +85,9 @@ int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
   if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
   uint64_t calls0 = tl_calls;
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
-  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr)
-                                : vs_heap_alloc(a, (size + 511) & ~511ull, size, VS_TLSF_ALIGN, addr);
+  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr) : VS_BACKEND_OOM;
+  /* Large, or small with no room for a whole slab: the heap may still fit this one request. */
+  if (rc == VS_BACKEND_OOM) rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
   if (rc != 0 || tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;

@@ -101,6 +101,8 @@ typedef struct vs_heap {
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
 } vs_heap;
 
+/* v rounded up to a multiple of a. */
+static inline uint64_t up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 /* The heap region of a tlsf region (its first member). */
 static inline vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
 /* Index in r's granule map of the granule holding va (G is a power of two). */
@@ -199,7 +201,7 @@ vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr);     /* the region hold
 /* slab.c */
 void vs_slab_classes(vs_arena *a);
 int vs_slab_class_of(vs_arena *a, uint64_t size);
-int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr);
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr);   /* VS_BACKEND_OOM: no room for a slab */
 int vs_slab_free(vs_arena *a, uint64_t addr);                /* -1 not a slab slot, 1 not a slab */
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);

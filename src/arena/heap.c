@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
 uint64_t vs_heap_cached(vs_heap *h) {

@@ -207,8 +207,6 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
     if (!s) s = slab_new(a, bin, &rc);
     if (!s) {
       pthread_mutex_unlock(&bin->mu);
-      /* No room for a whole slab: the heap may still fit this one request. */
-      if (rc == VS_BACKEND_OOM) rc = vs_heap_alloc(a, (req + 511) & ~511ull, req, VS_TLSF_ALIGN, addr);
       return rc;
     }
     bin->cur = s;
