@@ -243,7 +243,10 @@ static int sync_ctx(void *ctx) {
 
 int vs_backend_va_failed(int card) { return atomic_load(&g_cards[card].va_failed); }
 
-int vs_backend_unsafe_reuse(void) {
+/* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
+ * so freed blocks are reused while device work may still touch them. The
+ * stream-safety test uses it to show that it catches exactly that. */
+static int unsafe_reuse(void) {
   const char *e = getenv("VRAMSHIM_DEBUG_UNSAFE_REUSE");
   return e && *e && strcmp(e, "0") != 0;
 }
@@ -262,16 +265,12 @@ void vs_backend_chunks(int card, vs_arena_backend *be) {
 CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
   backend_card *c = &g_cards[card];
   c->card = card;
-  c->unsafe_reuse = vs_backend_unsafe_reuse();
+  c->unsafe_reuse = unsafe_reuse();
   atomic_store(&c->va_failed, 0);
   if (c->unsafe_reuse)
     VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "
             "device (unsafe; for testing only)", card);
-  memset(be, 0, sizeof *be);
-  be->ctx = c;
-  be->chunk_alloc = chunk_alloc;
-  be->chunk_free = chunk_free;
-  be->sync = sync_ctx;
+  vs_backend_chunks(card, be);
   if (!vmm) return CUDA_SUCCESS;
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real || !real->cuMemGetAllocationGranularity || !real->cuMemCreate || !real->cuMemRelease ||

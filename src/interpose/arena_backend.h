@@ -24,8 +24,9 @@
  * CUDA_SUCCESS, or the driver's error when the granularity cannot be had
  * (be is then filled for chunks only). */
 CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be);
-/* A chunks backend over a card already set up by vs_backend_init, for
- * the fall-back from VMM while the first arena may still be in use. */
+/* A chunks backend over a card already set up by vs_backend_init: the
+ * fall-back when the VMM arena cannot start, or from a VMM arena that may
+ * still be in use (what vs_backend_init fills for vmm = 0). */
 void vs_backend_chunks(int card, vs_arena_backend *be);
 
 /* The driver error behind this thread's last VS_BACKEND_ERROR or
@@ -40,11 +41,6 @@ int vs_backend_holds(uint64_t addr);
 /* 1 once the driver refused an address reservation for card's arena (a
  * VMM arena that cannot reserve its range cannot serve anything). */
 int vs_backend_va_failed(int card);
-
-/* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
- * so freed blocks are reused while device work may still touch them. The
- * stream-safety test uses it to show that it catches exactly that. */
-int vs_backend_unsafe_reuse(void);
 
 void vs_backend_atfork_child(void);
 

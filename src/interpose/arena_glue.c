@@ -78,18 +78,18 @@ static vs_arena *create(int card, CUresult *res) {
   ac.release_threshold = release_threshold(card, real, &capacity);
   vs_arena_backend be;
   vs_arena *a = NULL;
+  CUresult r = vs_backend_init(card, mode == VS_CFG_ARENA_VMM, &be);
   if (mode == VS_CFG_ARENA_VMM) {
-    CUresult r = vs_backend_init(card, 1, &be);
     ac.mode = VS_ARENA_VMM;
     if (r == CUDA_SUCCESS) a = vs_arena_create(&ac, &be);
     if (!a) {
       VS_INFO("card %d: the VMM arena cannot start (driver said %d, granule %llu); using chunks", card, (int)r,
               (unsigned long long)be.granule);
       mode = VS_CFG_ARENA_CHUNKS;
+      vs_backend_chunks(card, &be);
     }
   }
   if (!a) {
-    vs_backend_init(card, 0, &be);
     ac.mode = VS_ARENA_CHUNKS;
     a = vs_arena_create(&ac, &be);
   }
