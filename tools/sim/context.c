@@ -72,7 +72,7 @@ SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     SIM_COUNT(cuDevicePrimaryCtxRetain);
     SIM_REQUIRE_INIT();
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&ctx_lock);
     struct sim_ctx *c = &primary[dev];
     c->dev = dev;
@@ -87,7 +87,7 @@ SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 static CUresult primary_release(CUdevice dev, int reset)
 {
     SIM_REQUIRE_INIT();
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&ctx_lock);
     struct sim_ctx *c = &primary[dev];
     if (!reset && c->retain == 0) {
@@ -134,7 +134,7 @@ SIM_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, i
     SIM_COUNT(cuDevicePrimaryCtxGetState);
     SIM_REQUIRE_INIT();
     if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&ctx_lock);
     *flags = primary[dev].flags;
     *active = primary[dev].active;
@@ -145,7 +145,7 @@ SIM_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, i
 static CUresult primary_set_flags(CUdevice dev, unsigned flags)
 {
     SIM_REQUIRE_INIT();
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&ctx_lock);
     primary[dev].flags = flags;
     pthread_mutex_unlock(&ctx_lock);
@@ -167,7 +167,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 {
     SIM_REQUIRE_INIT();
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     struct sim_ctx *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
     c->dev = dev;

@@ -4,9 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK_DEV(d) \
-    do { if ((d) < 0 || (d) >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE; } while (0)
-
 SIM_API CUresult cuDeviceGetCount(int *count)
 {
     SIM_COUNT(cuDeviceGetCount);

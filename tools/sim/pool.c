@@ -321,7 +321,7 @@ SIM_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
     SIM_COUNT(cuDeviceGetDefaultMemPool);
     SIM_REQUIRE_INIT();
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&pool_lock);
     *pool = (CUmemoryPool)default_pool(dev);
     pthread_mutex_unlock(&pool_lock);
@@ -333,7 +333,7 @@ SIM_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     SIM_COUNT(cuDeviceGetMemPool);
     SIM_REQUIRE_INIT();
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&pool_lock);
     *pool = (CUmemoryPool)mem_pool_of(dev);
     pthread_mutex_unlock(&pool_lock);
@@ -344,7 +344,7 @@ SIM_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     SIM_COUNT(cuDeviceSetMemPool);
     SIM_REQUIRE_INIT();
-    if (dev < 0 || dev >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(dev);
     pthread_mutex_lock(&pool_lock);
     default_pool(dev);
     struct sim_pool *p = pool_get(pool);
@@ -363,7 +363,7 @@ SIM_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props
         (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
          props->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
         return CUDA_ERROR_INVALID_VALUE;
-    if (props->location.id < 0 || props->location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(props->location.id);
     struct sim_pool *p = calloc(1, sizeof *p);
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     p->magic = POOL_MAGIC;

@@ -43,6 +43,9 @@ extern struct sim_config sim_cfg;
 int sim_initialized(void);
 #define SIM_REQUIRE_INIT() \
     do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+/* a device ordinal out of range is CUDA_ERROR_INVALID_DEVICE */
+#define CHECK_DEV(d) \
+    do { if ((d) < 0 || (d) >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE; } while (0)
 int sim_parse_size(const char *s, uint64_t *out);
 void sim_sleep_us(uint64_t us);   /* the whole time, across signals */
 void sim_latency(void);             /* VRAMSIM_ALLOC_LATENCY_US */

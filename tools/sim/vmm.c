@@ -51,7 +51,7 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
         prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
-    if (prop->location.id < 0 || prop->location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+    CHECK_DEV(prop->location.id);
     if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
         prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -458,7 +458,7 @@ SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
     int access = -1;
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-        if (desc[i].location.id < 0 || desc[i].location.id >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE;
+        CHECK_DEV(desc[i].location.id);
         if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return CUDA_ERROR_INVALID_VALUE;
