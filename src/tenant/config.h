@@ -99,6 +99,10 @@ void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]);
 /* Loads $VRAMSHIM_CONFIG, else /etc/vramshim.conf. Returns 1 when neither is
  * set nor present (cfg holds the defaults), 0 when loaded, -1 on error. */
 int vs_config_load_env(vs_config *cfg, char *err, size_t errlen);
+/* The ledger dir the shim would use (for the tools): ledger_dir of the
+ * config vs_config_load_env() loads, else VS_DEFAULT_LEDGER_DIR. -1 when
+ * that config cannot be loaded (err says why; out holds the default), else 0. */
+int vs_config_ledger_dir(char *out, size_t len, char *err, size_t errlen);
 /* What a config error at load does: with VRAMSHIM_ON_ERROR=passthrough it
  * logs the error and a line saying enforcement is off, and returns 0 (the
  * caller then runs without enforcement); otherwise it logs the error and

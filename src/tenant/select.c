@@ -66,6 +66,16 @@ int vs_config_load_env(vs_config *cfg, char *err, size_t errlen) {
   return vs_config_parse_file(path, cfg, err, errlen) ? -1 : 0;
 }
 
+int vs_config_ledger_dir(char *out, size_t len, char *err, size_t errlen) {
+  snprintf(out, len, "%s", VS_DEFAULT_LEDGER_DIR);
+  vs_config *cfg = malloc(sizeof *cfg);
+  if (!cfg) return 0;
+  int r = vs_config_load_env(cfg, err, errlen);
+  if (r == 0) snprintf(out, len, "%s", cfg->ledger_dir);
+  free(cfg);
+  return r < 0 ? -1 : 0;
+}
+
 int vs_config_on_error(const char *err) {
   const char *mode = getenv("VRAMSHIM_ON_ERROR");
   if (mode && !strcmp(mode, "passthrough")) {

@@ -25,16 +25,6 @@ typedef struct target {
   uint32_t seq;
 } target;
 
-static void ledger_dir_of(const dump_target *t, char *out, size_t len) {
-  snprintf(out, len, "%s", t->ledger_dir ? t->ledger_dir : VS_DEFAULT_LEDGER_DIR);
-  if (t->ledger_dir) return;
-  vs_config *cfg = malloc(sizeof *cfg);
-  char err[VS_ERR_MAX];
-  if (!cfg) return;
-  if (vs_config_load_env(cfg, err, sizeof err) == 0) snprintf(out, len, "%s", cfg->ledger_dir);
-  free(cfg);
-}
-
 static int matches(const dump_target *t, const vs_mailbox_map *m, int slot) {
   if (t->pid > 0) return vs_mailbox_slot_pid(m, slot) == (int32_t)t->pid;
   if (t->tenant) return !strcmp(vs_mailbox_slot_tenant(m, slot), t->tenant);
@@ -44,8 +34,9 @@ static int matches(const dump_target *t, const vs_mailbox_map *m, int slot) {
 int dump_request_live(const dump_target *t, vs_dump **dumps, size_t *n, char *err, size_t errlen) {
   *dumps = NULL;
   *n = 0;
-  char dir[VS_PATH_MAX];
-  ledger_dir_of(t, dir, sizeof dir);
+  char dir[VS_PATH_MAX], cfg_err[VS_ERR_MAX];
+  if (t->ledger_dir) snprintf(dir, sizeof dir, "%s", t->ledger_dir);
+  else vs_config_ledger_dir(dir, sizeof dir, cfg_err, sizeof cfg_err); /* a bad config: the default, silently */
   static char ids[MAX_LEDGERS][VS_NAME_MAX];
   int nids = vs_ledger_list(dir, ids, MAX_LEDGERS, err, errlen);
   struct stat st;

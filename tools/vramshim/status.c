@@ -27,18 +27,6 @@ static void usage(FILE *out) {
           VS_DEFAULT_LEDGER_DIR);
 }
 
-/* The ledger dir the shim would use: the config's, else the default. */
-static void default_dir(char *out, size_t len) {
-  snprintf(out, len, "%s", VS_DEFAULT_LEDGER_DIR);
-  vs_config *cfg = malloc(sizeof *cfg);
-  char err[VS_ERR_MAX];
-  if (!cfg) return;
-  int r = vs_config_load_env(cfg, err, sizeof err);
-  if (r == 0) snprintf(out, len, "%s", cfg->ledger_dir);
-  else if (r < 0) fprintf(stderr, "vramshim: %s\nvramshim: using the default ledger dir %s\n", err, out);
-  free(cfg);
-}
-
 static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, buf, 32); }
 
 static void fmt_time(uint64_t ns, char *buf, size_t len) {
@@ -247,9 +235,10 @@ int cmd_status(int argc, char **argv) {
       return 2;
     }
   }
-  if (!dir[0]) default_dir(dir, sizeof dir);
   static char ids[MAX_LEDGERS][VS_NAME_MAX];
   char err[VS_ERR_MAX];
+  if (!dir[0] && vs_config_ledger_dir(dir, sizeof dir, err, sizeof err))
+    fprintf(stderr, "vramshim: %s\nvramshim: using the default ledger dir %s\n", err, dir);
   int n = vs_ledger_list(dir, ids, MAX_LEDGERS, err, sizeof err);
   if (n < 0) {
     fprintf(stderr, "vramshim: no ledger: %s\nvramshim: no process with the shim has used a card yet, or it uses "
