@@ -30,6 +30,20 @@ static void run_set(void *p)
 
 enum { K_H = 1, K_D = 2, K_ANY = 3 };
 
+/* Queues fn(op) on stream s (async), or runs it now, after the default
+ * stream's work. */
+static CUresult submit(sim_op_fn fn, void *op, size_t opsz, int async, CUstream s)
+{
+    if (async) {
+        struct sim_stream *st = sim_stream_get(s);
+        if (!st) return CUDA_ERROR_INVALID_HANDLE;
+        return sim_stream_enqueue(st, fn, op, opsz);
+    }
+    sim_default_stream_sync();
+    fn(op);
+    return CUDA_SUCCESS;
+}
+
 static CUresult do_copy(uintptr_t dst, int dk, uintptr_t src, int sk, size_t n, int async, CUstream s)
 {
     SIM_REQUIRE_INIT();
@@ -43,14 +57,7 @@ static CUresult do_copy(uintptr_t dst, int dk, uintptr_t src, int sk, size_t n, 
     if ((dk != K_H && !sim_range_ok(dst, n, dk == K_ANY)) || (sk != K_H && !sim_range_ok(src, n, sk == K_ANY)))
         return CUDA_ERROR_INVALID_VALUE;
     struct copy_op o = {(void *)dst, (const void *)src, n};
-    if (async) {
-        struct sim_stream *st = sim_stream_get(s);
-        if (!st) return CUDA_ERROR_INVALID_HANDLE;
-        return sim_stream_enqueue(st, run_copy, &o, sizeof o);
-    }
-    sim_default_stream_sync();
-    run_copy(&o);
-    return CUDA_SUCCESS;
+    return submit(run_copy, &o, sizeof o, async, s);
 }
 
 static CUresult do_set(uintptr_t dst, uint32_t v, unsigned elem, size_t n, int async, CUstream s)
@@ -63,14 +70,7 @@ static CUresult do_set(uintptr_t dst, uint32_t v, unsigned elem, size_t n, int a
     if (dst % elem != 0 || n > SIZE_MAX / elem || !sim_dev_range_ok(dst, n * elem))
         return CUDA_ERROR_INVALID_VALUE;
     struct set_op o = {(void *)dst, v, elem, n};
-    if (async) {
-        struct sim_stream *st = sim_stream_get(s);
-        if (!st) return CUDA_ERROR_INVALID_HANDLE;
-        return sim_stream_enqueue(st, run_set, &o, sizeof o);
-    }
-    sim_default_stream_sync();
-    run_set(&o);
-    return CUDA_SUCCESS;
+    return submit(run_set, &o, sizeof o, async, s);
 }
 
 #define LEGACY_PTR(x) ((uintptr_t)(x))
