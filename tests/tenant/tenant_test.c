@@ -28,6 +28,21 @@ void tt_rmdir(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
 }
 
+char tt_tmp[256], tt_ledger_dir[300];
+
+int tt_ledger_setup(void **state) {
+  (void)state;
+  tt_tempdir(tt_tmp, sizeof tt_tmp);
+  snprintf(tt_ledger_dir, sizeof tt_ledger_dir, "%s/ledger", tt_tmp);
+  return 0;
+}
+
+int tt_ledger_teardown(void **state) {
+  (void)state;
+  tt_rmdir(tt_tmp);
+  return 0;
+}
+
 void tt_write_file(const char *dir, const char *name, const char *text, char *out, unsigned len) {
   snprintf(out, len, "%s/%s", dir, name);
   FILE *f = fopen(out, "w");

@@ -11,6 +11,13 @@
 void tt_tempdir(char *out, unsigned len);
 /* rm -rf of a directory made by tt_tempdir. */
 void tt_rmdir(const char *dir);
+/* The ledger tests' fixture (CMocka setup and teardown): tt_ledger_setup
+ * makes a fresh tt_tempdir in tt_tmp and names its ledger folder
+ * "<tt_tmp>/ledger" in tt_ledger_dir (not created); tt_ledger_teardown
+ * removes tt_tmp. */
+extern char tt_tmp[256], tt_ledger_dir[300];
+int tt_ledger_setup(void **state);
+int tt_ledger_teardown(void **state);
 /* Writes text to dir/name and returns the path in out. */
 void tt_write_file(const char *dir, const char *name, const char *text, char *out, unsigned len);
 /* Parses text (a config, named "t.conf") and builds its plan for card 0

@@ -22,7 +22,8 @@
 #include "plan.h"
 #include "tenant_test.h"
 
-static char g_tmp[256], g_dir[300];
+/* The fixture's folders (tt_ledger_setup, tenant_test.h). */
+static char *const g_tmp = tt_tmp, *const g_dir = tt_ledger_dir;
 
 /* C = 1000, H = 50; a: R 400 L 600 warn 90%; b: R 150 L 250; c: R 100, no limit. */
 static const char conf[] =
@@ -363,27 +364,15 @@ static void exec_child_is_own_process(void **state) {
   vs_ledger_close(a);
 }
 
-static int setup(void **state) {
-  (void)state;
-  tt_tempdir(g_tmp, sizeof g_tmp);
-  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  tt_rmdir(g_tmp);
-  return 0;
-}
-
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "exec-child")) return exec_child(argv[2]);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(rule_and_numbers, setup, teardown),
-      cmocka_unit_test_setup_teardown(view_formula, setup, teardown),
-      cmocka_unit_test_setup_teardown(events_and_snapshot, setup, teardown),
-      cmocka_unit_test_setup_teardown(file_safety, setup, teardown),
-      cmocka_unit_test_setup_teardown(fork_child_is_own_process, setup, teardown),
-      cmocka_unit_test_setup_teardown(exec_child_is_own_process, setup, teardown),
+      cmocka_unit_test_setup_teardown(rule_and_numbers, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(view_formula, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(events_and_snapshot, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(file_safety, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(fork_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(exec_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,7 +40,8 @@ struct shared {
   int cmd[MAXP];             /* parent -> child commands */
 };
 
-static char g_tmp[256], g_dir[300];
+/* The fixture's ledger folder (tt_ledger_setup, tenant_test.h). */
+static char *const g_dir = tt_ledger_dir;
 static struct shared *g_sh;
 static pid_t g_kids[256];
 static int g_nkids;
@@ -490,14 +491,11 @@ static void wait_mode(void **state) {
 }
 
 static int setup(void **state) {
-  (void)state;
-  tt_tempdir(g_tmp, sizeof g_tmp);
-  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
+  tt_ledger_setup(state);
   g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   return g_sh == MAP_FAILED ? -1 : 0;
 }
 static int teardown(void **state) {
-  (void)state;
   /* waitpid() only reaps our own children: no risk of signalling a reused pid. */
   for (int i = 0; i < g_nkids; i++)
     if (waitpid(g_kids[i], NULL, WNOHANG) == 0) {
@@ -506,8 +504,7 @@ static int teardown(void **state) {
     }
   g_nkids = 0;
   munmap(g_sh, sizeof *g_sh);
-  tt_rmdir(g_tmp);
-  return 0;
+  return tt_ledger_teardown(state);
 }
 
 int main(void) {

@@ -17,7 +17,8 @@
 #include "plan.h"
 #include "tenant_test.h"
 
-static char g_tmp[256], g_dir[300];
+/* The fixture's ledger folder (tt_ledger_setup, tenant_test.h). */
+static char *const g_dir = tt_ledger_dir;
 static vs_plan g_plan;
 static vs_ledger *g_shared;
 static int g_stop, g_view_bad;
@@ -107,21 +108,9 @@ static void threads_share_a_handle(void **state) {
   vs_ledger_close(hc);
 }
 
-static int setup(void **state) {
-  (void)state;
-  tt_tempdir(g_tmp, sizeof g_tmp);
-  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  tt_rmdir(g_tmp);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(threads_share_a_handle, setup, teardown),
+      cmocka_unit_test_setup_teardown(threads_share_a_handle, tt_ledger_setup, tt_ledger_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,8 @@
 #include "plan.h"
 #include "tenant_test.h"
 
-static char g_tmp[256], g_dir[300];
+/* The fixture's folders (tt_ledger_setup, tenant_test.h). */
+static char *const g_tmp = tt_tmp, *const g_dir = tt_ledger_dir;
 
 /* Runs the tool with args (stderr folded into stdout); returns exit status. */
 static int run_tool(const char *args, char *out, size_t len) {
@@ -112,23 +113,11 @@ static void status_views(void **state) {
   free(cfg);
 }
 
-static int setup(void **state) {
-  (void)state;
-  tt_tempdir(g_tmp, sizeof g_tmp);
-  snprintf(g_dir, sizeof g_dir, "%s/ledger", g_tmp);
-  return 0;
-}
-static int teardown(void **state) {
-  (void)state;
-  tt_rmdir(g_tmp);
-  return 0;
-}
-
 int main(void) {
   unsetenv("VRAMSHIM_CONFIG");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(check_example, setup, teardown),
-      cmocka_unit_test_setup_teardown(status_views, setup, teardown),
+      cmocka_unit_test_setup_teardown(check_example, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(status_views, tt_ledger_setup, tt_ledger_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
