@@ -61,12 +61,8 @@ static void *waiter(void *arg) {
 
 static void threads_share_a_handle(void **state) {
   (void)state;
-  vs_config *cfg = malloc(sizeof *cfg);
   char err[VS_ERR_MAX];
-  assert_int_equal(vs_config_parse_string("[tenant a]\nreserve = 40000\nlimit = 60000\n[tenant b]\nreserve = 20000\n",
-                                          "t.conf", cfg, err, sizeof err), 0);
-  assert_int_equal(vs_plan_build(cfg, 0, NULL, 100000, &g_plan, err, sizeof err), 0);
-  free(cfg);
+  tt_make_plan(&g_plan, "[tenant a]\nreserve = 40000\nlimit = 60000\n[tenant b]\nreserve = 20000\n", 100000);
   g_shared = vs_ledger_open(g_dir, "0", &g_plan, "a", err, sizeof err);
   vs_ledger *hb = vs_ledger_open(g_dir, "0", &g_plan, "b", err, sizeof err);
   vs_ledger *hc = vs_ledger_open(g_dir, "0", &g_plan, "c", err, sizeof err);

@@ -63,13 +63,10 @@ static void status_views(void **state) {
   assert_int_equal(run_tool(args, out, sizeof out), 1);
   assert_non_null(strstr(out, "vramshim: no ledger"));
 
-  vs_config *cfg = malloc(sizeof *cfg);
   vs_plan plan;
   char err[VS_ERR_MAX];
-  assert_int_equal(vs_config_parse_string("[card 0]\nheadroom = 1GiB\n[tenant a]\nreserve = 4GiB\nlimit = 6GiB\n"
-                                          "warn_at = 50%\n[tenant b]\nreserve = 2GiB\n",
-                                          "s.conf", cfg, err, sizeof err), 0);
-  assert_int_equal(vs_plan_build(cfg, 0, NULL, 16 * GiB, &plan, err, sizeof err), 0);
+  tt_make_plan(&plan, "[card 0]\nheadroom = 1GiB\n[tenant a]\nreserve = 4GiB\nlimit = 6GiB\n"
+                      "warn_at = 50%\n[tenant b]\nreserve = 2GiB\n", 16 * GiB);
   vs_ledger *a = vs_ledger_open(g_dir, "0", &plan, "a", err, sizeof err);
   vs_ledger *b = vs_ledger_open(g_dir, "0", &plan, "b", err, sizeof err);
   assert_non_null(a);
@@ -110,7 +107,6 @@ static void status_views(void **state) {
   vs_ledger_close(a2);
   vs_ledger_close(a);
   vs_ledger_close(b);
-  free(cfg);
 }
 
 int main(void) {
