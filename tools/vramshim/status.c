@@ -11,6 +11,7 @@
 #include "config.h"
 #include "ledger_read.h"
 #include "log.h"
+#include "sbuf.h"
 
 #define MAX_LEDGERS 64
 
@@ -86,15 +87,12 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
+/* Quoted and escaped as in dumps (vs_sb_json_str), to stdout. */
 static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') printf("\\%c", ch);
-    else if (ch < 0x20) printf("\\u%04x", ch);
-    else putchar(ch);
-  }
-  putchar('"');
+  vs_sbuf b = {0};
+  vs_sb_json_str(&b, s);
+  fputs(b.failed ? "\"\"" : b.p, stdout);
+  vs_sb_free(&b);
 }
 
 static void json_limit(uint64_t v) {
