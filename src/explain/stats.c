@@ -11,10 +11,6 @@ static const char *const call_names[] = {
 #undef VS_X
 };
 
-const char *vs_stats_call_name(vs_stats_call c) {
-  return (unsigned)c < VS_CALL_COUNT ? call_names[c] : "unknown";
-}
-
 static void zero_counters(vs_card_stats *s) {
   atomic_store(&s->live_bytes, 0);
   atomic_store(&s->live_count, 0);

@@ -35,8 +35,6 @@ typedef enum {
   VS_CALL_COUNT
 } vs_stats_call;
 
-const char *vs_stats_call_name(vs_stats_call c);
-
 #define VS_TIMELINE_DEFAULT_CAP 1440   /* a day at 1 min, 4 h at 10 s */
 
 typedef struct vs_card_stats {
@@ -74,7 +72,7 @@ static inline void vs_stats_on_call(vs_card_stats *s, vs_stats_call c) {
 /* ---- Timeline ------------------------------------------------------------ */
 /* The sampler: the shim's background thread calls it every
  * timeline_interval. live/reserved/largest_free come from the arena's stats
- * when there is one, else from vs_stats_current(). */
+ * when there is one, else from these counters (vs_stats_sample_off). */
 void vs_timeline_sample(vs_card_stats *s, uint64_t t_ms, uint64_t live, uint64_t reserved, uint64_t largest_free);
 /* The sampler for arena = off: live and reserved from these counters,
  * largest free 0 (each allocation is its own driver allocation). With an
