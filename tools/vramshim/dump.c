@@ -41,7 +41,7 @@ static int load(const char *path, vs_dump *d) {
   return 0;
 }
 
-static int write_svg(const vs_dump *d, const char *out, size_t index, size_t count) {
+static int write_svg(const vs_dump *d, const char *out, size_t count) {
   char path[4096];
   /* Several dumps (--tenant, --all): OUT.svg becomes OUT-<pid>.svg. */
   if (count > 1) {
@@ -51,7 +51,6 @@ static int write_svg(const vs_dump *d, const char *out, size_t index, size_t cou
   } else {
     snprintf(path, sizeof path, "%s", out);
   }
-  (void)index;
   size_t len;
   char *svg = vs_render_svg(d, &len);
   if (!svg) {
@@ -73,8 +72,8 @@ static int write_svg(const vs_dump *d, const char *out, size_t index, size_t cou
   return rc;
 }
 
-static int show(const vs_dump *d, int json, const char *svg, size_t i, size_t n) {
-  if (svg) return write_svg(d, svg, i, n);
+static int show(const vs_dump *d, int json, const char *svg, size_t n) {
+  if (svg) return write_svg(d, svg, n);
   if (json) {
     size_t len;
     char *text = vs_dump_to_json(d, &len);
@@ -180,7 +179,7 @@ int cmd_dump(int argc, char **argv) {
   if (file) {
     vs_dump d;
     if (load(file, &d)) return 1;
-    int rc = show(&d, json, svg, 0, 1);
+    int rc = show(&d, json, svg, 1);
     vs_dump_free(&d);
     return rc ? 1 : 0;
   }
@@ -195,7 +194,7 @@ int cmd_dump(int argc, char **argv) {
   }
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
-    if (show(&dumps[i], json, svg, i, n)) rc = 1;
+    if (show(&dumps[i], json, svg, n)) rc = 1;
     vs_dump_free(&dumps[i]);
   }
   free(dumps);
