@@ -174,11 +174,4 @@ int tp_wait_held(int pid, uint64_t bytes, int timeout_ms) {
   return -1;
 }
 
-void tp_cuda_up(void) {
-  CUdevice d;
-  CUcontext c;
-  CHECK(cuInit(0) == CUDA_SUCCESS, "cuInit");
-  CHECK(cuDeviceGet(&d, 0) == CUDA_SUCCESS, "cuDeviceGet");
-  CHECK(cuDevicePrimaryCtxRetain(&c, d) == CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
-  CHECK(cuCtxSetCurrent(c) == CUDA_SUCCESS, "cuCtxSetCurrent");
-}
+void tp_cuda_up(void) { t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent); }
