@@ -237,6 +237,11 @@ vs_arena *vs_arena_glue_get(int card) {
   return atomic_load_explicit(&g_arena[card], memory_order_acquire);
 }
 
+int vs_arena_glue_is_vmm(int card) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return 0;
+  return atomic_load(&g_is_vmm[card]);
+}
+
 void vs_arena_glue_atfork_child(void) {
   /* A fresh, empty arena set: the parent's memory is not the child's (CUDA
    * does not survive fork). Another parent thread may have held an arena

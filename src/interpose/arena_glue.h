@@ -34,6 +34,9 @@ uint64_t vs_arena_glue_cached(int card);
 void vs_arena_glue_trim(int card);
 /* The arena of card, or NULL (off, or not created yet). For dumps. */
 vs_arena *vs_arena_glue_get(int card);
+/* 1 when card's arena (vs_arena_glue_get) is a VMM one, 0 for chunks or
+ * no arena. For dumps. */
+int vs_arena_glue_is_vmm(int card);
 
 void vs_arena_glue_atfork_child(void);
 #endif

@@ -8,9 +8,7 @@
 #include "observe_internal.h"
 #include "settings.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 /* Counted by the shim (accounting.h), named as in the driver's API. */
@@ -33,9 +31,8 @@ static const char *const call_names[VRAMSHIM_CALL_KINDS] = {
     [VRAMSHIM_CALL_OTHER] = "queries (cuMemGetInfo...)",
 };
 
-/* The card's capacity and VMM support, asked of the driver once. */
+/* The card's capacity, asked of the driver once. */
 static uint64_t g_capacity[VRAMSHIM_MAX_CARDS];
-static int g_has_vmm[VRAMSHIM_MAX_CARDS];
 static int g_asked[VRAMSHIM_MAX_CARDS];
 
 static void ask_driver(int card) {
@@ -43,30 +40,11 @@ static void ask_driver(int card) {
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real) return;
   size_t total = 0;
-  int vmm = 0;
   vs_guard_enter();
   if (real->cuDeviceTotalMem_v2 && real->cuDeviceTotalMem_v2(&total, card) == CUDA_SUCCESS)
     g_capacity[card] = total;
-  if (real->cuDeviceGetAttribute &&
-      real->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, card) == CUDA_SUCCESS)
-    g_has_vmm[card] = vmm;
   vs_guard_leave();
   g_asked[card] = 1;
-}
-
-/* The arena's mode: what its map shows, else what the settings chose. */
-static void set_mode(vs_dump_card *c, int card) {
-  for (size_t i = 0; i < c->nregions; i++) {
-    if (c->regions[i].kind == VS_DUMP_REGION_VMM_RANGE) {
-      snprintf(c->arena, sizeof c->arena, "vmm");
-      return;
-    }
-    if (c->regions[i].kind == VS_DUMP_REGION_CHUNK) {
-      snprintf(c->arena, sizeof c->arena, "chunks");
-      return;
-    }
-  }
-  snprintf(c->arena, sizeof c->arena, "%s", vs_settings_arena(g_has_vmm[card]) == VS_CFG_ARENA_VMM ? "vmm" : "chunks");
 }
 
 int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of) {
@@ -84,7 +62,7 @@ int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of
     vs_dump_card_source src = {.index = card, .capacity = g_capacity[card], .stats = &oc->stats};
     if (tenant_of && tenant_of(card, &tu)) src.tenant = &tu;
     src.arena = vs_arena_glue_get(card);
-    src.arena_mode = "chunks";
+    src.arena_mode = vs_arena_glue_is_vmm(card) ? "vmm" : "chunks";
     vs_dump_alloc *allocs = NULL;
     size_t nallocs = 0;
     if (!src.arena && vs_obs_card_allocs(oc, &allocs, &nallocs)) rc = -1;
@@ -94,7 +72,6 @@ int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of
     free(allocs);
     vs_dump_card *c = d->ncards ? &d->cards[d->ncards - 1] : NULL;
     if (!c || c->index != card) continue;
-    if (src.arena) set_mode(c, card);
     vramshim_card_stats vst;
     if (vramshim_stats(card, &vst) == 0)
       for (int k = 0; k < VRAMSHIM_CALL_KINDS; k++)
