@@ -22,12 +22,7 @@ static int child(const char *hex) {
   sim_api sim = t_sim(RTLD_DEFAULT);
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
   CUipcMemHandle h;
-  T_CHECK(strlen(hex) == 2 * sizeof h.reserved, "handle text");
-  for (size_t i = 0; i < sizeof h.reserved; i++) {
-    unsigned v;
-    sscanf(hex + 2 * i, "%2x", &v);
-    h.reserved[i] = (char)v;
-  }
+  t_ipc_from_hex(hex, &h);
   CUdeviceptr p;
   T_CU(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
   unsigned char want[SIZE], got[SIZE];
@@ -68,7 +63,7 @@ int main(int argc, char **argv) {
   }
   T_CHECK(r == CUDA_SUCCESS, "cuIpcGetMemHandle: %d", (int)r);
   char hex[2 * sizeof h.reserved + 1];
-  for (size_t i = 0; i < sizeof h.reserved; i++) sprintf(hex + 2 * i, "%02x", (unsigned char)h.reserved[i]);
+  t_ipc_to_hex(&h, hex);
   char *args[] = {argv[0], "child", hex, NULL};
   pid_t pid;
   T_CHECK(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, args, environ) == 0, "spawn the child");

@@ -103,4 +103,19 @@ static inline CUcontext t_context(CUresult (*init)(unsigned), CUresult (*retain)
   return ctx;
 }
 
+/* An IPC handle as text, to pass to another process: two hex digits a byte
+ * (hex holds 2 * sizeof h->reserved + 1 chars). */
+static inline void t_ipc_to_hex(const CUipcMemHandle *h, char *hex) {
+  for (size_t i = 0; i < sizeof h->reserved; i++) sprintf(hex + 2 * i, "%02x", (unsigned char)h->reserved[i]);
+}
+
+static inline void t_ipc_from_hex(const char *hex, CUipcMemHandle *h) {
+  T_CHECK(strlen(hex) == 2 * sizeof h->reserved, "handle text");
+  for (size_t i = 0; i < sizeof h->reserved; i++) {
+    unsigned v;
+    sscanf(hex + 2 * i, "%2x", &v);
+    h->reserved[i] = (char)v;
+  }
+}
+
 #endif

@@ -22,19 +22,6 @@ static void pattern(unsigned char *b, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(i * 13 + seed);
 }
 
-static void to_hex(const CUipcMemHandle *h, char *hex) {
-  for (size_t i = 0; i < sizeof h->reserved; i++) sprintf(hex + 2 * i, "%02x", (unsigned char)h->reserved[i]);
-}
-
-static void from_hex(const char *hex, CUipcMemHandle *h) {
-  T_CHECK(strlen(hex) == 2 * sizeof h->reserved, "handle text");
-  for (size_t i = 0; i < sizeof h->reserved; i++) {
-    unsigned v;
-    sscanf(hex + 2 * i, "%2x", &v);
-    h->reserved[i] = (char)v;
-  }
-}
-
 /* The exporter's record file, from the config's ledger_dir. */
 static int record_path(char *out, size_t n) {
   const char *conf = getenv("VRAMSHIM_CONFIG");
@@ -54,7 +41,7 @@ static int child(char **hex) {
   /* A record file others could write is not trusted. */
   char rec[512];
   CUipcMemHandle hs;
-  from_hex(hex[1], &hs);
+  t_ipc_from_hex(hex[1], &hs);
   if (!memcmp(hs.reserved, "vramshim-ipc", 12)) {
     T_CHECK(record_path(rec, sizeof rec) == 0, "the config names ledger_dir");
     T_CHECK(chmod(rec, 0622) == 0, "chmod %s", rec);
@@ -67,7 +54,7 @@ static int child(char **hex) {
   static unsigned char want[100 << 10], got[100 << 10];
   for (int i = 0; i < NB; i++) {
     CUipcMemHandle h;
-    from_hex(hex[i], &h);
+    t_ipc_from_hex(hex[i], &h);
     T_CU(cuIpcOpenMemHandle(&p[i], h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     pattern(want, k_size[i], (unsigned)i + 1);
     T_CU(cuMemcpyDtoH(got, p[i], k_size[i]));
@@ -86,7 +73,7 @@ static int child(char **hex) {
 
   /* A forged shim handle: right magic, wrong nonce. */
   CUipcMemHandle h;
-  from_hex(hex[1], &h);
+  t_ipc_from_hex(hex[1], &h);
   if (!memcmp(h.reserved, "vramshim-ipc", 12)) {
     h.reserved[35] ^= 0x5a;   /* in the nonce */
     CUdeviceptr q;
@@ -150,7 +137,7 @@ int main(int argc, char **argv) {
   int shim_handles = 0;
   for (int i = 0; i < NB; i++) {
     T_CU(cuIpcGetMemHandle(&h[i], p[i]));
-    to_hex(&h[i], hex[i]);
+    t_ipc_to_hex(&h[i], hex[i]);
     shim_handles += !memcmp(h[i].reserved, "vramshim-ipc", 12);
   }
   T_SAY("%d of %d handles carry an offset (shim handles)", shim_handles, NB);
