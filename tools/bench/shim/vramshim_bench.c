@@ -83,10 +83,11 @@ static void op_info(const fns *f, int n) {
   for (int i = 0; i < n; i++) f->info(&a, &b);
   g_sink += a;
 }
+static size_t g_pair_size;   /* op_pair's allocation size */
 static void op_pair(const fns *f, int n) {
   CUdeviceptr p;
   for (int i = 0; i < n; i++) {
-    f->alloc(&p, 4096);
+    f->alloc(&p, g_pair_size);
     f->fr(p);
   }
 }
@@ -111,9 +112,9 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void measure(const char *what, void (*op)(const fns *, int), int runs, int calls) {
-  double *d = malloc(sizeof(double) * (size_t)runs), *h = malloc(sizeof(double) * (size_t)runs),
-         *diff = malloc(sizeof(double) * (size_t)runs);
+/* runs runs of op, calls calls each, direct and hooked in turn: d[r] and
+ * h[r] are ns per call of run r. */
+static void time_runs(void (*op)(const fns *, int), int runs, int calls, double *d, double *h) {
   op(&g_direct, calls / 10 + 1);   /* warm both paths */
   op(&g_hooked, calls / 10 + 1);
   for (int r = 0; r < runs; r++) {
@@ -127,8 +128,14 @@ static void measure(const char *what, void (*op)(const fns *, int), int runs, in
     double a = (t1 - t0) / calls, b = (t2 - t1) / calls;
     d[r] = r % 2 ? b : a;
     h[r] = r % 2 ? a : b;
-    diff[r] = h[r] - d[r];
   }
+}
+
+static void measure(const char *what, void (*op)(const fns *, int), int runs, int calls) {
+  double *d = malloc(sizeof(double) * (size_t)runs), *h = malloc(sizeof(double) * (size_t)runs),
+         *diff = malloc(sizeof(double) * (size_t)runs);
+  time_runs(op, runs, calls, d, h);
+  for (int r = 0; r < runs; r++) diff[r] = h[r] - d[r];
   double md = median(d, runs), mh = median(h, runs), mdiff = median(diff, runs);
   /* d and h are sorted now: their minima are the quietest runs. */
   printf("%-34s %10.1f %10.1f %10.1f %10.1f\n", what, md, mh, mdiff, h[0] - d[0]);
@@ -140,34 +147,13 @@ static void measure(const char *what, void (*op)(const fns *, int), int runs, in
 /* ---- --arena: alloc+free pairs by size, one process per arena mode ----- */
 static const size_t k_arena_sizes[] = {512, 4096, 300 << 10, 4 << 20};
 #define ARENA_NSIZES (sizeof k_arena_sizes / sizeof k_arena_sizes[0])
-static size_t g_pair_size;
-
-static void op_pair_sized(const fns *f, int n) {
-  CUdeviceptr p;
-  for (int i = 0; i < n; i++) {
-    f->alloc(&p, g_pair_size);
-    f->fr(p);
-  }
-}
 
 /* In the child: one line per size, "SIZE DIRECT HOOKED" (medians, ns/pair). */
 static void arena_child(int runs, int calls) {
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
     g_pair_size = k_arena_sizes[k];
     double *d = malloc(sizeof(double) * (size_t)runs), *h = malloc(sizeof(double) * (size_t)runs);
-    op_pair_sized(&g_direct, calls / 10 + 1);
-    op_pair_sized(&g_hooked, calls / 10 + 1);
-    for (int r = 0; r < runs; r++) {
-      const fns *first = r % 2 ? &g_hooked : &g_direct, *second = r % 2 ? &g_direct : &g_hooked;
-      double t0 = now_ns();
-      op_pair_sized(first, calls);
-      double t1 = now_ns();
-      op_pair_sized(second, calls);
-      double t2 = now_ns();
-      double a = (t1 - t0) / calls, b = (t2 - t1) / calls;
-      d[r] = r % 2 ? b : a;
-      h[r] = r % 2 ? a : b;
-    }
+    time_runs(op_pair, runs, calls, d, h);
     printf("%zu %.1f %.1f\n", g_pair_size, median(d, runs), median(h, runs));
     free(d);
     free(h);
@@ -278,6 +264,7 @@ int main(int argc, char **argv) {
   printf("vramshim-bench: %d runs x %d calls each, %ld CPUs online; medians in ns per call\n", runs, calls, cpus);
   printf("%-34s %10s %10s %10s %10s\n", "call", "direct", "hooked", "added", "min-min");
   measure("cuMemGetInfo_v2", op_info, runs, calls);
+  g_pair_size = 4096;
   measure("cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)", op_pair, runs, calls / 20 > 10 ? calls / 20 : 10);
   measure("cuPointerGetAttribute", op_attr, runs, calls);
   measure("cuGetProcAddress_v2(cuMemAlloc)", op_gpa, runs, calls);
