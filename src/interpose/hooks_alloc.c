@@ -3,36 +3,6 @@
  * driver variant the program called, through the memory service. */
 #include "hook_common.h"
 
-/* One shape for every "allocate `size` bytes into *dptr" variant. The
- * driver call is an expression over the hook's own arguments. */
-#define ALLOC_BODY(name, kind, call, dptr, ptr_t, size, card_expr, driver_call) \
-  VS_HOOK_ENTER(name, DRIVER_ARGS);                                           \
-  if (!(dptr)) VS_FORWARD(name, DRIVER_ARGS);                                 \
-  vs_guard_enter();                                                           \
-  vs_mem_op op;                                                               \
-  CUresult r;                                                                 \
-  if (vs_mem_alloc_begin(&op, kind, card_expr, size, call) == VS_MEM_DONE) {  \
-    if (op.result == CUDA_SUCCESS) *(dptr) = (ptr_t)op.addr;                  \
-    r = op.result;                                                            \
-  } else {                                                                    \
-    r = driver_call;                                                          \
-    r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*(dptr) : 0);  \
-  }                                                                           \
-  vs_guard_leave();                                                           \
-  return r
-
-#define FREE_BODY(name, mask, call, key, driver_call)                          \
-  VS_HOOK_ENTER(name, DRIVER_ARGS);                                           \
-  vs_guard_enter();                                                           \
-  vs_mem_op op;                                                               \
-  CUresult r;                                                                 \
-  if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, mask, key, call) == VS_MEM_DONE) \
-    r = op.result;                                                            \
-  else                                                                        \
-    r = vs_mem_free_end(&op, driver_call);                                    \
-  vs_guard_leave();                                                           \
-  return r
-
 #define CARD vs_driver_current_card(real)
 
 /* ---- cuMemAlloc --------------------------------------------------------- */
@@ -110,19 +80,19 @@ CUresult vs_hook_cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, uns
 /* ---- frees ------------------------------------------------------------- */
 #define DRIVER_ARGS (dptr)
 CUresult vs_hook_cuMemFree_v2(CUdeviceptr dptr) {
-  FREE_BODY(cuMemFree_v2, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree_v2(dptr));
+  FREE_BODY(cuMemFree_v2, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree_v2(dptr));
 }
 CUresult vs_hook_cuMemFree(CUdeviceptr_v1 dptr) {
-  FREE_BODY(cuMemFree, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree(dptr));
+  FREE_BODY(cuMemFree, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE, VRAMSHIM_CALL_MEM_FREE, (uint64_t)dptr, real->cuMemFree(dptr));
 }
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, hStream)
 CUresult vs_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  FREE_BODY(cuMemFreeAsync, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
+  FREE_BODY(cuMemFreeAsync, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
             real->cuMemFreeAsync(dptr, hStream));
 }
 CUresult vs_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  FREE_BODY(cuMemFreeAsync_ptsz, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
-            real->cuMemFreeAsync_ptsz(dptr, hStream));
+  FREE_BODY(cuMemFreeAsync_ptsz, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC,
+            (uint64_t)dptr, real->cuMemFreeAsync_ptsz(dptr, hStream));
 }
 #undef DRIVER_ARGS

@@ -22,19 +22,12 @@ CUresult vs_hook_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
   return r;
 }
 
+#define DRIVER_ARGS (handle)
 CUresult vs_hook_cuMemRelease(CUmemGenericAllocationHandle handle) {
-  VS_HOOK_ENTER(cuMemRelease, (handle));
-  vs_guard_enter();
-  vs_mem_op op;
-  CUresult r;
-  if (vs_mem_free_begin(&op, VS_SPACE_HANDLE, VS_FREE_RELEASE, (uint64_t)handle, VRAMSHIM_CALL_MEM_RELEASE) ==
-      VS_MEM_DONE)
-    r = op.result;
-  else
-    r = vs_mem_free_end(&op, real->cuMemRelease(handle));
-  vs_guard_leave();
-  return r;
+  FREE_BODY(cuMemRelease, VS_SPACE_HANDLE, VS_FREE_RELEASE, VRAMSHIM_CALL_MEM_RELEASE, (uint64_t)handle,
+            real->cuMemRelease(handle));
 }
+#undef DRIVER_ARGS
 
 /* ---- mappings: counted on the card of the physical memory --------------- */
 CUresult vs_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
@@ -60,35 +53,17 @@ CUresult vs_hook_cuMemUnmap(CUdeviceptr ptr, size_t size) {
 }
 
 /* ---- virtual address ranges: no device memory, their own counter -------- */
+#define DRIVER_ARGS (ptr, size, alignment, addr, flags)
 CUresult vs_hook_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                      unsigned long long flags) {
-  VS_HOOK_ENTER(cuMemAddressReserve, (ptr, size, alignment, addr, flags));
-  if (!ptr) VS_FORWARD(cuMemAddressReserve, (ptr, size, alignment, addr, flags));
-  vs_guard_enter();
-  vs_mem_op op;
-  CUresult r;
-  if (vs_mem_alloc_begin(&op, VS_MEM_VA_RANGE, vs_driver_current_card(real), size,
-                         VRAMSHIM_CALL_ADDRESS_RESERVE) == VS_MEM_DONE) {
-    if (op.result == CUDA_SUCCESS) *ptr = (CUdeviceptr)op.addr;
-    r = op.result;
-  } else {
-    r = real->cuMemAddressReserve(ptr, size, alignment, addr, flags);
-    r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*ptr : 0);
-  }
-  vs_guard_leave();
-  return r;
+  ALLOC_BODY(cuMemAddressReserve, VS_MEM_VA_RANGE, VRAMSHIM_CALL_ADDRESS_RESERVE, ptr, CUdeviceptr, size,
+             vs_driver_current_card(real), real->cuMemAddressReserve(ptr, size, alignment, addr, flags));
 }
+#undef DRIVER_ARGS
 
+#define DRIVER_ARGS (ptr, size)
 CUresult vs_hook_cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  VS_HOOK_ENTER(cuMemAddressFree, (ptr, size));
-  vs_guard_enter();
-  vs_mem_op op;
-  CUresult r;
-  if (vs_mem_free_begin(&op, VS_SPACE_VA, VS_FREE_ADDRESS, (uint64_t)ptr, VRAMSHIM_CALL_ADDRESS_FREE) ==
-      VS_MEM_DONE)
-    r = op.result;
-  else
-    r = vs_mem_free_end(&op, real->cuMemAddressFree(ptr, size));
-  vs_guard_leave();
-  return r;
+  FREE_BODY(cuMemAddressFree, VS_SPACE_VA, VS_FREE_ADDRESS, VRAMSHIM_CALL_ADDRESS_FREE, (uint64_t)ptr,
+            real->cuMemAddressFree(ptr, size));
 }
+#undef DRIVER_ARGS
