@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "trace_csv.h"
@@ -53,16 +52,6 @@ static int cu_fail(const char *what, CUresult r) {
   return 1;
 }
 
-/* Every allocation is an open descriptor in the sim (a memfd per
- * allocation): let the trace hold as many as the hard limit allows. */
-static void raise_fd_limit(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    (void)setrlimit(RLIMIT_NOFILE, &rl);
-  }
-}
-
 int main(int argc, char **argv) {
   int stop = argc == 3 && !strcmp(argv[2], "--stop-at-failure");
   if ((argc != 2 && !stop) || argv[1][0] == '-') {
@@ -76,7 +65,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vramshim: replay-child: libvramshim.so is not preloaded (no vramshim_stats)\n");
     return 1;
   }
-  raise_fd_limit();
   vs_trace t;
   char err[512];
   if (vs_trace_load(argv[1], &t, err, sizeof err)) {
@@ -86,6 +74,8 @@ int main(int argc, char **argv) {
   CUresult r;
   CUdevice dev;
   CUcontext ctx;
+  /* Over the sim every live allocation is a memfd: its cuInit raises
+   * RLIMIT_NOFILE to the hard limit (tools/sim/config.c). */
   if ((r = cuInit(0)) != CUDA_SUCCESS) return cu_fail("cuInit", r);
   if ((r = cuDeviceGet(&dev, 0)) != CUDA_SUCCESS) return cu_fail("cuDeviceGet", r);
   if ((r = cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS) return cu_fail("cuDevicePrimaryCtxRetain", r);
