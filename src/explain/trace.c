@@ -17,6 +17,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "clock.h"
 #include "log.h"
 
 /* One event as the hot path stores it: no formatting there. */
@@ -136,17 +137,11 @@ static void at_exit(void) { vs_trace_flush_all(); }
  * they store nanoseconds and the conversion is the identity. */
 static int g_use_tsc;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint64_t ticks_now(void) {
 #if defined(__x86_64__)
   if (g_use_tsc) return __rdtsc();
 #endif
-  return mono_ns();
+  return vs_mono_ns();
 }
 
 static void detect_tsc(void) {
@@ -378,7 +373,7 @@ static void hand_off(vs_trace *t, int only_full) {
   trace_buf *b = &t->buf[t->active];
   if (!b->n || (only_full && b->n < RECS)) return;
   b->end_ticks = ticks_now();
-  b->end_ns = mono_ns();
+  b->end_ns = vs_mono_ns();
   trace_buf *nb = &t->buf[!t->active];
   nb->n = 0;
   nb->start_ticks = b->end_ticks;
@@ -423,7 +418,7 @@ static void record(vs_trace *t, uint32_t action, uint64_t ptr, uint64_t size, ui
   if (!t->have_origin) {
     b->n = 0;
     b->start_ticks = now;
-    b->start_ns = t->origin_ns = mono_ns();
+    b->start_ns = t->origin_ns = vs_mono_ns();
     t->have_origin = 1;
   }
   b->rec[b->n++] = (trace_rec){now, ptr, size, stream, tid, action};

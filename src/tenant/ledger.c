@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ledger_shm.h"
 #include "log.h"
 
@@ -60,12 +61,6 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&g_handles_lock);
 }
 static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
-
-static uint64_t now_ns(clockid_t clk) {
-  struct timespec ts;
-  clock_gettime(clk, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t vs_ledger_self_start_time(void) {
   char buf[1024];
@@ -156,7 +151,7 @@ static void add_event_locked(vs_ledger_shm *s, int kind, int32_t pid, uint32_t t
                              uint64_t used, uint64_t limit) {
   vs_ledger_event *e = &s->events[s->event_head % VS_LEDGER_EVENTS];
   write_begin(s);
-  e->time_ns = now_ns(CLOCK_REALTIME);
+  e->time_ns = vs_clock_ns(CLOCK_REALTIME);
   e->pid = pid;
   e->tenant = (uint16_t)tenant;
   e->kind = (uint16_t)kind;
@@ -192,14 +187,14 @@ static int sweep_locked(vs_ledger *h) {
             (unsigned long long)held, (int)pid, s->tenants[t].name);
     n++;
   }
-  s->last_sweep_ns = now_ns(CLOCK_MONOTONIC_COARSE);
+  s->last_sweep_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
   if (n) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   return n;
 }
 
 /* Signed: another process may have stamped a slightly later time. */
 static int sweep_due(const vs_ledger_shm *s) {
-  return (int64_t)(now_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
+  return (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
 }
 
 int vs_ledger_sweep(vs_ledger *h) {
@@ -390,7 +385,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   sl->start_time = start_time;
   sl->tenant = (uint32_t)t;
   sl->generation = plan->generation;
-  sl->attach_ns = now_ns(CLOCK_REALTIME);
+  sl->attach_ns = vs_clock_ns(CLOCK_REALTIME);
   sl->state = VS_SLOT_ACTIVE;
   write_end(s);
   refresh_map_locked(h);
@@ -541,7 +536,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
     uint64_t before = t->used;
     used = add_locked(h, n, 1);
     if (h->warn_at && before < h->warn_at && used >= h->warn_at) {
-      uint64_t now = now_ns(CLOCK_REALTIME);
+      uint64_t now = vs_clock_ns(CLOCK_REALTIME);
       if (now - t->last_warn_ns >= WARN_EVERY_NS) {
         t->last_warn_ns = now;
         add_event_locked(s, VS_EVENT_WARN, h->pid, h->tenant, used, used, h->limit);
@@ -608,7 +603,7 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
     uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
     r = attempt(h, n, w);
     if (r != 1) break;
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    uint64_t now = vs_mono_ns();
     if (now >= deadline_ns) {
       w->cause = w->kind;
       w->kind = VS_REFUSE_TIMEOUT;
@@ -628,7 +623,7 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
   vs_refusal *w = why ? why : &local;
   int r = vs_ledger_charge(h, n, w);
   if (r != 1 || !could_ever_fit(h, n) || timeout_ms == 0) return r;
-  return wait_loop(h, n, now_ns(CLOCK_MONOTONIC) + timeout_ms * 1000000ull, w, vs_ledger_charge);
+  return wait_loop(h, n, vs_mono_ns() + timeout_ms * 1000000ull, w, vs_ledger_charge);
 }
 
 /* The admission rule for n more bytes without charging them (refreshes the
@@ -698,7 +693,7 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   /* The lock also guards this handle's rate-limit fields (threads share it). */
   if (lock_shm(s)) return;
   add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
-  uint64_t now = now_ns(CLOCK_MONOTONIC);
+  uint64_t now = vs_mono_ns();
   if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {
     h->refusals_unlogged++;
     unlock_shm(s);

@@ -15,16 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ledger_shm.h"
 
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define ASTORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-uint64_t vs_mailbox_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+uint64_t vs_mailbox_now_ns(void) { return vs_mono_ns(); }
 
 /* Not FUTEX_PRIVATE_FLAG: the word lives in a file mapped by several
  * processes. On private memory the shared key is the same as the private
@@ -157,7 +154,7 @@ int vs_mailbox_await(vs_mailbox_map *m, int slot, int32_t pid, uint32_t seq, uin
     }
     if (VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->pid) != pid || !vs_ledger_slot_alive(m->fd, slot))
       return -1;
-    uint64_t now = vs_mailbox_now_ns();
+    uint64_t now = vs_mono_ns();
     if (now >= deadline_ns) return 1;
     uint64_t left = deadline_ns - now;
     /* Short slices: the owner may die without answering. */

@@ -67,5 +67,5 @@ void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *pa
 void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void vs_mailbox_futex_wake(uint32_t *word);
 
-uint64_t vs_mailbox_now_ns(void);   /* CLOCK_MONOTONIC */
+uint64_t vs_mailbox_now_ns(void);   /* CLOCK_MONOTONIC: vs_mono_ns() (clock.h); kept for src/interpose */
 #endif

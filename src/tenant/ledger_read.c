@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ledger_shm.h"
 
 int vs_ledger_file_name(const char *card_id, char *out, size_t len) {
@@ -84,16 +85,14 @@ int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err,
 /* A consistent copy: retry while a writer is inside; give up after ~200 ms
  * (a writer that died mid-write leaves seq odd until the next locker). */
 static int copy_consistent(const vs_ledger_shm *s, vs_ledger_shm *copy) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t t0 = vs_mono_ns();
   for (unsigned tries = 0;; tries++) {
     uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     memcpy(copy, s, sizeof *copy);
     VS_FENCE(__ATOMIC_ACQUIRE);
     uint32_t b = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
     if (a == b && !(a & 1)) return 1;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000000000l + (t.tv_nsec - t0.tv_nsec) > 200000000l) return 0;
+    if (vs_mono_ns() - t0 > 200000000ull) return 0;
     if (tries > 100) sched_yield();
   }
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "config.h"
 #include "dump_json.h"
 #include "dump_views.h"
@@ -81,7 +82,7 @@ int dump_request_live(const dump_target *t, vs_dump **dumps, size_t *n, char *er
     rc = -1;
     goto out;
   }
-  uint64_t deadline = vs_mailbox_now_ns() + (uint64_t)(t->timeout_s * 1e9);
+  uint64_t deadline = vs_mono_ns() + (uint64_t)(t->timeout_s * 1e9);
   int failed = 0;
   for (int k = 0; k < nt; k++) {
     char path[VS_PATH_MAX + 128];
