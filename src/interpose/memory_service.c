@@ -97,7 +97,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
         record(op);
       } else {
         vs_acct_failed(op->rec.card);
-        vs_observe_refused(op->rec.card, size, res);
+        vs_observe_refused(op->rec.card, size);
       }
       return VS_MEM_DONE;
     }
@@ -111,7 +111,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   if (q != CUDA_SUCCESS) {
     op->result = q;
     vs_acct_failed(op->rec.card);
-    vs_observe_refused(op->rec.card, size, q);
+    vs_observe_refused(op->rec.card, size);
     return VS_MEM_DONE;
   }
   op->rec.charged = 1;
@@ -124,7 +124,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
     if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
     if (holds_device_memory(op->rec.kind)) {
       vs_acct_failed(op->rec.card);
-      vs_observe_refused(op->rec.card, op->rec.size, r);
+      vs_observe_refused(op->rec.card, op->rec.size);
     }
     return r;
   }

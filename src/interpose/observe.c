@@ -117,17 +117,17 @@ void vs_observe_free(int card, uint64_t ptr, uint64_t size) {
   }
 }
 
-void vs_observe_refused(int card, uint64_t size, CUresult why) {
+void vs_observe_refused(int card, uint64_t size) {
   obs_card *c = card_get(card);
   if (!c) return;
   vs_stats_on_refused(&c->stats);
   if (c->trace) vs_trace_alloc_failed(c->trace, size, 0);
-  vs_obs_request_refused_dump(card, size, why != CUDA_ERROR_OUT_OF_MEMORY);
+  vs_obs_request_dump(VS_OBS_AUTO_REFUSED, card, size);
 }
 
 void vs_observe_warn(int card, uint64_t used) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
-  vs_obs_request_warn_dump(card, used);
+  vs_obs_request_dump(VS_OBS_AUTO_WARN, card, used);
 }
 
 /* Collects the live list of a card (for a dump) into a new array. */

@@ -5,8 +5,6 @@
 #ifndef VS_OBSERVE_H
 #define VS_OBSERVE_H
 
-#include "cuda_api.h"
-
 #include <stdint.h>
 
 /* Called once from the shim's start-up (after the settings are loaded). */
@@ -15,8 +13,9 @@ void vs_observe_init(void);
 /* Device memory the program got (ptr, size) or gave back. */
 void vs_observe_alloc(int card, uint64_t ptr, uint64_t size);
 void vs_observe_free(int card, uint64_t ptr, uint64_t size);
-/* An allocation of size bytes refused with why (driver OOM or quota). */
-void vs_observe_refused(int card, uint64_t size, CUresult why);
+/* An allocation of size bytes refused (driver OOM, quota, or another
+ * driver error). */
+void vs_observe_refused(int card, uint64_t size);
 
 /* The tenant's usage on card crossed warn_at (now `used` bytes): a dump
  * is written by the background thread (rate-limited like refusals). */

@@ -34,14 +34,22 @@ _Atomic int vs_obs_thread_started;
 static uint32_t g_local_word;             /* slept on while no slot is known */
 static _Atomic(uint32_t *) g_wait_word;   /* what the thread sleeps on now */
 static _Atomic int g_signal_flag;
-static _Atomic int g_refused_flag;
-static _Atomic int g_refused_card;
-static _Atomic uint64_t g_refused_size;
-static _Atomic int g_warn_flag;
-static _Atomic int g_warn_card;
-static _Atomic uint64_t g_warn_used;
-static vs_ratelimit g_refused_rl;
-static vs_ratelimit g_warn_rl;
+
+/* An automatic dump asked for from the hot path, one per kind
+ * (vs_obs_auto): the last request's card and figure, each kind
+ * rate-limited on its own. The dump's log line is pre, the figure in
+ * bytes, post. */
+typedef struct auto_dump {
+  const char *reason, *pre, *post;
+  _Atomic int flag;
+  _Atomic int card;
+  _Atomic uint64_t bytes;
+  vs_ratelimit rl;
+} auto_dump;
+static auto_dump g_auto[VS_OBS_AUTO_KINDS] = {
+    [VS_OBS_AUTO_REFUSED] = {.reason = "refused", .pre = "an allocation of ", .post = " was refused"},
+    [VS_OBS_AUTO_WARN] = {.reason = "warn_at", .pre = "the tenant's usage crossed warn_at (", .post = ")"},
+};
 
 /* Owned by the thread (and by a fork child before it has one). */
 typedef struct obs_box {
@@ -162,16 +170,12 @@ static void answer_requests(void) {
 }
 
 static void handle(void) {
-  if (atomic_exchange(&g_refused_flag, 0)) {
+  for (int k = 0; k < VS_OBS_AUTO_KINDS; k++) {
+    auto_dump *q = &g_auto[k];
+    if (!atomic_exchange(&q->flag, 0)) continue;
     char what[128], b[32];
-    snprintf(what, sizeof what, "an allocation of %s was refused", vs_fmt_bytes(atomic_load(&g_refused_size), b, sizeof b));
-    write_auto("refused", atomic_load(&g_refused_card), what);
-  }
-  if (atomic_exchange(&g_warn_flag, 0)) {
-    char what[128], b[32];
-    snprintf(what, sizeof what, "the tenant's usage crossed warn_at (%s)",
-             vs_fmt_bytes(atomic_load(&g_warn_used), b, sizeof b));
-    write_auto("warn_at", atomic_load(&g_warn_card), what);
+    snprintf(what, sizeof what, "%s%s%s", q->pre, vs_fmt_bytes(atomic_load(&q->bytes), b, sizeof b), q->post);
+    write_auto(q->reason, atomic_load(&q->card), what);
   }
   if (atomic_exchange(&g_signal_flag, 0)) write_auto("signal", -1, "dump signal received");
   answer_requests();
@@ -179,7 +183,9 @@ static void handle(void) {
 
 static int pending_any(void) {
   uint32_t r;
-  if (atomic_load(&g_refused_flag) || atomic_load(&g_warn_flag) || atomic_load(&g_signal_flag)) return 1;
+  for (int k = 0; k < VS_OBS_AUTO_KINDS; k++)
+    if (atomic_load(&g_auto[k].flag)) return 1;
+  if (atomic_load(&g_signal_flag)) return 1;
   for (int i = 0; i < g_nboxes; i++)
     if (vs_mailbox_pending(&g_boxes[i].m, g_boxes[i].slot, &r)) return 1;
   return 0;
@@ -246,21 +252,12 @@ void vs_obs_thread_start(void) {
   pthread_mutex_unlock(&g_start_lock);
 }
 
-void vs_obs_request_refused_dump(int card, uint64_t size, int quota) {
-  (void)quota;
-  if (!vs_ratelimit_allow(&g_refused_rl, vs_now_unix_ms(), VS_DUMP_AUTO_INTERVAL_MS)) return;
-  atomic_store(&g_refused_card, card);
-  atomic_store(&g_refused_size, size);
-  atomic_store(&g_refused_flag, 1);
-  vs_obs_thread_ensure();
-  kick();
-}
-
-void vs_obs_request_warn_dump(int card, uint64_t used) {
-  if (!vs_ratelimit_allow(&g_warn_rl, vs_now_unix_ms(), VS_DUMP_AUTO_INTERVAL_MS)) return;
-  atomic_store(&g_warn_card, card);
-  atomic_store(&g_warn_used, used);
-  atomic_store(&g_warn_flag, 1);
+void vs_obs_request_dump(vs_obs_auto kind, int card, uint64_t bytes) {
+  auto_dump *q = &g_auto[kind];
+  if (!vs_ratelimit_allow(&q->rl, vs_now_unix_ms(), VS_DUMP_AUTO_INTERVAL_MS)) return;
+  atomic_store(&q->card, card);
+  atomic_store(&q->bytes, bytes);
+  atomic_store(&q->flag, 1);
   vs_obs_thread_ensure();
   kick();
 }
@@ -286,11 +283,11 @@ void vs_obs_thread_atfork_child(void) {
   for (int i = 0; i < g_nboxes; i++) vs_mailbox_map_close(&g_boxes[i].m);
   g_nboxes = 0;
   atomic_store(&g_wait_word, NULL);
-  atomic_store(&g_refused_flag, 0);
-  atomic_store(&g_warn_flag, 0);
+  for (int k = 0; k < VS_OBS_AUTO_KINDS; k++) {
+    atomic_store(&g_auto[k].flag, 0);
+    atomic_store(&g_auto[k].rl.next_ms, 0);
+  }
   atomic_store(&g_signal_flag, 0);
-  atomic_store(&g_refused_rl.next_ms, 0);
-  atomic_store(&g_warn_rl.next_ms, 0);
   pthread_mutex_init(&g_start_lock, NULL);
   atomic_store(&vs_obs_thread_started, 0);
 }
