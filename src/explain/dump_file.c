@@ -41,7 +41,9 @@ static int open_dir(const char *dir) {
   return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-int vs_dump_dir_prepare(const char *dir, char *err, size_t errlen) {
+/* vs_dump_dir_prepare, handing back the checked directory open (its fd),
+ * or -1 with the reason in err. */
+static int prepare_dir(const char *dir, char *err, size_t errlen) {
   if (!dir || !*dir) {
     snprintf(err, errlen, "dump_dir is empty");
     return -1;
@@ -71,22 +73,25 @@ int vs_dump_dir_prepare(const char *dir, char *err, size_t errlen) {
              errno == ELOOP || errno == ENOTDIR ? " (a symlink or not a directory)" : "");
     return -1;
   }
-  int rc = check_dir(fd, dir, err, errlen);
-  close(fd);
-  return rc;
+  if (check_dir(fd, dir, err, errlen)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
-int vs_dump_file_open(const char *dir, int64_t pid, int card, uint64_t time_unix_ms, char *path, size_t pathlen,
-                      char *err, size_t errlen) {
-  int dfd = open_dir(dir);
-  if (dfd < 0) {
-    snprintf(err, errlen, "dump_dir %s: %s", dir, strerror(errno));
-    return -1;
-  }
-  if (check_dir(dfd, dir, err, errlen)) {
-    close(dfd);
-    return -1;
-  }
+int vs_dump_dir_prepare(const char *dir, char *err, size_t errlen) {
+  int fd = prepare_dir(dir, err, errlen);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+/* Opens a new dump file in the directory dfd (dir, checked by prepare_dir);
+ * returns its fd (write-only, close-on-exec) and its path in path, or -1
+ * with the reason in err. card < 0: "all". */
+static int open_file(int dfd, const char *dir, int64_t pid, int card, uint64_t time_unix_ms, char *path,
+                     size_t pathlen, char *err, size_t errlen) {
   time_t t = (time_t)(time_unix_ms / 1000);
   struct tm tm;
   char when[32], cardname[16], name[128];
@@ -102,24 +107,23 @@ int vs_dump_file_open(const char *dir, int64_t pid, int card, uint64_t time_unix
     int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       snprintf(path, pathlen, "%s/%s", dir, name);
-      close(dfd);
       return fd;
     }
     if (errno != EEXIST) {
       snprintf(err, errlen, "cannot create %s/%s: %s", dir, name, strerror(errno));
-      close(dfd);
       return -1;
     }
   }
   snprintf(err, errlen, "cannot create a dump file in %s: 100 names taken", dir);
-  close(dfd);
   return -1;
 }
 
 int vs_dump_write_file(const vs_dump *d, const char *dir, int card, char *path, size_t pathlen, char *err,
                        size_t errlen) {
-  if (vs_dump_dir_prepare(dir, err, errlen)) return -1;
-  int fd = vs_dump_file_open(dir, d->pid, card, d->time_unix_ms, path, pathlen, err, errlen);
+  int dfd = prepare_dir(dir, err, errlen);
+  if (dfd < 0) return -1;
+  int fd = open_file(dfd, dir, d->pid, card, d->time_unix_ms, path, pathlen, err, errlen);
+  close(dfd);
   if (fd < 0) return -1;
   if (vs_dump_write_fd(d, fd) || fsync(fd)) {
     snprintf(err, errlen, "writing %s: %s", path, strerror(errno));

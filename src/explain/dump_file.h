@@ -18,11 +18,6 @@
  * 0, or -1 with the reason in err. */
 int vs_dump_dir_prepare(const char *dir, char *err, size_t errlen);
 
-/* Opens a new dump file in dir; returns its fd (write-only, close-on-exec)
- * and its path in path, or -1 with the reason in err. card < 0: "all". */
-int vs_dump_file_open(const char *dir, int64_t pid, int card, uint64_t time_unix_ms, char *path, size_t pathlen,
-                      char *err, size_t errlen);
-
 /* The whole thing: prepares dir, opens the file, writes the dump's JSON.
  * card: the card the dump is about, or -1 for all. 0 with the path in
  * path (to log), or -1 with the reason in err (no partial file is left). */
