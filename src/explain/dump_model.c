@@ -82,19 +82,16 @@ int vs_dump_region_add_block(vs_dump_region *r, uint64_t offset, uint64_t size, 
 }
 
 int vs_dump_card_add_call(vs_dump_card *c, const char *name, uint64_t count) {
-  vs_dump_counter *p = realloc(c->calls, (c->ncalls + 1) * sizeof *p);
-  if (!p) return -1;
-  c->calls = p;
-  copy_str(p[c->ncalls].name, sizeof p->name, name);
-  p[c->ncalls++].count = count;
+  if (grow((void **)&c->calls, &c->cap_calls, c->ncalls, sizeof *c->calls)) return -1;
+  vs_dump_counter *p = &c->calls[c->ncalls++];
+  copy_str(p->name, sizeof p->name, name);
+  p->count = count;
   return 0;
 }
 
 int vs_dump_card_add_class(vs_dump_card *c, uint64_t size, uint64_t live, uint64_t slots) {
-  vs_dump_class *p = realloc(c->classes, (c->nclasses + 1) * sizeof *p);
-  if (!p) return -1;
-  c->classes = p;
-  p[c->nclasses++] = (vs_dump_class){size, live, slots};
+  if (grow((void **)&c->classes, &c->cap_classes, c->nclasses, sizeof *c->classes)) return -1;
+  c->classes[c->nclasses++] = (vs_dump_class){size, live, slots};
   return 0;
 }
 

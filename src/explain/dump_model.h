@@ -63,7 +63,7 @@ typedef struct vs_dump_card {
   vs_dump_class *classes;          /* size-class occupancy */
   vs_dump_region *regions;         /* the memory map, by base address */
   vs_dump_sample *samples;         /* timeline, oldest first */
-  size_t cap_regions;
+  size_t cap_regions, cap_calls, cap_classes;
   vs_dump_tenant_use tenant;
 } vs_dump_card;
 
