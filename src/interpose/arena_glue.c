@@ -184,39 +184,47 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) 
   return VS_MEM_DONE;
 }
 
+vs_arena *vs_arena_glue_get(int card) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return NULL;
+  return atomic_load_explicit(&g_arena[card], memory_order_acquire);
+}
+
 int vs_arena_glue_free(int card, uint64_t addr) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return -1;
-  vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
+  vs_arena *a = vs_arena_glue_get(card);
   return a ? vs_arena_free(a, addr) : -1;
 }
 
 void vs_arena_glue_trim(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
-  vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
+  vs_arena *a = vs_arena_glue_get(card);
   if (a) vs_arena_trim(a, 0);
 }
 
-int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return VS_MEM_PASS;
+/* The arena with a live block around ptr (its card in *card, the block's
+ * start and size in *base, *size), or NULL. */
+static vs_arena *find_block(uint64_t ptr, int *card, uint64_t *base, uint64_t *size) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return NULL;
   for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
     vs_arena *a = atomic_load_explicit(&g_arena[c], memory_order_acquire);
-    if (a && vs_arena_lookup(a, ptr, base, size) == 0) return VS_MEM_DONE;
+    if (a && vs_arena_lookup(a, ptr, base, size) == 0) {
+      *card = c;
+      return a;
+    }
   }
-  return VS_MEM_PASS;
+  return NULL;
+}
+
+int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  int card;
+  return find_block(ptr, &card, base, size) ? VS_MEM_DONE : VS_MEM_PASS;
 }
 
 int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *size, uint64_t *chunk_base,
                             uint64_t *offset, int *vmm_backed) {
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
-  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
-    vs_arena *a = atomic_load_explicit(&g_arena[c], memory_order_acquire);
-    if (a && vs_arena_lookup(a, ptr, base, size) == 0) {
-      if (vs_arena_placement(a, *base, chunk_base, offset, vmm_backed) != 0) return -1;
-      *card = c;
-      return 0;
-    }
-  }
-  return -1;
+  int c;
+  vs_arena *a = find_block(ptr, &c, base, size);
+  if (!a || vs_arena_placement(a, *base, chunk_base, offset, vmm_backed) != 0) return -1;
+  *card = c;
+  return 0;
 }
 
 int vs_arena_glue_holds(uint64_t addr) {
@@ -224,17 +232,11 @@ int vs_arena_glue_holds(uint64_t addr) {
 }
 
 uint64_t vs_arena_glue_cached(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return 0;
-  vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
+  vs_arena *a = vs_arena_glue_get(card);
   if (!a) return 0;
   vs_arena_stats st;
   vs_arena_get_stats(a, &st);
   return st.reserved_bytes > st.live_bytes ? st.reserved_bytes - st.live_bytes : 0;
-}
-
-vs_arena *vs_arena_glue_get(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return NULL;
-  return atomic_load_explicit(&g_arena[card], memory_order_acquire);
 }
 
 int vs_arena_glue_is_vmm(int card) {

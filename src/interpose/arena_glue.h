@@ -32,7 +32,7 @@ uint64_t vs_arena_glue_cached(int card);
 /* Gives every cached byte of card back to the driver (one sync first if
  * blocks are pending). Called when another process waits for memory. */
 void vs_arena_glue_trim(int card);
-/* The arena of card, or NULL (off, or not created yet). For dumps. */
+/* The arena of card, or NULL (off, or not created yet): one acquire load. */
 vs_arena *vs_arena_glue_get(int card);
 /* 1 when card's arena (vs_arena_glue_get) is a VMM one, 0 for chunks or
  * no arena. For dumps. */

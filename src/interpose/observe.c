@@ -78,11 +78,7 @@ void vs_observe_alloc(int card, uint64_t ptr, uint64_t size) {
   if (!c) return;
   vs_obs_thread_ensure();   /* one load once started; a fork child starts its own */
   if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
-  if (atomic_load_explicit(&c->arena_on, memory_order_relaxed)) return;   /* the arena's own figures and map */
-  if (vs_arena_glue_get(card)) {
-    atomic_store_explicit(&c->arena_on, 1, memory_order_relaxed);
-    return;
-  }
+  if (vs_arena_glue_get(card)) return;   /* the arena's own figures and map */
   vs_stats_on_reserve(&c->stats, size);
   vs_stats_on_alloc(&c->stats, size);
   obs_alloc *a = malloc(sizeof *a);
@@ -160,7 +156,6 @@ void vs_observe_atfork_child(void) {
     if (c->list) c->orphans = c->list;
     c->list = NULL;
     atomic_store(&c->nlist, 0);
-    atomic_store(&c->arena_on, 0);
   }
   pthread_mutex_init(&g_create_lock, NULL);
   vs_obs_thread_atfork_child();

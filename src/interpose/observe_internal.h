@@ -28,9 +28,6 @@ typedef struct obs_card {
   obs_alloc *list;
   obs_alloc *orphans;            /* a fork child's inherited list: never touched */
   _Atomic uint64_t nlist;
-  /* Set once the card's arena exists (it lives as long as the process;
-   * a fork child clears it): saves asking the glue on every event. */
-  _Atomic int arena_on;
 } obs_card;
 
 /* The card's state, or NULL when never used (or out of range). */
