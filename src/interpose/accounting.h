@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 /* Device memory the program holds (live) and the shim holds from the driver
- * (reserved). Pass-through today: both move together; the arena will make
+ * (reserved). A passed-through allocation moves both; an arena block only
+ * live, the arena's backend moves reserved for its chunks and handles, so
  * reserved >= live. */
 void vs_acct_live_add(int card, uint64_t bytes);
 void vs_acct_live_sub(int card, uint64_t bytes);

@@ -1,4 +1,6 @@
-/* The device memory service, pass-through edition (see memory_service.h). */
+/* The device memory service (see memory_service.h): cuMemAlloc from the
+ * arena where it is on, every other request for device memory charged to
+ * the tenant and passed through, every record accounted. */
 #include "memory_service.h"
 
 #include "accounting.h"
@@ -33,6 +35,13 @@ static void account(const vs_alloc_info *rec, int sign) {
       if (rec->owner == VS_OWNER_DRIVER) vs_acct_reserved_sub(rec->card, rec->size);
     }
   }
+}
+
+/* A request for device memory that failed (refused by the quota or the
+ * arena, or the driver's error): counted, and observed (a dump may follow). */
+static void failed(const vs_mem_op *op) {
+  vs_acct_failed(op->rec.card);
+  vs_observe_refused(op->rec.card, op->rec.size);
 }
 
 /* Records a fresh allocation and moves the counters. */
@@ -96,8 +105,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
         op->addr = addr;
         record(op);
       } else {
-        vs_acct_failed(op->rec.card);
-        vs_observe_refused(op->rec.card, size);
+        failed(op);
       }
       return VS_MEM_DONE;
     }
@@ -110,8 +118,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   }
   if (q != CUDA_SUCCESS) {
     op->result = q;
-    vs_acct_failed(op->rec.card);
-    vs_observe_refused(op->rec.card, size);
+    failed(op);
     return VS_MEM_DONE;
   }
   op->rec.charged = 1;
@@ -122,10 +129,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
     if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
-    if (holds_device_memory(op->rec.kind)) {
-      vs_acct_failed(op->rec.card);
-      vs_observe_refused(op->rec.card, op->rec.size);
-    }
+    if (holds_device_memory(op->rec.kind)) failed(op);
     return r;
   }
   /* The driver's size can differ from the estimate charged (pitch). */

@@ -15,19 +15,25 @@
  *     return op.result;
  *   return vs_mem_free_end(&op, real->cuMemFree_v2(ptr));
  *
- * Today every request passes through and is accounted exactly. What plugs
- * in behind this header later, without touching a hook:
- *   - the tenant ledger: alloc_begin charges the tenant's ledger for
- *     op->size and answers VS_MEM_DONE with CUDA_ERROR_OUT_OF_MEMORY when
- *     admission fails; alloc_end refunds the charge when the driver
- *     refused; free_end (on success) refunds the freed bytes.
- *   - the arena (src/arena/arena.h): alloc_begin serves VS_MEM_DEVICE and
- *     VS_MEM_PITCH requests from vs_arena_alloc() and answers VS_MEM_DONE
- *     with op->addr; free_begin finds the record's owner == arena and
- *     answers VS_MEM_DONE after vs_arena_free(); the arena's backend calls
- *     the driver table directly (its chunks are "reserved", not "live").
- *   - the virtualised view: vs_mem_info() answers cuMemGetInfo from the
- *     ledger instead of the driver.
+ * What the service does behind this header, without touching a hook:
+ *   - the arena (arena_glue.h): alloc_begin serves VS_MEM_DEVICE requests
+ *     with a current context from the card's arena where it is on, and
+ *     answers VS_MEM_DONE with op->addr (or the refusal or error);
+ *     free_begin finds the record's owner == arena and answers VS_MEM_DONE
+ *     after vs_arena_glue_free(), and refuses an unknown pointer inside
+ *     the arena's driver memory. The arena's backend calls the driver
+ *     table directly and charges the tenant for its growths (its chunks
+ *     and handles are "reserved", its blocks "live").
+ *   - the tenant ledger (quota.h), for every other request for device
+ *     memory: alloc_begin charges op->size (waiting under on_limit = wait)
+ *     and answers VS_MEM_DONE with CUDA_ERROR_OUT_OF_MEMORY when admission
+ *     fails; alloc_end refunds the charge when the driver refused (and
+ *     settles a pitch allocation's final size); free_end, on success,
+ *     refunds the freed bytes.
+ *   - the views: vs_mem_info answers from the tenant's ledger where its
+ *     card is enforced, vs_mem_range from the arena's blocks.
+ * Address ranges (cuMemAddressReserve) and peer memory (IPC) are recorded
+ * and counted, never charged.
  * Thread safety: every function may be called from any thread at once. */
 #ifndef VS_MEMORY_SERVICE_H
 #define VS_MEMORY_SERVICE_H
@@ -94,12 +100,13 @@ int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out);
 
 /* The view of a card (cuMemGetInfo, cuDeviceTotalMem): VS_MEM_DONE with
  * free_bytes and total_bytes (free_bytes may be NULL) filled when the service answers (the tenant's
- * view), VS_MEM_PASS to ask the driver. Today: always PASS. */
+ * view, vs_quota_view), VS_MEM_PASS to ask the driver (the card is not enforced, or the driver's
+ * own answer is the tenant's). */
 int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes);
 /* The allocation around ptr as the program sees it (cuMemGetAddressRange,
  * CU_POINTER_ATTRIBUTE_RANGE_START/SIZE): VS_MEM_DONE when the service
  * placed it (an arena block inside a larger driver chunk), VS_MEM_PASS to
- * ask the driver. Today: always PASS. */
+ * ask the driver (every other pointer). */
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size);
 
 /* A driver call that neither allocates nor frees (map, unmap, queries),
