@@ -76,7 +76,6 @@
 /* Driver functions the shim calls for itself but does not hook. */
 #define VS_DRIVER_EXTRAS(X)                                                                        \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                                 \
-  X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                                     \
   /* the arena's backend (arena_backend.c) */                                                      \
   X(cuCtxSynchronize, (void), ())                                                                  \
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
