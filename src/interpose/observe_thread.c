@@ -10,6 +10,8 @@
  * thread sleeps is picked up at the next timeout, which is at most 1 s.
  * Signals are blocked in the thread. A forked child has no thread: it
  * starts its own at its first event. */
+#include "clock.h"
+#include "ledger.h"
 #include "ledger_mailbox.h"
 #include "ledger_read.h"
 #include "log.h"
@@ -193,14 +195,14 @@ static int pending_any(void) {
 
 static void *thread_main(void *arg) {
   (void)arg;
-  g_start_time = vs_mailbox_self_start_time();
+  g_start_time = vs_ledger_self_start_time();
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;
-  uint64_t next_sample = vs_mailbox_now_ns();   /* a first sample at once */
+  uint64_t next_sample = vs_mono_ns();   /* a first sample at once */
   uint64_t next_discover = 0;
   int fast_tries = 0;
   for (;;) {
-    uint64_t now = vs_mailbox_now_ns();
+    uint64_t now = vs_mono_ns();
     if (now >= next_sample) {
       sample_all();
       next_sample += interval;
@@ -220,7 +222,7 @@ static void *thread_main(void *arg) {
     atomic_store(&g_wait_word, word);
     uint32_t val = __atomic_load_n(word, __ATOMIC_SEQ_CST);
     if (pending_any()) continue;   /* val read first: a later post changes the word */
-    now = vs_mailbox_now_ns();
+    now = vs_mono_ns();
     uint64_t sleep = next_sample > now ? next_sample - now : 0;
     if (sleep > MAX_SLEEP_NS) sleep = MAX_SLEEP_NS;
     if (unmatched && next_discover > now && next_discover - now < sleep) sleep = next_discover - now;

@@ -17,6 +17,7 @@
 #include "observe.h"
 
 #include "accounting.h"
+#include "clock.h"
 #include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
@@ -72,12 +73,6 @@ static void session_init(void) {
 static vs_tenant_session *session(void) {
   pthread_once(&g_session_once, session_init);
   return g_session;
-}
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The card's identity from the real driver, under the recursion guard.
@@ -188,7 +183,7 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   }
   uint64_t wait_ms = vs_tenant_wait_ms(s);
   if (wait_ms) {
-    if (!*deadline_ns) *deadline_ns = mono_ns() + wait_ms * 1000000ull;
+    if (!*deadline_ns) *deadline_ns = vs_mono_ns() + wait_ms * 1000000ull;
     vs_refusal why = t->why;
     if (vs_tenant_wait_fit(s, card, n, *deadline_ns, &why) == 0) {
       t->pending = 0;

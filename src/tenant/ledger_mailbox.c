@@ -21,8 +21,6 @@
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define ASTORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-uint64_t vs_mailbox_now_ns(void) { return vs_mono_ns(); }
-
 /* Not FUTEX_PRIVATE_FLAG: the word lives in a file mapped by several
  * processes. On private memory the shared key is the same as the private
  * one, so in-process wakes work too. */
@@ -123,7 +121,6 @@ void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve,
   *used = VS_LOAD(&lt->used);
 }
 
-uint64_t vs_mailbox_self_start_time(void) { return vs_ledger_self_start_time(); }
 
 /* ---- Tool ------------------------------------------------------------------ */
 uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {

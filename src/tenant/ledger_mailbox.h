@@ -40,8 +40,6 @@ int32_t vs_mailbox_slot_pid(const vs_mailbox_map *m, int slot);
 const char *vs_mailbox_slot_tenant(const vs_mailbox_map *m, int slot);
 /* The tenant of a slot: its reserve, limit (VS_NO_LIMIT when none) and usage. */
 void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve, uint64_t *limit, uint64_t *used);
-/* /proc/self/stat starttime (what slots record to tell pid reuse apart). */
-uint64_t vs_mailbox_self_start_time(void);
 
 /* ---- The tool's side ------------------------------------------------------ */
 /* Posts a request and wakes the owner; returns the request number to await. */
@@ -67,5 +65,4 @@ void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *pa
 void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void vs_mailbox_futex_wake(uint32_t *word);
 
-uint64_t vs_mailbox_now_ns(void);   /* CLOCK_MONOTONIC: vs_mono_ns() (clock.h); kept for src/interpose */
 #endif
