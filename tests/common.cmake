@@ -1,3 +1,8 @@
+# Every test's ctest TIMEOUT: a guard against a hang, not a speed bound. It is
+# generous because the same tests run under ASan and TSan on a loaded 2-core
+# machine; tests assert behaviour, and benchmarks (tools/bench) report speed.
+set(VS_TEST_TIMEOUT 600)
+
 # vs_add_cmocka_test(NAME SOURCES... LIBS ...): a CMocka unit test under ctest.
 find_library(CMOCKA_LIB cmocka REQUIRED)
 find_path(CMOCKA_INCLUDE_DIR cmocka.h REQUIRED)

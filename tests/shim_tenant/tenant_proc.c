@@ -164,7 +164,7 @@ const vs_snap_tenant *tp_tenant(const vs_ledger_snapshot *s, const char *name) {
 
 int tp_wait_held(int pid, uint64_t bytes, int timeout_ms) {
   static vs_ledger_snapshot s;
-  for (int t = 0; t < timeout_ms; t += 5) {
+  for (uint64_t end = tp_now_ns() + (uint64_t)timeout_ms * 1000000ull; tp_now_ns() < end;) {
     if (tp_snapshot(&s) == 0) {
       const vs_snap_proc *p = tp_proc(&s, pid);
       if (p && p->held >= bytes) return 0;

@@ -26,6 +26,12 @@
 
 uint64_t tp_now_ns(void);
 void tp_sleep_ms(int ms);
+/* How long a condition that must come true (a process starting, a reclaim,
+ * a wake-up, a dump written) may take before a test calls it broken.
+ * Generous on purpose: a sanitizer build on a loaded 2-core machine is many
+ * times slower than a normal one. The tests assert that it happens and
+ * print how fast; the speed is a benchmark's to report. */
+#define TP_EVENTUALLY_MS 30000
 
 /* ---- orchestrator side ---------------------------------------------------- */
 /* The test's own folder (created empty) and file names in it. */
@@ -48,7 +54,7 @@ int tp_count_lines(const char *text, const char *needle);
 int tp_snapshot(vs_ledger_snapshot *s);
 const vs_snap_proc *tp_proc(const vs_ledger_snapshot *s, int pid);
 const vs_snap_tenant *tp_tenant(const vs_ledger_snapshot *s, const char *name);
-/* Polls until pid holds at least bytes on card 0 (or timeout_ms). */
+/* Polls until pid holds at least bytes on card 0 (or timeout_ms of wall time). */
 int tp_wait_held(int pid, uint64_t bytes, int timeout_ms);
 
 /* ---- worker side ---------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,10 +230,12 @@ static void steps_for_the_shim(void **state) {
   (void)state;
   vs_config *cfg = malloc(sizeof *cfg);
   char err[VS_ERR_MAX], text[512];
-  snprintf(text, sizeof text, "[global]\nledger_dir = %s/ledger\n[tenant s]\nlimit = 100\non_limit = wait:2s\n", g_tmp);
+  /* A wait far longer than the test: a step that waited where it must not
+   * would show as a time past TT_EVENTUALLY_MS. */
+  snprintf(text, sizeof text, "[global]\nledger_dir = %s/ledger\n[tenant s]\nlimit = 100\non_limit = wait:2min\n", g_tmp);
   assert_int_equal(vs_config_parse_string(text, "s.conf", cfg, err, sizeof err), 0);
   vs_tenant_session *s = vs_tenant_init_with(cfg, "s", 1);
-  assert_int_equal(vs_tenant_wait_ms(s), 2000);
+  assert_int_equal(vs_tenant_wait_ms(s), 120000);
   assert_int_equal(vs_tenant_card_open(s, 1), 0);
   assert_non_null(vs_tenant_card(s, 1, NULL, 1000));
   assert_int_equal(vs_tenant_card_open(s, 1), 1);
@@ -240,47 +243,67 @@ static void steps_for_the_shim(void **state) {
   assert_int_equal(vs_tenant_try(s, 1, 80, &why), 0);
   double t0 = tt_now_ms();
   assert_int_equal(vs_tenant_try(s, 1, 30, &why), 1); /* never waits */
-  assert_true(tt_now_ms() - t0 < 500);
+  assert_true(tt_now_ms() - t0 < TT_EVENTUALLY_MS);
   assert_int_equal(why.kind, VS_REFUSE_LIMIT);
   assert_int_equal(why.used, 80);
   /* A request above the limit never fits: no wait. */
   t0 = tt_now_ms();
   assert_int_equal(vs_tenant_wait_fit(s, 1, 200, UINT64_MAX, &why), 1);
-  assert_true(tt_now_ms() - t0 < 500);
-  /* Another process of the tenant gives back: the waiter wakes, charges nothing. */
+  assert_true(tt_now_ms() - t0 < TT_EVENTUALLY_MS);
+  /* Another process of the tenant gives back: the waiter wakes, charges
+   * nothing. The child says when it holds its 20 (a pipe) and when it gave
+   * them back (a shared page), so the test does not depend on timing. */
+  volatile double *released_at = mmap(NULL, sizeof *released_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(released_at != MAP_FAILED);
+  *released_at = 0;
+  int holds[2];
+  assert_int_equal(pipe(holds), 0);
   pid_t pid = fork();
   if (pid == 0) {
+    close(holds[0]);
     vs_tenant_session *c = vs_tenant_init_with(cfg, "s", 1);
     if (!vs_tenant_card(c, 1, NULL, 1000) || vs_tenant_try(c, 1, 20, NULL) != 0) _exit(2);
+    if (write(holds[1], "h", 1) != 1) _exit(3);
     usleep(300000);
+    *released_at = tt_now_ms();
     vs_tenant_release(c, 1, 20);
     usleep(300000);
     _exit(0);
   }
-  usleep(100000);
+  close(holds[1]);
+  char c;
+  assert_int_equal(read(holds[0], &c, 1), 1); /* the child holds its 20 */
+  close(holds[0]);
   assert_int_equal(vs_tenant_waiters(s, 1), 0);
   vs_tenant_release(s, 1, 70); /* we hold 10, the child 20 */
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  t0 = tt_now_ms();
-  assert_int_equal(vs_tenant_wait_fit(s, 1, 85, now + 3000000000ull, &why), 0);
-  double waited = tt_now_ms() - t0;
-  assert_true(waited >= 100 && waited < 1500);
+  assert_int_equal(vs_tenant_wait_fit(s, 1, 85, now + TT_EVENTUALLY_MS * 1000000ull, &why), 0);
+  double woke = tt_now_ms(), at = *released_at;
+  print_message("a waiter woke %.1f ms after another process gave back\n", woke - at);
+  assert_true(at > 0 && woke >= at); /* woken by the release, not before it */
   assert_int_equal(vs_tenant_try(s, 1, 85, &why), 0); /* the wait charged nothing */
   assert_int_equal(vs_tenant_try(s, 1, 10, &why), 1);
   /* Timeout: kind TIMEOUT, cause the condition. */
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
   pid_t watcher = fork();
   if (watcher == 0) { /* sees the waiter from another process */
+    close(ready[0]);
     vs_tenant_session *c = vs_tenant_init_with(cfg, "s", 1);
     if (!vs_tenant_card(c, 1, NULL, 1000)) _exit(2);
-    for (int i = 0; i < 150; i++, usleep(1000))
+    if (write(ready[1], "r", 1) != 1) _exit(4);
+    for (double w0 = tt_now_ms(); tt_now_ms() - w0 < TT_EVENTUALLY_MS; usleep(1000))
       if (vs_tenant_waiters(c, 1) == 1) _exit(0);
     _exit(3);
   }
-  assert_int_equal(vs_tenant_wait_fit(s, 1, 10, now + 200000000ull, &why), 1);
+  close(ready[1]);
+  assert_int_equal(read(ready[0], &c, 1), 1); /* the watcher is looking */
+  close(ready[0]);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  assert_int_equal(vs_tenant_wait_fit(s, 1, 10, now + 1000000000ull, &why), 1);
   int wst = 0;
   waitpid(watcher, &wst, 0);
   assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
@@ -291,6 +314,7 @@ static void steps_for_the_shim(void **state) {
   int st = 0;
   waitpid(pid, &st, 0);
   assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  munmap((void *)released_at, sizeof *released_at);
   /* Forced: above the limit, counted. */
   vs_tenant_force(s, 1, 50);
   vs_ledger_snapshot *snap = malloc(sizeof *snap);
