@@ -393,7 +393,7 @@ static void check_whole(struct parser *ps) {
   }
 }
 
-static uint64_t fnv1a(const char *p, size_t n) {
+uint64_t vs_config_hash(const char *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
   return h;
@@ -402,7 +402,7 @@ static uint64_t fnv1a(const char *p, size_t n) {
 static int parse_buffer(const char *text, size_t len, const char *name, vs_config *cfg, char *err, size_t errlen) {
   vs_config_defaults(cfg);
   snprintf(cfg->file, sizeof cfg->file, "%s", name ? name : "<string>");
-  cfg->generation = fnv1a(text, len);
+  cfg->generation = vs_config_hash(text, len);
   struct parser *ps = calloc(1, sizeof *ps);
   if (!ps) {
     snprintf(err, errlen, "%s: out of memory", cfg->file);

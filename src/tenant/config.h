@@ -41,6 +41,10 @@ typedef struct vs_tenant_cfg {
   uint64_t cards_mask;          /* bit i = card i; all ones when not set */
   char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
   int nexes;
+  /* A limit of its own on card i, in bytes, when card_limit[i] != 0; it
+   * replaces `limit` on that card. No config key sets it: only HAMi-core's
+   * CUDA_DEVICE_MEMORY_LIMIT_<i> does (hami_env.h). */
+  uint64_t card_limit[VS_CFG_MAX_CARD_INDEX];
 } vs_tenant_cfg;
 
 typedef struct vs_card_cfg {
@@ -79,6 +83,9 @@ int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, c
  * percentages resolved, reserve <= limit, reservations + headroom <= capacity.
  * [card GPU-...] sections are checked against every capacity given. */
 int vs_config_check_cards(const vs_config *cfg, const uint64_t *caps, int ncaps, char *err, size_t errlen);
+
+/* FNV-1a of a text: the generation of a config made from it. */
+uint64_t vs_config_hash(const char *text, size_t len);
 
 /* Lookups; NULL / -1 when absent. */
 const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name);

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern char **environ;
+
+#include "hami_env.h"
 #include "log.h"
 #include "plan.h"
 
@@ -38,9 +41,14 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   char exe[VS_NAME_MAX];
   vs_self_exe(argv0, exe);
   const char *how = vs_config_select_tenant(&s->cfg, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  int hami = vs_hami_apply_env(environ, &s->cfg, r != 1, s->tenant, err, sizeof err);
+  if (hami < 0) {
+    vs_config_on_error(err); /* returns only with passthrough */
+    s->enforcing = 0;
+  }
   const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
   s->wait_ms = t ? t->wait_ms : 0;
-  VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 ? "none (no limits)" : s->cfg.file);
+  VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 && hami <= 0 ? "none (no limits)" : s->cfg.file);
   return s;
 }
 
