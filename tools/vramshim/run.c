@@ -63,9 +63,14 @@ static int find_shim(char *out, size_t len) {
   char dir[PATH_MAX], cand[PATH_MAX + 64];
   self_dir(dir, sizeof dir);
   snprintf(cand, sizeof cand, "%s%s", dir, VS_RUN_BIN_TO_SHIM);
-  char real[PATH_MAX];
-  if (readable(cand) && realpath(cand, real)) {
-    snprintf(out, len, "%s", real);
+  /* The folder canonical (no "bin/../"), the file name as installed: the
+   * unversioned libvramshim.so, whatever version it points to. */
+  char folder[PATH_MAX + 64], real[PATH_MAX];
+  snprintf(folder, sizeof folder, "%s", cand);
+  char *slash = strrchr(folder, '/');
+  if (slash) *slash = 0;
+  if (readable(cand) && slash && realpath(folder, real)) {
+    snprintf(out, len, "%s/%s", real, slash + 1);
     return 0;
   }
 #ifdef VS_RUN_BUILD_TOOL_DIR
