@@ -21,6 +21,11 @@ if(rc)
   message(FATAL_ERROR "gzip of packaging/deb/changelog failed")
 endif()
 install(FILES ${PROJECT_BINARY_DIR}/changelog.gz ${VS_PKG_DIR}/copyright DESTINATION ${VS_DOCDIR})
+# The manual page, and lintian's overrides with their reasons.
+execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/vramshim.1 OUTPUT_FILE ${PROJECT_BINARY_DIR}/vramshim.1.gz)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/packaging/vramshim.1)
+install(FILES ${PROJECT_BINARY_DIR}/vramshim.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${VS_PKG_DIR}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME vramshim)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME vramshim)
@@ -30,11 +35,14 @@ set(VRAMSHIM_DEB_MAINTAINER "The vramshim developers <vramshim@example.org>" CAC
     "Maintainer field of the .deb")
 set(CPACK_PACKAGE_CONTACT "${VRAMSHIM_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "predictable GPU memory for CUDA programs on shared cards")
-set(CPACK_PACKAGE_DESCRIPTION "libvramshim.so is preloaded under an unchanged CUDA program (LD_PRELOAD, \
-or `vramshim run`). It serves device allocations from an arena, enforces per-tenant reservations and \
-limits from /etc/vramshim.conf across processes, gives each program a virtualised cuMemGetInfo view, \
-honours HAMi-core's CUDA_DEVICE_MEMORY_LIMIT variables, and explains memory: dumps, timelines and \
-trace replay through the vramshim tool.")
+# Debian's extended Description (CPack puts the summary above it): lines of
+# at most 80 characters.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "libvramshim.so is preloaded under an unchanged CUDA program (LD_PRELOAD, or
+vramshim run). It serves device allocations from an arena, enforces
+per-tenant reservations and limits from /etc/vramshim.conf across processes,
+gives each program a cuMemGetInfo view that matches its quota, honours
+HAMi-core's CUDA_DEVICE_MEMORY_LIMIT variables, and explains memory: dumps,
+timelines and trace replay through the vramshim tool.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # vramshim_0.1.0_amd64.deb

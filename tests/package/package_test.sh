@@ -55,6 +55,15 @@ for f in usr/lib/x86_64-linux-gnu/libvramshim.so.0 usr/bin/vramshim usr/include/
   grep -q " \./$f\( \|$\)" <<<"$listing" || fail "not in the package: /$f"
 done
 grep -q "etc/ld.so.preload" <<<"$listing" && fail "the package ships /etc/ld.so.preload"
+if command -v lintian >/dev/null; then
+  t=$(now)
+  lint=$(lintian "$deb" 2>/dev/null)
+  [ -n "$lint" ] && echo "$lint"
+  lintian --fail-on error "$deb" >/dev/null 2>&1 || fail "lintian reports errors"
+  say "lintian: $(grep -c '^E:' <<<"$lint") errors, $(grep -c '^W:' <<<"$lint") warnings ($(secs "$t") s)"
+else
+  say "lintian is not installed (scripts/setup installs it): not checked"
+fi
 
 # ---- 2. a clean Debian 12 root (cached) --------------------------------------
 mirror=${VRAMSHIM_TEST_MIRROR:-}
@@ -129,18 +138,23 @@ else
 fi
 
 # ---- 4. what the installed files do -------------------------------------------
-in_root dpkg -s vramshim | grep -q '^Status: install ok installed' || fail "dpkg -s: not installed"
+# (Outputs are read whole before grep -q: with pipefail an early grep exit
+# would make the writer's SIGPIPE a failure.)
+out=$(in_root dpkg -s vramshim)
+grep -q '^Status: install ok installed' <<<"$out" || fail "dpkg -s: not installed"
 in_root getent group vramshim >/dev/null || fail "postinst made no group vramshim"
 st=$(in_root stat -c '%a %U %G' /run/vramshim 2>/dev/null)
 [ "$st" = "2770 root vramshim" ] || fail "/run/vramshim is '$st', expected '2770 root vramshim'"
 say "postinst: group vramshim, /run/vramshim $st"
 [ -e "$root/etc/ld.so.preload" ] && fail "the package wrote /etc/ld.so.preload"
 [ -e "$root/etc/vramshim.conf" ] && fail "the package installed /etc/vramshim.conf (HAMi's variables would never apply)"
-in_root ldconfig -p | grep -q 'libvramshim.so.0 ' || fail "ldconfig does not know libvramshim.so.0 (trigger)"
+out=$(in_root ldconfig -p)
+grep -q 'libvramshim.so.0 ' <<<"$out" || fail "ldconfig does not know libvramshim.so.0 (trigger)"
 out=$(in_root vramshim check /usr/share/doc/vramshim/examples/config/vramshim.conf 2>&1) ||
   { echo "$out"; fail "vramshim check of the example config"; }
 say "vramshim check of the installed example config: ok ($(echo "$out" | wc -l) lines)"
-in_root vramshim --version | grep -q "^vramshim $version" || fail "vramshim --version is not $version"
+out=$(in_root vramshim --version)
+grep -q "^vramshim $version" <<<"$out" || fail "vramshim --version is not $version"
 
 # The simulated driver and a test program, carried in like a real libcuda.
 mkdir -p "$root/opt/vramsim"
@@ -151,7 +165,7 @@ out=$(in_root "${simenv[@]}" vramshim run --tenant llm --config /tmp/test.conf -
       0=$((1 << 30)) 2>&1) || { echo "$out"; fail "a program under vramshim run (tenant llm, 1 GiB)"; }
 grep -q "every card's view matches" <<<"$out" || { echo "$out"; fail "limit_view under vramshim run"; }
 say "vramshim run --tenant llm --config: the program sees its 1 GiB limit"
-ls "$root/run/vramshim" | grep -q . || fail "no ledger in /run/vramshim after a run"
+[ -n "$(ls -A "$root/run/vramshim")" ] || fail "no ledger in /run/vramshim after a run"
 out=$(in_root "${simenv[@]}" CUDA_DEVICE_MEMORY_LIMIT=512m vramshim run -- /opt/vramsim/limit_view \
       0=$((512 << 20)) 2>&1) || { echo "$out"; fail "HAMi's CUDA_DEVICE_MEMORY_LIMIT=512m under vramshim run"; }
 say "CUDA_DEVICE_MEMORY_LIMIT=512m (no config file): the program sees 512 MiB"
