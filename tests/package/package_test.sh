@@ -6,7 +6,7 @@
 # `vramshim run` over the simulated driver, HAMi-core's variable, the group
 # and ledger directory made by postinst, no /etc/ld.so.preload, and purge.
 #
-#   package_test.sh BUILD_DIR SIM_LIBCUDA LIMIT_VIEW
+#   package_test.sh BUILD_DIR SIM_LIBCUDA LIMIT_VIEW SRC_DIR
 #
 # The debootstrap root is cached (built once, ~1 min with a near mirror):
 #   $VRAMSHIM_TEST_CACHE, else /var/cache/vramshim-test when writable, else
@@ -16,7 +16,7 @@
 # Exit 77 (skipped) with the reason when this cannot run here: not root, no
 # debootstrap/chroot, the mirror unreachable.
 set -uo pipefail
-build=$1 sim=$2 view=$3
+build=$1 sim=$2 view=$3 src=$4
 say() { echo "vramshim-test: $*"; }
 skip() { say "SKIP: $*"; exit 77; }
 fail() { say "FAIL: $*"; exit 1; }
@@ -173,9 +173,33 @@ out=$(in_root "${simenv[@]}" LD_PRELOAD=libvramshim.so.0 CUDA_DEVICE_MEMORY_LIMI
       0=$((256 << 20)) 2>&1) || { echo "$out"; fail "LD_PRELOAD=libvramshim.so.0 by its soname"; }
 say "LD_PRELOAD=libvramshim.so.0 (found by ld.so in the multiarch libdir): ok"
 
+# The Kubernetes node installer (examples/kubernetes/install-on-node.sh) run
+# from the installed package, as its image runs it, onto a "node" folder.
+cp "$src/examples/kubernetes/install-on-node.sh" "$root/tmp/install-on-node.sh"
+in_root HOST_ROOT=/tmp/node VRAMSHIM_GID=4242 VRAMSHIM_CONFIG_SRC=/tmp/test.conf sh /tmp/install-on-node.sh \
+  >"$work/node.log" 2>&1 || { cat "$work/node.log"; fail "install-on-node.sh"; }
+for f in opt/vramshim/lib/libvramshim.so opt/vramshim/lib/libinih.so.1 opt/vramshim/bin/vramshim \
+         opt/vramshim/etc/vramshim.conf; do
+  [ -f "$root/tmp/node/$f" ] || fail "install-on-node.sh did not lay out /$f"
+done
+st=$(stat -c '%a %u %g' "$root/tmp/node/run/vramshim")
+[ "$st" = "2770 0 4242" ] || fail "install-on-node.sh: the ledger directory is '$st', expected '2770 0 4242'"
+say "install-on-node.sh (the DaemonSet's installer): /opt/vramshim laid out, ledger directory $st"
+
 # ---- 5. remove and purge --------------------------------------------------------
 in_root dpkg --purge vramshim >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "dpkg --purge vramshim"; }
 [ -e "$root/usr/bin/vramshim" ] && fail "/usr/bin/vramshim left after purge"
 in_root getent group vramshim >/dev/null && fail "purge left the group vramshim (it has no users)"
 say "purge: files and the unused group gone"
+
+# A workload image without vramshim or libinih1, as on Kubernetes: the pod
+# preloads both from the node's /opt/vramshim (pod-under-hami.yaml) and gets
+# HAMi's limit.
+in_root dpkg --purge libinih1 >>"$work/purge.log" 2>&1 || fail "dpkg --purge libinih1"
+out=$(in_root ldconfig -p)
+grep -q libinih <<<"$out" && fail "libinih is still on the library path"
+pre="/tmp/node/opt/vramshim/lib/libinih.so.1 /tmp/node/opt/vramshim/lib/libvramshim.so"
+out=$(in_root "${simenv[@]}" LD_PRELOAD="$pre" CUDA_DEVICE_MEMORY_LIMIT_0=1000m /opt/vramsim/limit_view \
+      0=$((1000 << 20)) 2>&1) || { echo "$out"; fail "the node's /opt/vramshim preloaded with no package installed"; }
+say "no package, no libinih1: LD_PRELOAD of the node's libinih.so.1 + libvramshim.so gives HAMi's 1000 MiB"
 say "the package installs, runs and purges on a clean Debian 12"
