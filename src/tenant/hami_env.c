@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -103,8 +104,11 @@ int vs_hami_apply_env(char *const *envp, vs_config *cfg, int from_file, const ch
   int r = vs_hami_read(envp, h, rerr, sizeof rerr);
   if (!h->nvars) return 0;
   if (from_file) {
+    /* After a config error under passthrough cfg holds the defaults: name the file that failed. */
+    const char *file = cfg->file, *env = getenv("VRAMSHIM_CONFIG");
+    if (!strcmp(file, "<defaults>")) file = env && *env ? env : VS_DEFAULT_CONFIG;
     VS_WARN("%s ignored: the config file %s sets the limits (a config file wins over HAMi-core's variables)",
-            h->text, cfg->file);
+            h->text, file);
     return 0;
   }
   if (r) {

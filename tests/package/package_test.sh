@@ -34,7 +34,9 @@ umount_all() {
   for m in "$work/root/proc" "$work/root/dev/shm"; do mountpoint -q "$m" 2>/dev/null && umount -l "$m"; done
 }
 umount_all
-rm -rf "$work" && mkdir -p "$work/pkg"
+rm -rf --one-file-system "$work"
+[ -e "$work" ] && fail "cannot remove $work (a mount left in it?)"
+mkdir -p "$work/pkg"
 t=$(now)
 (cd "$build" && cpack -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; fail "cpack -G DEB"; }
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")/\1/p' \
