@@ -67,8 +67,7 @@ int vs_hami_read(char *const *envp, vs_hami_limits *out, char *err, size_t errle
     if (name_len != base && card == -1) continue; /* e.g. CUDA_DEVICE_MEMORY_LIMIT_KEY: not HAMi's */
     if (!eq[1]) continue;                         /* HAMi-core: an empty value is not set */
     if (card == -2) {
-      VS_WARN("%.*s ignored: vramshim names cards 0 to %d", (int)(eq - var + 1 + strlen(eq + 1)), var,
-              VS_CFG_MAX_CARD_INDEX - 1);
+      VS_WARN("%s ignored: vramshim names cards 0 to %d", var, VS_CFG_MAX_CARD_INDEX - 1);
       continue;
     }
     values[card + 1] = eq + 1;
@@ -133,7 +132,8 @@ int vs_hami_apply_env(char *const *envp, vs_config *cfg, int from_file, const ch
   /* Processes with the same variables and tenant run the same config. */
   char key[sizeof h->text + VS_NAME_MAX + 2];
   int n = snprintf(key, sizeof key, "%s|%s", tenant, h->text);
-  cfg->generation = vs_config_hash(key, n > 0 ? (size_t)n : 0);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+  cfg->generation = vs_config_hash(key, len);
   VS_INFO("tenant '%s': limits from HAMi-core's variables %s (no config file)", tenant, h->text);
   return 1;
 }
