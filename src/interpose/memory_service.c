@@ -75,9 +75,9 @@ static void record(vs_mem_op *op) {
  * the device can address. 1 when served (op answers it: success, the
  * address); the block is neither in the tracker nor in the device counters
  * (spill.c keeps it and counts it apart), so it never counts against the card. */
-static int spilled(vs_mem_op *op, uint64_t size) {
+static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
   uint64_t addr = 0;
-  if (!vs_spill_alloc(op->rec.card, size, &addr)) return 0;
+  if (!vs_spill_alloc(op->rec.card, size, by_driver, &addr)) return 0;
   op->result = CUDA_SUCCESS;
   op->addr = addr;
   return 1;
@@ -111,7 +111,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
     for (;;) {
       served = vs_arena_glue_alloc(op->rec.card, size, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
-      if (spilled(op, size)) return VS_MEM_DONE;
+      if (spilled(op, size, !vs_quota_refusal_pending())) return VS_MEM_DONE;
       if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
     }
     if (served == VS_MEM_DONE) {
@@ -134,7 +134,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   for (;;) {
     q = vs_quota_charge(op->rec.card, size);
     if (q == CUDA_SUCCESS) break;
-    if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size)) return VS_MEM_DONE;
+    if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return VS_MEM_DONE;
     if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
   }
   if (q != CUDA_SUCCESS) {
@@ -153,7 +153,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
     op->rec.charged = 0;
     /* The driver itself refused a cuMemAlloc the tenant was admitted for:
      * under on_limit = spill, host memory instead (the hook reads op->addr). */
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && op->rec.kind == VS_MEM_DEVICE && spilled(op, op->rec.size)) return CUDA_SUCCESS;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op->rec.kind == VS_MEM_DEVICE && spilled(op, op->rec.size, 1)) return CUDA_SUCCESS;
     if (holds_device_memory(op->rec.kind)) failed(op);
     return r;
   }

@@ -281,6 +281,7 @@ void vs_quota_unspill(int card, uint64_t n) {
 }
 
 void vs_quota_settle(void) { t_refused.pending = 0; }
+int vs_quota_refusal_pending(void) { return t_refused.pending; }
 
 void vs_quota_atfork_child(void) {
   /* The session stays (same settings); its ledgers are re-opened on next

@@ -65,6 +65,9 @@ typedef struct vs_quota_spill_note {
 int vs_quota_spill(int card, uint64_t n, vs_quota_spill_note *note);
 void vs_quota_unspill(int card, uint64_t n);
 void vs_quota_settle(void);
+/* Whether this thread's last request was refused by the ledger (not yet
+ * settled or reported): tells a quota refusal from the driver's. */
+int vs_quota_refusal_pending(void);
 
 void vs_quota_atfork_child(void);
 #endif

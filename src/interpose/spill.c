@@ -62,16 +62,21 @@ static int due(uint64_t *last_ns, uint64_t *unlogged, uint64_t every, uint64_t *
   return ok;
 }
 
-static void log_episode(int card, uint64_t size, const vs_quota_spill_note *n) {
+static void log_episode(int card, uint64_t size, int by_driver, const vs_quota_spill_note *n) {
   uint64_t more = 0;
   if (!due(&g_episode_log_ns[card], &g_episodes_unlogged[card], EPISODE_LOG_EVERY_NS, &more)) return;
   char rq[32], us[32], li[32], sp[32], mx[32], tail[96] = "";
   if (more) snprintf(tail, sizeof tail, " (%llu more episodes began in the last 10 s)", (unsigned long long)more);
-  VS_WARN("tenant '%s' on card %d at its limit (device usage %s, limit %s): spilling %s to host memory "
-          "(tenant spilled %s of at most %s); kernels reach it over the bus, slowly%s",
-          vs_settings_get()->tenant, card, vs_fmt_bytes(n->used, us, sizeof us),
-          n->limit == UINT64_MAX ? "none" : vs_fmt_bytes(n->limit, li, sizeof li), vs_fmt_bytes(size, rq, sizeof rq),
-          vs_fmt_bytes(n->spilled, sp, sizeof sp), vs_fmt_bytes(n->max, mx, sizeof mx), tail);
+  char why[160];
+  if (by_driver)
+    snprintf(why, sizeof why, "the driver has no device memory left for %s", vs_fmt_bytes(size, rq, sizeof rq));
+  else
+    snprintf(why, sizeof why, "refused %s of device memory (usage %s, limit %s)", vs_fmt_bytes(size, rq, sizeof rq),
+             vs_fmt_bytes(n->used, us, sizeof us), n->limit == UINT64_MAX ? "none" : vs_fmt_bytes(n->limit, li, sizeof li));
+  VS_WARN("tenant '%s' on card %d: %s: spilling it to host memory (tenant spilled %s of at most %s); kernels "
+          "reach spilled memory over the bus, slowly; new requests go back to the device once it has room%s",
+          vs_settings_get()->tenant, card, why, vs_fmt_bytes(n->spilled, sp, sizeof sp),
+          vs_fmt_bytes(n->max, mx, sizeof mx), tail);
 }
 
 static void log_max_reached(int card, uint64_t size, const vs_quota_spill_note *n) {
@@ -94,7 +99,7 @@ static void count(int card, int64_t bytes, int64_t blocks) {
   }
 }
 
-int vs_spill_alloc(int card, uint64_t size, uint64_t *addr) {
+int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
   if (!card_ok(card) || size == 0 || !vs_quota_spill_max(card)) return 0;
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real || !real->cuMemHostAlloc || !real->cuMemHostGetDevicePointer_v2 || !real->cuMemFreeHost) {
@@ -149,7 +154,7 @@ int vs_spill_alloc(int card, uint64_t size, uint64_t *addr) {
   }
   count(card, (int64_t)size, 1);
   vs_quota_settle();
-  if (note.episode) log_episode(card, size, &note);
+  if (note.episode) log_episode(card, size, by_driver, &note);
   *addr = (uint64_t)d;
   return 1;
 }

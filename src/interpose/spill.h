@@ -26,11 +26,12 @@
 
 #include <stdint.h>
 
-/* After a refused request for size bytes on card: 1 when it was served
+/* After a refused request for size bytes on card (by_driver: the driver
+ * refused it, not the tenant's admission rule): 1 when it was served
  * from host memory (*addr the device pointer), 0 when not (the tenant does
  * not spill, MAX would be exceeded, or the host refused: the request fails
  * as with on_limit = fail; a line says why MAX stopped it). */
-int vs_spill_alloc(int card, uint64_t size, uint64_t *addr);
+int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr);
 
 /* The free of addr (any cuMemFree variant): 1 when addr is a live spilled
  * block, which is then given back to the host (cuMemFreeHost) and its
