@@ -14,6 +14,7 @@
 #include "driver_table.h"
 #include "log.h"
 #include "memory_service.h"
+#include "observe.h"
 #include "quota.h"
 #include "settings.h"
 #include "vramshim.h"
@@ -39,7 +40,6 @@ typedef struct spill_block {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static spill_block *g_blocks;            /* under g_lock */
 static _Atomic uint64_t g_count;         /* live blocks: the free path's one load */
-static _Atomic uint64_t g_bytes[NCARDS], g_peak[NCARDS], g_nblocks[NCARDS];
 /* Log rate limits, under g_lock. */
 static uint64_t g_episode_log_ns[NCARDS], g_episodes_unlogged[NCARDS];
 static uint64_t g_refusal_log_ns[NCARDS], g_refusals_unlogged[NCARDS];
@@ -90,13 +90,12 @@ static void log_max_reached(int card, uint64_t size, const vs_quota_spill_note *
           vs_fmt_bytes(n->max, mx, sizeof mx), tail);
 }
 
-static void count(int card, int64_t bytes, int64_t blocks) {
-  uint64_t now = atomic_fetch_add(&g_bytes[card], (uint64_t)bytes) + (uint64_t)bytes;
-  atomic_fetch_add(&g_nblocks[card], (uint64_t)blocks);
-  atomic_fetch_add(&g_count, (uint64_t)blocks);
-  uint64_t peak = atomic_load(&g_peak[card]);
-  while (now > peak && !atomic_compare_exchange_weak(&g_peak[card], &peak, now)) {
-  }
+/* One block more (sign +1) or fewer (-1): the free path's count, and the
+ * card's spilled figures (dumps, timeline). */
+static void count(int card, uint64_t size, int sign) {
+  if (sign > 0) atomic_fetch_add(&g_count, 1);
+  else atomic_fetch_sub(&g_count, 1);
+  vs_observe_spill(card, size, sign);
 }
 
 int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
@@ -148,11 +147,11 @@ int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
   HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
   pthread_mutex_unlock(&g_lock);
   if (old) {
-    count(old->card, -(int64_t)old->size, -1);
+    count(old->card, old->size, -1);
     vs_quota_unspill(old->card, old->size);
     free(old);
   }
-  count(card, (int64_t)size, 1);
+  count(card, size, +1);
   vs_quota_settle();
   if (note.episode) log_episode(card, size, by_driver, &note);
   *addr = (uint64_t)d;
@@ -180,7 +179,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     *res = r;
     return 1;
   }
-  count(b->card, -(int64_t)b->size, -1);
+  count(b->card, b->size, -1);
   vs_quota_unspill(b->card, b->size);
   free(b);
   *res = CUDA_SUCCESS;
@@ -200,10 +199,6 @@ int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size) {
   return b != NULL;
 }
 
-uint64_t vs_spill_bytes(int card) { return card_ok(card) ? atomic_load(&g_bytes[card]) : 0; }
-uint64_t vs_spill_peak(int card) { return card_ok(card) ? atomic_load(&g_peak[card]) : 0; }
-uint64_t vs_spill_blocks(int card) { return card_ok(card) ? atomic_load(&g_nblocks[card]) : 0; }
-
 void vs_spill_atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
 void vs_spill_atfork_parent(void) { pthread_mutex_unlock(&g_lock); }
 
@@ -217,9 +212,6 @@ void vs_spill_atfork_child(void) {
   g_blocks = NULL;
   atomic_store(&g_count, 0);
   for (int i = 0; i < NCARDS; i++) {
-    atomic_store(&g_bytes[i], 0);
-    atomic_store(&g_peak[i], 0);
-    atomic_store(&g_nblocks[i], 0);
     g_episode_log_ns[i] = g_episodes_unlogged[i] = g_refusal_log_ns[i] = g_refusals_unlogged[i] = 0;
   }
   pthread_mutex_init(&g_lock, NULL);

@@ -42,11 +42,8 @@ int vs_spill_free(uint64_t addr, CUresult *res);
 /* Whether addr starts a live spilled block (*card, *size filled; may be NULL). */
 int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size);
 
-/* This process's spilled bytes on card now, the most it held, and the
- * number of live spilled blocks (dumps, the timeline). */
-uint64_t vs_spill_bytes(int card);
-uint64_t vs_spill_peak(int card);
-uint64_t vs_spill_blocks(int card);
+/* The card's spilled figures (bytes, peak, blocks) for dumps and the
+ * timeline are observe's (vs_observe_spill, src/explain/stats.h). */
 
 void vs_spill_atfork_prepare(void);
 void vs_spill_atfork_parent(void);
