@@ -235,7 +235,7 @@ static void tool_out(const char *tool, const char *args, const char *out) {
 
 static int case_spill(const char *arena, const char *tool) {
   char global[64];
-  snprintf(global, sizeof global, "arena = %s\n", arena);
+  snprintf(global, sizeof global, "arena = %s\ntimeline_interval = 100ms\n", arena);
   tp_config(global, "[tenant s]\nlimit = 1GiB\non_limit = spill:1280MiB\n[tenant n]\n");
   const char *sp[] = {"spiller", NULL};
   pid_t a = tp_spawn("spiller", "s", NULL, sp);
@@ -283,6 +283,24 @@ static int case_spill(const char *arena, const char *tool) {
   m = strstr(pm, "vramshim_process_spilled_bytes{");
   CHECK(m && strstr(m, want), "Prometheus: vramshim_process_spilled_bytes");
   free(pm);
+
+  /* The dump (schema 1.1) and its timeline show the spilled bytes. */
+  tp_sleep_ms(400);   /* timeline_interval = 100ms: a sample with the blocks spilled */
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s dump --pid %d --json --timeout 20 --ledger-dir %s > %s", tool, (int)a,
+           tp_path("ledger"), tp_path("dump.json"));
+  CHECK(system(cmd) == 0, "%s", cmd);
+  char *dj = tp_read("dump.json");
+  snprintf(want, sizeof want, "\"spilled_bytes\": %llu,", (unsigned long long)S * BLK);
+  CHECK(strstr(dj, want), "the dump shows the card's spilled bytes:\n%.2000s", dj);
+  snprintf(want, sizeof want, "\"spilled_count\": %d,", S);
+  CHECK(strstr(dj, want), "the dump shows the spilled blocks");
+  snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_max\": %llu}", (unsigned long long)S * BLK,
+           (unsigned long long)SPILL_MAX);
+  CHECK(strstr(dj, want), "the dump shows the tenant's spilled bytes and MAX");
+  snprintf(want, sizeof want, "\"spilled\": %llu}", (unsigned long long)S * BLK);
+  CHECK(strstr(dj, "\"timeline\"") && strstr(strstr(dj, "\"timeline\""), want), "a timeline sample shows them");
+  free(dj);
 
   /* A neighbour takes all the rest of the card. */
   uint64_t rest = C_CAP - t->used;
