@@ -7,9 +7,12 @@
  *   shim_spill spiller                          worker (below)
  *   shim_spill spilltry MIB                     worker: one cuMemAlloc that must be served from host memory
  *   shim_spill hold MIB                         worker: cuMemAlloc, then wait for SIGTERM
- *   shim_spill try MIB                          worker: one cuMemAlloc that must succeed, then exit */
+ *   shim_spill try MIB                          worker: one cuMemAlloc that must succeed, then exit
+ *   shim_spill case threads ARENA WORKDIR TOOL  4 threads spilling and freeing at once (label concurrent)
+ *   shim_spill threads                          worker (below) */
 #include "tenant_proc.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -196,6 +199,62 @@ static int w_try(int argc, char **argv) {
   return 0;
 }
 
+/* 4 threads, each allocating and freeing 64 MiB blocks (at most 4 held), 40
+ * rounds: under a 256 MiB limit with spill:1GiB every request fits somewhere
+ * (4 x 4 x 64 MiB = 1 GiB), so all succeed; each block carries its owner's
+ * pattern, checked before its free (a block handed out twice shows). */
+#define T_THREADS 4
+#define T_HOLD 4
+#define T_ROUNDS 40
+static CUcontext g_ctx;
+static pthread_barrier_t g_barrier;   /* all threads hold T_HOLD blocks at once: 1 GiB asked of a 256 MiB limit */
+
+static void *spill_thread(void *arg) {
+  int id = (int)(intptr_t)arg;
+  CHECK(cuCtxSetCurrent(g_ctx) == CUDA_SUCCESS, "thread context");
+  CUdeviceptr p[T_HOLD] = {0};
+  unsigned char tag[T_HOLD];
+  int spilled = 0;
+  for (int round = 0; round < T_ROUNDS; round++) {
+    int k = round % T_HOLD;
+    if (p[k]) {
+      unsigned char b[2] = {0, 0};
+      CHECK(cuMemcpyDtoH(&b[0], p[k], 1) == CUDA_SUCCESS && cuMemcpyDtoH(&b[1], p[k] + 64 * MiB - 1, 1) == CUDA_SUCCESS,
+            "read back");
+      CHECK(b[0] == tag[k] && b[1] == tag[k], "thread %d block %d: %u/%u, want %u", id, k, b[0], b[1], tag[k]);
+      CHECK(cuMemFree(p[k]) == CUDA_SUCCESS, "free");
+    }
+    CUresult r = cuMemAlloc(&p[k], 64 * MiB);
+    CHECK(r == CUDA_SUCCESS, "thread %d round %d: cuMemAlloc = %d", id, round, (int)r);
+    spilled += mem_type(p[k]) == CU_MEMORYTYPE_HOST;
+    tag[k] = (unsigned char)(id * 16 + round % 16 + 1);
+    CHECK(cuMemsetD8(p[k], tag[k], 4096) == CUDA_SUCCESS && cuMemsetD8(p[k] + 64 * MiB - 4096, tag[k], 4096) == CUDA_SUCCESS,
+          "memset");
+    if (round == T_HOLD - 1) pthread_barrier_wait(&g_barrier);
+  }
+  for (int k = 0; k < T_HOLD; k++) CHECK(cuMemFree(p[k]) == CUDA_SUCCESS, "final free");
+  return (void *)(intptr_t)spilled;
+}
+
+static int w_threads(void) {
+  tp_cuda_up();
+  CHECK(cuCtxGetCurrent(&g_ctx) == CUDA_SUCCESS, "context");
+  pthread_t th[T_THREADS];
+  pthread_barrier_init(&g_barrier, NULL, T_THREADS);
+  for (int i = 0; i < T_THREADS; i++) CHECK(pthread_create(&th[i], NULL, spill_thread, (void *)(intptr_t)i) == 0, "thread");
+  int spilled = 0;
+  for (int i = 0; i < T_THREADS; i++) {
+    void *r;
+    pthread_join(th[i], &r);
+    spilled += (int)(intptr_t)r;
+  }
+  printf("done spilled=%d\n", spilled);
+  fflush(stdout);
+  while (wait_sig() != SIGTERM) {
+  }
+  return 0;
+}
+
 /* ---- orchestrator ------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap;
 
@@ -342,6 +401,29 @@ static int case_spill(const char *arena, const char *tool) {
   return 0;
 }
 
+static int case_threads(const char *arena) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", arena);
+  tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
+  const char *w[] = {"threads", NULL};
+  pid_t a = tp_spawn("threads", "s", NULL, w);
+  CHECK(wait_line("threads.out", "done", 60000, a) == 0, "the threads finished");
+  char *o = tp_read("threads.out");
+  const char *k = strstr(o, "done spilled=");
+  int n = k ? atoi(k + 13) : -1;
+  free(o);
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  const vs_snap_tenant *t = tp_tenant(&g_snap, "s");
+  CHECK(t && t->spilled == 0 && tp_proc(&g_snap, a)->spilled == 0, "every spilled byte given back");
+  CHECK(t->spill_peak <= 1 * GiB, "MAX held (peak %llu)", (unsigned long long)t->spill_peak);
+  SAY("arena %s: %d threads, %d of %d requests spilled, spill peak %llu MiB, all given back", arena, T_THREADS, n,
+      T_THREADS * T_ROUNDS, (unsigned long long)(t->spill_peak / MiB));
+  CHECK(n >= (int)(768 * MiB / (64 * MiB)), "at least the 768 MiB over the limit spilled (%d blocks)", n);
+  kill(a, SIGTERM);
+  CHECK(tp_wait(a) == 0, "the worker exits");
+  return 0;
+}
+
 /* The driver refuses (a process without the shim holds most of the card;
  * the ledger does not see it): the request is spilled all the same. */
 static int case_driver(const char *tool) {
@@ -375,6 +457,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "spilltry")) return w_spilltry(argc - 2, argv + 2);
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
+    if (!strcmp(m, "threads")) return w_threads();
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 6, "case NAME ARENA WORKDIR TOOL");
@@ -382,6 +465,7 @@ int main(int argc, char **argv) {
   int r = 1;
   if (!strcmp(argv[2], "spill")) r = case_spill(argv[3], argv[5]);
   else if (!strcmp(argv[2], "driver")) r = case_driver(argv[5]);
+  else if (!strcmp(argv[2], "threads")) r = case_threads(argv[3]);
   else CHECK(0, "unknown case %s", argv[2]);
   if (r == 0) SAY("PASS %s %s", argv[2], argv[3]);
   return r;
