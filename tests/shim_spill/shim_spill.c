@@ -258,8 +258,11 @@ static int w_threads(void) {
 /* ---- orchestrator ------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap;
 
+/* Polls file until it holds needle, for timeout_ms of wall time; fails at
+ * once (with the worker's stderr) if pid exits first. */
 static int wait_line(const char *file, const char *needle, int timeout_ms, pid_t pid) {
-  for (int t = 0; t < timeout_ms; t += 10) {
+  uint64_t deadline = tp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  while (tp_now_ns() < deadline) {
     char *o = tp_read(file);
     int hit = strstr(o, needle) != NULL;
     free(o);
@@ -298,7 +301,7 @@ static int case_spill(const char *arena, const char *tool) {
   tp_config(global, "[tenant s]\nlimit = 1GiB\non_limit = spill:1280MiB\n[tenant n]\n");
   const char *sp[] = {"spiller", NULL};
   pid_t a = tp_spawn("spiller", "s", NULL, sp);
-  CHECK(wait_line("spiller.out", "ready", 30000, a) == 0, "the spiller got its 8 blocks");
+  CHECK(wait_line("spiller.out", "ready", TP_EVENTUALLY_MS, a) == 0, "the spiller got its 8 blocks");
   int S = ready_spilled("spiller.out");
   CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
   const vs_snap_tenant *t = tp_tenant(&g_snap, "s");
@@ -346,7 +349,7 @@ static int case_spill(const char *arena, const char *tool) {
   /* The dump (schema 1.1) and its timeline show the spilled bytes. */
   tp_sleep_ms(400);   /* timeline_interval = 100ms: a sample with the blocks spilled */
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s dump --pid %d --json --timeout 20 --ledger-dir %s > %s", tool, (int)a,
+  snprintf(cmd, sizeof cmd, "%s dump --pid %d --json --timeout 30 --ledger-dir %s > %s", tool, (int)a,
            tp_path("ledger"), tp_path("dump.json"));
   CHECK(system(cmd) == 0, "%s", cmd);
   char *dj = tp_read("dump.json");
@@ -372,7 +375,7 @@ static int case_spill(const char *arena, const char *tool) {
 
   /* Free: the bytes go back; new requests go to the device. */
   kill(a, SIGUSR1);
-  CHECK(wait_line("spiller.out", "freed", 20000, a) == 0, "the spiller freed everything");
+  CHECK(wait_line("spiller.out", "freed", TP_EVENTUALLY_MS, a) == 0, "the spiller freed everything");
   CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
   t = tp_tenant(&g_snap, "s");
   CHECK(t->spilled == 0 && tp_proc(&g_snap, a)->spilled == 0, "free gives the spilled bytes back (%llu)",
@@ -383,11 +386,11 @@ static int case_spill(const char *arena, const char *tool) {
   /* kill -9 of a spilling process: its spilled bytes come back (the next
    * spiller could not reach MAX otherwise). */
   pid_t k = tp_spawn("victim", "s", NULL, sp);
-  CHECK(wait_line("victim.out", "ready", 30000, k) == 0, "the victim spilled");
+  CHECK(wait_line("victim.out", "ready", TP_EVENTUALLY_MS, k) == 0, "the victim spilled");
   kill(k, SIGKILL);
   tp_wait(k);
   pid_t b = tp_spawn("spiller2", "s", NULL, sp);
-  CHECK(wait_line("spiller2.out", "ready", 30000, b) == 0, "a new spiller reaches MAX again");
+  CHECK(wait_line("spiller2.out", "ready", TP_EVENTUALLY_MS, b) == 0, "a new spiller reaches MAX again");
   CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
   t = tp_tenant(&g_snap, "s");
   CHECK(g_snap.dead_spilled == 0, "the dead spiller's bytes were reclaimed");
@@ -407,7 +410,7 @@ static int case_threads(const char *arena) {
   tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
   const char *w[] = {"threads", NULL};
   pid_t a = tp_spawn("threads", "s", NULL, w);
-  CHECK(wait_line("threads.out", "done", 60000, a) == 0, "the threads finished");
+  CHECK(wait_line("threads.out", "done", TP_EVENTUALLY_MS, a) == 0, "the threads finished");
   char *o = tp_read("threads.out");
   const char *k = strstr(o, "done spilled=");
   int n = k ? atoi(k + 13) : -1;
@@ -431,7 +434,7 @@ static int case_driver(const char *tool) {
   tp_config("arena = off\n", "[tenant d]\non_limit = spill:4GiB\n");
   const char *h[] = {"hold", "3072", NULL};
   pid_t o = tp_spawn("outsider", NULL, "LD_PRELOAD=", h);
-  CHECK(wait_line("outsider.out", "holding", 20000, o) == 0, "the outsider holds 3 GiB");
+  CHECK(wait_line("outsider.out", "holding", TP_EVENTUALLY_MS, o) == 0, "the outsider holds 3 GiB");
   const char *st[] = {"spilltry", "2048", NULL};
   pid_t d = tp_spawn("driver", "d", NULL, st);
   CHECK(tp_wait(d) == 0, "refused by the driver, served from host memory");
