@@ -92,10 +92,10 @@ static void log_max_reached(int card, uint64_t size, const vs_quota_spill_note *
 
 /* One block more (sign +1) or fewer (-1): the free path's count, and the
  * card's spilled figures (dumps, timeline). */
-static void count(int card, uint64_t size, int sign) {
+static void count(int card, uint64_t dptr, uint64_t size, int sign) {
   if (sign > 0) atomic_fetch_add(&g_count, 1);
   else atomic_fetch_sub(&g_count, 1);
-  vs_observe_spill(card, size, sign);
+  vs_observe_spill(card, dptr, size, sign);
 }
 
 int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
@@ -147,11 +147,11 @@ int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
   HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
   pthread_mutex_unlock(&g_lock);
   if (old) {
-    count(old->card, old->size, -1);
+    count(old->card, old->dptr, old->size, -1);
     vs_quota_unspill(old->card, old->size);
     free(old);
   }
-  count(card, size, +1);
+  count(card, b->dptr, size, +1);
   vs_quota_settle();
   if (note.episode) log_episode(card, size, by_driver, &note);
   *addr = (uint64_t)d;
@@ -179,7 +179,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     *res = r;
     return 1;
   }
-  count(b->card, b->size, -1);
+  count(b->card, b->dptr, b->size, -1);
   vs_quota_unspill(b->card, b->size);
   free(b);
   *res = CUDA_SUCCESS;

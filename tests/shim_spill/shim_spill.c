@@ -436,8 +436,18 @@ static int case_driver(const char *tool) {
   pid_t o = tp_spawn("outsider", NULL, "LD_PRELOAD=", h);
   CHECK(wait_line("outsider.out", "holding", TP_EVENTUALLY_MS, o) == 0, "the outsider holds 3 GiB");
   const char *st[] = {"spilltry", "2048", NULL};
-  pid_t d = tp_spawn("driver", "d", NULL, st);
+  char trace[600];
+  snprintf(trace, sizeof trace, "VRAMSHIM_TRACE=%s", tp_path("trace-%p.csv"));
+  pid_t d = tp_spawn("driver", "d", trace, st);
   CHECK(tp_wait(d) == 0, "refused by the driver, served from host memory");
+  /* The trace has the program's allocation and free, spilled or not. */
+  char name[64];
+  snprintf(name, sizeof name, "trace-%d.csv", (int)d);
+  char *csv = tp_read(name);
+  CHECK(tp_count_lines(csv, ",allocate,") == 1 && tp_count_lines(csv, ",2147483648,") == 2 &&
+            tp_count_lines(csv, ",free,") == 1,
+        "the trace records the spilled block:\n%s", csv);
+  free(csv);
   char *err = tp_read("driver.err");
   CHECK(tp_count_lines(err, "spilling") == 1, "the episode line:\n%s", err);
   free(err);
