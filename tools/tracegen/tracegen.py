@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""vramshim-tracegen: serving-workload allocation traces in the RMM CSV layout.
+
+Writes `Thread,Time,Action,Pointer,Size,Stream` lines (the layout of
+../shared/traces and docs/replay.md) for a simulated inference server, so
+that `vramshim replay` can compare allocators on serving work as well as on
+the training snapshots. Only the Python standard library; the output is a
+pure function of the arguments (seeded), so tests and benchmarks reproduce.
+
+Workloads (--workload):
+  paged   vLLM-like: the weights and ONE pre-allocated KV pool at start
+          (paged KV blocks live inside it, host-side block tables), then per
+          engine step the activations of that step's tokens, layer by layer.
+  concat  transformers-like: per request and per layer a K and a V cache that
+          grows by concatenation (torch.cat allocates the bigger tensor, then
+          the old one is freed) every --grow-every generated tokens, plus the
+          per-step activations; a finished request frees its caches.
+Both batch continuously: a request joins the running batch at the next step
+(up to --max-batch running, and for paged while the pool has blocks) and
+leaves when it has produced its output.
+
+Distributions: --lengths uniform|lognormal|zipf|bimodal (prompt and output
+lengths), --arrival poisson|bursty|diurnal (bursty: on/off periods; diurnal:
+a 24 h sine of the rate, so a simulated day has a night).
+
+Size: --requests N and the model (--model tiny|small|7b|13b) set how big the
+trace is; tiny/few requests for tests, 7b and 10^4..10^7 requests for
+benchmarks. `--day` is the "simulated day": 10^7 requests over 24 h of trace
+time, coarse engine steps (--step-tokens) so that the output stays ~10 lines
+per request; write it to stdout and pipe it into `vramshim replay -`
+instead of keeping a multi-GB file.
+"""
+import argparse
+import collections
+import math
+import random
+import sys
+
+MODELS = {
+    # layers, hidden, kv bytes per token per layer (K+V, fp16), vocab, weight bytes per layer
+    "tiny": dict(layers=2, hidden=256, kv=2 * 256 * 2, vocab=4096),
+    "small": dict(layers=8, hidden=1024, kv=2 * 1024 * 2, vocab=32000),
+    "7b": dict(layers=32, hidden=4096, kv=2 * 4096 * 2, vocab=32000),
+    "13b": dict(layers=40, hidden=5120, kv=2 * 5120 * 2, vocab=32000),
+}
+BLOCK_TOKENS = 16  # paged KV block (vLLM's default block size)
+
+
+class Writer:
+    """Turns allocate/free calls into CSV lines with fresh pointers."""
+
+    def __init__(self, out, stream):
+        self.out = out
+        self.next_ptr = 0x7F0000000000
+        self.buf = []
+        self.stream = "0x%x" % stream
+        self.t_us = 0
+        self.lines = 0
+
+    def time(self):
+        us = self.t_us
+        s, f = divmod(us, 1000000)
+        m, s = divmod(s, 60)
+        h, m = divmod(m, 60)
+        return "%02d:%02d:%02d.%06d" % (h, m, s, f)
+
+    def alloc(self, size):
+        size = max(1, int(size))
+        p = self.next_ptr
+        self.next_ptr += (size + 4095) // 4096 * 4096 + 4096
+        self.buf.append("0,%s,allocate,0x%x,%d,%s\n" % (self.time(), p, size, self.stream))
+        self.flush_maybe()
+        return (p, size)
+
+    def free(self, blk):
+        p, size = blk
+        self.buf.append("0,%s,free,0x%x,%d,%s\n" % (self.time(), p, size, self.stream))
+        self.flush_maybe()
+
+    def flush_maybe(self):
+        if len(self.buf) >= 8192:
+            self.flush()
+
+    def flush(self):
+        self.lines += len(self.buf)
+        self.out.write("".join(self.buf))
+        self.buf = []
+
+
+def draw_length(rng, dist, mean, cap):
+    if dist == "uniform":
+        v = rng.uniform(1, 2 * mean)
+    elif dist == "lognormal":
+        sigma = 0.8
+        v = rng.lognormvariate(math.log(mean) - sigma * sigma / 2, sigma)
+    elif dist == "zipf":  # heavy tail: Pareto with alpha 1.5, scaled to the mean
+        v = mean / 3.0 * rng.paretovariate(1.5)
+    elif dist == "bimodal":  # chat turns and long documents
+        v = rng.uniform(1, mean / 2) if rng.random() < 0.8 else rng.uniform(2 * mean, 4 * mean)
+    else:
+        raise ValueError(dist)
+    return max(1, min(cap, int(v)))
+
+
+class Arrivals:
+    """Arrival times in microseconds, one request at a time."""
+
+    def __init__(self, rng, kind, rate, day_s):
+        self.rng, self.kind, self.rate, self.day_s = rng, kind, rate, day_s
+        self.t = 0.0
+        self.on_until = 0.0
+
+    def next(self):
+        r = self.rng
+        if self.kind == "poisson":
+            self.t += r.expovariate(self.rate)
+        elif self.kind == "bursty":  # on periods at 4x the rate, off periods idle; mean rate kept
+            if self.t >= self.on_until:
+                self.t += r.expovariate(1.0 / 30.0)          # off ~30 s
+                self.on_until = self.t + r.expovariate(1.0 / 10.0)  # on ~10 s
+            self.t += r.expovariate(4.0 * self.rate)
+        elif self.kind == "diurnal":  # thinning of a Poisson process with a 24 h sine rate
+            peak = 2.0 * self.rate
+            while True:
+                self.t += r.expovariate(peak)
+                phase = 2 * math.pi * (self.t % self.day_s) / self.day_s
+                if r.random() < (1 - math.cos(phase)) / 2 * 0.9 + 0.1:
+                    break
+        else:
+            raise ValueError(self.kind)
+        return int(self.t * 1e6)
+
+
+def step_activations(w, m, tokens, batch, coarse):
+    """The activations of one engine step over `tokens` tokens: per layer the
+    hidden states, attention and MLP intermediates (freed when the layer is
+    done, the residual kept until the next layer), then the logits of the
+    batch's last tokens and the sampled ids."""
+    h = m["hidden"]
+    x = w.alloc(tokens * h * 2)
+    layers = 1 if coarse else m["layers"]
+    for _ in range(layers):
+        qkv = w.alloc(tokens * 3 * h * 2)
+        att = w.alloc(tokens * h * 2)
+        w.free(qkv)
+        if not coarse:
+            mlp = w.alloc(tokens * 4 * h * 2)
+            out = w.alloc(tokens * h * 2)
+            w.free(mlp)
+            w.free(att)
+            att = out
+        w.free(x)
+        x = att
+    logits = w.alloc(batch * m["vocab"] * 4)
+    w.free(x)
+    ids = w.alloc(batch * 8)
+    w.free(logits)
+    return ids
+
+
+def generate(a, out):
+    rng = random.Random(a.seed)
+    m = dict(MODELS[a.model])
+    if a.layers:
+        m["layers"] = a.layers
+    w = Writer(out, 0)
+    out.write("Thread,Time,Action,Pointer,Size,Stream\n")
+    coarse = a.day
+    # Weights: per layer the attention and MLP matrices, plus embeddings.
+    h = m["hidden"]
+    weights = [w.alloc(m["vocab"] * h * 2)]
+    for _ in range(m["layers"]):
+        weights.append(w.alloc(4 * h * h * 2))
+        weights.append(w.alloc(3 * 4 * h * h * 2 // 1))
+    pool_blocks = 0
+    if a.workload == "paged":
+        # vLLM sizes its KV pool once from what is left of the card.
+        pool_blocks = max(a.max_batch * 4, int(a.kv_pool_gib * (1 << 30)) // (BLOCK_TOKENS * m["kv"] * m["layers"]))
+        weights.append(w.alloc(pool_blocks * BLOCK_TOKENS * m["kv"] * m["layers"]))
+    free_blocks = pool_blocks
+
+    arr = Arrivals(rng, a.arrival, a.rate, 86400.0)
+    pending = collections.deque()  # (arrival_us, prompt, output)
+    issued = 0
+    running = []  # dicts
+    done = 0
+    step_us = a.step_us
+    next_arrival = arr.next()
+    while done < a.requests:
+        # Admit arrivals up to now.
+        while issued < a.requests and next_arrival <= w.t_us:
+            p = draw_length(rng, a.lengths, a.prompt_mean, a.max_len)
+            o = draw_length(rng, a.lengths, a.output_mean, a.max_len)
+            pending.append((next_arrival, p, o))
+            issued += 1
+            next_arrival = arr.next() if issued < a.requests else None
+        if not running and not pending:
+            w.t_us = max(w.t_us, next_arrival)
+            continue
+        prefill = 0
+        while pending and len(running) < a.max_batch:
+            _, p, o = pending[0]
+            need = (p + o + BLOCK_TOKENS - 1) // BLOCK_TOKENS
+            if a.workload == "paged":
+                need = min(need, pool_blocks)
+                if need > free_blocks:
+                    break
+                free_blocks -= need
+            pending.popleft()
+            r = {"len": p, "left": o, "blocks": need, "kv": []}
+            if a.workload == "concat":
+                r["kv"] = [w.alloc(p * m["kv"] // 2) for _ in range(2 * m["layers"])]
+                r["grown"] = 0
+            running.append(r)
+            prefill += p
+        # One engine step (coarse: --step-tokens decode tokens per request at once).
+        adv = a.step_tokens if coarse else 1
+        tokens = prefill + len(running) * adv
+        ids = step_activations(w, m, tokens, len(running), coarse)
+        still = []
+        for r in running:
+            gen = min(adv, r["left"])
+            r["left"] -= gen
+            r["len"] += gen
+            if a.workload == "concat":
+                r["grown"] += gen
+                if r["grown"] >= a.grow_every and r["left"] > 0:
+                    r["grown"] = 0
+                    # torch.cat per layer: the bigger K (V) first, then the old one freed.
+                    nk = []
+                    for blk in r["kv"]:
+                        nb = w.alloc(r["len"] * m["kv"] // 2)
+                        w.free(blk)
+                        nk.append(nb)
+                    r["kv"] = nk
+            if r["left"] <= 0:
+                for blk in r["kv"]:
+                    w.free(blk)
+                free_blocks += r["blocks"]
+                done += 1
+            else:
+                still.append(r)
+        running = still
+        w.free(ids)
+        w.t_us += step_us + (tokens * a.us_per_token)
+    for blk in reversed(weights):
+        w.free(blk)
+    w.flush()
+    return w.lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--workload", choices=["paged", "concat"], default="concat")
+    ap.add_argument("--model", choices=sorted(MODELS), default="small")
+    ap.add_argument("--layers", type=int, default=0, help="override the model's layer count")
+    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--lengths", choices=["uniform", "lognormal", "zipf", "bimodal"], default="lognormal")
+    ap.add_argument("--arrival", choices=["poisson", "bursty", "diurnal"], default="poisson")
+    ap.add_argument("--rate", type=float, default=20.0, help="mean requests per second")
+    ap.add_argument("--prompt-mean", type=int, default=256)
+    ap.add_argument("--output-mean", type=int, default=128)
+    ap.add_argument("--max-len", type=int, default=4096)
+    ap.add_argument("--max-batch", type=int, default=32)
+    ap.add_argument("--grow-every", type=int, default=1, help="concat: tokens between cache growths")
+    ap.add_argument("--kv-pool-gib", type=float, default=8.0, help="paged: size of the KV pool")
+    ap.add_argument("--step-us", type=int, default=15000, help="fixed time of an engine step")
+    ap.add_argument("--us-per-token", type=int, default=20)
+    ap.add_argument("--step-tokens", type=int, default=16, help="--day: decode tokens per request per step")
+    ap.add_argument("--day", action="store_true",
+                    help="a simulated day: 10^7 requests (unless --requests given), coarse steps")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-o", "--output", default="-")
+    a = ap.parse_args(argv)
+    if a.day:
+        if "--requests" not in (argv if argv is not None else sys.argv):
+            a.requests = 10_000_000
+        if "--rate" not in (argv if argv is not None else sys.argv):
+            a.rate = a.requests / 86400.0
+        a.grow_every = max(a.grow_every, a.step_tokens)
+        a.max_batch = max(a.max_batch, 256)
+    for k in ("requests", "prompt_mean", "output_mean", "max_len", "max_batch", "grow_every", "step_tokens"):
+        if getattr(a, k) < 1:
+            ap.error("--%s must be at least 1" % k.replace("_", "-"))
+    if a.rate <= 0:
+        ap.error("--rate must be above 0")
+    out = sys.stdout if a.output == "-" else open(a.output, "w")
+    try:
+        n = generate(a, out)
+    except BrokenPipeError:
+        return 1
+    if out is not sys.stdout:
+        out.close()
+    print("vramshim-tracegen: %d events, %d requests (%s, %s lengths, %s arrivals, seed %d)"
+          % (n, a.requests, a.workload, a.lengths, a.arrival, a.seed), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
