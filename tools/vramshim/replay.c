@@ -26,7 +26,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: vramshim replay [OPTIONS] TRACE.csv...\n"
           "\n"
-          "Replays allocation traces in the RMM logging CSV layout\n"
+          "Replays allocation traces in the RMM logging CSV layout ('-' reads one from\n"
+          "standard input, e.g. piped from tools/tracegen/tracegen.py)\n"
           "(Thread,Time,Action,Pointer,Size,Stream) through allocator policies side by\n"
           "side, over simulated cards (no device memory is used), and prints per trace\n"
           "and policy:\n"
@@ -41,6 +42,12 @@ static void usage(FILE *out) {
           "                 mark of live bytes (a policy starting empty must call the\n"
           "                 driver for some of those that do; these show reuse)\n"
           "  driver calls   every driver call (allocations, frees, VMM calls, syncs)\n"
+          "  driver time    those calls' modeled time, from a table of per-call costs\n"
+          "                 (--costs; docs/driver-costs.md)\n"
+          "  end/warm       reserved at the end / reserved after warm-up (the first\n"
+          "                 10%% of the events): growth in the steady state\n"
+          "  late calls     driver calls after warm-up outside allocations that raise\n"
+          "                 the high-water mark of live bytes\n"
           "  ns/request     wall time of the replay loop (allocations and their frees)\n"
           "                 divided by the allocations: about one alloc+free pair\n"
           "\n"
@@ -59,7 +66,12 @@ static void usage(FILE *out) {
           "                            peak_reserved, reserved_over_live, smallest_card,\n"
           "                            card_over_live, served_from_cache (0..1),\n"
           "                            steady_requests, served_from_cache_steady (0..1),\n"
-          "                            driver_calls, ns_per_request, release_threshold\n"
+          "                            driver_calls, ns_per_request, release_threshold,\n"
+          "                            calls (by driver call), modeled_driver_ms,\n"
+          "                            reserved_warm, reserved_end, calls_after_warm_hwm,\n"
+          "                            calls_after_warm_other\n"
+          "  --costs FILE              per-call driver costs (default: data/driver-costs.csv\n"
+          "                            of the source tree; 'none' skips the model)\n"
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
           "  --resolution SIZE         smallest-card search step (default 1MiB)\n"
           "  --no-search               skip the smallest-card search (smallest_card 0)\n"
@@ -174,6 +186,17 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
           ratio(r->served_from_cache, r->requests), (unsigned long long)r->steady_requests,
           ratio(r->steady_served, r->steady_requests), (unsigned long long)r->stats.driver_calls, r->ns_per_request);
   if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
+  if (!p->run) {
+    fprintf(out, ",\"calls\":{");
+    for (int k = 0; k < VS_NCALLS; k++)
+      fprintf(out, "%s\"%s\":%llu", k ? "," : "", vs_call_names[k], (unsigned long long)r->stats.tally.calls[k]);
+    fprintf(out, "}");
+    if (o->costs) fprintf(out, ",\"modeled_driver_ms\":%.3f", r->stats.tally.ns / 1e6);
+  }
+  if (r->have_probe)
+    fprintf(out, ",\"reserved_warm\":%llu,\"reserved_end\":%llu,\"calls_after_warm_hwm\":%llu,\"calls_after_warm_other\":%llu",
+            (unsigned long long)r->reserved_warm, (unsigned long long)r->reserved_end,
+            (unsigned long long)r->calls_hwm_after, (unsigned long long)r->calls_other_after);
   if (p->run)
     fprintf(out, ",\"card\":%llu,\"child_max_rss\":%llu", (unsigned long long)r->card,
             (unsigned long long)r->child_max_rss);
@@ -182,16 +205,17 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
 }
 
 /* ---- Text table --------------------------------------------------------- */
-#define NCOL 12
+#define NCOL 15
 static const char *const col_head[NCOL] = {"trace",     "policy",        "requests",  "peak live",
                                            "peak reserved", "res/live", "smallest card", "card/live",
-                                           "from cache", "steady",      "driver calls", "ns/request"};
+                                           "from cache", "steady",      "driver calls", "driver time",
+                                           "end/warm", "late calls", "ns/request"};
 
 typedef struct row {
   char cell[NCOL][48];
 } row;
 
-static void make_row(row *w, const char *path, const vs_policy *p, const vs_replay_result *r) {
+static void make_row(row *w, const char *path, const vs_policy *p, const vs_replay_opts *o, const vs_replay_result *r) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
   char b[32];
   snprintf(w->cell[0], sizeof w->cell[0], "%s", base_name(path));
@@ -210,7 +234,16 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
   snprintf(w->cell[8], sizeof w->cell[8], "%.2f%%", 100.0 * ratio(r->served_from_cache, r->requests));
   snprintf(w->cell[9], sizeof w->cell[9], "%.2f%%", 100.0 * ratio(r->steady_served, r->steady_requests));
   snprintf(w->cell[10], sizeof w->cell[10], "%llu", (unsigned long long)r->stats.driver_calls);
-  snprintf(w->cell[11], sizeof w->cell[11], "%.0f", r->ns_per_request);
+  if (o->costs && !p->run) snprintf(w->cell[11], sizeof w->cell[11], "%.1f ms", r->stats.tally.ns / 1e6);
+  else snprintf(w->cell[11], sizeof w->cell[11], "-");
+  if (r->have_probe) {
+    snprintf(w->cell[12], sizeof w->cell[12], "%.3f", ratio(r->reserved_end, r->reserved_warm));
+    snprintf(w->cell[13], sizeof w->cell[13], "%llu", (unsigned long long)r->calls_other_after);
+  } else {
+    snprintf(w->cell[12], sizeof w->cell[12], "-");
+    snprintf(w->cell[13], sizeof w->cell[13], "-");
+  }
+  snprintf(w->cell[14], sizeof w->cell[14], "%.0f", r->ns_per_request);
 }
 
 static void print_table(FILE *out, const row *rows, size_t n) {
@@ -237,6 +270,8 @@ int cmd_replay(int argc, char **argv) {
   int json = 0, quiet = 0, search = 1;
   vs_replay_opts opts = {.release_threshold = GIB};
   uint64_t resolution = MIB;
+  const char *costs_path = NULL;
+  static vs_cost_table costs;
   const char **paths = calloc((size_t)argc + 1, sizeof *paths);
   size_t npaths = 0;
   if (!paths) return 1;
@@ -246,14 +281,15 @@ int cmd_replay(int argc, char **argv) {
     const char *a = argv[i];
     const char *val = NULL;
     int takes = !strcmp(a, "--policy") || !strcmp(a, "--release-threshold") || !strcmp(a, "--resolution") ||
-                !strcmp(a, "--shim") || !strcmp(a, "--sim-dir") || !strcmp(a, "--child") || !strcmp(a, "--card");
+                !strcmp(a, "--shim") || !strcmp(a, "--sim-dir") || !strcmp(a, "--child") || !strcmp(a, "--card") ||
+                !strcmp(a, "--costs");
     const char *eq = strchr(a, '=');
     if (!takes && eq && !strncmp(a, "--", 2)) {
       size_t k = (size_t)(eq - a);
       if ((k == 8 && !strncmp(a, "--policy", k)) || (k == 19 && !strncmp(a, "--release-threshold", k)) ||
           (k == 12 && !strncmp(a, "--resolution", k)) || (k == 6 && !strncmp(a, "--shim", k)) ||
           (k == 9 && !strncmp(a, "--sim-dir", k)) || (k == 7 && !strncmp(a, "--child", k)) ||
-          (k == 6 && !strncmp(a, "--card", k))) {
+          (k == 6 && !strncmp(a, "--card", k)) || (k == 7 && !strncmp(a, "--costs", k))) {
         takes = 1;
         val = eq + 1;
       }
@@ -293,6 +329,8 @@ int cmd_replay(int argc, char **argv) {
       opts.sim_dir = val;
     } else if (takes && !strncmp(a, "--child", 7)) {
       opts.child_path = val;
+    } else if (takes && !strncmp(a, "--costs", 7)) {
+      costs_path = val;
     } else if (takes && !strncmp(a, "--card", 6)) {
       if (parse_size(val, &opts.shim_card) || opts.shim_card == 0) {
         fprintf(stderr, "vramshim: bad --card '%s': expected a size above 0 such as 24GiB\n", val);
@@ -310,6 +348,24 @@ int cmd_replay(int argc, char **argv) {
     goto usage_error;
   }
 
+  {
+    char cerr[512];
+    int explicit = costs_path != NULL;
+#ifdef VS_DRIVER_COSTS_DEFAULT
+    if (!costs_path) costs_path = VS_DRIVER_COSTS_DEFAULT;
+#endif
+    if (costs_path && strcmp(costs_path, "none")) {
+      if (vs_cost_load(costs_path, &costs, cerr, sizeof cerr) == 0) {
+        opts.costs = &costs;
+      } else if (explicit) {
+        fprintf(stderr, "vramshim: %s\n", cerr);
+        goto usage_error;
+      }
+      /* The default table missing (an installed binary without the source
+       * tree): no modeled time, the column shows '-'. */
+    }
+  }
+
   /* Every trace is read before any replay, so a bad file is reported at once. */
   vs_trace *traces = calloc(npaths, sizeof *traces);
   row *rows = calloc(npaths * nsel, sizeof *rows);
@@ -323,6 +379,13 @@ int cmd_replay(int argc, char **argv) {
   int status = 0;
   char err[512];
   for (size_t i = 0; i < npaths && !status; i++) {
+    if (!strcmp(paths[i], "-")) {
+      if (vs_trace_read(stdin, "<stdin>", &traces[i], err, sizeof err)) {
+        fprintf(stderr, "vramshim: %s\n", err);
+        status = 1;
+      }
+      continue;
+    }
     FILE *probe = fopen(paths[i], "r");
     if (!probe) {
       fprintf(stderr, "vramshim: cannot open trace %s: %s\n", paths[i], strerror(errno));
@@ -360,7 +423,7 @@ int cmd_replay(int argc, char **argv) {
       }
       vs_progress_done(&pr);
       if (json) print_json(stdout, paths[i], sel[k], &opts, &r);
-      else make_row(&rows[nrows++], paths[i], sel[k], &r);
+      else make_row(&rows[nrows++], paths[i], sel[k], &opts, &r);
     }
   }
   vs_progress_done(&pr);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "replay_cost.h"
 #include "trace_csv.h"
 
 #define VS_REPLAY_NO_LIMIT UINT64_MAX
@@ -18,6 +19,8 @@ typedef struct vs_replay_opts {
    * peak live rounded up to a GiB). */
   const char *shim_path, *sim_dir, *child_path;
   uint64_t shim_card;
+  /* Per-call driver costs for the modeled driver time (NULL: not modeled). */
+  const vs_cost_table *costs;
 } vs_replay_opts;
 
 struct vs_replay_result;
@@ -26,6 +29,7 @@ struct vs_progress;
 typedef struct vs_policy_stats {
   uint64_t peak_reserved;     /* bytes held from the driver, at most */
   uint64_t driver_calls;      /* every driver call, refused ones included */
+  vs_call_tally tally;        /* the same calls by kind, with their modeled time */
   char problem[200];          /* non-empty: the policy broke an invariant; the run is void */
 } vs_policy_stats;
 
@@ -42,6 +46,12 @@ typedef struct vs_policy {
   void (*free)(void *p, uint32_t id, uint64_t size); /* only ids whose alloc returned 0 */
   void (*stats)(void *p, vs_policy_stats *s);
   void (*destroy)(void *p);
+  /* Optional. The trace's clock: called before an event whose Time differs
+   * from the previous one (microseconds since the trace's start). */
+  void (*clock)(void *p, uint64_t now_us);
+  /* Optional. Bytes held from the driver now, and driver calls so far (for
+   * the steady-state columns). */
+  void (*probe)(void *p, uint64_t *reserved, uint64_t *calls);
   /* Set only by policies that replay the whole trace elsewhere (through the
    * real shim, in a child process): they fill `out` themselves, without the
    * callbacks above, searching the smallest card when resolution is not 0.
@@ -71,6 +81,12 @@ typedef struct vs_replay_result {
    * with no driver call. A policy that starts empty must call the driver for
    * some high-water allocations, whatever it does; these show reuse. */
   uint64_t steady_requests, steady_served;
+  /* Steady state (policies with probe): reserved at the end of warm-up (the
+   * first 10 % of the events) and at the end of the trace; the driver calls
+   * after warm-up, split into those made during allocations that raise the
+   * high-water mark of live bytes and all the others. */
+  int have_probe;
+  uint64_t reserved_warm, reserved_end, calls_warm, calls_hwm_after, calls_other_after;
   vs_policy_stats stats;
   double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
   uint64_t smallest_card;  /* 0 when not searched */

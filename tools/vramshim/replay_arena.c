@@ -21,52 +21,65 @@ typedef struct ar_state {
   vs_arena *a;
   uint64_t *addr; /* per allocation id */
   uint64_t bad_frees; /* frees the arena refused: an arena bug */
+  const vs_cost_table *costs;
+  vs_call_tally tally;  /* the calls by kind; map counts cuMemMap and cuMemSetAccess */
+  uint64_t now_ns;      /* the trace's clock, read by the arena (cfg.clock) */
 } ar_state;
 
 /* The table the arena sees: each entry counts, then forwards. */
 static int c_chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_MEM_ALLOC, size);
   return s->inner.chunk_alloc(s->inner.ctx, size, addr);
 }
 static int c_chunk_free(void *ctx, uint64_t addr, uint64_t size) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_MEM_FREE, size);
   return s->inner.chunk_free(s->inner.ctx, addr, size);
 }
 static int c_va_reserve(void *ctx, uint64_t size, uint64_t *va) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_ADDR_RESERVE, size);
   return s->inner.va_reserve(s->inner.ctx, size, va);
 }
 static int c_va_free(void *ctx, uint64_t va, uint64_t size) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_ADDR_FREE, size);
   return s->inner.va_free(s->inner.ctx, va, size);
 }
 static int c_phys_create(void *ctx, uint64_t size, uint64_t *handle) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_CREATE, size);
   return s->inner.phys_create(s->inner.ctx, size, handle);
 }
 static int c_phys_release(void *ctx, uint64_t handle, uint64_t size) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_RELEASE, size);
   return s->inner.phys_release(s->inner.ctx, handle, size);
 }
 static int c_map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_MAP, size);
+  vs_tally(&s->tally, s->costs, VS_CALL_SET_ACCESS, size);
   return s->inner.map(s->inner.ctx, va, size, handle);
 }
 static int c_unmap(void *ctx, uint64_t va, uint64_t size) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_UNMAP, size);
   return s->inner.unmap(s->inner.ctx, va, size);
 }
 static int c_sync(void *ctx) {
   ar_state *s = ctx;
   s->calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_SYNC, 0);
   return s->inner.sync(s->inner.ctx);
 }
 
@@ -106,6 +119,7 @@ static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, 
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  s->costs = o->costs;
   s->inner = vs_space_backend_get_mode(s->sb, mode == VS_ARENA_VMM);
   vs_arena_backend be = counting_table(s);
   vs_arena_config cfg = {.mode = mode, .release_threshold = o->release_threshold};
@@ -146,6 +160,7 @@ static void ar_stats(void *p, vs_policy_stats *out) {
   vs_space_backend_counters(s->sb, &c);
   out->peak_reserved = c.peak_held;
   out->driver_calls = vs_space_backend_calls(&c);
+  out->tally = s->tally;
   char why[160];
   if (s->bad_frees)
     snprintf(out->problem, sizeof out->problem, "the arena refused %llu frees of its own allocations",
@@ -157,6 +172,14 @@ static void ar_stats(void *p, vs_policy_stats *out) {
              (unsigned long long)c.errors);
 }
 
+static void ar_probe(void *p, uint64_t *reserved, uint64_t *calls) {
+  ar_state *s = p;
+  vs_space_counters c;
+  vs_space_backend_counters(s->sb, &c);
+  *reserved = c.held;
+  *calls = vs_space_backend_calls(&c);
+}
+
 const vs_policy vs_policy_chunks = {
     .name = "chunks",
     .summary = "the arena, large requests in dedicated chunks (arena = chunks)",
@@ -165,6 +188,7 @@ const vs_policy vs_policy_chunks = {
     .free = ar_free,
     .stats = ar_stats,
     .destroy = ar_destroy,
+    .probe = ar_probe,
 };
 const vs_policy vs_policy_vmm = {
     .name = "vmm",
@@ -174,4 +198,5 @@ const vs_policy vs_policy_vmm = {
     .free = ar_free,
     .stats = ar_stats,
     .destroy = ar_destroy,
+    .probe = ar_probe,
 };

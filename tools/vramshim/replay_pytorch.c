@@ -51,6 +51,8 @@ typedef struct pt_pool {
 typedef struct pt_state {
   uint64_t capacity, reserved, peak_reserved, next_addr;
   uint64_t driver_calls;
+  const vs_cost_table *costs;
+  vs_call_tally tally;
   pt_pool small, large;
   pt_block **by_id;
   uint32_t nallocs;
@@ -115,6 +117,7 @@ static void drop_block(pt_state *s, pt_block *b) {
 
 static int driver_malloc(pt_state *s, uint64_t size, uint64_t *addr) {
   s->driver_calls++;
+  vs_tally(&s->tally, s->costs, VS_CALL_MEM_ALLOC, size);
   if (size > s->capacity - s->reserved) return 1;
   s->reserved += size;
   if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
@@ -131,6 +134,7 @@ static void release_free_segments(pt_state *s, pt_pool *p) {
     pt_block *b = p->b[i];
     if (!b->prev && !b->next) {
       s->driver_calls++;
+      vs_tally(&s->tally, s->costs, VS_CALL_MEM_FREE, b->size);
       s->reserved -= b->size;
       drop_block(s, b);
     } else {
@@ -141,7 +145,6 @@ static void release_free_segments(pt_state *s, pt_pool *p) {
 }
 
 static void *pt_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
-  (void)o;
   pt_state *s = calloc(1, sizeof *s);
   if (s) s->by_id = calloc(nallocs ? nallocs : 1, sizeof *s->by_id);
   if (!s || !s->by_id) {
@@ -150,6 +153,7 @@ static void *pt_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts
     return NULL;
   }
   s->capacity = capacity;
+  s->costs = o->costs;
   s->nallocs = nallocs;
   s->next_addr = 0x7f0000000000ULL;
   return s;
@@ -237,6 +241,13 @@ static void pt_stats(void *p, vs_policy_stats *out) {
   pt_state *s = p;
   out->peak_reserved = s->peak_reserved;
   out->driver_calls = s->driver_calls;
+  out->tally = s->tally;
+}
+
+static void pt_probe(void *p, uint64_t *reserved, uint64_t *calls) {
+  pt_state *s = p;
+  *reserved = s->reserved;
+  *calls = s->driver_calls;
 }
 
 static void free_pool(pt_state *s, pt_pool *p) {
@@ -267,4 +278,5 @@ const vs_policy vs_policy_pytorch = {
     .free = pt_free,
     .stats = pt_stats,
     .destroy = pt_destroy,
+    .probe = pt_probe,
 };

@@ -75,11 +75,18 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   }
   int rc = 0;
   char cbuf[64];
-  uint64_t live = 0, peak = 0;
+  uint64_t live = 0, peak = 0, last_us = 0, warm_at = t->nev / 10, rsv, calls, c0 = 0;
+  int probing = pol->probe != NULL, warm = 0;
+  r->have_probe = probing;
   double t0 = now_s();
   for (size_t i = 0; i < t->nev; i++) {
     uint32_t id = t->ev[i].id;
     uint64_t size = t->sizes[id];
+    if (pol->clock && t->time_us && t->time_us[i] != last_us) pol->clock(p, last_us = t->time_us[i]);
+    if (probing && i == warm_at) {
+      pol->probe(p, &r->reserved_warm, &r->calls_warm);
+      warm = 1;
+    }
     if (t->ev[i].free) {
       if (!held[id]) continue;
       pol->free(p, id, size);
@@ -89,7 +96,13 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
       continue;
     }
     r->requests++;
+    int rises = live + size > peak;
+    if (warm && rises) pol->probe(p, &rsv, &c0);
     int a = pol->alloc(p, id, size, t->streams[id]);
+    if (warm && rises) {
+      pol->probe(p, &rsv, &calls);
+      r->calls_hwm_after += calls - c0;
+    }
     if (a != VS_POLICY_CACHED && a != VS_POLICY_DRIVER && a != VS_POLICY_REFUSED) {
       snprintf(err, errlen, "internal error on allocation %u (%llu bytes) %s", id, (unsigned long long)size,
                card_name(capacity, cbuf, sizeof cbuf));
@@ -112,6 +125,11 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     }
   }
   double t1 = now_s();
+  if (probing) {
+    if (!warm) pol->probe(p, &r->reserved_warm, &r->calls_warm);
+    pol->probe(p, &r->reserved_end, &calls);
+    r->calls_other_after = calls - r->calls_warm - r->calls_hwm_after;
+  }
   r->peak_live = peak;
   r->ns_per_request = r->requests ? (t1 - t0) * 1e9 / (double)r->requests : 0.0;
   memset(&r->stats, 0, sizeof r->stats);

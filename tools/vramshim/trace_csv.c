@@ -27,6 +27,7 @@ typedef struct reader {
   size_t cap_ev, cap_alloc;
   live_ptr *live;   /* uthash head */
   live_ptr *spare;  /* recycled nodes, linked through hh.next */
+  uint64_t now_us, max_us;  /* Time of the current line; latest so far */
   char shown[48];   /* see show() */
 } reader;
 
@@ -73,16 +74,30 @@ static int all_digits(const char *s, size_t len) {
   return 1;
 }
 
-/* HH:MM:SS.ffffff (hours may have more digits; the fraction is optional). */
-static int valid_time(const char *s, size_t len) {
+static uint64_t digits_value(const char *s, size_t len) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++) v = v * 10 + (uint64_t)(s[i] - '0');
+  return v;
+}
+
+/* HH:MM:SS.ffffff (hours may have more digits; the fraction is optional).
+ * 1 valid (its value in microseconds in *us), 0 not. */
+static int valid_time(const char *s, size_t len, uint64_t *us) {
   const char *c1 = memchr(s, ':', len);
-  if (!c1 || !all_digits(s, (size_t)(c1 - s))) return 0;
+  if (!c1 || !all_digits(s, (size_t)(c1 - s)) || c1 - s > 9) return 0;
   const char *rest = c1 + 1;
   size_t rlen = len - (size_t)(rest - s);
   if (rlen < 5 || !all_digits(rest, 2) || rest[2] != ':' || !all_digits(rest + 3, 2)) return 0;
   if (rest[0] > '5' || rest[3] > '5') return 0;
+  uint64_t sec = digits_value(s, (size_t)(c1 - s)) * 3600 + digits_value(rest, 2) * 60 + digits_value(rest + 3, 2);
+  *us = sec * 1000000;
   if (rlen == 5) return 1;
-  return rest[5] == '.' && all_digits(rest + 6, rlen - 6);
+  if (rest[5] != '.' || !all_digits(rest + 6, rlen - 6)) return 0;
+  /* The fraction's first six digits are microseconds; more are ignored. */
+  uint64_t f = 0;
+  for (size_t i = 0; i < 6; i++) f = f * 10 + (6 + i < rlen ? (uint64_t)(rest[6 + i] - '0') : 0);
+  *us += f;
+  return 1;
 }
 
 typedef struct field {
@@ -115,7 +130,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 
 static int push_event(reader *r, uint32_t id, uint32_t is_free) {
   vs_trace *t = r->t;
-  if (grow((void **)&t->ev, &r->cap_ev, t->nev + 1, sizeof *t->ev)) return fail(r, "out of memory");
+  size_t cap = r->cap_ev;
+  if (grow((void **)&t->ev, &cap, t->nev + 1, sizeof *t->ev) ||
+      grow((void **)&t->time_us, &r->cap_ev, t->nev + 1, sizeof *t->time_us))
+    return fail(r, "out of memory");
+  /* Time never runs backwards in the replay: a trace whose lines are not
+   * in time order (threads interleaved) keeps its order, at the latest
+   * time seen so far. */
+  if (r->now_us > r->max_us) r->max_us = r->now_us;
+  t->time_us[t->nev] = r->max_us;
   t->ev[t->nev].id = id;
   t->ev[t->nev].free = is_free;
   t->nev++;
@@ -182,7 +205,7 @@ static int parse_line(reader *r, char *s, size_t len) {
   uint64_t thread, ptr, size, stream;
   if (parse_u64(f[0].s, f[0].len, 1, &thread))
     return fail(r, "bad Thread '%s': not an unsigned number", show(r, f[0]));
-  if (!valid_time(f[1].s, f[1].len)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
+  if (!valid_time(f[1].s, f[1].len, &r->now_us)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
   int rc = parse_u64(f[3].s, f[3].len, 1, &ptr);
   if (rc) return fail(r, "bad Pointer '%s': %s", show(r, f[3]), rc == -2 ? "out of range" : "not a number");
   rc = parse_u64(f[4].s, f[4].len, 0, &size);
@@ -278,5 +301,6 @@ void vs_trace_free(vs_trace *t) {
   free(t->ev);
   free(t->sizes);
   free(t->streams);
+  free(t->time_us);
   memset(t, 0, sizeof *t);
 }

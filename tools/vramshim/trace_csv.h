@@ -2,6 +2,9 @@
  *
  *   Thread,Time,Action,Pointer,Size,Stream
  *
+ * (Time is kept per event, in microseconds: policies whose behaviour
+ * depends on time, such as the arena's decay, run on the trace's clock.)
+ *
  * Action is `allocate`, `allocate failure` or `free`; Time is
  * HH:MM:SS.ffffff; Pointer and Stream are hex (0x...) or decimal; Size is
  * decimal bytes (for `free`, the size of the matching allocate).
@@ -34,6 +37,7 @@ typedef struct vs_trace_event {
 typedef struct vs_trace {
   vs_trace_event *ev;
   size_t nev;
+  uint64_t *time_us;  /* per event: its Time column in microseconds (never decreasing) */
   uint64_t *sizes;    /* per allocation id: requested bytes */
   uint64_t *streams;  /* per allocation id: the Stream column */
   uint32_t nallocs;
