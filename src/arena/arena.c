@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static _Thread_local uint64_t tl_calls;
 
@@ -24,6 +25,31 @@ int vs_arena_call_done(vs_arena *a) {
   atomic_fetch_add_explicit(&a->backend_calls, 1, memory_order_relaxed);
   tl_calls++;
   return 0;
+}
+
+uint64_t vs_arena_now(vs_arena *a) {
+  if (a->clock) return a->clock(a->clock_ctx);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms) {
+  if (!a) return;
+  pthread_mutex_lock(&a->heap.mu);
+  a->decay_ns = decay_ms * 1000000ull;
+  pthread_mutex_unlock(&a->heap.mu);
+}
+
+void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx) {
+  if (!a) return;
+  pthread_mutex_lock(&a->heap.mu);
+  a->clock = now_ns;
+  a->clock_ctx = ctx;
+  memset(a->heap.dk_id, 0, sizeof a->heap.dk_id);
+  a->heap.dk_cur = 0;
+  a->heap.dk_next = vs_arena_now(a);
+  pthread_mutex_unlock(&a->heap.mu);
 }
 
 uint64_t vs_arena_stamp(vs_arena *a) { return atomic_load(&a->sync_started); }
@@ -65,6 +91,8 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   pthread_mutex_init(&a->slab_mu, NULL);
   vs_heap_init(a);
   vs_slab_classes(a);
+  a->decay_ns = VS_ARENA_DECAY_DEFAULT_MS * 1000000ull;
+  a->heap.dk_next = vs_arena_now(a);
   return a;
 }
 
@@ -100,12 +128,12 @@ int vs_arena_free(vs_arena *a, uint64_t addr) {
   /* Pending frees beyond both a batch and release_threshold are settled
    * here too, not only by the next allocation: a program that frees a
    * burst and then goes idle must still give the memory beyond
-   * release_threshold back to the driver. */
+   * release_threshold back to the driver (once decay lets it go). */
   if (rc == 0) {
     uint64_t settle = batch_limit(a) > a->cfg.release_threshold ? batch_limit(a) : a->cfg.release_threshold;
     if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > settle) {
       vs_arena_sync(a);
-      vs_heap_trim(a, a->cfg.release_threshold);  /* pending -> free, and beyond the threshold -> back */
+      vs_heap_trim_decayed(a);  /* pending -> free, and what decay does not keep -> back */
     }
   }
   return rc;

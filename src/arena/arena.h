@@ -56,6 +56,22 @@ typedef struct vs_arena_config {
 } vs_arena_config;
 
 vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *backend);
+
+/* Decay (jemalloc's model): cached memory beyond release_threshold goes
+ * back to the backend only once it has not been needed for decay_ms: the
+ * most the heap held in use (live and pending) over the last decay_ms,
+ * less what it holds in use now, stays cached. So a workload that swings
+ * between a low and a high keeps what its highs need, and a burst followed
+ * by a lull gives the burst back decay_ms later (at the arena's next call:
+ * the arena has no thread of its own). Default VS_ARENA_DECAY_DEFAULT_MS;
+ * VS_ARENA_DECAY_NONE releases beyond release_threshold at once (the rule
+ * before decay). vs_arena_trim and the OOM ladder release at once anyway. */
+#define VS_ARENA_DECAY_DEFAULT_MS 10000ull
+#define VS_ARENA_DECAY_NONE 0ull
+void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms);
+/* The clock decay runs on, in nanoseconds (NULL: CLOCK_MONOTONIC). The
+ * replay passes the trace's Time column. Set before the first allocation. */
+void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx);
 void vs_arena_destroy(vs_arena *a);   /* returns every byte to the backend */
 
 /* ---- Allocation --------------------------------------------------------- */

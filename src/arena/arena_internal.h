@@ -62,6 +62,12 @@
 #ifndef VS_BAND_STEP
 #define VS_BAND_STEP 2
 #endif
+#ifndef VS_SLAB_PEND_MAX
+#define VS_SLAB_PEND_MAX (8ull << 20)   /* a bin takes a new slab rather than sync while its pending bytes are below */
+#endif
+#ifndef VS_DECAY_EPOCHS
+#define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
+#endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
 #define VS_SLAB_SIZE (2ull << 20)
 #define VS_SLAB_SHIFT 21
@@ -99,6 +105,12 @@ typedef struct vs_heap {
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
+  /* Decay: the heap's in-use high (live + pending bytes) per epoch of
+   * decay / VS_DECAY_EPOCHS (epoch e = now / that), a ring indexed by e
+   * modulo its size, dk_id = e + 1 (0: empty). dk_cur: the high of the
+   * newest epoch recorded; an allocation reads the clock only above it.
+   * dk_next: when the window is next looked at without the cache growing. */
+  uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
 } vs_heap;
 
 /* v rounded up to a multiple of a. */
@@ -171,10 +183,14 @@ struct vs_arena {
   _Atomic uint64_t peak_live;
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
   _Atomic uint32_t next_bin;
+  uint64_t decay_ns;                /* 0: release beyond the threshold at once */
+  uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
+  void *clock_ctx;
 };
 
 /* arena.c */
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
+uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
 void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);
@@ -186,8 +202,11 @@ int vs_heap_init(vs_arena *a);
 void vs_heap_fini(vs_arena *a);
 /* size: multiple of 512; req: requested bytes (0 for a slab). align: 512 or VS_SLAB_SIZE. */
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
+/* held_only: VS_BACKEND_OOM rather than grow or sync. */
+int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr);
 int vs_heap_free(vs_arena *a, uint64_t addr, int immediate);  /* -1 when not a live block */
 uint64_t vs_heap_trim(vs_arena *a, uint64_t keep);          /* caller holds no heap lock */
+uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay keeps; no heap lock held */
 uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
 void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */

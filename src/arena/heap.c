@@ -310,6 +310,41 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
   return done;
 }
 
+/* Caller holds mu. Bytes the heap holds in use: live and pending blocks,
+ * slabs included. */
+static uint64_t heap_used(vs_heap *h) {
+  uint64_t u = 0;
+  for (int k = 0; k < VS_HEAP_NT; k++) u += h->t[k].used_bytes;
+  return u;
+}
+
+/* Caller holds mu. Records use u at time now in the decay ring: slot
+ * e % VS_DECAY_EPOCHS holds the highest use seen in epoch e. */
+static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
+  vs_heap *h = &a->heap;
+  uint64_t len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1, e = now / len;
+  unsigned i = (unsigned)(e % VS_DECAY_EPOCHS);
+  if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; }
+  if (u > h->dk_max[i]) h->dk_max[i] = u;
+  h->dk_cur = h->dk_max[i];   /* the alloc path reads the clock only above this */
+  h->dk_epoch = e + 1;
+}
+
+/* Caller holds mu. Cached bytes decay keeps: at least release_threshold,
+ * and what the highest use of the last decay window needs beyond today's
+ * use. */
+static uint64_t decay_keep(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  uint64_t thr = a->cfg.release_threshold, used = heap_used(h);
+  if (!a->decay_ns) return thr;
+  uint64_t now = vs_arena_now(a), len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1;
+  decay_note(a, used, now);
+  uint64_t e = now / len, hi = used;
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
+    if (h->dk_id[i] && h->dk_id[i] - 1 + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
+  return hi - used > thr ? hi - used : thr;
+}
+
 void vs_heap_reclaim(vs_arena *a) {
   vs_heap *h = &a->heap;
   int any = 0;
@@ -322,14 +357,30 @@ void vs_heap_reclaim(vs_arena *a) {
     vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
   }
-  /* Release threshold, with hysteresis: cached memory that cannot be
-   * released (handles under live blocks) must not cause a walk per free. */
+  /* Release beyond what decay keeps, with hysteresis: cached memory that
+   * cannot be released (handles under live blocks) must not cause a walk
+   * per free; and the window is looked at again only once the cache grew
+   * by the slack or an epoch passed. */
   uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
   uint64_t cached = vs_heap_cached(h);
-  if (any && cached > thr + slack && cached > h->trim_floor + slack) {
-    trim_locked(a, thr);
-    h->trim_floor = vs_heap_cached(h);
-  }
+  if (!any || cached <= thr + slack) return;
+  uint64_t now = a->decay_ns ? vs_arena_now(a) : 0;
+  if (cached <= h->trim_floor + slack && now < h->dk_next) return;
+  if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
+  h->dk_next = now + a->decay_ns / VS_DECAY_EPOCHS;
+  uint64_t keep = decay_keep(a);
+  if (cached > keep + slack) trim_locked(a, keep);
+  h->trim_floor = vs_heap_cached(h);
+}
+
+uint64_t vs_heap_trim_decayed(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  vs_heap_reclaim(a);
+  uint64_t n = trim_locked(a, decay_keep(a));
+  h->trim_floor = vs_heap_cached(h);
+  pthread_mutex_unlock(&h->mu);
+  return n;
 }
 
 static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, int *rc) {
@@ -409,6 +460,10 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
 }
 
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
+  return vs_heap_alloc_mode(a, size, req, align, 0, addr);
+}
+
+int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, rc = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
@@ -430,6 +485,9 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
      * when they are a batch: below VS_SYNC_MIN_VMM a growth step serves this
      * request and the next ones, and mapped memory stays movable, while a
      * sync per small need would spend a call for a few MiB each time. */
+    /* held_only: from memory already held, or not at all (no growth, no
+     * sync, no OOM ladder: the caller has a cheaper way out). */
+    if (held_only && (need || !b)) { rc = VS_BACKEND_OOM; break; }
     uint64_t pend = atomic_load(&a->pend_total);
     if (need && !synced && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);
@@ -490,6 +548,10 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
     b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
     b->req = req;
+    if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
+      uint64_t u = heap_used(h);
+      if (u > h->dk_cur) decay_note(a, u, vs_arena_now(a));
+    }
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     *addr = p;
     break;

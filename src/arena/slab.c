@@ -108,9 +108,9 @@ static vs_bin *my_bin(vs_arena *a, int cls) {
   return &a->classes[cls].bins[tl_bin];
 }
 
-static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int *rc) {
+static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
   uint64_t base;
-  *rc = vs_heap_alloc(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, &base);
+  *rc = vs_heap_alloc_mode(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, held_only, &base);
   if (*rc) return NULL;
   vs_slab *s = desc_get(a);
   if (!s) { vs_heap_free(a, base, 1); *rc = VS_BACKEND_ERROR; return NULL; }
@@ -196,6 +196,16 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
   if (!s || !s->nfree) {
     s = pick(bin);
     if (!s && bin->pend) { bin_reclaim(a, bin, 0); s = pick(bin); }
+    /* A new slab from memory the heap already holds, rather than a sync,
+     * while the bin's pending bytes are below its live bytes (at least a
+     * slab, at most VS_SLAB_PEND_MAX): a sync is a driver call whose count
+     * follows the bytes freed, the slab costs held memory in proportion to
+     * what the class uses. Never a growth for it: that is a call too. */
+    if (!s && bin->pend && bin->pend_bytes < VS_SLAB_PEND_MAX &&
+        (bin->pend_bytes < VS_SLAB_SIZE || bin->pend_bytes < bin->live_req)) {
+      s = slab_new(a, bin, 1, &rc);
+      rc = 0;
+    }
     if (!s && bin->pend) {
       /* Rather than grow, one sync makes every pending slot reusable. */
       pthread_mutex_unlock(&bin->mu);
@@ -204,13 +214,20 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
       bin_reclaim(a, bin, 0);
       s = pick(bin);
     }
-    if (!s) s = slab_new(a, bin, &rc);
+    if (!s) s = slab_new(a, bin, 0, &rc);
     if (!s) {
       pthread_mutex_unlock(&bin->mu);
       return rc;
     }
+    vs_slab *old = bin->cur;
     bin->cur = s;
     if (bin->spare == s) bin->spare = NULL;
+    /* The old current slab may have become empty in the reclaim above
+     * (all its slots were pending): it is the spare now, or goes back. */
+    if (old && old != s && !old->nlive && !old->npend) {
+      if (!bin->spare) bin->spare = old;
+      else if (old != bin->spare) slab_release(a, bin, old);
+    }
   }
   uint32_t w = 0;
   while (!s->free_bm[w]) w++;

@@ -148,6 +148,7 @@ static void threshold_case(vs_arena_mode mode) {
   fixture f;
   uint64_t thr = 128 * MiB;
   fx_open(&f, mode, UINT64_MAX, thr);
+  vs_arena_set_decay(f.a, VS_ARENA_DECAY_NONE);   /* the threshold alone: no decay window */
   uint64_t p[32];
   for (int i = 0; i < 32; i++) assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p[i]), 0);
   vs_arena_stats st;
@@ -183,6 +184,7 @@ static void idle_case(vs_arena_mode mode) {
   fixture f;
   device d = {0};
   fx_open(&f, mode, UINT64_MAX, 256 * MiB);
+  vs_arena_set_decay(f.a, VS_ARENA_DECAY_NONE);
   vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
   enum { N = 64 };
   uint64_t p[N];
@@ -281,6 +283,97 @@ static void arena_own_chunks(void **s) {
   fx_close(&f);
 }
 
+/* Decay on an injected clock. */
+static uint64_t clk_ns;
+static uint64_t test_clock(void *ctx) { (void)ctx; return clk_ns; }
+
+static uint64_t backend_calls(fixture *f) {
+  vs_space_counters c;
+  vs_space_backend_counters(f->sb, &c);
+  return vs_space_backend_calls(&c) - c.sync;
+}
+
+/* A burst freed: what is beyond release_threshold stays cached while the
+ * decay window still remembers the burst, and goes back at the first call
+ * after decay_ms have passed with no such use. */
+static void decay_burst_case(vs_arena_mode mode) {
+  fixture f;
+  uint64_t thr = 128 * MiB;
+  fx_open(&f, mode, UINT64_MAX, thr);
+  clk_ns = 1000;
+  vs_arena_set_clock(f.a, test_clock, NULL);
+  vs_arena_set_decay(f.a, 1000);   /* 1 s */
+  enum { N = 32 };
+  uint64_t p[N];
+  for (int i = 0; i < N; i++) assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p[i]), 0);
+  for (int i = 0; i < N; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  vs_arena_stats st;
+  uint64_t q;
+  /* 0.5 s later: the burst is within the window, nothing goes back. */
+  clk_ns += 500000000ull;
+  assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &q), 0);
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  vs_arena_get_stats(f.a, &st);
+  print_message("  0.5 s after the burst: %llu MiB reserved\n", (unsigned long long)(st.reserved_bytes >> 20));
+  assert_true(st.reserved_bytes >= N * 48 * MiB);
+  /* 2 s later, and a call: beyond the threshold goes back. */
+  clk_ns += 2000000000ull;
+  assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &q), 0);
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  assert_int_equal(vs_arena_trim(f.a, UINT64_MAX), 0);   /* settles pending, releases nothing more */
+  assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &q), 0);
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  print_message("  2.5 s after the burst: %llu MiB reserved\n", (unsigned long long)(st.reserved_bytes >> 20));
+  if (st.reserved_bytes > thr + 64 * MiB + 48 * MiB + st.pending_bytes + 4 * MiB)
+    fail_msg("reserved %llu MiB 2.5 s after the burst with a 1 s decay and a %llu MiB threshold",
+             (unsigned long long)(st.reserved_bytes >> 20), (unsigned long long)(thr >> 20));
+  fx_close(&f);
+}
+static void arena_decay_burst_vmm(void **s) { (void)s; decay_burst_case(VS_ARENA_VMM); }
+static void arena_decay_burst_chunks(void **s) { (void)s; decay_burst_case(VS_ARENA_CHUNKS); }
+
+/* A workload that swings between 1 GiB and 3 GiB in use every 0.2 s, with
+ * a 1 s decay: after the first high it makes no growth or release call
+ * again (the fixed threshold gave the high back and took it again every
+ * swing: checked with VS_ARENA_DECAY_NONE, which must churn). */
+static void decay_swing_case(vs_arena_mode mode, int decay) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, 256 * MiB);
+  clk_ns = 1000;
+  vs_arena_set_clock(f.a, test_clock, NULL);
+  vs_arena_set_decay(f.a, decay ? 1000 : VS_ARENA_DECAY_NONE);
+  enum { BASE = 16, SWING = 32 };
+  uint64_t base[BASE], sw[SWING];
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &base[i]), 0);
+  uint64_t after_first = 0;
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &sw[i]), 0);
+    clk_ns += 100000000ull;
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_free(f.a, sw[i]), 0);
+    clk_ns += 100000000ull;
+    for (int i = 0; i < 8; i++) {   /* the low phase keeps allocating */
+      uint64_t q;
+      assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &q), 0);
+      assert_int_equal(vs_arena_free(f.a, q), 0);
+    }
+    if (round == 0) after_first = backend_calls(&f);
+    CHECK(f.a);
+  }
+  uint64_t later = backend_calls(&f) - after_first;
+  print_message("  %s: %llu growth/release calls after the first swing\n", decay ? "decay 1 s" : "no decay",
+                (unsigned long long)later);
+  if (decay) assert_int_equal(later, 0);
+  else assert_true(later >= 19);
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_free(f.a, base[i]), 0);
+  fx_close(&f);
+}
+static void arena_decay_swing_vmm(void **s) { (void)s; decay_swing_case(VS_ARENA_VMM, 1); }
+static void arena_decay_swing_chunks(void **s) { (void)s; decay_swing_case(VS_ARENA_CHUNKS, 1); }
+static void arena_nodecay_swing_churns(void **s) { (void)s; decay_swing_case(VS_ARENA_VMM, 0); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_loop_calls_vmm),        cmocka_unit_test(arena_loop_calls_chunks),
@@ -291,6 +384,9 @@ int main(void) {
       cmocka_unit_test(arena_oom_ladder_vmm),        cmocka_unit_test(arena_oom_ladder_chunks),
       cmocka_unit_test(arena_release_threshold_vmm), cmocka_unit_test(arena_release_threshold_chunks),
       cmocka_unit_test(arena_idle_release_vmm),      cmocka_unit_test(arena_idle_release_chunks),
+      cmocka_unit_test(arena_decay_burst_vmm),       cmocka_unit_test(arena_decay_burst_chunks),
+      cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
+      cmocka_unit_test(arena_nodecay_swing_churns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

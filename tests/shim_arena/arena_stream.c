@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#define MAX_TRIES 1024
+#define MAX_TRIES 65536   /* enough to use up the free memory a growth step leaves (slabs come from it before a sync) */
 
 /* The slow work: it holds the stream until the program has written the
  * new bytes (so with immediate reuse the stream's copy surely runs after

@@ -73,6 +73,9 @@ static void usage(FILE *out) {
           "  --costs FILE              per-call driver costs (default: data/driver-costs.csv\n"
           "                            of the source tree; 'none' skips the model)\n"
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
+          "  --decay Nms               arena: cached memory beyond the threshold goes back\n"
+          "                            once unneeded for N ms of the trace's Time (default\n"
+          "                            the arena's, 10000ms; 0ms: at once)\n"
           "  --resolution SIZE         smallest-card search step (default 1MiB)\n"
           "  --no-search               skip the smallest-card search (smallest_card 0)\n"
           "  --shim PATH               shim policies: libvramshim.so to preload (default:\n"
@@ -268,7 +271,7 @@ int cmd_replay(int argc, char **argv) {
   const vs_policy *sel[MAX_POLICIES];
   size_t nsel = 0;
   int json = 0, quiet = 0, search = 1;
-  vs_replay_opts opts = {.release_threshold = GIB};
+  vs_replay_opts opts = {.release_threshold = GIB, .decay_ms = VS_REPLAY_DECAY_DEFAULT};
   uint64_t resolution = MIB;
   const char *costs_path = NULL;
   static vs_cost_table costs;
@@ -282,14 +285,15 @@ int cmd_replay(int argc, char **argv) {
     const char *val = NULL;
     int takes = !strcmp(a, "--policy") || !strcmp(a, "--release-threshold") || !strcmp(a, "--resolution") ||
                 !strcmp(a, "--shim") || !strcmp(a, "--sim-dir") || !strcmp(a, "--child") || !strcmp(a, "--card") ||
-                !strcmp(a, "--costs");
+                !strcmp(a, "--costs") || !strcmp(a, "--decay");
     const char *eq = strchr(a, '=');
     if (!takes && eq && !strncmp(a, "--", 2)) {
       size_t k = (size_t)(eq - a);
       if ((k == 8 && !strncmp(a, "--policy", k)) || (k == 19 && !strncmp(a, "--release-threshold", k)) ||
           (k == 12 && !strncmp(a, "--resolution", k)) || (k == 6 && !strncmp(a, "--shim", k)) ||
           (k == 9 && !strncmp(a, "--sim-dir", k)) || (k == 7 && !strncmp(a, "--child", k)) ||
-          (k == 6 && !strncmp(a, "--card", k)) || (k == 7 && !strncmp(a, "--costs", k))) {
+          (k == 6 && !strncmp(a, "--card", k)) || (k == 7 && !strncmp(a, "--costs", k)) ||
+          (k == 7 && !strncmp(a, "--decay", k))) {
         takes = 1;
         val = eq + 1;
       }
@@ -329,6 +333,14 @@ int cmd_replay(int argc, char **argv) {
       opts.sim_dir = val;
     } else if (takes && !strncmp(a, "--child", 7)) {
       opts.child_path = val;
+    } else if (takes && !strncmp(a, "--decay", 7)) {
+      char *end;
+      unsigned long long ms = strtoull(val, &end, 10);
+      if (end == val || strcmp(end, "ms") || ms > 1000000000ull) {
+        fprintf(stderr, "vramshim: bad --decay '%s': expected milliseconds such as 10000ms (0ms: release at once)\n", val);
+        goto usage_error;
+      }
+      opts.decay_ms = ms;
     } else if (takes && !strncmp(a, "--costs", 7)) {
       costs_path = val;
     } else if (takes && !strncmp(a, "--card", 6)) {

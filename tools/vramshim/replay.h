@@ -10,10 +10,12 @@
 #include "trace_csv.h"
 
 #define VS_REPLAY_NO_LIMIT UINT64_MAX
+#define VS_REPLAY_DECAY_DEFAULT UINT64_MAX
 enum { VS_POLICY_CACHED = 0, VS_POLICY_REFUSED = 1, VS_POLICY_DRIVER = 2 };
 
 typedef struct vs_replay_opts {
   uint64_t release_threshold; /* arena policies */
+  uint64_t decay_ms;          /* arena policies: VS_REPLAY_DECAY_DEFAULT = the arena's default */
   /* Policies run through the real shim (replay_shim.c): NULL / 0 means the
    * default (found beside this binary in the build tree; 2 x the trace's
    * peak live rounded up to a GiB). */

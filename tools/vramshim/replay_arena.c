@@ -107,6 +107,10 @@ static void ar_destroy(void *p) {
   free(s);
 }
 
+/* The arena's decay clock: the trace's Time column, not the wall clock. */
+static uint64_t ar_now(void *ctx) { return ((ar_state *)ctx)->now_ns; }
+static void ar_clock(void *p, uint64_t now_us) { ((ar_state *)p)->now_ns = now_us * 1000; }
+
 static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
                        size_t errlen) {
   ar_state *s = calloc(1, sizeof *s);
@@ -129,6 +133,8 @@ static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, 
              mode == VS_ARENA_VMM ? "vmm" : "chunks");
     return NULL;
   }
+  vs_arena_set_clock(s->a, ar_now, s);
+  if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT) vs_arena_set_decay(s->a, o->decay_ms);
   return s;
 }
 
@@ -189,6 +195,7 @@ const vs_policy vs_policy_chunks = {
     .stats = ar_stats,
     .destroy = ar_destroy,
     .probe = ar_probe,
+    .clock = ar_clock,
 };
 const vs_policy vs_policy_vmm = {
     .name = "vmm",
@@ -199,4 +206,5 @@ const vs_policy vs_policy_vmm = {
     .stats = ar_stats,
     .destroy = ar_destroy,
     .probe = ar_probe,
+    .clock = ar_clock,
 };
