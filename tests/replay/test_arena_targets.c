@@ -1,21 +1,22 @@
-/* The issue's targets for the arena, on every real trace, replayed by
- * `vramshim replay`'s engine under the default release_threshold (1 GiB):
+/* Issue 11's targets for the arena, replayed by `vramshim replay`'s engine
+ * under the default release_threshold (1 GiB) and decay (10 s of the
+ * trace's Time), against the pytorch baseline, on every real trace in
+ * shared/traces and on the serving workloads tools/tracegen makes for this
+ * test (the fixture replay_gen_workloads, folder $VRAMSHIM_GEN_DIR):
  *
- *   peak reserved / peak live <= 1.03
- *   smallest card <= 1.02 x peak live, and <= the pytorch baseline's
- *   driver calls <= the pytorch baseline's
- *   served without a driver call >= 99% of requests
+ *   vmm:    peak reserved / peak live <= 1.03; smallest card <= 1.02 x
+ *           peak live and <= pytorch's; driver calls <= pytorch's
+ *   chunks: smallest card <= pytorch's; driver calls <= pytorch's
+ *   steady state (serving workloads): reserved at the end <= 1.02 x
+ *           reserved after warm-up (the first 10 % of the events)
  *
- * One test per (trace, arena policy), so a miss names both.
- *
- * Every target is measured and printed for both arena policies. The test
- * ASSERTS the ones the default arena (vmm) meets on every trace today,
- * with the issue's own bounds: reserved/live <= 1.03 and driver calls <=
- * the pytorch baseline's. The others are printed as "MISS (open)": they
- * are still open in issue 3, with the reasons measured in docs/arena.md
- * ("what limits them"), and asserting them would fail every CI run. The
- * chunks policy (the fallback on cards without VMM) is measured and
- * printed only; its runs must still pass the arena's invariant check. */
+ * One test per (trace, arena policy), so a miss names both. Every target
+ * is measured and printed. The test ASSERTS the ones met today, as
+ * regression guards: vmm's reserved/live and driver calls on the real
+ * traces, and for every trace that the peak of live bytes is the
+ * baseline's and the arena's invariants hold. The others are printed as
+ * "MISS (open)", with their values: docs/arena.md measures why they are
+ * missed (on the serving workloads: the stream-safety syncs). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,7 +29,10 @@
 #include "replay_test_util.h"
 
 static const char *const traces[] = {"cs336-ctx128-fullstep.csv", "cs336-ctx256-fullstep.csv",
-                                     "cs336-ctx128-forward.csv", "cs336-ctx512-forward-mixed.csv"};
+                                     "cs336-ctx128-forward.csv", "cs336-ctx512-forward-mixed.csv",
+                                     /* made by tools/tracegen (tests/replay/CMakeLists.txt) */
+                                     "serve-concat.csv", "serve-paged.csv", "serve-concat-diurnal.csv"};
+#define NREAL 4   /* the first NREAL are the real traces */
 #define NTRACES (sizeof traces / sizeof traces[0])
 
 static vs_replay_result baseline[NTRACES];
@@ -36,8 +40,18 @@ static int have_baseline[NTRACES];
 
 static void run(const vs_policy *pol, size_t ti, vs_replay_result *r) {
   vs_trace t;
-  load_trace(traces[ti], &t);
-  vs_replay_opts o = {.release_threshold = 1ULL << 30};
+  if (ti < NREAL) {
+    load_trace(traces[ti], &t);
+  } else {
+    const char *dir = getenv("VRAMSHIM_GEN_DIR");
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : VS_GEN_DIR, traces[ti]);
+    if (vs_trace_load(path, &t, err, sizeof err)) {
+      print_error("%s (the fixture replay_gen_workloads makes it)\n", err);
+      fail();
+    }
+  }
+  vs_replay_opts o = {.release_threshold = 1ULL << 30, .decay_ms = VS_REPLAY_DECAY_DEFAULT};
   vs_progress pr;
   vs_progress_init(&pr, 1);
   char err[512] = "";
@@ -49,7 +63,7 @@ static void run(const vs_policy *pol, size_t ti, vs_replay_result *r) {
   }
 }
 
-static void check(const vs_policy *pol, size_t ti, int asserted) {
+static void check(const vs_policy *pol, size_t ti) {
   if (!have_baseline[ti]) {
     run(&vs_policy_pytorch, ti, &baseline[ti]);
     have_baseline[ti] = 1;
@@ -59,12 +73,15 @@ static void check(const vs_policy *pol, size_t ti, int asserted) {
   run(pol, ti, &r);
   double live = (double)r.peak_live;
   double res = (double)r.stats.peak_reserved / live, card = (double)r.smallest_card / live;
-  double cache = (double)r.served_from_cache / (double)r.requests;
-  double steady = (double)r.steady_served / (double)r.steady_requests;
-  print_message("%s %s: reserved/live %.4f (<= 1.03), card/live %.4f (<= 1.02, pytorch %.4f), driver calls %llu "
-                "(pytorch %llu), from cache %.4f (>= 0.99; steady state %.4f)\n",
-                traces[ti], pol->name, res, card, (double)b->smallest_card / live,
-                (unsigned long long)r.stats.driver_calls, (unsigned long long)b->stats.driver_calls, cache, steady);
+  double pcard = (double)b->smallest_card / live;
+  double endwarm = r.reserved_warm ? (double)r.reserved_end / (double)r.reserved_warm : 0;
+  int vmm = pol == &vs_policy_vmm, real = ti < NREAL;
+  print_message("%s %s: reserved/live %.4f (pytorch %.4f), card/live %.4f (pytorch %.4f), driver calls %llu "
+                "(pytorch %llu; syncs %llu), late calls %llu (pytorch %llu), end/warm %.4f\n",
+                traces[ti], pol->name, res, (double)b->stats.peak_reserved / live, card, pcard,
+                (unsigned long long)r.stats.driver_calls, (unsigned long long)b->stats.driver_calls,
+                (unsigned long long)r.stats.tally.calls[VS_CALL_SYNC], (unsigned long long)r.calls_other_after,
+                (unsigned long long)b->calls_other_after, endwarm);
   assert_int_equal(r.peak_live, b->peak_live);
   /* Every target is checked and every miss printed before failing. */
   int misses = 0;
@@ -76,28 +93,31 @@ static void check(const vs_policy *pol, size_t ti, int asserted) {
       print_error(__VA_ARGS__); \
     } \
   } while (0)
-  TARGET(asserted, res <= 1.03, "reserved/live %.4f > 1.03\n", res);
-  TARGET(0, card <= 1.02, "smallest card %.4f x live > 1.02\n", card);
-  TARGET(0, r.smallest_card <= b->smallest_card, "smallest card %llu > pytorch's %llu\n",
-         (unsigned long long)r.smallest_card, (unsigned long long)b->smallest_card);
-  TARGET(asserted, r.stats.driver_calls <= b->stats.driver_calls, "driver calls %llu > pytorch's %llu\n",
+  if (vmm) {
+    TARGET(real, res <= 1.03, "reserved/live %.4f > 1.03\n", res);
+    TARGET(0, card <= 1.02, "smallest card %.4f x live > 1.02\n", card);
+  }
+  TARGET(0, r.smallest_card <= b->smallest_card, "smallest card %.4f x live > pytorch's %.4f\n", card, pcard);
+  TARGET(vmm && real, r.stats.driver_calls <= b->stats.driver_calls, "driver calls %llu > pytorch's %llu\n",
          (unsigned long long)r.stats.driver_calls, (unsigned long long)b->stats.driver_calls);
-  TARGET(0, cache >= 0.99, "served from cache %.4f < 0.99\n", cache);
+  if (!real) TARGET(0, endwarm <= 1.02, "steady state: reserved at the end %.4f x reserved after warm-up > 1.02\n", endwarm);
 #undef TARGET
   assert_int_equal(misses, 0);
 }
 
 #define CASE(pol, i) \
-  static void test_##pol##_##i(void **s) { (void)s; check(&vs_policy_##pol, i, &vs_policy_##pol == &vs_policy_vmm); }
-CASE(vmm, 0) CASE(vmm, 1) CASE(vmm, 2) CASE(vmm, 3)
-CASE(chunks, 0) CASE(chunks, 1) CASE(chunks, 2) CASE(chunks, 3)
+  static void test_##pol##_##i(void **s) { (void)s; check(&vs_policy_##pol, i); }
+CASE(vmm, 0) CASE(vmm, 1) CASE(vmm, 2) CASE(vmm, 3) CASE(vmm, 4) CASE(vmm, 5) CASE(vmm, 6)
+CASE(chunks, 0) CASE(chunks, 1) CASE(chunks, 2) CASE(chunks, 3) CASE(chunks, 4) CASE(chunks, 5) CASE(chunks, 6)
 
 int main(void) {
   replay_test_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vmm_0),    cmocka_unit_test(test_vmm_1),    cmocka_unit_test(test_vmm_2),
-      cmocka_unit_test(test_vmm_3),    cmocka_unit_test(test_chunks_0), cmocka_unit_test(test_chunks_1),
-      cmocka_unit_test(test_chunks_2), cmocka_unit_test(test_chunks_3),
+      cmocka_unit_test(test_vmm_3),    cmocka_unit_test(test_vmm_4),    cmocka_unit_test(test_vmm_5),
+      cmocka_unit_test(test_vmm_6),    cmocka_unit_test(test_chunks_0), cmocka_unit_test(test_chunks_1),
+      cmocka_unit_test(test_chunks_2), cmocka_unit_test(test_chunks_3), cmocka_unit_test(test_chunks_4),
+      cmocka_unit_test(test_chunks_5), cmocka_unit_test(test_chunks_6),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
