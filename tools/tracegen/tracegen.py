@@ -243,8 +243,9 @@ def generate(a, out):
         running = still
         w.free(ids)
         w.t_us += step_us + (tokens * a.us_per_token)
-    for blk in reversed(weights):
-        w.free(blk)
+    if a.teardown:
+        for blk in reversed(weights):
+            w.free(blk)
     w.flush()
     return w.lines
 
@@ -270,6 +271,9 @@ def main(argv=None):
     ap.add_argument("--step-tokens", type=int, default=16, help="--day: decode tokens per request per step")
     ap.add_argument("--day", action="store_true",
                     help="a simulated day: 10^7 requests (unless --requests given), coarse steps")
+    ap.add_argument("--no-teardown", dest="teardown", action="store_false", default=None,
+                    help="leave the weights (and KV pool) live at the end: a server that keeps running "
+                         "(the default for --day)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args(argv)
@@ -280,6 +284,8 @@ def main(argv=None):
             a.rate = a.requests / 86400.0
         a.grow_every = max(a.grow_every, a.step_tokens)
         a.max_batch = max(a.max_batch, 256)
+    if a.teardown is None:
+        a.teardown = not a.day
     for k in ("requests", "prompt_mean", "output_mean", "max_len", "max_batch", "grow_every", "step_tokens"):
         if getattr(a, k) < 1:
             ap.error("--%s must be at least 1" % k.replace("_", "-"))
