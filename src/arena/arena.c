@@ -12,27 +12,19 @@
  * are batched: one call makes every pending block reusable at once, and it
  * is issued only (a) by an allocation that could otherwise not be served
  * without growing (slab bin or heap), (b) when pending bytes exceed the
- * batch limit, or (c) by the OOM ladder or a trim. */
+ * batch limit, or (c) by the OOM ladder or a trim. The generations and
+ * counters live in core.c.
+ *
+ * Dependencies run one way: arena.c (this file: the API, dispatch, trim)
+ * over slab.c (size classes, which take their slabs from the heap) over
+ * heap.c (TLSF, VMM, chunks, the OOM ladder) over core.c (sync
+ * generations, call and live counters, the decay clock) and tlsf.c. The
+ * heap's OOM ladder returns empty slabs through a->ladder_trim, set here,
+ * not by calling slab.c. */
 #include "arena_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static _Thread_local uint64_t tl_calls;
-
-int vs_arena_call_done(vs_arena *a) {
-  atomic_fetch_add_explicit(&a->backend_calls, 1, memory_order_relaxed);
-  tl_calls++;
-  return 0;
-}
-
-uint64_t vs_arena_now(vs_arena *a) {
-  if (a->clock) return a->clock(a->clock_ctx);
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms) {
   if (!a) return;
@@ -52,29 +44,6 @@ void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx) {
   pthread_mutex_unlock(&a->heap.mu);
 }
 
-uint64_t vs_arena_stamp(vs_arena *a) { return atomic_load(&a->sync_started); }
-int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
-
-void vs_arena_sync(vs_arena *a) {
-  uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
-  vs_arena_call_done(a);
-  atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
-  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return;   /* nothing becomes reusable */
-  uint64_t done = atomic_load(&a->sync_done);
-  while (gen > done && !atomic_compare_exchange_weak(&a->sync_done, &done, gen)) {}
-}
-
-void vs_arena_note_reserved(vs_arena *a) {
-  uint64_t r = vs_heap_reserved(&a->heap), p = atomic_load(&a->peak_reserved);
-  while (r > p && !atomic_compare_exchange_weak(&a->peak_reserved, &p, r)) {}
-}
-
-void vs_arena_live_add(vs_arena *a, uint64_t req) {
-  uint64_t live = atomic_fetch_add_explicit(&a->live_bytes, req, memory_order_relaxed) + req;
-  uint64_t peak = atomic_load_explicit(&a->peak_live, memory_order_relaxed);
-  while (live > peak && !atomic_compare_exchange_weak(&a->peak_live, &peak, live)) {}
-}
-
 vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be) {
   if (!cfg || !be || !be->chunk_alloc || !be->chunk_free || !be->sync) return NULL;
   if (cfg->mode == VS_ARENA_VMM &&
@@ -91,6 +60,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   pthread_mutex_init(&a->slab_mu, NULL);
   vs_heap_init(a);
   vs_slab_classes(a);
+  a->ladder_trim = vs_slab_trim;   /* the heap's OOM ladder returns empty slabs too */
   a->decay_ns = VS_ARENA_DECAY_DEFAULT_MS * 1000000ull;
   a->heap.dk_next = vs_arena_now(a);
   return a;
@@ -111,12 +81,12 @@ static uint64_t batch_limit(vs_arena *a) {
 
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
   if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
-  uint64_t calls0 = tl_calls;
+  uint64_t calls0 = vs_tl_calls;
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
   int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr) : VS_BACKEND_OOM;
   /* Large, or small with no room for a whole slab: the heap may still fit this one request. */
   if (rc == VS_BACKEND_OOM) rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
-  if (rc != 0 || tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
+  if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;
 }

@@ -184,17 +184,18 @@ struct vs_arena {
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
   _Atomic uint32_t next_bin;
   uint64_t decay_ns;                /* 0: release beyond the threshold at once */
+  uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
   uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
   void *clock_ctx;
 };
 
-/* arena.c */
+/* core.c (below slab.c and heap.c; uses neither) */
+extern _Thread_local uint64_t vs_tl_calls;    /* backend calls made by this thread */
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
 uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
 void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);
-void vs_arena_note_reserved(vs_arena *a);      /* caller holds heap.mu */
 void vs_arena_live_add(vs_arena *a, uint64_t req);
 
 /* heap.c */

@@ -27,6 +27,11 @@
 #include <string.h>
 
 
+static void note_reserved(vs_arena *a) {
+  uint64_t r = vs_heap_reserved(&a->heap), p = atomic_load(&a->peak_reserved);
+  while (r > p && !atomic_compare_exchange_weak(&a->peak_reserved, &p, r)) {}
+}
+
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
 uint64_t vs_heap_cached(vs_heap *h) {
   uint64_t r = vs_heap_reserved(h), u = 0;
@@ -217,7 +222,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
     }
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
-    vs_arena_note_reserved(a);
+    note_reserved(a);
     uint64_t k = h->h[i].size / h->G;
     g0 += k;
     n = k >= n ? 0 : n - k;
@@ -412,7 +417,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     *rc = VS_BACKEND_ERROR;
     return NULL;
   }
-  if (!h->vmm) { h->chunk_bytes += size; vs_arena_note_reserved(a); }
+  if (!h->vmm) { h->chunk_bytes += size; note_reserved(a); }
   return r;
 }
 
@@ -564,7 +569,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     h->pressure = 1;
     pthread_mutex_unlock(&h->mu);
     vs_arena_sync(a);
-    if (req) vs_slab_trim(a);
+    if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
     pthread_mutex_lock(&h->mu);
     vs_heap_reclaim(a);
     trim_locked(a, 0);

@@ -1,0 +1,41 @@
+/* The arena's core services, below slab.c and heap.c (which both use them
+ * and neither of which is used here): backend call counting, the sync
+ * generations of stream-safe reuse (see arena.c), live bytes and their
+ * peak, and the decay clock. */
+#include "arena_internal.h"
+
+#include <time.h>
+
+_Thread_local uint64_t vs_tl_calls;
+
+int vs_arena_call_done(vs_arena *a) {
+  atomic_fetch_add_explicit(&a->backend_calls, 1, memory_order_relaxed);
+  vs_tl_calls++;
+  return 0;
+}
+
+uint64_t vs_arena_now(vs_arena *a) {
+  if (a->clock) return a->clock(a->clock_ctx);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t vs_arena_stamp(vs_arena *a) { return atomic_load(&a->sync_started); }
+int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
+
+void vs_arena_sync(vs_arena *a) {
+  uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
+  vs_arena_call_done(a);
+  atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
+  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return;   /* nothing becomes reusable */
+  uint64_t done = atomic_load(&a->sync_done);
+  while (gen > done && !atomic_compare_exchange_weak(&a->sync_done, &done, gen)) {}
+}
+
+void vs_arena_live_add(vs_arena *a, uint64_t req) {
+  uint64_t live = atomic_fetch_add_explicit(&a->live_bytes, req, memory_order_relaxed) + req;
+  uint64_t peak = atomic_load_explicit(&a->peak_live, memory_order_relaxed);
+  while (live > peak && !atomic_compare_exchange_weak(&a->peak_live, &peak, live)) {}
+}
+
