@@ -16,7 +16,9 @@
 typedef struct backend_card {
   int card;
   int unsafe_reuse;
+  int shareable;           /* physical memory is created exportable as a POSIX fd (IPC) */
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
+  _Atomic int shareable_on;   /* shareable, published once the VMM backend is filled */
 } backend_card;
 
 static backend_card g_cards[VRAMSHIM_MAX_CARDS];
@@ -159,11 +161,30 @@ static int va_free(void *ctx, uint64_t va, uint64_t size) {
   return verdict(r);
 }
 
-static void device_prop(int card, CUmemAllocationProp *prop) {
+/* shareable: created so that it can be exported as a POSIX file
+ * descriptor, which IPC of arena blocks needs (ipc_vmm.h). */
+static void device_prop(int card, int shareable, CUmemAllocationProp *prop) {
   memset(prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop->location.id = card;
+  if (shareable) prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+/* Whether the card can export physical memory as a POSIX fd. */
+static int card_shareable(const vs_real_table *real, int card) {
+  CUdevice dev = 0;
+  int v = 0;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (!real->cuDeviceGet || !real->cuDeviceGetAttribute || !real->cuMemExportToShareableHandle) return 0;
+  GUARDED(r, real->cuDeviceGet(&dev, card));
+  if (r == CUDA_SUCCESS)
+    GUARDED(r, real->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev));
+  return r == CUDA_SUCCESS && v != 0;
+}
+
+int vs_backend_shareable(int card) {
+  return card >= 0 && card < VRAMSHIM_MAX_CARDS && atomic_load(&g_cards[card].shareable_on);
 }
 
 static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
@@ -171,7 +192,7 @@ static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
   REAL_OR_FAIL(cuMemCreate);
   if (charge(c->card, size) != VS_BACKEND_OK) return VS_BACKEND_OOM;
   CUmemAllocationProp prop;
-  device_prop(c->card, &prop);
+  device_prop(c->card, c->shareable, &prop);
   CUmemGenericAllocationHandle h = 0;
   CUresult r;
   GUARDED(r, real->cuMemCreate(&h, (size_t)size, &prop, 0));
@@ -277,8 +298,9 @@ CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
       !real->cuMemMap || !real->cuMemUnmap || !real->cuMemSetAccess || !real->cuMemAddressReserve ||
       !real->cuMemAddressFree)
     return CUDA_ERROR_NOT_SUPPORTED;
+  c->shareable = card_shareable(real, card);
   CUmemAllocationProp prop;
-  device_prop(card, &prop);
+  device_prop(card, c->shareable, &prop);
   size_t gran = 0;
   CUresult r;
   GUARDED(r, real->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
@@ -292,6 +314,7 @@ CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
   be->phys_release = phys_release;
   be->map = map;
   be->unmap = unmap;
+  atomic_store(&c->shareable_on, c->shareable);
   return CUDA_SUCCESS;
 }
 

@@ -42,6 +42,11 @@ int vs_backend_holds(uint64_t addr);
  * VMM arena that cannot reserve its range cannot serve anything). */
 int vs_backend_va_failed(int card);
 
+/* 1 when card's VMM arena creates its physical memory exportable as a
+ * POSIX file descriptor (the card supports it), so its blocks can be
+ * exported over IPC (ipc_vmm.h). */
+int vs_backend_shareable(int card);
+
 void vs_backend_atfork_child(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include "driver_table.h"
 #include "guard.h"
 #include "ipc_record.h"
+#include "ipc_vmm.h"
 #include "log.h"
 #include "memory_service.h"
 #include "settings.h"
@@ -259,4 +260,5 @@ void vs_arena_glue_atfork_child(void) {
   pthread_mutex_init(&g_create_lock, NULL);
   vs_backend_atfork_child();
   vs_ipc_atfork_child();
+  vs_ipc_vmm_atfork_child();
 }

@@ -87,6 +87,14 @@
   /* tenant quotas (quota.c): the card's identity for its ledger */                                \
   X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                              \
   X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                \
-  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))
+  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                \
+  /* IPC of VMM arena blocks (ipc_vmm.c): physical memory as POSIX fds */                        \
+  X(cuMemExportToShareableHandle,                                                                  \
+    (void *shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType, \
+     unsigned long long flags),                                                                    \
+    (shareableHandle, handle, handleType, flags))                                                  \
+  X(cuMemImportFromShareableHandle,                                                                \
+    (CUmemGenericAllocationHandle * handle, void *osHandle, CUmemAllocationHandleType shHandleType), \
+    (handle, osHandle, shHandleType))
 
 #endif

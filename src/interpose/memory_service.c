@@ -5,6 +5,7 @@
 
 #include "accounting.h"
 #include "arena_glue.h"
+#include "ipc_record.h"
 #include "log.h"
 #include "observe.h"
 #include "quota.h"
@@ -172,6 +173,7 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   if (op->rec.owner == VS_OWNER_ARENA) {
     /* The arena keeps the block pending until device work before this
      * free has finished (src/arena: stream safety); no driver call. */
+    vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
     if (vs_arena_glue_free(op->rec.card, key) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
