@@ -1,6 +1,6 @@
 #!/bin/sh
 # Writes the sim's stubs: one exported function for every function cuda.h
-# declares (every ABI name: the legacy ones, the _v2/_v3/... the header maps
+# (and cudaProfiler.h, whose cuProfiler* the driver also exports) declares (every ABI name: the legacy ones, the _v2/_v3/... the header maps
 # names to, and the _ptds/_ptsz per-thread variants) that sim_api.def does
 # not list. Each returns CUDA_ERROR_NOT_SUPPORTED, so any program linked
 # with -lcuda loads over the sim; procaddr.c answers cuGetProcAddress for
@@ -16,6 +16,7 @@ cc=$1 inc=$2
 cuda_names() {
     for defs in "" -D__CUDA_API_PER_THREAD_DEFAULT_STREAM -D__CUDA_API_VERSION_INTERNAL; do
         $cc -E -P $defs -I"$inc" "$inc/cuda.h"
+        [ ! -f "$inc/cudaProfiler.h" ] || $cc -E -P $defs -I"$inc" "$inc/cudaProfiler.h"
     done | tr '\n' ' ' | grep -o 'CUresult  *cu[A-Za-z0-9_]* *(' | sed 's/^CUresult  *//; s/ *($//' | LC_ALL=C sort -u
 }
 if [ $names_only = 1 ]; then cuda_names; exit 0; fi
