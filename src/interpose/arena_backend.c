@@ -13,13 +13,14 @@
 #include <string.h>
 #include <uthash.h>
 
+/* One per arena (one arena per context): the card, and what the arena's
+ * context has come to. */
 typedef struct backend_card {
   int card;
   int unsafe_reuse;
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
+  _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
 } backend_card;
-
-static backend_card g_cards[VRAMSHIM_MAX_CARDS];
 static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")));
 
 /* Driver memory the arenas hold (chunks and VMM ranges), for
@@ -27,27 +28,36 @@ static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")))
  * a free of an unknown pointer, so one lock is enough. */
 typedef struct region {
   uint64_t base, size;
+  const void *owner;   /* the backend_card: a chunk of an ended context may be the driver's again */
   UT_hash_handle hh;
 } region;
 static region *g_regions;
 static region *g_orphan_regions;   /* a forked child's inheritance: reachable, never used */
 static pthread_mutex_t g_region_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void region_add(uint64_t base, uint64_t size) {
-  region *r = malloc(sizeof *r);
+/* A base is in the table at most once: the driver can hand an ended
+ * context's chunk address to another arena before the ended one has let go
+ * of it (the newer owner wins; the older one's delete leaves it alone). */
+static void region_add(uint64_t base, uint64_t size, const void *owner) {
+  region *r = malloc(sizeof *r), *old = NULL;
   if (!r) return;   /* only the double-free guard loses this range */
   r->base = base;
   r->size = size;
+  r->owner = owner;
   pthread_mutex_lock(&g_region_lock);
+  HASH_FIND(hh, g_regions, &base, sizeof base, old);
+  if (old) HASH_DEL(g_regions, old);
   HASH_ADD(hh, g_regions, base, sizeof r->base, r);
   pthread_mutex_unlock(&g_region_lock);
+  free(old);
 }
 
-static void region_del(uint64_t base) {
+static void region_del(uint64_t base, const void *owner) {
   region *r;
   pthread_mutex_lock(&g_region_lock);
   HASH_FIND(hh, g_regions, &base, sizeof base, r);
-  if (r) HASH_DEL(g_regions, r);
+  if (r && r->owner == owner) HASH_DEL(g_regions, r);
+  else r = NULL;
   pthread_mutex_unlock(&g_region_lock);
   free(r);
 }
@@ -107,15 +117,22 @@ static int chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
     return verdict(r);
   }
   vs_acct_reserved_add(c->card, size);
-  region_add((uint64_t)p, size);
+  region_add((uint64_t)p, size, c);
   *addr = (uint64_t)p;
   return VS_BACKEND_OK;
 }
 
 static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
   backend_card *c = ctx;
+  region_del(addr, c);
+  if (atomic_load(&c->ended)) {
+    /* The driver freed it with the context: only the shim's books move
+     * (asking the driver now could free whatever it has put there since). */
+    vs_acct_reserved_sub(c->card, size);
+    vs_quota_uncharge(c->card, size);
+    return VS_BACKEND_OK;
+  }
   REAL_OR_FAIL(cuMemFree_v2);
-  region_del(addr);
   CUresult r;
   GUARDED(r, real->cuMemFree_v2((CUdeviceptr)addr));
   vs_acct_call(c->card, VRAMSHIM_CALL_MEM_FREE);
@@ -124,7 +141,7 @@ static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
     char b[32];
     VS_WARN("card %d: the driver refused to free an arena chunk of %s at 0x%llx (error %d)", c->card,
             vs_fmt_bytes(size, b, sizeof b), (unsigned long long)addr, (int)r);
-    region_add(addr, size);
+    region_add(addr, size, c);
     return verdict(r);
   }
   vs_acct_reserved_sub(c->card, size);
@@ -143,7 +160,7 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
     atomic_store(&c->va_failed, 1);
     return verdict(r);
   }
-  region_add((uint64_t)p, size);
+  region_add((uint64_t)p, size, c);
   *va = (uint64_t)p;
   return VS_BACKEND_OK;
 }
@@ -151,11 +168,11 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
 static int va_free(void *ctx, uint64_t va, uint64_t size) {
   backend_card *c = ctx;
   REAL_OR_FAIL(cuMemAddressFree);
-  region_del(va);
+  region_del(va, c);
   CUresult r;
   GUARDED(r, real->cuMemAddressFree((CUdeviceptr)va, (size_t)size));
   vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_FREE);
-  if (r != CUDA_SUCCESS) region_add(va, size);
+  if (r != CUDA_SUCCESS) region_add(va, size, c);
   return verdict(r);
 }
 
@@ -233,7 +250,7 @@ static int unmap(void *ctx, uint64_t va, uint64_t size) {
 
 static int sync_ctx(void *ctx) {
   backend_card *c = ctx;
-  if (c->unsafe_reuse) return VS_BACKEND_OK;
+  if (c->unsafe_reuse || atomic_load(&c->ended)) return VS_BACKEND_OK;   /* ended: its work is over */
   REAL_OR_FAIL(cuCtxSynchronize);
   CUresult r;
   GUARDED(r, real->cuCtxSynchronize());
@@ -241,7 +258,11 @@ static int sync_ctx(void *ctx) {
   return verdict(r);
 }
 
-int vs_backend_va_failed(int card) { return atomic_load(&g_cards[card].va_failed); }
+int vs_backend_va_failed(void *backend) { return atomic_load(&((backend_card *)backend)->va_failed); }
+
+void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->ended, 1); }
+
+void vs_backend_free(void *backend) { free(backend); }
 
 /* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
  * so freed blocks are reused while device work may still touch them. The
@@ -251,10 +272,10 @@ static int unsafe_reuse(void) {
   return e && *e && strcmp(e, "0") != 0;
 }
 
-void vs_backend_chunks(int card, vs_arena_backend *be) {
-  /* Writes nothing shared: the card's context may be in use by the VMM
-   * arena's threads at this moment (their va_failed flag stays set). */
-  backend_card *c = &g_cards[card];
+void vs_backend_chunks(void *backend, vs_arena_backend *be) {
+  /* Writes nothing shared: the context may be in use by the VMM arena's
+   * threads at this moment (their va_failed flag stays set). */
+  backend_card *c = backend;
   memset(be, 0, sizeof *be);
   be->ctx = c;
   be->chunk_alloc = chunk_alloc;
@@ -263,14 +284,16 @@ void vs_backend_chunks(int card, vs_arena_backend *be) {
 }
 
 CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
-  backend_card *c = &g_cards[card];
+  static _Atomic int warned;
+  memset(be, 0, sizeof *be);
+  backend_card *c = calloc(1, sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
   c->card = card;
   c->unsafe_reuse = unsafe_reuse();
-  atomic_store(&c->va_failed, 0);
-  if (c->unsafe_reuse)
+  if (c->unsafe_reuse && !atomic_exchange(&warned, 1))
     VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "
             "device (unsafe; for testing only)", card);
-  vs_backend_chunks(card, be);
+  vs_backend_chunks(c, be);
   if (!vmm) return CUDA_SUCCESS;
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real || !real->cuMemGetAllocationGranularity || !real->cuMemCreate || !real->cuMemRelease ||

@@ -5,9 +5,14 @@
 
 #include "accounting.h"
 #include "arena_glue.h"
+#include "contexts.h"
+#include "driver_table.h"
 #include "log.h"
 #include "observe.h"
 #include "quota.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
 
 static vs_space space_of(vs_mem_kind kind) {
   if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
@@ -42,6 +47,20 @@ static void account(const vs_alloc_info *rec, int sign) {
 static void failed(const vs_mem_op *op) {
   vs_acct_failed(op->rec.card);
   vs_observe_refused(op->rec.card, op->rec.size);
+}
+
+/* Arena blocks' CU_POINTER_ATTRIBUTE_BUFFER_ID: one counter for the
+ * process, far above any driver's own (which count allocations from 1),
+ * so an id is never repeated, also when an address is reused, and never
+ * one the driver gave a pass-through allocation. */
+#define VS_BUFFER_ID_BASE (1ull << 62)
+static _Atomic uint64_t g_next_buffer = 1;
+
+/* Ends the request's hold on its context; what a hook returns next. */
+static int done(vs_mem_op *op) {
+  vs_ctx_put(op->ctx);
+  op->ctx = NULL;
+  return VS_MEM_DONE;
 }
 
 /* Records a fresh allocation and moves the counters. */
@@ -80,21 +99,38 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->rec.kind = (int32_t)kind;
   op->rec.owner = VS_OWNER_DRIVER;
   op->rec.charged = 0;
+  op->rec.ctx_id = 0;
+  op->rec.buffer_id = 0;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
+  op->ctx = NULL;
+  op->zero = 0;
+  /* The context the memory will belong to, held until the request is
+   * recorded: an end of that context waits for it (contexts.h). */
+  if (VS_KIND_BIT(kind) & VS_CTX_OWNED) {
+    op->ctx = vs_ctx_acquire_current(vs_driver_if_loaded());
+    if (op->ctx) op->rec.ctx_id = op->ctx->id;
+  }
   if (!holds_device_memory(kind)) return VS_MEM_PASS;
   vs_acct_request(op->rec.card, 1);
+  /* Zero bytes: the driver says what it says of that (cuMemAlloc(0) is
+   * CUDA_ERROR_INVALID_VALUE); nothing to charge, and no refusal. */
+  if (size == 0) {
+    op->zero = 1;
+    return VS_MEM_PASS;
+  }
 
-  /* cuMemAlloc is served by the arena where it is on for this card. With
-   * no current context (card < 0) the driver gives its own answer. */
-  if (kind == VS_MEM_DEVICE && card >= 0) {
+  /* cuMemAlloc is served by the arena of its context where the arena is
+   * on for the card. With no current context the driver gives its own
+   * answer. */
+  if (kind == VS_MEM_DEVICE && card >= 0 && op->ctx) {
     uint64_t addr = 0, deadline = 0;
     CUresult res = CUDA_SUCCESS;
     int served;
     /* A quota refusal inside the arena (its ladder already trimmed) waits
      * here, outside the arena's locks, under on_limit = wait; with fail,
      * vs_quota_wait logs the one refusal line and says stop. */
-    while ((served = vs_arena_glue_alloc(op->rec.card, size, &addr, &res)) == VS_MEM_DONE &&
+    while ((served = vs_arena_glue_alloc(op->ctx, size, &addr, &res)) == VS_MEM_DONE &&
            res == CUDA_ERROR_OUT_OF_MEMORY && vs_quota_wait(op->rec.card, size, &deadline)) {
     }
     if (served == VS_MEM_DONE) {
@@ -102,12 +138,13 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       if (res == CUDA_SUCCESS) {
         op->rec.key = addr;
         op->rec.owner = VS_OWNER_ARENA;
+        op->rec.buffer_id = VS_BUFFER_ID_BASE + atomic_fetch_add(&g_next_buffer, 1);
         op->addr = addr;
         record(op);
       } else {
         failed(op);
       }
-      return VS_MEM_DONE;
+      return done(op);
     }
   }
   /* Passed through: the tenant is charged before the driver is asked
@@ -119,7 +156,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   if (q != CUDA_SUCCESS) {
     op->result = q;
     failed(op);
-    return VS_MEM_DONE;
+    return done(op);
   }
   op->rec.charged = 1;
   return VS_MEM_PASS;
@@ -129,7 +166,8 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
     if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
-    if (holds_device_memory(op->rec.kind)) failed(op);
+    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op);
+    done(op);
     return r;
   }
   /* The driver's size can differ from the estimate charged (pitch). */
@@ -138,6 +176,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   op->rec.key = addr;
   op->rec.size = size;
   record(op);
+  done(op);
   return r;
 }
 
@@ -171,8 +210,11 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   }
   if (op->rec.owner == VS_OWNER_ARENA) {
     /* The arena keeps the block pending until device work before this
-     * free has finished (src/arena: stream safety); no driver call. */
-    if (vs_arena_glue_free(op->rec.card, key) != 0)
+     * free has finished (src/arena: stream safety); no driver call. Its
+     * context may have ended since this thread took the record: then the
+     * driver freed it, and says so. */
+    vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
+    if (c && vs_arena_glue_free(c, key) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
@@ -181,8 +223,9 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     /* Someone on this card waits for memory (on_limit = wait): what this
      * process caches is charged to it, so give the cache back now rather
      * than at the next growth or exit. One load of the ledger when nobody waits. */
-    if (vs_quota_waiters(op->rec.card)) vs_arena_glue_trim(op->rec.card);
-    op->result = CUDA_SUCCESS;
+    if (c && vs_quota_waiters(op->rec.card)) vs_arena_glue_trim(c);
+    vs_ctx_put(c);
+    op->result = c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
   return VS_MEM_PASS;
@@ -221,13 +264,73 @@ int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
 
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) { return vs_arena_glue_range(ptr, base, size); }
 
+int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
+  int card = 0;
+  uint64_t h = 0, b = 0, sz = 0;
+  if (vs_arena_glue_find(ptr, &card, &h, &b, &sz) == 0) {
+    vs_alloc_info rec;
+    out->base = b;
+    out->size = sz;
+    out->ctx_handle = h;
+    out->card = card;
+    /* 0 only if a racing free took it in between (the program's race). */
+    out->buffer_id = vs_tracker_find(VS_SPACE_DEVPTR, b, &rec) == 0 ? rec.buffer_id : 0;
+    return VS_AT_BLOCK;
+  }
+  return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;
+}
+
+/* c is unlinked with no references: what it owned leaves the shim. The
+ * driver has freed it already (or will not let anyone have it again). */
+static void end_ctx(vs_ctx *c) {
+  vs_alloc_info *v = NULL;
+  size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_OWNED, &v);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    account(&v[i], -1);
+    if (v[i].charged) vs_quota_uncharge(v[i].card, v[i].size);
+    if (holds_device_memory(v[i].kind)) {
+      vs_observe_free(v[i].card, v[i].key, v[i].size);
+      bytes += v[i].size;
+    }
+  }
+  free(v);
+  if (n) {
+    char b[32];
+    VS_DEBUG("card %d: context %#llx ended holding %zu allocations (%s) never freed; the driver freed them",
+             c->card, (unsigned long long)c->handle, n, vs_fmt_bytes(bytes, b, sizeof b));
+  }
+  vs_arena_glue_ctx_end(c);
+  vs_quota_refresh_live(c->card);
+  vs_ctx_free(c);
+}
+
+void vs_mem_ctx_begin(uint64_t handle, int dev, int primary) {
+  vs_ctx *stale = NULL;
+  if (primary) vs_ctx_primary_retained(handle, dev, &stale);
+  else vs_ctx_created(handle, dev, &stale);
+  if (stale) end_ctx(stale);   /* its end went by unseen: the driver has let go of it */
+}
+
+void vs_mem_ctx_end(uint64_t handle, int primary_dev) {
+  vs_ctx *c = vs_ctx_unlink(handle, primary_dev);
+  if (c) end_ctx(c);
+}
+
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 
-void vs_mem_atfork_prepare(void) { vs_tracker_atfork_prepare(); }
-void vs_mem_atfork_parent(void) { vs_tracker_atfork_parent(); }
+void vs_mem_atfork_prepare(void) {
+  vs_ctx_atfork_prepare();
+  vs_tracker_atfork_prepare();
+}
+void vs_mem_atfork_parent(void) {
+  vs_tracker_atfork_parent();
+  vs_ctx_atfork_parent();
+}
 
 void vs_mem_atfork_child(void) {
   vs_tracker_atfork_child();
+  vs_ctx_atfork_child();
   vs_acct_reset();
   vs_arena_glue_atfork_child();
   vs_quota_atfork_child();

@@ -38,6 +38,7 @@
 #ifndef VS_MEMORY_SERVICE_H
 #define VS_MEMORY_SERVICE_H
 
+#include "contexts.h"
 #include "cuda_api.h"
 #include "tracker.h"
 #include "vramshim.h"
@@ -67,6 +68,12 @@ typedef enum vs_mem_kind {
 #define VS_FREE_IPC_CLOSE VS_KIND_BIT(VS_MEM_IPC)
 #define VS_FREE_RELEASE VS_KIND_BIT(VS_MEM_VMM_PHYS)
 #define VS_FREE_ADDRESS VS_KIND_BIT(VS_MEM_VA_RANGE)
+/* What the driver frees with the context the memory was allocated in. Not
+ * VMM handles and ranges (no context owns them), nor stream-ordered blocks
+ * (their pool is the device's; cuda.h: cuCtxDestroy does not free them). */
+#define VS_CTX_OWNED                                                                         \
+  (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
+   VS_KIND_BIT(VS_MEM_DEVICE_V1) | VS_KIND_BIT(VS_MEM_IPC))
 
 enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
 
@@ -78,6 +85,8 @@ typedef struct vs_mem_op {
   vs_alloc_info rec;    /* alloc: what will be recorded; free: what was removed */
   CUresult result;      /* when VS_MEM_DONE: what the hook returns */
   uint64_t addr;        /* when VS_MEM_DONE after an alloc: the address served */
+  vs_ctx *ctx;          /* alloc of memory a context owns: its context, referenced until the end */
+  int zero;             /* alloc of 0 bytes: the driver's error, not a refusal */
 } vs_mem_op;
 
 /* card: the device the memory is on (-1 unknown: recorded on card 0 if the
@@ -108,6 +117,28 @@ int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes);
  * placed it (an arena block inside a larger driver chunk), VS_MEM_PASS to
  * ask the driver (every other pointer). */
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+
+/* The live arena block around ptr, as pointer attributes describe it. */
+typedef struct vs_mem_block {
+  uint64_t base, size;   /* the block as the program asked for it */
+  uint64_t ctx_handle;   /* the CUcontext it was allocated in */
+  uint64_t buffer_id;    /* unique per allocation, never repeated */
+  int card;
+} vs_mem_block;
+enum { VS_AT_DRIVER = 0, VS_AT_BLOCK, VS_AT_GAP };
+/* VS_AT_BLOCK with *out: ptr is in an arena block. VS_AT_GAP: ptr is
+ * in driver memory an arena holds but in no live block (past a block's
+ * end, say): the driver would say it knows no such allocation.
+ * VS_AT_DRIVER: ask the driver. */
+int vs_mem_block_at(uint64_t ptr, vs_mem_block *out);
+
+/* Contexts (hooks_ctx.c). A context began (cuCtxCreate*, primary = 0; a
+ * retain of dev's primary context, primary = 1). */
+void vs_mem_ctx_begin(uint64_t handle, int dev, int primary);
+/* A context ended: handle (primary_dev -1), or dev's primary context
+ * (primary_dev >= 0). Everything it owned leaves the shim before this
+ * returns: tracker records, their counters and tenant charges, its arena. */
+void vs_mem_ctx_end(uint64_t handle, int primary_dev);
 
 /* A driver call that neither allocates nor frees (map, unmap, queries),
  * counted on its card. */
