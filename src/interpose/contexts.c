@@ -140,6 +140,14 @@ void vs_ctx_primary_retained(uint64_t handle, int dev, vs_ctx **stale) {
   if (*stale) wait_refs(*stale);
 }
 
+int vs_ctx_is_regular(uint64_t handle) {
+  pthread_rwlock_rdlock(&g_lock);
+  vs_ctx *c = find(handle);
+  int regular = c && !c->primary;
+  pthread_rwlock_unlock(&g_lock);
+  return regular;
+}
+
 void vs_ctx_attached(uint64_t handle) {
   pthread_rwlock_wrlock(&g_lock);
   vs_ctx *c = find(handle);

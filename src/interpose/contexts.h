@@ -63,6 +63,9 @@ void vs_ctx_put(vs_ctx *c);
  * for the caller to end; else *stale is NULL. */
 void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale);
 void vs_ctx_primary_retained(uint64_t handle, int dev, vs_ctx **stale);
+/* 1 when handle is a live context the shim follows that is not a
+ * primary context. */
+int vs_ctx_is_regular(uint64_t handle);
 /* cuCtxAttach on the current context: usage + 1. */
 void vs_ctx_attached(uint64_t handle);
 /* cuCtxDetach: usage - 1; 1 when it reached 0 (the context ends). */

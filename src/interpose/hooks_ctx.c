@@ -1,9 +1,11 @@
 /* Hooks of context creation and teardown: every ABI variant cuda.h
  * declares. Each calls the driver variant the program called; on success
  * the memory service learns that a context began or ended (contexts.h).
- * An end is acted on after the driver's call returned: the driver has
- * then freed the context's memory, and the shim forgets it before the hook
- * returns, so nothing of it is ever handed out again. */
+ * Where the end is certain (a destroy of a context the shim follows, a
+ * reset) the shim lets go of the context's records before the driver frees
+ * its memory, and of its arena after; a release is acted on once the
+ * driver says the context is gone. Either way nothing of it is left in the
+ * shim when the hook returns, and nothing of it is ever handed out again. */
 #include "hook_common.h"
 
 #include "contexts.h"
@@ -33,11 +35,14 @@ CUresult vs_hook_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev) 
 }
 
 /* ---- cuCtxDestroy ------------------------------------------------------- */
+/* A regular context the shim follows is let go of before the driver frees
+ * its memory (a primary one the driver refuses to destroy). */
 #define DESTROY_BODY(name)                                                         \
   VS_HOOK_ENTER(name, (ctx));                                                      \
   vs_guard_enter();                                                                \
+  vs_ctx *ending = ctx && vs_ctx_is_regular((uint64_t)(uintptr_t)ctx) ? vs_mem_ctx_ending((uint64_t)(uintptr_t)ctx, -1) : NULL; \
   CUresult r = real->name(ctx);                                                    \
-  if (r == CUDA_SUCCESS && ctx) vs_mem_ctx_end((uint64_t)(uintptr_t)ctx, -1);      \
+  vs_mem_ctx_ended(ending, r);                                                     \
   vs_guard_leave();                                                                \
   return r
 
@@ -89,14 +94,19 @@ static int primary_active(const vs_real_table *real, CUdevice dev, int retains_l
   return retains_left > 0;
 }
 
+/* A reset ends the context for certain: let go of it first, as for a
+ * destroy. Whether a release ends it is known only after the call. */
 #define RELEASE_BODY(name, reset)                                                  \
   VS_HOOK_ENTER(name, (dev));                                                      \
   vs_guard_enter();                                                                \
   vs_ctx_primary_lock();                                                           \
+  vs_ctx *ending = (reset) ? vs_mem_ctx_ending(0, (int)dev) : NULL;                \
   CUresult r = real->name(dev);                                                    \
-  if (r == CUDA_SUCCESS) {                                                         \
-    int left = (reset) ? 0 : vs_ctx_primary_released((int)dev);                    \
-    if ((reset) || !primary_active(real, dev, left)) vs_mem_ctx_end(0, (int)dev);  \
+  if (reset) {                                                                     \
+    vs_mem_ctx_ended(ending, r);                                                   \
+  } else if (r == CUDA_SUCCESS) {                                                  \
+    int left = vs_ctx_primary_released((int)dev);                                  \
+    if (!primary_active(real, dev, left)) vs_mem_ctx_end(0, (int)dev);             \
   }                                                                                \
   vs_ctx_primary_unlock();                                                         \
   vs_guard_leave();                                                                \

@@ -280,9 +280,11 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
   return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;
 }
 
-/* c is unlinked with no references: what it owned leaves the shim. The
- * driver has freed it already (or will not let anyone have it again). */
-static void end_ctx(vs_ctx *c) {
+/* c is unlinked with no references: its records leave the tracker (and
+ * their counters and charges go). Done before the driver frees the memory
+ * where the end is certain, so no address the driver hands out again can
+ * meet a record of the old context. */
+static void sweep(vs_ctx *c) {
   vs_alloc_info *v = NULL;
   size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_OWNED, &v);
   uint64_t bytes = 0;
@@ -297,9 +299,14 @@ static void end_ctx(vs_ctx *c) {
   free(v);
   if (n) {
     char b[32];
-    VS_DEBUG("card %d: context %#llx ended holding %zu allocations (%s) never freed; the driver freed them",
+    VS_DEBUG("card %d: context %#llx ends holding %zu allocations (%s) never freed; the driver frees them",
              c->card, (unsigned long long)c->handle, n, vs_fmt_bytes(bytes, b, sizeof b));
   }
+}
+
+/* After the driver's end: the arena goes (its VMM memory released now that
+ * the device is done with it), then the record. */
+static void finish(vs_ctx *c) {
   vs_arena_glue_ctx_end(c);
   vs_quota_refresh_live(c->card);
   vs_ctx_free(c);
@@ -309,13 +316,27 @@ void vs_mem_ctx_begin(uint64_t handle, int dev, int primary) {
   vs_ctx *stale = NULL;
   if (primary) vs_ctx_primary_retained(handle, dev, &stale);
   else vs_ctx_created(handle, dev, &stale);
-  if (stale) end_ctx(stale);   /* its end went by unseen: the driver has let go of it */
+  if (stale) {   /* its end went by unseen: the driver has let go of it */
+    sweep(stale);
+    finish(stale);
+  }
 }
 
-void vs_mem_ctx_end(uint64_t handle, int primary_dev) {
+vs_ctx *vs_mem_ctx_ending(uint64_t handle, int primary_dev) {
   vs_ctx *c = vs_ctx_unlink(handle, primary_dev);
-  if (c) end_ctx(c);
+  if (c) sweep(c);
+  return c;
 }
+
+void vs_mem_ctx_ended(vs_ctx *c, CUresult r) {
+  if (!c) return;
+  if (r != CUDA_SUCCESS)
+    VS_WARN("card %d: the driver refused to end context %#llx (error %d) after the shim had let go of its memory; "
+            "its allocations are no longer accounted", c->card, (unsigned long long)c->handle, (int)r);
+  finish(c);
+}
+
+void vs_mem_ctx_end(uint64_t handle, int primary_dev) { vs_mem_ctx_ended(vs_mem_ctx_ending(handle, primary_dev), CUDA_SUCCESS); }
 
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 

@@ -135,9 +135,17 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out);
 /* Contexts (hooks_ctx.c). A context began (cuCtxCreate*, primary = 0; a
  * retain of dev's primary context, primary = 1). */
 void vs_mem_ctx_begin(uint64_t handle, int dev, int primary);
-/* A context ended: handle (primary_dev -1), or dev's primary context
- * (primary_dev >= 0). Everything it owned leaves the shim before this
- * returns: tracker records, their counters and tenant charges, its arena. */
+/* A context ends: handle (primary_dev -1), or dev's primary context
+ * (primary_dev >= 0). Everything it owned leaves the shim: tracker records,
+ * their counters and tenant charges, its arena. In two steps around the
+ * driver's call where the end is certain beforehand (destroy, reset):
+ * vs_mem_ctx_ending before (the records go while the driver still holds
+ * the memory, so no address it hands out next can meet one), then
+ * vs_mem_ctx_ended with the driver's answer (the arena goes: VMM memory is
+ * released once the device is done with it). vs_mem_ctx_end does both,
+ * after a driver call that already ended the context (a last release). */
+vs_ctx *vs_mem_ctx_ending(uint64_t handle, int primary_dev);
+void vs_mem_ctx_ended(vs_ctx *c, CUresult r);
 void vs_mem_ctx_end(uint64_t handle, int primary_dev);
 
 /* A driver call that neither allocates nor frees (map, unmap, queries),
