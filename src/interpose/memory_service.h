@@ -16,8 +16,13 @@
  *   return vs_mem_free_end(&op, real->cuMemFree_v2(ptr));
  *
  * What the service does behind this header, without touching a hook:
+ *   - contexts (contexts.h): a request for memory a context owns holds
+ *     the current context from begin to end and its record carries the
+ *     context's id; when the context ends (vs_mem_ctx_ending/_ended)
+ *     everything it owned leaves the tracker, the counters, the ledger and
+ *     the arena;
  *   - the arena (arena_glue.h): alloc_begin serves VS_MEM_DEVICE requests
- *     with a current context from the card's arena where it is on, and
+ *     with a current context from that context's arena where it is on, and
  *     answers VS_MEM_DONE with op->addr (or the refusal or error);
  *     free_begin finds the record's owner == arena and answers VS_MEM_DONE
  *     after vs_arena_glue_free(), and refuses an unknown pointer inside

@@ -17,10 +17,17 @@
  *     driver has unmapped, fails the copy or faults), no two overlapping;
  *     their CONTEXT attribute is B, their buffer ids are new (none of A's,
  *     also where B's block sits at an address A used).
+ *
+ *   ctx_teardown fork
+ *
+ * A forked child has none of the parent's contexts or blocks; it makes and
+ * ends its own; the parent's blocks keep their bytes.
  * Runs over the sim in every arena mode and on a real driver (gpu). */
 #include "shim_test.h"
 
 #include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { NSIZES = 5 };
 static const size_t sizes[NSIZES] = {1000, 64 << 10, 300 << 10, 3 << 20, 20 << 20};
@@ -72,15 +79,61 @@ static void end(const char *how, CUcontext c) {
   }
 }
 
+/* fork: the child has none of the parent's contexts or blocks; it makes
+ * its own, ends it, and the parent's blocks keep their bytes. */
+static int forked(shim_api *shim) {
+  CUcontext a = begin("destroy");
+  CUdeviceptr p[NSIZES];
+  for (int i = 0; i < NSIZES; i++) {
+    T_CU(cuMemAlloc(&p[i], sizes[i]));
+    fill(p[i], sizes[i], (unsigned char)(0x30 + i));
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  T_CHECK(pid >= 0, "fork");
+  if (pid == 0) {
+    vramshim_card_stats st = t_stats(shim, 0);
+    T_EQ_U64(st.live_count, 0, "the child's live allocations before it allocates");
+    T_CU(cuInit(0));
+    CUcontext c = begin("destroy");
+    CUdeviceptr q[NSIZES];
+    for (int i = 0; i < NSIZES; i++) {
+      T_CU(cuMemAlloc(&q[i], sizes[i]));
+      fill(q[i], sizes[i], (unsigned char)(0x60 + i));
+    }
+    st = t_stats(shim, 0);
+    T_EQ_U64(st.live_count, NSIZES, "the child's live allocations");
+    T_CU(cuCtxDestroy(c));
+    st = t_stats(shim, 0);
+    T_EQ_U64(st.live_bytes, 0, "the child's live bytes after its context ended");
+    T_EQ_U64(st.reserved_bytes, 0, "the child's reserved bytes after its context ended");
+    _exit(0);
+  }
+  int status = 0;
+  T_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed");
+  for (int i = 0; i < NSIZES; i++) {
+    unsigned char v = 0;
+    T_CU(cuMemcpyDtoH(&v, p[i] + sizes[i] - 1, 1));
+    T_CHECK(v == 0x30 + i, "the parent's block %d after the child (%u)", i, v);
+  }
+  T_CU(cuCtxDestroy(a));
+  vramshim_card_stats st = t_stats(shim, 0);
+  T_EQ_U64(st.live_bytes, 0, "the parent's live bytes after its context ended");
+  T_SAY("fork: the child follows its own contexts only: PASS");
+  return 0;
+}
+
 static int overlaps(CUdeviceptr a, size_t na, CUdeviceptr b, size_t nb) { return a < b + nb && b < a + na; }
 
 int main(int argc, char **argv) {
-  T_CHECK(argc == 2 && (!strcmp(argv[1], "destroy") || !strcmp(argv[1], "release") || !strcmp(argv[1], "reset")),
-          "usage: ctx_teardown destroy|release|reset");
+  T_CHECK(argc == 2 && (!strcmp(argv[1], "destroy") || !strcmp(argv[1], "release") || !strcmp(argv[1], "reset") ||
+                        !strcmp(argv[1], "fork")),
+          "usage: ctx_teardown destroy|release|reset|fork");
   const char *how = argv[1];
   shim_api shim = t_shim();
   sim_api sim = t_sim(RTLD_DEFAULT);
   T_CU(cuInit(0));
+  if (!strcmp(how, "fork")) return forked(&shim);
 
   CUcontext a = begin(how);
   size_t free0 = 0, total0 = 0;
