@@ -17,6 +17,34 @@ static vs_ctx *g_head;
 static _Atomic uint64_t g_next_id = 1;
 static vs_ctx *g_orphans;   /* a forked child's inheritance: reachable, never used */
 
+/* The fast path: each thread remembers the last record it used, valid
+ * while no record has been unlinked since (g_gen counts unlinks). A hit
+ * takes a reference and checks g_gen again: an unlink bumps g_gen before
+ * it reads the references (both sequentially consistent), so either the
+ * unlink sees this reference and waits for it, or this thread sees the new
+ * g_gen and takes the slow path. */
+static _Atomic uint64_t g_gen = 1;
+static __thread struct {
+  uint64_t gen;
+  vs_ctx *c;
+} t_last __attribute__((tls_model("initial-exec")));
+
+static vs_ctx *cached(uint64_t handle, uint64_t id) {
+  uint64_t gen = atomic_load(&g_gen);
+  vs_ctx *c = t_last.c;
+  if (!c || t_last.gen != gen || (handle ? c->handle != handle : c->id != id)) return NULL;
+  atomic_fetch_add(&c->refs, 1);
+  if (atomic_load(&g_gen) == gen) return c;
+  atomic_fetch_sub(&c->refs, 1);
+  return NULL;
+}
+
+/* c referenced: remember it (gen read before the walk that found it). */
+static void remember(vs_ctx *c, uint64_t gen) {
+  t_last.c = c;
+  t_last.gen = gen;
+}
+
 /* Under the lock (either). */
 static vs_ctx *find(uint64_t handle) {
   for (vs_ctx *c = g_head; c; c = c->next)
@@ -33,6 +61,7 @@ static void link(vs_ctx *c) {
 }
 
 static void unlink_locked(vs_ctx *c) {
+  atomic_fetch_add(&g_gen, 1);   /* before wait_refs reads the references: see cached() */
   if (c->prev) c->prev->next = c->next;
   else g_head = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -63,9 +92,15 @@ vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
   r = real->cuCtxGetCurrent(&h);
   vs_guard_leave();
   if (r != CUDA_SUCCESS || !h) return NULL;
+  vs_ctx *c = cached((uint64_t)(uintptr_t)h, 0);
+  if (c) return c;
   pthread_rwlock_rdlock(&g_lock);
-  vs_ctx *c = find((uint64_t)(uintptr_t)h);
-  if (c) atomic_fetch_add(&c->refs, 1);
+  uint64_t gen = atomic_load(&g_gen);   /* unlinks bump it under the write lock */
+  c = find((uint64_t)(uintptr_t)h);
+  if (c) {
+    atomic_fetch_add(&c->refs, 1);
+    remember(c, gen);
+  }
   pthread_rwlock_unlock(&g_lock);
   if (c) return c;
   /* A context the shim never saw begin (made before the shim was loaded,
@@ -84,10 +119,16 @@ vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
 }
 
 vs_ctx *vs_ctx_acquire_id(uint64_t id) {
+  vs_ctx *c = id ? cached(0, id) : NULL;
+  if (c || !id) return c;
   pthread_rwlock_rdlock(&g_lock);
-  vs_ctx *c = g_head;
+  uint64_t gen = atomic_load(&g_gen);
+  c = g_head;
   while (c && c->id != id) c = c->next;
-  if (c) atomic_fetch_add(&c->refs, 1);
+  if (c) {
+    atomic_fetch_add(&c->refs, 1);
+    remember(c, gen);
+  }
   pthread_rwlock_unlock(&g_lock);
   return c;
 }
@@ -193,7 +234,21 @@ vs_ctx *vs_ctx_unlink(uint64_t handle, int primary_dev) {
   return c;
 }
 
-void vs_ctx_free(vs_ctx *c) { free(c); }
+/* Records are never given back to malloc: a thread's remembered record
+ * (t_last) may be read, and its reference count touched, by a thread that
+ * has not yet seen g_gen move. An ended context costs its record (a few
+ * hundred bytes; contexts are few and slow to make), kept reachable here. */
+static vs_ctx *g_ended;
+static pthread_mutex_t g_ended_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vs_ctx_free(vs_ctx *c) {
+  if (!c) return;
+  pthread_mutex_lock(&g_ended_lock);
+  c->prev = NULL;
+  c->next = g_ended;
+  g_ended = c;
+  pthread_mutex_unlock(&g_ended_lock);
+}
 
 void vs_ctx_read_lock(void) { pthread_rwlock_rdlock(&g_lock); }
 void vs_ctx_read_unlock(void) { pthread_rwlock_unlock(&g_lock); }
@@ -213,6 +268,8 @@ void vs_ctx_atfork_child(void) {
     g_orphans = g_head;
   }
   g_head = NULL;
+  t_last.c = NULL;   /* the forking thread's; no other thread is here */
+  atomic_fetch_add(&g_gen, 1);
   pthread_rwlock_t fresh_lock = PTHREAD_RWLOCK_INITIALIZER;
   memcpy(&g_lock, &fresh_lock, sizeof g_lock);
   pthread_mutex_init(&g_primary_lock, NULL);

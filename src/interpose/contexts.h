@@ -18,7 +18,7 @@
  * whole request, including recording its result. vs_ctx_unlink takes the
  * record out of the registry (no new reference can be had) and waits until
  * every reference is put; only then does the memory service sweep what the
- * context owned and free the record. Walks over every live record
+ * context owned and retire the record (vs_ctx_free: kept, never reused). Walks over every live record
  * (vs_ctx_next) run under the registry's read lock, which unlink's write
  * lock excludes.
  * Thread safety: every function may be called from any thread at once. */
