@@ -9,7 +9,8 @@
  * handle, a buffer id: "is the block's own", "is the current context", "is
  * not 0"): pointer attributes one by one and all at once, address ranges
  * (the last byte, and one byte past the end: CUDA_ERROR_NOT_FOUND),
- * cuMemAllocPitch with bad arguments, cuMemAlloc(0). The test runs it
+ * cuMemAllocPitch with bad arguments, zero-byte cuMemAlloc, cuMemAllocManaged
+ * and cuMemAllocAsync. The test runs it
  * under the shim and in a child with LD_PRELOAD removed (the driver alone)
  * and wants the same lines.
  * Not compared: CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR / MAPPING_SIZE
@@ -132,6 +133,10 @@ static int probe(FILE *out) {
   }
   CUdeviceptr z = 0;
   OUT("alloc(0) rc=%d\n", (int)cuMemAlloc(&z, 0));
+  OUT("managed(0) rc=%d\n", (int)cuMemAllocManaged(&z, 0, CU_MEM_ATTACH_GLOBAL));
+  CUresult ra = cuMemAllocAsync(&z, 0, NULL);
+  OUT("async(0) rc=%d\n", (int)ra);
+  if (ra == CUDA_SUCCESS) T_CU(cuMemFreeAsync(z, NULL));
   OUT("free(0) rc=%d\n", (int)cuMemFree(0));
   return 0;
 }
@@ -202,6 +207,7 @@ int main(int argc, char **argv) {
   CUdeviceptr pz = 0;
   size_t pp = 0;
   T_CHECK(cuMemAllocPitch(&pz, &pp, 0, 4, 4) != CUDA_SUCCESS, "an empty pitch allocation");
+  T_CHECK(cuMemAllocManaged(&pz, 0, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS, "an empty managed allocation");
   vramshim_card_stats after = t_stats(&shim, 0);
   T_EQ_U64(after.failed_requests, before.failed_requests, "failed requests after zero-byte requests");
   T_SAY("%s: %d answers as the driver's, %d buffer ids unique (%d at an address that came back), zero bytes no "
