@@ -17,6 +17,7 @@
  * context has come to. */
 typedef struct backend_card {
   int card;
+  CUcontext ctx;           /* the arena's context: its sync is that context's */
   int unsafe_reuse;
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
   _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
@@ -248,13 +249,31 @@ static int unmap(void *ctx, uint64_t va, uint64_t size) {
   return verdict(r);
 }
 
+/* The arena's own context: a thread may free (and so settle or trim) a
+ * block of a context other than its current one; then that context is
+ * pushed for the sync and popped after. */
 static int sync_ctx(void *ctx) {
   backend_card *c = ctx;
   if (c->unsafe_reuse || atomic_load(&c->ended)) return VS_BACKEND_OK;   /* ended: its work is over */
   REAL_OR_FAIL(cuCtxSynchronize);
   CUresult r;
+  CUcontext cur = NULL;
+  int pushed = 0;
+  if (c->ctx && real->cuCtxGetCurrent && real->cuCtxPushCurrent_v2 && real->cuCtxPopCurrent_v2) {
+    GUARDED(r, real->cuCtxGetCurrent(&cur));
+    if (r == CUDA_SUCCESS && cur != c->ctx) {
+      GUARDED(r, real->cuCtxPushCurrent_v2(c->ctx));
+      if (r != CUDA_SUCCESS) return verdict(r);
+      pushed = 1;
+    }
+  }
   GUARDED(r, real->cuCtxSynchronize());
   vs_acct_call(c->card, VRAMSHIM_CALL_SYNC);
+  if (pushed) {
+    CUresult p;
+    GUARDED(p, real->cuCtxPopCurrent_v2(&cur));
+    (void)p;
+  }
   return verdict(r);
 }
 
@@ -283,12 +302,13 @@ void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   be->sync = sync_ctx;
 }
 
-CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
+CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) {
   static _Atomic int warned;
   memset(be, 0, sizeof *be);
   backend_card *c = calloc(1, sizeof *c);
   if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
   c->card = card;
+  c->ctx = (CUcontext)(uintptr_t)ctx;
   c->unsafe_reuse = unsafe_reuse();
   if (c->unsafe_reuse && !atomic_exchange(&warned, 1))
     VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "

@@ -2,9 +2,10 @@
  *
  * Every call goes to the real driver table under the recursion guard, on
  * the calling thread with its current context: there is one arena per
- * context (arena_glue.c, contexts.h), used only by threads whose current
- * context it is, so its chunks are that context's memory and its sync is
- * that context's cuCtxSynchronize. When the context ends, the driver has
+ * context (arena_glue.c, contexts.h), which grows only on threads whose
+ * current context it is, so its chunks are that context's memory; its
+ * sync is that context's cuCtxSynchronize (pushed if a thread in another
+ * context frees one of its blocks). When the context ends, the driver has
  * freed its chunks (cuMemAlloc) but not its VMM handles and ranges, which
  * no context owns: vs_backend_ended makes chunk_free move the books only,
  * and the arena's destroy then really releases the handles and ranges.
@@ -21,12 +22,13 @@
 
 #include <stdint.h>
 
-/* Fills *be for one arena on card; be->ctx is its own state (free it with
+/* Fills *be for the arena of context ctx (a CUcontext) on card; its sync
+ * synchronises that context. be->ctx is the backend's own state (free it with
  * vs_backend_free once no arena uses it; NULL when out of host memory,
  * with CUDA_ERROR_OUT_OF_MEMORY). vmm: with the VMM members (granule from
  * the driver); CUDA_SUCCESS, or the driver's error when the granularity
  * cannot be had (be is then filled for chunks only). */
-CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be);
+CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be);
 /* A chunks backend over the state vs_backend_init made (be->ctx of it):
  * the fall-back when the VMM arena cannot start, or from a VMM arena that
  * may still be in use (what vs_backend_init fills for vmm = 0). */

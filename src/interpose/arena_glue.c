@@ -95,7 +95,7 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   ac.release_threshold = release_threshold(card, real, &capacity);
   vs_arena_backend be;
   vs_arena *a = NULL;
-  r = vs_backend_init(card, mode == VS_CFG_ARENA_VMM, &be);
+  r = vs_backend_init(card, ctx->handle, mode == VS_CFG_ARENA_VMM, &be);
   if (!be.ctx) {
     *res = CUDA_ERROR_OUT_OF_MEMORY;   /* out of host memory: the next request tries again */
     return NULL;

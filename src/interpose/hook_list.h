@@ -97,6 +97,9 @@
   /* contexts (contexts.c, hooks_ctx.c): who owns a request; has a primary context ended */        \
   X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                   \
   X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active), (dev, flags, active)) \
+  /* an arena's sync in its own context, from a thread where another is current */                 \
+  X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                   \
+  X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                                \
   /* the arena's backend (arena_backend.c) */                                                      \
   X(cuCtxSynchronize, (void), ())                                                                  \
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
