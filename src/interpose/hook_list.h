@@ -111,6 +111,10 @@
   /* tenant quotas (quota.c): the card's identity for its ledger */                                \
   X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                              \
   X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                \
-  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))
+  X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                  \
+  /* on_limit = spill (spill.c): pinned host memory mapped for the device */                       \
+  X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))       \
+  X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
+  X(cuMemFreeHost, (void *p), (p))
 
 #endif

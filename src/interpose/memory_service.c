@@ -10,6 +10,7 @@
 #include "log.h"
 #include "observe.h"
 #include "quota.h"
+#include "spill.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -89,6 +90,18 @@ static void record(vs_mem_op *op) {
 }
 
 
+/* on_limit = spill (spill.h): a refused cuMemAlloc served from host memory
+ * the device can address. 1 when served (op answers it: success, the
+ * address); the block is neither in the tracker nor in the device counters
+ * (spill.c keeps it and counts it apart), so it never counts against the card. */
+static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
+  uint64_t addr = 0;
+  if (!vs_spill_alloc(op->rec.card, size, by_driver, &addr)) return 0;
+  op->result = CUDA_SUCCESS;
+  op->addr = addr;
+  return 1;
+}
+
 int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
   op->space = space_of(kind);
   op->call = call;
@@ -128,10 +141,14 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
     CUresult res = CUDA_SUCCESS;
     int served;
     /* A quota refusal inside the arena (its ladder already trimmed) waits
-     * here, outside the arena's locks, under on_limit = wait; with fail,
+     * here, outside the arena's locks, under on_limit = wait; under spill
+     * it is served from host memory; with fail (or spill past MAX),
      * vs_quota_wait logs the one refusal line and says stop. */
-    while ((served = vs_arena_glue_alloc(op->ctx, size, &addr, &res)) == VS_MEM_DONE &&
-           res == CUDA_ERROR_OUT_OF_MEMORY && vs_quota_wait(op->rec.card, size, &deadline)) {
+    for (;;) {
+      served = vs_arena_glue_alloc(op->ctx, size, &addr, &res);
+      if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
+      if (spilled(op, size, !vs_quota_refusal_pending())) return done(op);
+      if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
     }
     if (served == VS_MEM_DONE) {
       op->result = res;
@@ -151,7 +168,11 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
    * (waiting for others to give memory back under on_limit = wait). */
   CUresult q;
   uint64_t deadline = 0;
-  while ((q = vs_quota_charge(op->rec.card, size)) != CUDA_SUCCESS && vs_quota_wait(op->rec.card, size, &deadline)) {
+  for (;;) {
+    q = vs_quota_charge(op->rec.card, size);
+    if (q == CUDA_SUCCESS) break;
+    if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
+    if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
   }
   if (q != CUDA_SUCCESS) {
     op->result = q;
@@ -166,6 +187,13 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
     if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
+    op->rec.charged = 0;
+    /* The driver itself refused a cuMemAlloc the tenant was admitted for:
+     * under on_limit = spill, host memory instead (the hook reads op->addr). */
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op->rec.kind == VS_MEM_DEVICE && spilled(op, op->rec.size, 1)) {
+      done(op);
+      return CUDA_SUCCESS;
+    }
     if (holds_device_memory(op->rec.kind) && !op->zero) failed(op);
     done(op);
     return r;
@@ -192,6 +220,11 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   op->addr = 0;
   /* Removed before the driver frees it: see tracker.h. */
   op->known = vs_tracker_remove(space, key, kind_mask, &op->rec) == 0;
+  /* A spilled block (on_limit = spill) goes back to the host: spill.c
+   * gives its bytes back to the ledger. One relaxed load when none lives. */
+  if (!op->known && space == VS_SPACE_DEVPTR && (kind_mask & VS_KIND_BIT(VS_MEM_DEVICE)) &&
+      vs_spill_free(key, &op->result))
+    return VS_MEM_DONE;
   if (!op->known) {
     op->rec.key = key;
     op->rec.size = 0;
@@ -343,8 +376,10 @@ void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card 
 void vs_mem_atfork_prepare(void) {
   vs_ctx_atfork_prepare();
   vs_tracker_atfork_prepare();
+  vs_spill_atfork_prepare();
 }
 void vs_mem_atfork_parent(void) {
+  vs_spill_atfork_parent();
   vs_tracker_atfork_parent();
   vs_ctx_atfork_parent();
 }
@@ -355,5 +390,6 @@ void vs_mem_atfork_child(void) {
   vs_acct_reset();
   vs_arena_glue_atfork_child();
   vs_quota_atfork_child();
+  vs_spill_atfork_child();
   vs_observe_atfork_child();
 }

@@ -35,6 +35,11 @@
  *     fails; alloc_end refunds the charge when the driver refused (and
  *     settles a pitch allocation's final size); free_end, on success,
  *     refunds the freed bytes.
+ *   - on_limit = spill (spill.h): a cuMemAlloc refused by the ledger or by
+ *     the driver is served from host memory the device can address
+ *     (VS_MEM_DONE from alloc_begin, or CUDA_SUCCESS from alloc_end with
+ *     op->addr set, which the hook hands to the program); free_begin gives
+ *     a spilled block back to the host and answers VS_MEM_DONE.
  *   - the views: vs_mem_info answers from the tenant's ledger where its
  *     card is enforced, vs_mem_range from the arena's blocks.
  * Address ranges (cuMemAddressReserve) and peer memory (IPC) are recorded

@@ -113,6 +113,21 @@ void vs_observe_free(int card, uint64_t ptr, uint64_t size) {
   }
 }
 
+/* Spilled blocks are the program's allocations (the trace has them, as the
+ * program made them) but not device memory: only the spilled figures move. */
+void vs_observe_spill(int card, uint64_t ptr, uint64_t size, int sign) {
+  obs_card *c = card_get(card);
+  if (!c) return;
+  vs_obs_thread_ensure();
+  if (sign > 0) {
+    if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
+    vs_stats_on_spill(&c->stats, size);
+  } else {
+    if (c->trace) vs_trace_free(c->trace, ptr, size, 0);
+    vs_stats_on_unspill(&c->stats, size);
+  }
+}
+
 void vs_observe_refused(int card, uint64_t size) {
   obs_card *c = card_get(card);
   if (!c) return;

@@ -349,9 +349,22 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
              value);
       break;
     case TK_ONLIMIT:
-      if (!strcmp(value, "fail")) t->wait_ms = 0;
-      else if (strncmp(value, "wait:", 5) || vs_parse_duration_ms(value + 5, &t->wait_ms) || t->wait_ms == 0)
-        fail(ps, ps->line, "bad value '%s' for 'on_limit': expected fail or wait:DURATION, e.g. wait:30s", value);
+      t->wait_ms = 0;
+      t->has_spill = 0;
+      if (!strcmp(value, "fail")) break;
+      if (!strncmp(value, "spill:", 6)) {
+        /* MAX is a size as elsewhere (a percentage of the card's capacity);
+         * spill:0 would be fail spelled differently: refused. */
+        if (vs_parse_size(value + 6, &t->spill_max) || (t->spill_max.is_pct ? !t->spill_max.ppm : !t->spill_max.bytes))
+          fail(ps, ps->line, "bad value '%s' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (%s)",
+               value, size_help);
+        else t->has_spill = 1;
+        break;
+      }
+      if (strncmp(value, "wait:", 5) || vs_parse_duration_ms(value + 5, &t->wait_ms) || t->wait_ms == 0)
+        fail(ps, ps->line,
+             "bad value '%s' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB",
+             value);
       break;
     case TK_CARDS: parse_cards(ps, t, value); break;
     case TK_EXE: parse_exes(ps, t, value); break;

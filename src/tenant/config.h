@@ -38,6 +38,11 @@ typedef struct vs_tenant_cfg {
   int has_limit, limit_line;
   uint32_t warn_ppm;            /* of the limit; 0 = no warning */
   uint64_t wait_ms;             /* on_limit: 0 = fail, else wait:DURATION */
+  /* on_limit = spill:MAX (issue 13): a refused cuMemAlloc is served from
+   * host memory the device can address, up to MAX spilled bytes for the
+   * tenant on each card (all its processes). has_spill = 0 otherwise. */
+  int has_spill;
+  vs_size spill_max;
   uint64_t cards_mask;          /* bit i = card i; all ones when not set */
   char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
   int nexes;

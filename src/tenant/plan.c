@@ -50,6 +50,8 @@ static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap,
       p->limit = l;
       p->warn_ppm = t->warn_ppm;
       p->wait_ms = t->wait_ms;
+      /* Not tied to `cards`: spilled bytes are host memory, capped per card ledger. */
+      p->spill_max = t->has_spill ? vs_size_resolve(t->spill_max, cap) : 0;
     }
   }
   if (sum > cap) {

@@ -178,6 +178,18 @@ int vs_tenant_card_open(const vs_tenant_session *s, int card) {
 
 void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_uncharge(get(s, card), n); }
 
+uint64_t vs_tenant_spill_max(vs_tenant_session *s, int card) { return vs_ledger_spill_max(get(s, card)); }
+
+int vs_tenant_spill(vs_tenant_session *s, int card, uint64_t n, vs_spill_note *note) {
+  vs_ledger *h = get(s, card);
+  if (!h) return 1;
+  /* Unlike a device charge, a broken ledger refuses: spilling is an extra
+   * the shim gives only while it can count it. */
+  return vs_ledger_spill(h, n, note) == 0 ? 0 : 1;
+}
+
+void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_unspill(get(s, card), n); }
+
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
 
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
