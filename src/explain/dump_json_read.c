@@ -153,7 +153,10 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
       {"peak_reserved_bytes", &c->peak_reserved_bytes, 0}, {"internal_waste", &c->internal_waste, 0},
       {"free_bytes", &c->free_bytes, 0}, {"pending_bytes", &c->pending_bytes, 0},
       {"largest_free", &c->largest_free, 0}, {"requests", &c->requests, 1},
-      {"served_from_cache", &c->served_from_cache, 1}};
+      {"served_from_cache", &c->served_from_cache, 1},
+      /* 1.1: absent from 1.0 dumps (nothing spilled) */
+      {"spilled_bytes", &c->spilled_bytes, 1}, {"peak_spilled_bytes", &c->peak_spilled_bytes, 1},
+      {"spilled_count", &c->spilled_count, 1}};
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
     if (get_u64(r, jc, path, figs[i].k, MAX_FIGURE, figs[i].v, figs[i].opt)) return -1;
 
@@ -210,8 +213,15 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
     const vs_json *jl = vs_json_get(jt, "limit");
     c->tenant.limit = VS_DUMP_UNLIMITED;
     if (get_u64(r, jt, p, "reserve", MAX_FIGURE, &c->tenant.reserve, 0) ||
-        get_u64(r, jt, p, "usage", MAX_FIGURE, &c->tenant.usage, 0))
+        get_u64(r, jt, p, "usage", MAX_FIGURE, &c->tenant.usage, 0) ||
+        get_u64(r, jt, p, "spilled", MAX_FIGURE, &c->tenant.spilled, 1))   /* 1.1 */
       return -1;
+    const vs_json *jm = vs_json_get(jt, "spill_max");
+    if (jm && jm->type != VS_JSON_NULL) {
+      char pm[340];
+      pathf(pm, sizeof pm, "%s.spill_max", p);
+      if (num_u64(r, jm, pm, MAX_FIGURE, &c->tenant.spill_max)) return -1;
+    }
     if (!jl) return bad(r, p, jt, "limit missing (null when there is none)");
     if (jl->type != VS_JSON_NULL) {
       char pl[340];
@@ -240,7 +250,8 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
     vs_dump_sample *s = &c->samples[i];
     if (get_u64(r, e, p, "t_ms", MAX_FIGURE, &s->t_ms, 0) || get_u64(r, e, p, "live", MAX_FIGURE, &s->live, 0) ||
         get_u64(r, e, p, "reserved", MAX_FIGURE, &s->reserved, 0) ||
-        get_u64(r, e, p, "largest_free", MAX_FIGURE, &s->largest_free, 0))
+        get_u64(r, e, p, "largest_free", MAX_FIGURE, &s->largest_free, 0) ||
+        get_u64(r, e, p, "spilled", MAX_FIGURE, &s->spilled, 1))   /* 1.1 */
       return -1;
     if (i && s->t_ms < c->samples[i - 1].t_ms) return bad(r, p, e, "samples out of time order");
     c->nsamples = i + 1;

@@ -54,6 +54,9 @@ static void write_card(vs_sbuf *b, const vs_dump_card *c) {
   vs_sb_puts(b, ",\n");
   kv_u64(b, 6, "requests", c->requests);
   kv_u64(b, 6, "served_from_cache", c->served_from_cache);
+  kv_u64(b, 6, "spilled_bytes", c->spilled_bytes);           /* 1.1 */
+  kv_u64(b, 6, "peak_spilled_bytes", c->peak_spilled_bytes); /* 1.1 */
+  kv_u64(b, 6, "spilled_count", c->spilled_count);           /* 1.1 */
 
   key(b, 6, "driver_calls");
   vs_sb_puts(b, "{");
@@ -103,6 +106,11 @@ static void write_card(vs_sbuf *b, const vs_dump_card *c) {
     else vs_sb_u64(b, c->tenant.limit);
     vs_sb_puts(b, ", \"usage\": ");
     vs_sb_u64(b, c->tenant.usage);
+    vs_sb_puts(b, ", \"spilled\": ");   /* 1.1 */
+    vs_sb_u64(b, c->tenant.spilled);
+    vs_sb_puts(b, ", \"spill_max\": ");
+    if (c->tenant.spill_max) vs_sb_u64(b, c->tenant.spill_max);
+    else vs_sb_puts(b, "null");
     vs_sb_puts(b, "},\n");
   }
 
@@ -147,6 +155,8 @@ static void write_card(vs_sbuf *b, const vs_dump_card *c) {
     vs_sb_u64(b, s->reserved);
     vs_sb_puts(b, ", \"largest_free\": ");
     vs_sb_u64(b, s->largest_free);
+    vs_sb_puts(b, ", \"spilled\": ");   /* 1.1 */
+    vs_sb_u64(b, s->spilled);
     vs_sb_puts(b, "}");
   }
   vs_sb_puts(b, c->nsamples ? "\n      ]\n" : "]\n");

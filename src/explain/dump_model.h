@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define VS_DUMP_SCHEMA_MAJOR 1
-#define VS_DUMP_SCHEMA_MINOR 0
+#define VS_DUMP_SCHEMA_MINOR 1   /* 1.1: spilled host bytes (on_limit = spill) */
 #define VS_DUMP_HIST_BUCKETS 48    /* same as VS_ARENA_HIST_BUCKETS */
 #define VS_DUMP_UNLIMITED UINT64_MAX /* tenant limit "none"; written as null */
 
@@ -38,13 +38,15 @@ typedef struct vs_dump_region {
   vs_dump_block *blocks;
 } vs_dump_region;
 
-typedef struct vs_dump_sample { uint64_t t_ms, live, reserved, largest_free; } vs_dump_sample;
+/* spilled: host bytes served in place of device memory (1.1; 0 in 1.0 dumps) */
+typedef struct vs_dump_sample { uint64_t t_ms, live, reserved, largest_free, spilled; } vs_dump_sample;
 typedef struct vs_dump_counter { char name[48]; uint64_t count; } vs_dump_counter;
 typedef struct vs_dump_class { uint64_t size, live, slots; } vs_dump_class;
 
 typedef struct vs_dump_tenant_use {
   int present;                     /* 0: no tenant figures for this card */
   uint64_t reserve, limit, usage;  /* limit VS_DUMP_UNLIMITED when none */
+  uint64_t spilled, spill_max;     /* 1.1: the tenant's spilled host bytes, all processes; MAX (0: no spilling) */
 } vs_dump_tenant_use;
 
 typedef struct vs_dump_card {
@@ -57,6 +59,9 @@ typedef struct vs_dump_card {
   uint64_t free_bytes, pending_bytes, largest_free;
   double external_fragmentation;   /* 1 - largest_free / free_bytes; 0 when nothing is free */
   uint64_t requests, served_from_cache;
+  /* 1.1 (on_limit = spill): host bytes this process serves in place of
+   * device memory; not in live/reserved, not in the memory map. */
+  uint64_t spilled_bytes, peak_spilled_bytes, spilled_count;
   uint64_t hist_count[VS_DUMP_HIST_BUCKETS], hist_bytes[VS_DUMP_HIST_BUCKETS];
   size_t ncalls, nclasses, nregions, nsamples;
   vs_dump_counter *calls;          /* driver calls by name */

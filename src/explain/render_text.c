@@ -108,6 +108,10 @@ static void print_card(FILE *out, const vs_dump_card *c) {
           vs_fmt_short(c->pending_bytes, x, sizeof x));
   fprintf(out, "  external fragmentation %.1f%% (1 - largest free / free), internal waste %s\n",
           100.0 * c->external_fragmentation, vs_fmt_short(c->internal_waste, a, sizeof a));
+  /* on_limit = spill: host memory served in place of device memory (not in the figures above) */
+  if (c->spilled_bytes || c->peak_spilled_bytes)
+    fprintf(out, "  spilled     %10s to host memory in %llu blocks (peak %s)\n", vs_fmt_short(c->spilled_bytes, a, sizeof a),
+            (unsigned long long)c->spilled_count, vs_fmt_short(c->peak_spilled_bytes, b, sizeof b));
   if (c->requests)
     fprintf(out, "  requests    %llu, served from cache %.1f%%\n", (unsigned long long)c->requests,
             100.0 * (double)c->served_from_cache / (double)c->requests);
@@ -115,6 +119,9 @@ static void print_card(FILE *out, const vs_dump_card *c) {
     fprintf(out, "  tenant      usage %s, reserve %s, limit %s\n", vs_fmt_short(c->tenant.usage, a, sizeof a),
             vs_fmt_short(c->tenant.reserve, b, sizeof b),
             c->tenant.limit == VS_DUMP_UNLIMITED ? "none" : vs_fmt_short(c->tenant.limit, x, sizeof x));
+    if (c->tenant.spill_max)
+      fprintf(out, "  tenant      spilled %s of at most %s (all its processes)\n", vs_fmt_short(c->tenant.spilled, a, sizeof a),
+              vs_fmt_short(c->tenant.spill_max, b, sizeof b));
   }
   if (c->ncalls) {
     fprintf(out, "  driver calls");
@@ -181,6 +188,8 @@ static void print_card(FILE *out, const vs_dump_card *c) {
             vs_fmt_short(l->live, a2, sizeof a2), vs_fmt_short(f->reserved, b, sizeof b),
             vs_fmt_short(l->reserved, b2, sizeof b2), vs_fmt_short(f->largest_free, x, sizeof x),
             vs_fmt_short(l->largest_free, c2, sizeof c2));
+    if (f->spilled || l->spilled)
+      fprintf(out, "    spilled %s -> %s\n", vs_fmt_short(f->spilled, a, sizeof a), vs_fmt_short(l->spilled, a2, sizeof a2));
     sparklines(out, c);
   }
 }

@@ -19,6 +19,9 @@ static void zero_counters(vs_card_stats *s) {
   atomic_store(&s->peak_reserved_bytes, 0);
   atomic_store(&s->requests, 0);
   atomic_store(&s->refused, 0);
+  atomic_store(&s->spilled_bytes, 0);
+  atomic_store(&s->peak_spilled_bytes, 0);
+  atomic_store(&s->spilled_count, 0);
   for (int i = 0; i < VS_CALL_COUNT; i++) atomic_store(&s->calls[i], 0);
 }
 
@@ -64,6 +67,17 @@ void vs_stats_on_free(vs_card_stats *s, uint64_t size) {
   atomic_fetch_sub_explicit(&s->live_count, 1, memory_order_relaxed);
 }
 
+void vs_stats_on_spill(vs_card_stats *s, uint64_t size) {
+  uint64_t v = atomic_fetch_add_explicit(&s->spilled_bytes, size, memory_order_relaxed) + size;
+  atomic_fetch_add_explicit(&s->spilled_count, 1, memory_order_relaxed);
+  raise_peak(&s->peak_spilled_bytes, v);
+}
+
+void vs_stats_on_unspill(vs_card_stats *s, uint64_t size) {
+  atomic_fetch_sub_explicit(&s->spilled_bytes, size, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&s->spilled_count, 1, memory_order_relaxed);
+}
+
 void vs_stats_on_refused(vs_card_stats *s) {
   atomic_fetch_add_explicit(&s->requests, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->refused, 1, memory_order_relaxed);
@@ -80,7 +94,8 @@ void vs_stats_on_release(vs_card_stats *s, uint64_t size) {
 
 void vs_timeline_sample(vs_card_stats *s, uint64_t t_ms, uint64_t live, uint64_t reserved, uint64_t largest_free) {
   pthread_mutex_lock(&s->ring_lock);
-  s->ring[s->ring_head] = (vs_dump_sample){t_ms, live, reserved, largest_free};
+  s->ring[s->ring_head] = (vs_dump_sample){t_ms, live, reserved, largest_free,
+                                            atomic_load_explicit(&s->spilled_bytes, memory_order_relaxed)};
   s->ring_head = (s->ring_head + 1) % s->ring_cap;
   if (s->ring_len < s->ring_cap) s->ring_len++;
   pthread_mutex_unlock(&s->ring_lock);
@@ -112,6 +127,9 @@ int vs_stats_fill_card(vs_card_stats *s, vs_dump_card *c, int arena_off) {
     uint64_t n = atomic_load_explicit(&s->calls[i], memory_order_relaxed);
     if (n && vs_dump_card_add_call(c, call_names[i], n)) return -1;
   }
+  c->spilled_bytes = atomic_load_explicit(&s->spilled_bytes, memory_order_relaxed);
+  c->peak_spilled_bytes = atomic_load_explicit(&s->peak_spilled_bytes, memory_order_relaxed);
+  c->spilled_count = atomic_load_explicit(&s->spilled_count, memory_order_relaxed);
   if (arena_off) {
     c->live_bytes = atomic_load_explicit(&s->live_bytes, memory_order_relaxed);
     c->live_count = atomic_load_explicit(&s->live_count, memory_order_relaxed);

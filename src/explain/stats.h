@@ -41,6 +41,7 @@ typedef struct vs_card_stats {
   _Atomic uint64_t live_bytes, live_count, peak_live_bytes;
   _Atomic uint64_t reserved_bytes, peak_reserved_bytes;
   _Atomic uint64_t requests, refused;
+  _Atomic uint64_t spilled_bytes, peak_spilled_bytes, spilled_count;   /* on_limit = spill: host memory */
   _Atomic uint64_t calls[VS_CALL_COUNT];
   /* Timeline ring: written by the sampler, read by dumps; under ring_lock. */
   pthread_mutex_t ring_lock;
@@ -59,6 +60,9 @@ void vs_card_stats_reset(vs_card_stats *s);
 /* A request the shim let through: `size` requested bytes now live. */
 void vs_stats_on_alloc(vs_card_stats *s, uint64_t size);
 void vs_stats_on_free(vs_card_stats *s, uint64_t size);
+/* A request served from host memory (on_limit = spill), or such a block freed. */
+void vs_stats_on_spill(vs_card_stats *s, uint64_t size);
+void vs_stats_on_unspill(vs_card_stats *s, uint64_t size);
 /* A request refused (driver OOM or quota). */
 void vs_stats_on_refused(vs_card_stats *s);
 /* Device memory held from the driver grew or shrank (arena = off: the

@@ -45,6 +45,8 @@
   } else {                                                                    \
     r = driver_call;                                                          \
     r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*(dptr) : 0);  \
+    /* served by the service after the driver refused (on_limit = spill) */   \
+    if (r == CUDA_SUCCESS && op.addr) *(dptr) = (ptr_t)op.addr;               \
   }                                                                           \
   vs_guard_leave();                                                           \
   return r

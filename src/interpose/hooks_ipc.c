@@ -15,11 +15,28 @@
 #include "ipc_vmm.h"
 #include "log.h"
 #include "settings.h"
+#include "spill.h"
 
 #include <string.h>
 
+/* A block spilled to host memory (on_limit = spill, spill.h): the driver's
+ * answer for host memory, with a hint. */
+static CUresult export_spilled(const vs_real_table *real, CUipcMemHandle *pHandle, CUdeviceptr dptr, int card,
+                               uint64_t size) {
+  CUresult r = real->cuIpcGetMemHandle(pHandle, dptr);
+  char a[32];
+  if (r != CUDA_SUCCESS)
+    VS_WARN("card %d: cuIpcGetMemHandle on 0x%llx (%s) fails (error %d): the block was spilled to host memory "
+            "(tenant '%s' at its limit, on_limit = spill), which legacy IPC cannot export; give the tenant a higher "
+            "limit, or on_limit = fail or wait, if it shares memory over IPC",
+            card, (unsigned long long)dptr, vs_fmt_bytes(size, a, sizeof a), (int)r, vs_settings_get()->tenant);
+  return r;
+}
+
 static CUresult export_block(const vs_real_table *real, CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   int card = 0, vmm = 0;
+  uint64_t spill_size = 0;
+  if (vs_spill_lookup((uint64_t)dptr, &card, &spill_size)) return export_spilled(real, pHandle, dptr, card, spill_size);
   uint64_t base = 0, size = 0, chunk = 0, offset = 0;
   if (vs_arena_glue_placement((uint64_t)dptr, &card, &base, &size, &chunk, &offset, &vmm) != 0)
     return real->cuIpcGetMemHandle(pHandle, dptr);   /* not an arena block: the driver's own */

@@ -197,8 +197,7 @@ static void serve(const vs_real_table *real, int fd) {
   export_rec *e;
   HASH_FIND(hs, g_by_seq, &q.seq, sizeof q.seq, e);
   if (e && e->nonce == q.nonce) {
-    vs_arena *a = vs_arena_glue_get(e->card);
-    if (vs_arena_vmm_pieces(a, e->base, e->size, collect_piece, &c) != 0 || c.oom || c.n == 0 ||
+    if (vs_arena_glue_vmm_pieces(e->base, e->size, collect_piece, &c) != 0 || c.oom || c.n == 0 ||
         !(fds = calloc(c.n, sizeof *fds))) {
       rp.status = c.oom || (c.n && !fds) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
     } else {

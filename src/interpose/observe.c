@@ -78,7 +78,7 @@ void vs_observe_alloc(int card, uint64_t ptr, uint64_t size) {
   if (!c) return;
   vs_obs_thread_ensure();   /* one load once started; a fork child starts its own */
   if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
-  if (vs_arena_glue_get(card)) return;   /* the arena's own figures and map */
+  if (vs_arena_glue_on(card)) return;   /* the arena's own figures and map */
   vs_stats_on_reserve(&c->stats, size);
   vs_stats_on_alloc(&c->stats, size);
   obs_alloc *a = malloc(sizeof *a);
@@ -110,6 +110,21 @@ void vs_observe_free(int card, uint64_t ptr, uint64_t size) {
     vs_stats_on_free(&c->stats, a->size);
     vs_stats_on_release(&c->stats, a->size);
     free(a);
+  }
+}
+
+/* Spilled blocks are the program's allocations (the trace has them, as the
+ * program made them) but not device memory: only the spilled figures move. */
+void vs_observe_spill(int card, uint64_t ptr, uint64_t size, int sign) {
+  obs_card *c = card_get(card);
+  if (!c) return;
+  vs_obs_thread_ensure();
+  if (sign > 0) {
+    if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
+    vs_stats_on_spill(&c->stats, size);
+  } else {
+    if (c->trace) vs_trace_free(c->trace, ptr, size, 0);
+    vs_stats_on_unspill(&c->stats, size);
   }
 }
 

@@ -16,6 +16,9 @@ void vs_observe_free(int card, uint64_t ptr, uint64_t size);
 /* An allocation of size bytes refused (driver OOM, quota, or another
  * driver error). */
 void vs_observe_refused(int card, uint64_t size);
+/* A refused request served from host memory (on_limit = spill; sign +1),
+ * or such a block freed (-1): the card's spilled figures and timeline. */
+void vs_observe_spill(int card, uint64_t ptr, uint64_t size, int sign);
 
 /* The tenant's usage on card crossed warn_at (now `used` bytes): a dump
  * is written by the background thread (rate-limited like refusals). */

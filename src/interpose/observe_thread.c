@@ -124,11 +124,13 @@ static int tenant_of(int card, vs_dump_tenant_use *out) {
   if (b < 0) return 0;
   out->present = 1;
   vs_mailbox_tenant_use(&g_boxes[b].m, g_boxes[b].slot, &out->reserve, &out->limit, &out->usage);
+  vs_mailbox_tenant_spill(&g_boxes[b].m, g_boxes[b].slot, &out->spilled, &out->spill_max);
   return 1;
 }
 
 /* ---- Work ---------------------------------------------------------------------- */
 static void sample_all(void) {
+  vs_arena_glue_read_lock();   /* no arena goes (its context ends) while sampled */
   for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
     obs_card *oc = vs_obs_card_peek(c);
     if (!oc) continue;
@@ -138,6 +140,7 @@ static void sample_all(void) {
     else
       vs_stats_sample_off(&oc->stats);
   }
+  vs_arena_glue_read_unlock();
 }
 
 static void write_auto(const char *reason, int card, const char *what) {

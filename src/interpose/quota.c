@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #define NCARDS (VRAMSHIM_MAX_CARDS < VS_CFG_MAX_CARD_INDEX ? VRAMSHIM_MAX_CARDS : VS_CFG_MAX_CARD_INDEX)
@@ -253,6 +254,34 @@ unsigned vs_quota_waiters(int card) {
   if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return 0;
   return vs_tenant_waiters(g_session, card);
 }
+
+/* ---- on_limit = spill:MAX (issue 13) ---------------------------------------- */
+uint64_t vs_quota_spill_max(int card) {
+  vs_tenant_session *s = card_session(card);
+  return s ? vs_tenant_spill_max(s, card) : 0;
+}
+
+int vs_quota_spill(int card, uint64_t n, vs_quota_spill_note *note) {
+  vs_tenant_session *s = card_session(card);
+  vs_spill_note ln;
+  memset(note, 0, sizeof *note);
+  if (!s) return 1;
+  int r = vs_tenant_spill(s, card, n, &ln);
+  note->spilled = ln.spilled;
+  note->max = ln.max;
+  note->used = ln.used;
+  note->limit = ln.limit;
+  note->episode = ln.episode;
+  return r;
+}
+
+void vs_quota_unspill(int card, uint64_t n) {
+  vs_tenant_session *s = card_session(card);
+  if (s) vs_tenant_unspill(s, card, n);
+}
+
+void vs_quota_settle(void) { t_refused.pending = 0; }
+int vs_quota_refusal_pending(void) { return t_refused.pending; }
 
 void vs_quota_atfork_child(void) {
   /* The session stays (same settings); its ledgers are re-opened on next

@@ -50,5 +50,24 @@ int vs_quota_live_due(void);
  * the cache (vs_arena_trim) so that they can go on. */
 unsigned vs_quota_waiters(int card);
 
+/* ---- on_limit = spill:MAX (issue 13), for spill.c ----
+ * vs_quota_spill_max: MAX on the card (0: no spilling there: on_limit is
+ * not spill, or the card is not enforced). vs_quota_spill: counts n host
+ * bytes against MAX across the tenant's processes; 0 admitted, 1 refused,
+ * with what the log lines need (spilled, max, device usage and limit).
+ * vs_quota_settle: the request that was refused is settled another way
+ * (served from host memory): forget the refusal this thread noted. */
+uint64_t vs_quota_spill_max(int card);
+typedef struct vs_quota_spill_note {
+  uint64_t spilled, max, used, limit;
+  int episode;      /* this process had spilled nothing on the card before: an episode starts */
+} vs_quota_spill_note;
+int vs_quota_spill(int card, uint64_t n, vs_quota_spill_note *note);
+void vs_quota_unspill(int card, uint64_t n);
+void vs_quota_settle(void);
+/* Whether this thread's last request was refused by the ledger (not yet
+ * settled or reported): tells a quota refusal from the driver's. */
+int vs_quota_refusal_pending(void);
+
 void vs_quota_atfork_child(void);
 #endif

@@ -1,10 +1,13 @@
 #include "settings.h"
 
+#include "hami_env.h"
 #include "log.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+extern char **environ;
 
 static vs_settings g_settings;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -23,8 +26,14 @@ static void load(void) {
   char exe[VS_NAME_MAX];
   vs_self_exe(NULL, exe);
   s->tenant_how = vs_config_select_tenant(&s->config, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  /* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<i>]: the config when there is no file. */
+  int hami = vs_hami_apply_env(environ, &s->config, r != 1, s->tenant, err, sizeof err);
+  if (hami < 0) {
+    vs_config_on_error(err);  /* exits 78 unless VRAMSHIM_ON_ERROR=passthrough */
+    s->enforce = 0;
+  }
   VS_INFO("tenant %s (by %s), config %s", s->tenant, s->tenant_how,
-          s->from_file ? s->config.file : "built-in defaults");
+          s->from_file || hami > 0 ? s->config.file : "built-in defaults");
 }
 
 const vs_settings *vs_settings_get(void) {

@@ -349,9 +349,22 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
              value);
       break;
     case TK_ONLIMIT:
-      if (!strcmp(value, "fail")) t->wait_ms = 0;
-      else if (strncmp(value, "wait:", 5) || vs_parse_duration_ms(value + 5, &t->wait_ms) || t->wait_ms == 0)
-        fail(ps, ps->line, "bad value '%s' for 'on_limit': expected fail or wait:DURATION, e.g. wait:30s", value);
+      t->wait_ms = 0;
+      t->has_spill = 0;
+      if (!strcmp(value, "fail")) break;
+      if (!strncmp(value, "spill:", 6)) {
+        /* MAX is a size as elsewhere (a percentage of the card's capacity);
+         * spill:0 would be fail spelled differently: refused. */
+        if (vs_parse_size(value + 6, &t->spill_max) || (t->spill_max.is_pct ? !t->spill_max.ppm : !t->spill_max.bytes))
+          fail(ps, ps->line, "bad value '%s' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (%s)",
+               value, size_help);
+        else t->has_spill = 1;
+        break;
+      }
+      if (strncmp(value, "wait:", 5) || vs_parse_duration_ms(value + 5, &t->wait_ms) || t->wait_ms == 0)
+        fail(ps, ps->line,
+             "bad value '%s' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB",
+             value);
       break;
     case TK_CARDS: parse_cards(ps, t, value); break;
     case TK_EXE: parse_exes(ps, t, value); break;
@@ -393,7 +406,7 @@ static void check_whole(struct parser *ps) {
   }
 }
 
-static uint64_t fnv1a(const char *p, size_t n) {
+uint64_t vs_config_hash(const char *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
   return h;
@@ -402,7 +415,7 @@ static uint64_t fnv1a(const char *p, size_t n) {
 static int parse_buffer(const char *text, size_t len, const char *name, vs_config *cfg, char *err, size_t errlen) {
   vs_config_defaults(cfg);
   snprintf(cfg->file, sizeof cfg->file, "%s", name ? name : "<string>");
-  cfg->generation = fnv1a(text, len);
+  cfg->generation = vs_config_hash(text, len);
   struct parser *ps = calloc(1, sizeof *ps);
   if (!ps) {
     snprintf(err, errlen, "%s: out of memory", cfg->file);

@@ -38,9 +38,18 @@ typedef struct vs_tenant_cfg {
   int has_limit, limit_line;
   uint32_t warn_ppm;            /* of the limit; 0 = no warning */
   uint64_t wait_ms;             /* on_limit: 0 = fail, else wait:DURATION */
+  /* on_limit = spill:MAX (issue 13): a refused cuMemAlloc is served from
+   * host memory the device can address, up to MAX spilled bytes for the
+   * tenant on each card (all its processes). has_spill = 0 otherwise. */
+  int has_spill;
+  vs_size spill_max;
   uint64_t cards_mask;          /* bit i = card i; all ones when not set */
   char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
   int nexes;
+  /* A limit of its own on card i, in bytes, when card_limit[i] != 0; it
+   * replaces `limit` on that card. No config key sets it: only HAMi-core's
+   * CUDA_DEVICE_MEMORY_LIMIT_<i> does (hami_env.h). */
+  uint64_t card_limit[VS_CFG_MAX_CARD_INDEX];
 } vs_tenant_cfg;
 
 typedef struct vs_card_cfg {
@@ -79,6 +88,9 @@ int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, c
  * percentages resolved, reserve <= limit, reservations + headroom <= capacity.
  * [card GPU-...] sections are checked against every capacity given. */
 int vs_config_check_cards(const vs_config *cfg, const uint64_t *caps, int ncaps, char *err, size_t errlen);
+
+/* FNV-1a of a text: the generation of a config made from it. */
+uint64_t vs_config_hash(const char *text, size_t len);
 
 /* Lookups; NULL / -1 when absent. */
 const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name);

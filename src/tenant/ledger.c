@@ -34,6 +34,7 @@ struct vs_ledger {
   uint32_t tenant;              /* index in shm->tenants */
   vs_plan plan;                 /* kept for the life of the process */
   uint64_t limit, warn_at;      /* L_a, and the warn_at threshold in bytes (0 = none) */
+  uint64_t spill_max;           /* on_limit = spill:MAX of our plan; 0 = no spilling (issue 13) */
   uint64_t total;               /* what the tenant could ever hold here (vs_plan_total) */
   int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
   uint32_t known;               /* reserve_of[] is filled for tenants below this */
@@ -90,11 +91,16 @@ static void write_end(vs_ledger_shm *s) { __atomic_store_n(&s->seq, s->seq + 1, 
 static void rebuild_locked(vs_ledger_shm *s) {
   if (s->seq & 1) s->seq++;
   write_begin(s);
-  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) VS_STORE(&s->tenants[t].used, 0);
+  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) {
+    VS_STORE(&s->tenants[t].used, 0);
+    VS_STORE(&s->tenants[t].spilled, 0);
+  }
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
     vs_ledger_slot *sl = &s->slots[i];
-    if (sl->state == VS_SLOT_ACTIVE && sl->tenant < VS_LEDGER_TENANTS)
+    if (sl->state == VS_SLOT_ACTIVE && sl->tenant < VS_LEDGER_TENANTS) {
       VS_STORE(&s->tenants[sl->tenant].used, s->tenants[sl->tenant].used + sl->held);
+      VS_STORE(&s->tenants[sl->tenant].spilled, s->tenants[sl->tenant].spilled + sl->spilled);
+    }
   }
   write_end(s);
 }
@@ -176,15 +182,21 @@ static int sweep_locked(vs_ledger *h) {
     vs_ledger_slot *sl = &s->slots[i];
     if (sl->state != VS_SLOT_ACTIVE || i == h->slot || vs_ledger_slot_alive(h->fd, i)) continue;
     uint32_t t = sl->tenant < VS_LEDGER_TENANTS ? sl->tenant : 0;
-    uint64_t held = sl->held;
+    uint64_t held = sl->held, spilled = sl->spilled;
     int32_t pid = sl->pid;
     write_begin(s);
     VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
+    /* Its spilled host memory went with the process; its share of MAX comes back (issue 13). */
+    VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled >= spilled ? s->tenants[t].spilled - spilled : 0);
     memset(sl, 0, sizeof *sl);
     write_end(s);
     add_event_locked(s, VS_EVENT_RECLAIM, pid, t, held, s->tenants[t].used, s->tenants[t].limit);
-    VS_INFO("ledger of card %s: reclaimed %llu bytes of dead process %d (tenant '%s')", s->card_id,
-            (unsigned long long)held, (int)pid, s->tenants[t].name);
+    if (spilled)
+      VS_INFO("ledger of card %s: reclaimed %llu bytes (and %llu spilled to host) of dead process %d (tenant '%s')",
+              s->card_id, (unsigned long long)held, (unsigned long long)spilled, (int)pid, s->tenants[t].name);
+    else
+      VS_INFO("ledger of card %s: reclaimed %llu bytes of dead process %d (tenant '%s')", s->card_id,
+              (unsigned long long)held, (int)pid, s->tenants[t].name);
     n++;
   }
   s->last_sweep_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
@@ -340,6 +352,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
   const vs_plan_tenant *me = vs_plan_find(plan, tenant);
   h->limit = me ? me->limit : VS_NO_LIMIT;
+  h->spill_max = me ? me->spill_max : 0;
   h->total = vs_plan_total(plan, tenant);
   h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
   const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
@@ -372,6 +385,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
     if (k < 0) continue;
     VS_STORE(&s->tenants[k].reserve, plan->tenants[i].reserve);
     VS_STORE(&s->tenants[k].limit, plan->tenants[i].limit);
+    VS_STORE(&s->tenants[k].spill_max, plan->tenants[i].spill_max);
     s->tenants[k].generation = plan->generation;
   }
   s->capacity = plan->capacity;
@@ -417,8 +431,9 @@ void vs_ledger_close(vs_ledger *h) {
   if (h->fd >= 0 && lock_shm(s) == 0) {
     vs_ledger_slot *sl = &s->slots[h->slot];
     write_begin(s);
-    uint64_t u = s->tenants[h->tenant].used;
+    uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
     VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
+    VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
     memset(sl, 0, sizeof *sl);
     write_end(s);
     __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
@@ -647,6 +662,62 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   int r = probe(h, n, w);
   if (r != 1 || !could_ever_fit(h, n)) return r;
   return wait_loop(h, n, deadline_ns, w, probe);
+}
+
+/* ---- on_limit = spill:MAX (issue 13) ------------------------------------------ */
+int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
+  vs_spill_note local;
+  vs_spill_note *o = note ? note : &local;
+  memset(o, 0, sizeof *o);
+  if (!h) return -EINVAL;
+  if (h->fd < 0) return -ECHILD;
+  o->max = h->spill_max;
+  if (!h->spill_max) return 1;
+  vs_ledger_shm *s = h->shm;
+  int r = lock_shm(s);
+  if (r) return r;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  int reclaimed = 0;
+  /* Before saying no, make sure no dead process holds part of MAX. */
+  if (vs_sat_add(t->spilled, n) > h->spill_max || sweep_due(s)) reclaimed = sweep_locked(h);
+  o->used = t->used;
+  o->limit = h->limit;
+  int refused = vs_sat_add(t->spilled, n) > h->spill_max;
+  if (!refused) {
+    o->episode = sl->spilled == 0;
+    write_begin(s);
+    VS_STORE(&sl->spilled, sl->spilled + n);
+    if (sl->spilled > sl->spill_peak) sl->spill_peak = sl->spilled;
+    VS_STORE(&t->spilled, t->spilled + n);
+    if (t->spilled > t->spill_peak) t->spill_peak = t->spilled;
+    write_end(s);
+    if (o->episode) add_event_locked(s, VS_EVENT_SPILL, h->pid, h->tenant, n, t->spilled, h->spill_max);
+  }
+  o->spilled = t->spilled;
+  unlock_shm(s);
+  if (reclaimed) wake_waiters(s);
+  return refused;
+}
+
+void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
+  if (!h || h->fd < 0 || !n) return;
+  vs_ledger_shm *s = h->shm;
+  if (lock_shm(s)) return;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  uint64_t m = n < sl->spilled ? n : sl->spilled;
+  write_begin(s);
+  VS_STORE(&sl->spilled, sl->spilled - m);
+  VS_STORE(&t->spilled, t->spilled >= m ? t->spilled - m : 0);
+  write_end(s);
+  unlock_shm(s);
+}
+
+uint64_t vs_ledger_spill_max(const vs_ledger *h) { return h ? h->spill_max : 0; }
+
+uint64_t vs_ledger_spilled(const vs_ledger *h) {
+  return h && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].spilled) : 0;
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {

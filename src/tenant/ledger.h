@@ -103,6 +103,29 @@ int vs_ledger_inherited(const vs_ledger *h);
  * lock-free. A process holding cached memory may give it back when > 0. */
 uint32_t vs_ledger_waiters(const vs_ledger *h);
 
+/* ---- on_limit = spill:MAX (issue 13) --------------------------------------
+ * Host memory served in place of refused device memory is accounted apart
+ * from device usage: it never enters the admission rule. The tenant's
+ * spilled bytes (all its processes) are capped by MAX from this process's
+ * plan, atomically under the ledger lock; a dead process's are reclaimed
+ * with its slot. */
+typedef struct vs_spill_note {
+  uint64_t spilled;        /* the tenant's spilled bytes after (admitted) or now (refused) */
+  uint64_t max;            /* MAX (0: the tenant does not spill here) */
+  uint64_t used, limit;    /* the tenant's device usage and limit (for the log line) */
+  int episode;             /* admitted, and this process held no spilled bytes before:
+                            * an episode starts (a `spill` event was recorded) */
+} vs_spill_note;
+/* 0: n spilled bytes admitted and counted; 1: refused (no MAX, or MAX would
+ * be exceeded); <0 -errno. note may be NULL. */
+int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note);
+/* Gives back n spilled bytes (clamped to what the process has spilled). */
+void vs_ledger_unspill(vs_ledger *h, uint64_t n);
+/* MAX of this process's plan for its tenant (0: no spilling). */
+uint64_t vs_ledger_spill_max(const vs_ledger *h);
+/* What this process has spilled on the card. */
+uint64_t vs_ledger_spilled(const vs_ledger *h);
+
 /* What this process holds on the card. */
 uint64_t vs_ledger_held(const vs_ledger *h);
 

@@ -121,6 +121,13 @@ void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve,
   *used = VS_LOAD(&lt->used);
 }
 
+void vs_mailbox_tenant_spill(const vs_mailbox_map *m, int slot, uint64_t *spilled, uint64_t *spill_max) {
+  uint32_t t = VS_LOAD(&m->shm->slots[slot].tenant);
+  if (t >= VS_LEDGER_TENANTS) t = 0;
+  *spilled = VS_LOAD(&m->shm->tenants[t].spilled);
+  *spill_max = VS_LOAD(&m->shm->tenants[t].spill_max);
+}
+
 
 /* ---- Tool ------------------------------------------------------------------ */
 uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {

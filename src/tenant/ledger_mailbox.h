@@ -40,6 +40,9 @@ int32_t vs_mailbox_slot_pid(const vs_mailbox_map *m, int slot);
 const char *vs_mailbox_slot_tenant(const vs_mailbox_map *m, int slot);
 /* The tenant of a slot: its reserve, limit (VS_NO_LIMIT when none) and usage. */
 void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve, uint64_t *limit, uint64_t *used);
+/* The slot's tenant's spilled host bytes (all its processes) and MAX (0: it
+ * does not spill), for dumps (on_limit = spill, issue 13). */
+void vs_mailbox_tenant_spill(const vs_mailbox_map *m, int slot, uint64_t *spilled, uint64_t *spill_max);
 
 /* ---- The tool's side ------------------------------------------------------ */
 /* Posts a request and wakes the owner; returns the request number to await. */

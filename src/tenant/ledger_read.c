@@ -102,6 +102,7 @@ static const char *event_kind(int k) {
     case VS_EVENT_WARN: return "warn";
     case VS_EVENT_LIMIT: return "limit";
     case VS_EVENT_RECLAIM: return "reclaim";
+    case VS_EVENT_SPILL: return "spill";
     default: return "unknown";
   }
 }
@@ -156,6 +157,8 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     o->limit = c->tenants[t].limit;
     o->peak = c->tenants[t].peak;
     o->recorded = c->tenants[t].used;
+    o->spill_peak = c->tenants[t].spill_peak;
+    o->spill_max = c->tenants[t].spill_max;
   }
   uint64_t gens[VS_LEDGER_SLOTS];
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
@@ -169,15 +172,19 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     p->peak = sl->peak;
     p->generation = sl->generation;
     p->attach_ns = sl->attach_ns;
+    p->spilled = sl->spilled;
+    p->spill_peak = sl->spill_peak;
     p->alive = vs_ledger_slot_alive(fd, i);
     uint32_t t = sl->tenant < nt ? sl->tenant : 0;
     if (nt) memcpy(p->tenant, out->tenants[t].name, VS_NAME_MAX);
     if (!p->alive) {
       out->dead_bytes += sl->held;
+      out->dead_spilled += sl->spilled;
       continue;
     }
     if (nt) {
       out->tenants[t].used += sl->held;
+      out->tenants[t].spilled += sl->spilled;
       out->tenants[t].nprocs++;
     }
     int seen = 0;

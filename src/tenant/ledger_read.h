@@ -20,6 +20,8 @@ typedef struct vs_snap_tenant {
   uint64_t recorded;            /* the ledger's running total (= used once the dead are reclaimed) */
   uint64_t peak;
   int nprocs;
+  uint64_t spilled;             /* host bytes its live processes serve in place of device memory (issue 13) */
+  uint64_t spill_peak, spill_max; /* spill_max 0: on_limit is not spill */
 } vs_snap_tenant;
 
 typedef struct vs_snap_proc {
@@ -30,13 +32,14 @@ typedef struct vs_snap_proc {
   uint64_t generation;
   uint64_t attach_ns;
   int alive;                    /* 0: dead, its usage not yet reclaimed */
+  uint64_t spilled, spill_peak; /* host bytes served in place of device memory (issue 13) */
 } vs_snap_proc;
 
 typedef struct vs_snap_event {
   uint64_t time_ns;
   int pid;
   char tenant[VS_NAME_MAX];
-  const char *kind;             /* "warn", "limit", "reclaim" */
+  const char *kind;             /* "warn", "limit", "reclaim", "spill" */
   uint64_t bytes, used, limit;
 } vs_snap_event;
 
@@ -48,6 +51,7 @@ typedef struct vs_ledger_snapshot {
   int ntenants, nprocs, nevents;
   int generations;              /* distinct config generations among live processes */
   uint64_t dead_bytes;          /* held by dead processes, not yet reclaimed */
+  uint64_t dead_spilled;        /* spilled by dead processes, not yet reclaimed (issue 13) */
   vs_snap_tenant tenants[VS_SNAP_TENANTS];
   vs_snap_proc procs[VS_SNAP_PROCS];
   vs_snap_event events[VS_SNAP_EVENTS]; /* oldest first */

@@ -17,14 +17,14 @@
 #include "config.h"
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 2u
+#define VS_LEDGER_VERSION 3u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
 #define VS_SLOT_LOCK_BASE (1ll << 30) /* lock bytes lie past the end of the file */
 
 enum { VS_SLOT_FREE = 0, VS_SLOT_ACTIVE = 1 };
-enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3 };
+enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3, VS_EVENT_SPILL = 4 };
 
 typedef struct vs_ledger_tenant {
   char name[VS_NAME_MAX];
@@ -34,6 +34,13 @@ typedef struct vs_ledger_tenant {
   uint64_t peak;
   uint64_t last_warn_ns;     /* CLOCK_REALTIME of the last warn_at line (rate limit) */
   uint64_t generation;       /* config generation of reserve/limit */
+  /* on_limit = spill:MAX (issue 13). Host bytes, never part of `used`:
+   * spilled == sum of its ACTIVE slots' spilled (the same invariant as
+   * used/held, rebuilt the same way); spill_max as set by the newest
+   * process whose plan names the tenant (0 = it does not spill). */
+  uint64_t spilled;
+  uint64_t spill_peak;
+  uint64_t spill_max;
 } vs_ledger_tenant;
 
 typedef struct vs_ledger_slot {
@@ -56,6 +63,10 @@ typedef struct vs_ledger_slot {
   uint32_t dump_pub;
   uint32_t dump_pad;
   char dump_path[VS_PATH_MAX + 128];
+  /* on_limit = spill (issue 13): host bytes this process serves in place of
+   * device memory. Not in `held`; reclaimed with the slot at death. */
+  uint64_t spilled;
+  uint64_t spill_peak;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {
@@ -63,9 +74,9 @@ typedef struct vs_ledger_event {
   int32_t pid;
   uint16_t tenant;
   uint16_t kind;
-  uint64_t bytes;            /* request (limit), usage reached (warn), reclaimed (reclaim) */
-  uint64_t used;
-  uint64_t limit;
+  uint64_t bytes;            /* request (limit, spill), usage reached (warn), reclaimed (reclaim) */
+  uint64_t used;             /* the tenant's usage; for spill: its spilled bytes after the request */
+  uint64_t limit;            /* the tenant's limit; for spill: MAX */
 } vs_ledger_event;
 
 typedef struct vs_ledger_shm {

@@ -33,6 +33,7 @@ static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap,
     int here = card < 0 || (card < 64 && (t->cards_mask >> card) & 1);
     uint64_t r = here ? vs_size_resolve(t->reserve, cap) : 0;
     uint64_t l = here && t->has_limit ? vs_size_resolve(t->limit, cap) : VS_NO_LIMIT;
+    if (here && card >= 0 && card < VS_CFG_MAX_CARD_INDEX && t->card_limit[card]) l = t->card_limit[card];
     if (r > l) {
       snprintf(err, errlen, "%s:%d: reserve %s of tenant '%s' is above its limit %s on %s (capacity %s)",
                cfg->file, t->reserve_line, vs_fmt_bytes(r, a, sizeof a), t->name, vs_fmt_bytes(l, b, sizeof b),
@@ -49,6 +50,8 @@ static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap,
       p->limit = l;
       p->warn_ppm = t->warn_ppm;
       p->wait_ms = t->wait_ms;
+      /* Not tied to `cards`: spilled bytes are host memory, capped per card ledger. */
+      p->spill_max = t->has_spill ? vs_size_resolve(t->spill_max, cap) : 0;
     }
   }
   if (sum > cap) {

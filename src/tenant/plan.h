@@ -14,6 +14,7 @@ typedef struct vs_plan_tenant {
   uint64_t limit;              /* bytes at most; VS_NO_LIMIT when none */
   uint32_t warn_ppm;           /* warn when usage crosses this share of the limit; 0 = never */
   uint64_t wait_ms;            /* on_limit: 0 = fail, else wait that long */
+  uint64_t spill_max;          /* on_limit = spill:MAX resolved on this card; 0 = no spilling (issue 13) */
 } vs_plan_tenant;
 
 typedef struct vs_plan {

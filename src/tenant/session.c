@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern char **environ;
+
+#include "hami_env.h"
 #include "log.h"
 #include "plan.h"
 
@@ -38,9 +41,14 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   char exe[VS_NAME_MAX];
   vs_self_exe(argv0, exe);
   const char *how = vs_config_select_tenant(&s->cfg, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  int hami = vs_hami_apply_env(environ, &s->cfg, r != 1, s->tenant, err, sizeof err);
+  if (hami < 0) {
+    vs_config_on_error(err); /* returns only with passthrough */
+    s->enforcing = 0;
+  }
   const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
   s->wait_ms = t ? t->wait_ms : 0;
-  VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 ? "none (no limits)" : s->cfg.file);
+  VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 && hami <= 0 ? "none (no limits)" : s->cfg.file);
   return s;
 }
 
@@ -169,6 +177,18 @@ int vs_tenant_card_open(const vs_tenant_session *s, int card) {
 }
 
 void vs_tenant_release(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_uncharge(get(s, card), n); }
+
+uint64_t vs_tenant_spill_max(vs_tenant_session *s, int card) { return vs_ledger_spill_max(get(s, card)); }
+
+int vs_tenant_spill(vs_tenant_session *s, int card, uint64_t n, vs_spill_note *note) {
+  vs_ledger *h = get(s, card);
+  if (!h) return 1;
+  /* Unlike a device charge, a broken ledger refuses: spilling is an extra
+   * the shim gives only while it can count it. */
+  return vs_ledger_spill(h, n, note) == 0 ? 0 : 1;
+}
+
+void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_unspill(get(s, card), n); }
 
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
 

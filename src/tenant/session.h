@@ -73,6 +73,14 @@ int vs_tenant_card_open(const vs_tenant_session *s, int card);
 /* Requests waiting for memory on the card, in any process (vs_ledger_waiters). */
 uint32_t vs_tenant_waiters(vs_tenant_session *s, int card);
 
+/* on_limit = spill:MAX (issue 13), over vs_ledger_spill on the card:
+ *   vs_tenant_spill_max  MAX on the card (0: the tenant does not spill, or the card is not enforced)
+ *   vs_tenant_spill      0 admitted (counted), 1 refused (over MAX); a broken ledger refuses
+ *   vs_tenant_unspill    n spilled bytes given back */
+uint64_t vs_tenant_spill_max(vs_tenant_session *s, int card);
+int vs_tenant_spill(vs_tenant_session *s, int card, uint64_t n, vs_spill_note *note);
+void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n);
+
 /* Live bytes of the program on the card, for status. */
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
 /* The tenant's view; returns 0 and fills free/total, or -1 when the card is

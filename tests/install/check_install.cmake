@@ -4,14 +4,20 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFI
 if(rc)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
-foreach(f bin/vramshim include/vramshim.h lib/libvramshim.so lib/cmake/vramshim/vramshimConfig.cmake
-          lib/cmake/vramshim/vramshimConfigVersion.cmake lib/pkgconfig/vramshim.pc)
+foreach(f bin/vramshim include/vramshim.h ${LIBDIR}/libvramshim.so ${LIBDIR}/cmake/vramshim/vramshimConfig.cmake
+          ${LIBDIR}/cmake/vramshim/vramshimConfigVersion.cmake ${LIBDIR}/pkgconfig/vramshim.pc)
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "not installed: ${f}")
   endif()
 endforeach()
+# The installed `vramshim run` preloads the installed shim.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=VRAMSHIM_LIBRARY --unset=LD_PRELOAD
+                ${PREFIX}/bin/vramshim run -- env OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(rc OR NOT out MATCHES "\nLD_PRELOAD=${PREFIX}/${LIBDIR}/libvramshim.so\n")
+  message(FATAL_ERROR "the installed vramshim run does not preload ${PREFIX}/${LIBDIR}/libvramshim.so: ${rc} ${out}")
+endif()
 # pkg-config sees the package.
-set(ENV{PKG_CONFIG_PATH} ${PREFIX}/lib/pkgconfig)
+set(ENV{PKG_CONFIG_PATH} ${PREFIX}/${LIBDIR}/pkgconfig)
 execute_process(COMMAND pkg-config --cflags --libs vramshim OUTPUT_VARIABLE flags RESULT_VARIABLE rc)
 if(rc OR NOT flags MATCHES "-lvramshim")
   message(FATAL_ERROR "pkg-config does not find vramshim: ${flags}")

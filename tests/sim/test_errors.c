@@ -182,6 +182,77 @@ static void ranges_and_attributes(void **state)
     assert_int_equal(vramsim_live_count(0), 0);
 }
 
+/* Pinned host memory mapped for the device (what on_limit = spill serves,
+ * issue 13): a device pointer for it, copies and memsets through that
+ * pointer, host pointer attributes, not charged to the card, no IPC. */
+static void mapped_host_memory(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    size_t f0, t0, f1, t1;
+    CU_OK(cuMemGetInfo(&f0, &t0));
+    uint64_t used0 = vramsim_card_used(0);
+    const size_t n = 3 * MiB + 100;
+    void *h;
+    CU_OK(cuMemHostAlloc(&h, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    CUdeviceptr d = 0;
+    CU_ERR(cuMemHostGetDevicePointer(&d, h, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemHostGetDevicePointer(&d, h, 0));
+    assert_true(d == (CUdeviceptr)(uintptr_t)h);   /* unified addressing */
+    CU_OK(cuMemGetInfo(&f1, &t1));
+    assert_int_equal(f1, f0);
+    assert_int_equal(vramsim_card_used(0), used0);
+    assert_int_equal(vramsim_live_count(0), 0);
+
+    /* memsets and copies through the device pointer */
+    CU_OK(cuMemsetD8(d, 0x5a, n));
+    assert_int_equal(((unsigned char *)h)[0], 0x5a);
+    assert_int_equal(((unsigned char *)h)[n - 1], 0x5a);
+    CU_OK(cuMemsetD32(d + 4096, 0x01020304u, 1024));
+    assert_int_equal(((uint32_t *)h)[1024], 0x01020304u);
+    CU_ERR(cuMemsetD8(d + 1, 0, n), CUDA_ERROR_INVALID_VALUE);   /* past its end */
+    CUdeviceptr dev;
+    CU_OK(cuMemAlloc(&dev, n));
+    CU_OK(cuMemcpyDtoD(dev, d, n));
+    CU_OK(cuMemsetD8(d, 0, n));
+    CU_OK(cuMemcpyDtoD(d, dev, n));
+    assert_int_equal(((unsigned char *)h)[n / 2], 0x5a);
+    char buf[64] = {0};
+    CU_OK(cuMemcpyHtoD(d + 10, "mapped", 7));
+    CU_OK(cuMemcpyDtoH(buf, d + 10, 7));
+    assert_string_equal(buf, "mapped");
+
+    /* attributes: host memory, known to the driver over its whole range */
+    unsigned mt = 0;
+    CU_OK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100));
+    assert_int_equal(mt, CU_MEMORYTYPE_HOST);
+    CUdeviceptr dp = 0, start = 0;
+    void *hp = NULL;
+    size_t rsize = 0;
+    bool ipc = true, managed = true, mapped = false;
+    CU_OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, d + 100));
+    assert_true(dp == d + 100);
+    CU_OK(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, d + 100));
+    assert_ptr_equal(hp, (char *)h + 100);
+    CU_OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 100));
+    CU_OK(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d + 100));
+    assert_true(start == d);
+    assert_int_equal(rsize, n);
+    CU_OK(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, d));
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d));
+    CU_OK(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, d));
+    assert_false(ipc);
+    assert_false(managed);
+    assert_true(mapped);
+    CUipcMemHandle ih;
+    CU_ERR(cuIpcGetMemHandle(&ih, d), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);   /* not device memory */
+    CU_OK(cuMemFree(dev));
+    CU_OK(cuMemFreeHost(h));
+    CU_ERR(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemHostGetDevicePointer(&d, h, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
 static void contexts(void **state)
 {
     (void)state;
@@ -248,7 +319,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(before_init), cmocka_unit_test(devices), cmocka_unit_test(no_context),
         cmocka_unit_test(bad_pointers), cmocka_unit_test(ranges_and_attributes), cmocka_unit_test(contexts),
-        cmocka_unit_test(configuration),
+        cmocka_unit_test(configuration), cmocka_unit_test(mapped_host_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

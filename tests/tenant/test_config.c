@@ -80,6 +80,32 @@ static int parse_both(const char *text, vs_config *cfg, char *err, size_t errlen
   return rf;
 }
 
+/* on_limit = spill:MAX (issue 13): a size or a percentage; resolved per card in the plan. */
+static void spill_values(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  vs_plan *plan = malloc(sizeof *plan);
+  char err[VS_ERR_MAX] = "";
+  if (parse_both("[tenant a]\nlimit = 1GiB\non_limit = spill:8GiB\n[tenant b]\non_limit = spill:50%\n"
+                 "[tenant c]\non_limit = spill:1GiB\non_limit = fail\n",
+                 cfg, err, sizeof err) == 0)
+    fail_msg("expected a duplicate-key error");
+  if (parse_both("[tenant a]\nlimit = 1GiB\non_limit = spill:8GiB\n[tenant b]\non_limit = spill:50%\n"
+                 "[tenant c]\non_limit = wait:2s\n",
+                 cfg, err, sizeof err))
+    fail_msg("%s", err);
+  const vs_tenant_cfg *a = vs_config_tenant(cfg, "a"), *b = vs_config_tenant(cfg, "b"), *c = vs_config_tenant(cfg, "c");
+  assert_true(a->has_spill && a->wait_ms == 0 && a->spill_max.bytes == 8 * GiB);
+  assert_true(b->has_spill && b->spill_max.is_pct && b->spill_max.ppm == 500000);
+  assert_true(!c->has_spill && c->wait_ms == 2000);
+  if (vs_plan_build(cfg, 0, NULL, 4 * GiB, plan, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(vs_plan_find(plan, "a")->spill_max, 8 * GiB);
+  assert_int_equal(vs_plan_find(plan, "b")->spill_max, 2 * GiB);
+  assert_int_equal(vs_plan_find(plan, "c")->spill_max, 0);
+  free(plan);
+  free(cfg);
+}
+
 static void every_key(void **state) {
   (void)state;
   vs_config *cfg = malloc(sizeof *cfg);
@@ -169,9 +195,13 @@ static const struct bad_case {
     {"[tenant a]\nwarn_at = 90\n",
      ":2: bad value '90' for 'warn_at': expected a percentage of the limit above 0, e.g. 90%"},
     {"[tenant a]\non_limit = wait\n",
-     ":2: bad value 'wait' for 'on_limit': expected fail or wait:DURATION, e.g. wait:30s"},
+     ":2: bad value 'wait' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB"},
     {"[tenant a]\non_limit = wait:soon\n",
-     ":2: bad value 'wait:soon' for 'on_limit': expected fail or wait:DURATION, e.g. wait:30s"},
+     ":2: bad value 'wait:soon' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB"},
+    {"[tenant a]\non_limit = spill:0\n",
+     ":2: bad value 'spill:0' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%)"},
+    {"[tenant a]\non_limit = spill:lots\n",
+     ":2: bad value 'spill:lots' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%)"},
     {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63, comma-separated"},
     {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes, or remove the key for all cards"},
     {"[tenant a]\nmatch_exe = /usr/bin/vllm\n",
@@ -363,6 +393,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_key),
+      cmocka_unit_test(spill_values),
       cmocka_unit_test(bad_inputs),
       cmocka_unit_test(long_line_and_missing_file),
       cmocka_unit_test(cards_checked_against_capacity),

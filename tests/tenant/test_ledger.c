@@ -197,6 +197,62 @@ static void events_and_snapshot(void **state) {
   free(snap);
 }
 
+/* on_limit = spill:MAX (issue 13): spilled bytes are counted per slot and
+ * tenant, apart from device usage, MAX holds across the tenant's slots, an
+ * episode starts when a slot goes from nothing spilled to something, and a
+ * slot's spilled bytes leave with it. */
+static void spill_accounting(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, "[tenant s]\nlimit = 300\non_limit = spill:500\n[tenant f]\nlimit = 100\n", 1000);
+  vs_ledger *s1 = open_as(&plan, "s"), *s2 = open_as(&plan, "s"), *f = open_as(&plan, "f");
+  assert_int_equal(vs_ledger_spill_max(s1), 500);
+  assert_int_equal(vs_ledger_spill_max(f), 0);
+  vs_spill_note n;
+  assert_int_equal(vs_ledger_spill(f, 10, &n), 1);   /* on_limit is not spill */
+  assert_int_equal(vs_ledger_charge(s1, 300, NULL), 0);
+  assert_int_equal(vs_ledger_spill(s1, 200, &n), 0);
+  assert_true(n.episode);
+  assert_int_equal(n.spilled, 200);
+  assert_int_equal(n.used, 300);
+  assert_int_equal(vs_ledger_spill(s1, 100, &n), 0);
+  assert_false(n.episode);                            /* the same episode */
+  assert_int_equal(vs_ledger_spill(s2, 250, &n), 1);  /* 300 + 250 > 500, across slots */
+  assert_int_equal(n.spilled, 300);
+  assert_int_equal(vs_ledger_spill(s2, 200, &n), 0);
+  assert_true(n.episode);                             /* s2's own episode */
+  assert_int_equal(vs_ledger_spilled(s1), 300);
+  assert_int_equal(vs_ledger_spilled(s2), 200);
+  /* Spilled bytes never count against the card: f and s still get device memory. */
+  assert_int_equal(vs_ledger_charge(f, 100, NULL), 0);
+  vs_ledger_unspill(s1, 300);
+  assert_int_equal(vs_ledger_spilled(s1), 0);
+  assert_int_equal(vs_ledger_spill(s1, 300, &n), 0);
+  assert_true(n.episode);                             /* a new episode */
+  assert_int_equal(vs_ledger_spill(s1, 1, &n), 1);    /* exactly at MAX */
+
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  const vs_snap_tenant *t = &snap->tenants[0];
+  assert_string_equal(t->name, "s");
+  assert_int_equal(t->spilled, 500);
+  assert_int_equal(t->spill_peak, 500);
+  assert_int_equal(t->spill_max, 500);
+  assert_int_equal(t->used, 300);
+  int spills = 0;
+  for (int e = 0; e < snap->nevents; e++)
+    if (!strcmp(snap->events[e].kind, "spill")) spills++;
+  assert_int_equal(spills, 3);
+  vs_ledger_close(s2);                                /* its 200 go with it */
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->tenants[0].spilled, 300);
+  assert_int_equal(vs_ledger_spill(s1, 200, &n), 0);
+  free(snap);
+  vs_ledger_close(s1);
+  vs_ledger_close(f);
+}
+
 static void file_safety(void **state) {
   (void)state;
   vs_plan plan;
@@ -370,6 +426,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(rule_and_numbers, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(view_formula, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(events_and_snapshot, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(spill_accounting, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(file_safety, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(fork_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(exec_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),

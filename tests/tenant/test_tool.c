@@ -36,7 +36,7 @@ static void check_example(void **state) {
   assert_int_equal(run_tool(VS_EXAMPLE " --card-capacity 24GiB", out, sizeof out), 0);
   assert_non_null(strstr(out, "is valid"));
   assert_non_null(strstr(out, "card 0: capacity 24.00 GiB (from --card-capacity)"));
-  assert_non_null(strstr(out, "  llm                 16.00 GiB    19.00 GiB      19.00 GiB  fail         vllm\n"));
+  assert_non_null(strstr(out, "  llm                 16.00 GiB    19.00 GiB      19.00 GiB  fail               vllm\n"));
   assert_non_null(strstr(out, "  headroom             1.50 GiB\n"));
   assert_non_null(strstr(out, "  unreserved           3.00 GiB"));
   /* Too small a card: the overcommit, with file and line. */
@@ -51,6 +51,14 @@ static void check_example(void **state) {
   snprintf(args, sizeof args, "check '%s'", path);
   assert_int_equal(run_tool(args, out, sizeof out), 1);
   assert_non_null(strstr(out, "bad.conf:3: bad size 'lots' for 'limit'"));
+  /* on_limit = spill:MAX in the plan: as written, and resolved on a card. */
+  tt_write_file(g_tmp, "spill.conf", "[tenant s]\nlimit = 1GiB\non_limit = spill:25%\n", path, sizeof path);
+  snprintf(args, sizeof args, "check '%s'", path);
+  assert_int_equal(run_tool(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, " spill:25% "));
+  snprintf(args, sizeof args, "check '%s' --card-capacity 8GiB", path);
+  assert_int_equal(run_tool(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "  s                         0 B     1.00 GiB       1.00 GiB  spill:2.00 GiB     -\n"));
   assert_int_equal(run_tool("check", out, sizeof out), 2);
   assert_int_equal(run_tool(VS_EXAMPLE " --card-capacity 10%", out, sizeof out), 2);
 }

@@ -26,8 +26,10 @@ static void usage(FILE *out) {
 
 static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, buf, 32); }
 
-static void on_limit_str(uint64_t wait_ms, char *buf, size_t len) {
-  if (!wait_ms) snprintf(buf, len, "fail");
+/* on_limit as written back: fail, wait:D, or spill:MAX (MAX a size, or resolved bytes in a plan). */
+static void on_limit_str(uint64_t wait_ms, const char *spill, char *buf, size_t len) {
+  if (spill) snprintf(buf, len, "spill:%s", spill);
+  else if (!wait_ms) snprintf(buf, len, "fail");
   else if (wait_ms % 60000 == 0) snprintf(buf, len, "wait:%" PRIu64 "min", wait_ms / 60000);
   else if (wait_ms % 1000 == 0) snprintf(buf, len, "wait:%" PRIu64 "s", wait_ms / 1000);
   else snprintf(buf, len, "wait:%" PRIu64 "ms", wait_ms);
@@ -46,7 +48,7 @@ static void print_unresolved(const vs_config *cfg) {
     if (cc->index >= 0) printf("card %d: headroom %s\n", cc->index, vs_size_str(cc->headroom, a, sizeof a));
     else printf("card %s: headroom %s\n", cc->uuid, vs_size_str(cc->headroom, a, sizeof a));
   }
-  printf("%-16s %-12s %-12s %-8s %-12s %-10s %s\n", "tenant", "reserve", "limit", "warn_at", "on_limit", "cards",
+  printf("%-16s %-12s %-12s %-8s %-18s %-10s %s\n", "tenant", "reserve", "limit", "warn_at", "on_limit", "cards",
          "match_exe");
   for (int i = 0; i < cfg->ntenants; i++) {
     const vs_tenant_cfg *t = &cfg->tenants[i];
@@ -58,8 +60,9 @@ static void print_unresolved(const vs_config *cfg) {
       for (int k = 0; k < 64 && n + 4 < sizeof cards; k++)
         if ((t->cards_mask >> k) & 1) n += (size_t)snprintf(cards + n, sizeof cards - n, "%s%d", n ? "," : "", k);
     }
-    on_limit_str(t->wait_ms, c, sizeof c);
-    printf("%-16s %-12s %-12s %-8s %-12s %-10s ", t->name, vs_size_str(t->reserve, a, sizeof a),
+    char sp[32];
+    on_limit_str(t->wait_ms, t->has_spill ? vs_size_str(t->spill_max, sp, sizeof sp) : NULL, c, sizeof c);
+    printf("%-16s %-12s %-12s %-8s %-18s %-10s ", t->name, vs_size_str(t->reserve, a, sizeof a),
            t->has_limit ? vs_size_str(t->limit, b, sizeof b) : "none", warn, c, cards);
     print_exes(t);
     printf("\n");
@@ -69,20 +72,21 @@ static void print_unresolved(const vs_config *cfg) {
 static void print_plan(const vs_config *cfg, const vs_plan *plan) {
   char a[32], b[32], c[32], d[32];
   printf("\ncard %d: capacity %s (from --card-capacity)\n", plan->card, bytes(plan->capacity, a));
-  printf("  %-16s %12s %12s %14s  %-12s %s\n", "tenant", "reserve", "limit", "can ever hold", "on_limit", "match_exe");
+  printf("  %-16s %12s %12s %14s  %-18s %s\n", "tenant", "reserve", "limit", "can ever hold", "on_limit", "match_exe");
   int has_default = 0;
   for (int i = 0; i < plan->ntenants; i++) {
     const vs_plan_tenant *t = &plan->tenants[i];
     has_default |= !strcmp(t->name, VS_DEFAULT_TENANT);
-    on_limit_str(t->wait_ms, d, sizeof d);
-    printf("  %-16s %12s %12s %14s  %-12s ", t->name, bytes(t->reserve, a), bytes(t->limit, b),
+    char sp[32];
+    on_limit_str(t->wait_ms, t->spill_max ? bytes(t->spill_max, sp) : NULL, d, sizeof d);
+    printf("  %-16s %12s %12s %14s  %-18s ", t->name, bytes(t->reserve, a), bytes(t->limit, b),
            bytes(vs_plan_total(plan, t->name), c), d);
     print_exes(vs_config_tenant(cfg, t->name));
     printf("\n");
   }
   /* A name that is in no section: no reserve, no limit. */
   const char *other = has_default ? "(no section)" : "default";
-  printf("  %-16s %12s %12s %14s  %-12s %s\n", other, bytes(0, a), "none", bytes(vs_plan_total(plan, ""), c),
+  printf("  %-16s %12s %12s %14s  %-18s %s\n", other, bytes(0, a), "none", bytes(vs_plan_total(plan, ""), c),
          "fail", "-");
   uint64_t reserved = vs_plan_reserved(plan);
   printf("  %-16s %12s\n", "headroom", bytes(plan->headroom, a));

@@ -14,6 +14,7 @@ static const struct command commands[] = {
     {"status", cmd_status, "usage of every tenant and process on each card (--json, --prometheus, --events)"},
     {"check", cmd_check, "validate a config file and print the plan per card"},
     {"dump", cmd_dump, "fragmentation histogram, memory map and timeline of a live process or a dump file"},
+    {"run", cmd_run, "run a program under the shim: vramshim run [--tenant T] [--config F] -- PROGRAM [ARGS]"},
     {"replay", cmd_replay, "replay allocation traces (RMM CSV) through allocator policies side by side"},
 };
 

@@ -24,7 +24,7 @@ static void usage(FILE *out) {
           "  (default: ledger_dir of $VRAMSHIM_CONFIG or /etc/vramshim.conf, else %s).\n"
           "  --json        one JSON document\n"
           "  --prometheus  text exposition format (node_exporter textfile collector)\n"
-          "  --events      also the recent events: warn, limit, reclaim\n",
+          "  --events      also the recent events: warn, limit, reclaim, spill\n",
           VS_DEFAULT_LEDGER_DIR);
 }
 
@@ -43,24 +43,39 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   char a[32], b[32], c[32], d[32];
   printf("card %s: capacity %s, headroom %s (%s/card-%s.ledger)\n", s->card_id, bytes(s->capacity, a),
          bytes(s->headroom, b), dir, s->card_id);
-  printf("  %-16s %12s %12s %12s %12s %7s %6s\n", "tenant", "reserve", "limit", "used", "peak", "share", "procs");
-  uint64_t taken = s->headroom, used = 0;
+  /* Spilled host bytes (on_limit = spill, issue 13) get columns of their own
+   * only on a card where some tenant spills: other tables stay as they were. */
+  int spill = 0;
+  for (int t = 0; t < s->ntenants; t++) spill |= s->tenants[t].spill_max || s->tenants[t].spilled;
+  printf("  %-16s %12s %12s %12s %12s %7s %6s", "tenant", "reserve", "limit", "used", "peak", "share", "procs");
+  if (spill) printf(" %12s %12s", "spilled", "spill max");
+  printf("\n");
+  uint64_t taken = s->headroom, used = 0, spilled = 0;
   for (int t = 0; t < s->ntenants; t++) {
     const vs_snap_tenant *x = &s->tenants[t];
-    printf("  %-16s %12s %12s %12s %12s %6.1f%% %6d\n", x->name, bytes(x->reserve, a), bytes(x->limit, b),
+    printf("  %-16s %12s %12s %12s %12s %6.1f%% %6d", x->name, bytes(x->reserve, a), bytes(x->limit, b),
            bytes(x->used, c), bytes(x->peak, d), s->capacity ? 100.0 * (double)x->used / (double)s->capacity : 0.0,
            x->nprocs);
+    if (spill) printf(" %12s %12s", bytes(x->spilled, a), x->spill_max ? bytes(x->spill_max, b) : "-");
+    printf("\n");
     taken += x->used > x->reserve ? x->used : x->reserve;
     used += x->used;
+    spilled += x->spilled;
   }
   printf("  used by tenants %s; free for any tenant (outside reservations and headroom) %s\n", bytes(used, a),
          bytes(taken < s->capacity ? s->capacity - taken : 0, b));
+  if (spilled)
+    printf("  spilled to host memory %s (not on the card: served over the bus, slowly)\n", bytes(spilled, a));
   if (s->nprocs) {
-    printf("  %-8s %-16s %12s %12s %12s  %-16s\n", "pid", "tenant", "held", "live", "peak", "config");
+    printf("  %-8s %-16s %12s %12s %12s  %-16s", "pid", "tenant", "held", "live", "peak", "config");
+    if (spill) printf(" %12s", "spilled");
+    printf("\n");
     for (int i = 0; i < s->nprocs; i++) {
       const vs_snap_proc *p = &s->procs[i];
-      printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64 "%s\n", p->pid, p->tenant, bytes(p->held, a),
-             bytes(p->live, b), bytes(p->peak, c), p->generation, p->alive ? "" : "  (dead, reclaim pending)");
+      printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64, p->pid, p->tenant, bytes(p->held, a), bytes(p->live, b),
+             bytes(p->peak, c), p->generation);
+      if (spill) printf(" %12s", bytes(p->spilled, d));
+      printf("%s\n", p->alive ? "" : "  (dead, reclaim pending)");
     }
   } else {
     printf("  no process is using this card\n");
@@ -104,17 +119,22 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
   printf("%s\n    {\"card\": ", first ? "" : ",");
   json_str(s->card_id);
   printf(", \"index\": %d, \"capacity\": %" PRIu64 ", \"headroom\": %" PRIu64 ", \"generation\": \"%016" PRIx64
-         "\", \"generations\": %d, \"consistent\": %s, \"dead_bytes\": %" PRIu64 ",\n     \"tenants\": [",
+         "\", \"generations\": %d, \"consistent\": %s, \"dead_bytes\": %" PRIu64 ", \"dead_spilled\": %" PRIu64
+         ",\n     \"tenants\": [",
          s->card_index, s->capacity, s->headroom, s->generation, s->generations, s->consistent ? "true" : "false",
-         s->dead_bytes);
+         s->dead_bytes, s->dead_spilled);
   for (int t = 0; t < s->ntenants; t++) {
     const vs_snap_tenant *x = &s->tenants[t];
     printf("%s\n       {\"name\": ", t ? "," : "");
     json_str(x->name);
     printf(", \"reserve\": %" PRIu64 ", \"limit\": ", x->reserve);
     json_limit(x->limit);
-    printf(", \"used\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"share\": %.4f, \"processes\": %d}", x->used, x->peak,
+    printf(", \"used\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"share\": %.4f, \"processes\": %d", x->used, x->peak,
            s->capacity ? (double)x->used / (double)s->capacity : 0.0, x->nprocs);
+    /* on_limit = spill (issue 13): host bytes, never part of used; spill_max null when the tenant does not spill */
+    printf(", \"spilled\": %" PRIu64 ", \"spill_peak\": %" PRIu64 ", \"spill_max\": ", x->spilled, x->spill_peak);
+    if (x->spill_max) printf("%" PRIu64 "}", x->spill_max);
+    else printf("null}");
   }
   printf("],\n     \"processes\": [");
   for (int i = 0; i < s->nprocs; i++) {
@@ -122,8 +142,8 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
     printf("%s\n       {\"pid\": %d, \"tenant\": ", i ? "," : "", p->pid);
     json_str(p->tenant);
     printf(", \"held\": %" PRIu64 ", \"live\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"generation\": \"%016" PRIx64
-           "\", \"alive\": %s}",
-           p->held, p->live, p->peak, p->generation, p->alive ? "true" : "false");
+           "\", \"alive\": %s, \"spilled\": %" PRIu64 "}",
+           p->held, p->live, p->peak, p->generation, p->alive ? "true" : "false", p->spilled);
   }
   printf("]");
   if (events) {
@@ -151,7 +171,8 @@ static void prom_label(const char *s) {
   }
 }
 
-enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_HELD, M_LIVE, M_EVENTS, M_N };
+enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_SPILLED, M_SPILL_MAX, M_HELD,
+       M_LIVE, M_PSPILLED, M_EVENTS, M_N };
 static const char *const prom_names[M_N][2] = {
     {"vramshim_card_capacity_bytes", "Capacity of the card in the newest process's plan."},
     {"vramshim_card_headroom_bytes", "Headroom of the card: never given to any tenant."},
@@ -162,13 +183,16 @@ static const char *const prom_names[M_N][2] = {
     {"vramshim_tenant_used_bytes", "Device bytes held by the tenant's live processes."},
     {"vramshim_tenant_peak_bytes", "Highest usage of the tenant since the ledger was created."},
     {"vramshim_tenant_processes", "Live processes of the tenant on the card."},
+    {"vramshim_tenant_spilled_bytes", "Host bytes the tenant's live processes serve in place of device memory (on_limit = spill)."},
+    {"vramshim_tenant_spill_max_bytes", "Most host bytes the tenant may spill on the card (absent when on_limit is not spill)."},
     {"vramshim_process_held_bytes", "Device bytes held by the process (its arena cache included)."},
     {"vramshim_process_live_bytes", "Bytes of the process's live allocations."},
+    {"vramshim_process_spilled_bytes", "Host bytes the process serves in place of device memory (on_limit = spill)."},
     {"vramshim_events_recent", "Events of each kind in the card's event ring (the most recent 256)."},
 };
 
 static void print_prom(vs_ledger_snapshot **snaps, int n) {
-  static const char *const kinds[] = {"warn", "limit", "reclaim"};
+  static const char *const kinds[] = {"warn", "limit", "reclaim", "spill"};
   for (int m = 0; m < M_N; m++) {
     printf("# HELP %s %s\n# TYPE %s gauge\n", prom_names[m][0], prom_names[m][1], prom_names[m][0]);
     for (int c = 0; c < n; c++) {
@@ -179,19 +203,21 @@ static void print_prom(vs_ledger_snapshot **snaps, int n) {
         printf("%s{card=\"", prom_names[m][0]);
         prom_label(s->card_id);
         printf("\"} %" PRIu64 "\n", v);
-      } else if (m <= M_PROCS) {
+      } else if (m <= M_SPILL_MAX) {
         for (int t = 0; t < s->ntenants; t++) {
           const vs_snap_tenant *x = &s->tenants[t];
           uint64_t v = m == M_RES ? x->reserve : m == M_LIM ? x->limit : m == M_USED ? x->used
-                                                : m == M_PEAK ? x->peak : (uint64_t)x->nprocs;
+                       : m == M_PEAK ? x->peak : m == M_SPILLED ? x->spilled : m == M_SPILL_MAX ? x->spill_max
+                                                                                                : (uint64_t)x->nprocs;
           if (m == M_LIM && v == VS_NO_LIMIT) continue;
+          if (m == M_SPILL_MAX && v == 0) continue;
           printf("%s{card=\"", prom_names[m][0]);
           prom_label(s->card_id);
           printf("\",tenant=\"");
           prom_label(x->name);
           printf("\"} %" PRIu64 "\n", v);
         }
-      } else if (m <= M_LIVE) {
+      } else if (m <= M_PSPILLED) {
         for (int i = 0; i < s->nprocs; i++) {
           const vs_snap_proc *p = &s->procs[i];
           if (!p->alive) continue;
@@ -199,10 +225,10 @@ static void print_prom(vs_ledger_snapshot **snaps, int n) {
           prom_label(s->card_id);
           printf("\",tenant=\"");
           prom_label(p->tenant);
-          printf("\",pid=\"%d\"} %" PRIu64 "\n", p->pid, m == M_HELD ? p->held : p->live);
+          printf("\",pid=\"%d\"} %" PRIu64 "\n", p->pid, m == M_HELD ? p->held : m == M_LIVE ? p->live : p->spilled);
         }
       } else {
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
           int count = 0;
           for (int e = 0; e < s->nevents; e++) count += !strcmp(s->events[e].kind, kinds[k]);
           printf("%s{card=\"", prom_names[m][0]);

@@ -1,0 +1,53 @@
+/* Degraded mode `on_limit = spill:MAX` (issue 13; docs/config.md, "Spilling").
+ *
+ * When a cuMemAlloc is refused (by the tenant's admission rule or by the
+ * driver, after the arena's OOM ladder gave its cache back), the memory
+ * service asks here before failing. A tenant whose on_limit is spill gets
+ * pinned host memory mapped into the device's address space
+ * (cuMemHostAlloc with DEVICEMAP | PORTABLE, then
+ * cuMemHostGetDevicePointer_v2): the program sees success, kernels reach
+ * the memory over the bus, copies and memsets work. MAX caps the tenant's
+ * spilled bytes on the card across all its processes (the ledger counts
+ * them apart from device usage: they never count against the card).
+ *
+ * Spilled blocks are not in the tracker and not in the arena: this module
+ * keeps them (device pointer -> host pointer, size, card), so every query
+ * about them (pointer attributes, cuMemGetAddressRange) reaches the driver
+ * unchanged, and answers what the driver answers for host memory. Live
+ * spilled blocks are never moved; once device memory is free again, new
+ * requests go back to the device by themselves (this is only asked after a
+ * refusal).
+ *
+ * Runs under the recursion guard (inside a hook). Thread-safe. */
+#ifndef VS_SPILL_H
+#define VS_SPILL_H
+
+#include "cuda_api.h"
+
+#include <stdint.h>
+
+/* After a refused request for size bytes on card (by_driver: the driver
+ * refused it, not the tenant's admission rule): 1 when it was served
+ * from host memory (*addr the device pointer), 0 when not (the tenant does
+ * not spill, MAX would be exceeded, or the host refused: the request fails
+ * as with on_limit = fail; a line says why MAX stopped it). */
+int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr);
+
+/* The free of addr (any cuMemFree variant): 1 when addr is a live spilled
+ * block, which is then given back to the host (cuMemFreeHost) and its
+ * bytes to the ledger (*res what the driver said); 0 when it is not one.
+ * Costs one relaxed load while this process has no spilled block. */
+int vs_spill_free(uint64_t addr, CUresult *res);
+
+/* Whether addr starts a live spilled block (*card, *size filled; may be NULL). */
+int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size);
+
+/* The card's spilled figures (bytes, peak, blocks) for dumps and the
+ * timeline are observe's (vs_observe_spill, src/explain/stats.h). */
+
+void vs_spill_atfork_prepare(void);
+void vs_spill_atfork_parent(void);
+/* A fork child starts clean: the parent's spilled blocks are the parent's. */
+void vs_spill_atfork_child(void);
+
+#endif

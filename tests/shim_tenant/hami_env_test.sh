@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# HAMi-core's contract (src/tenant/hami_env.h) through the shim over the sim:
+# CUDA_DEVICE_MEMORY_LIMIT[_<i>] set each card's limit and view when there is
+# no config file; a config file wins, with one line naming the conflict.
+#   hami_env_test.sh WORKDIR PRELOAD SIM_DIR LIMIT_VIEW VRAMSHIM_TOOL
+set -uo pipefail
+work=$1 preload=$2 simdir=$3 view=$4 tool=$5
+rm -rf "$work" && mkdir -p "$work"
+if [ -e /etc/vramshim.conf ]; then
+  echo "vramshim-test: SKIP: /etc/vramshim.conf exists here, so there is never 'no config file'"
+  exit 77
+fi
+GiB=$((1 << 30)) MiB=$((1 << 20))
+# Cards of their own: the sim's UUIDs carry the capacity in GiB, so 5 and 6 GiB
+# cards share no ledger with the other tests' cards (default ledger_dir: no config).
+C0=$((5 * GiB)) C1=$((6 * GiB))
+base_env=(env -u LD_PRELOAD -u VRAMSHIM_CONFIG -u VRAMSHIM_ON_ERROR -u CUDA_DEVICE_MEMORY_LIMIT
+          -u CUDA_DEVICE_MEMORY_LIMIT_0 -u CUDA_DEVICE_MEMORY_LIMIT_1
+          LD_LIBRARY_PATH="$simdir" VRAMSIM_STATE="$work/sim.state" VRAMSIM_CARDS=5GiB,6GiB
+          VRAMSHIM_TENANT="hami-test-$$")
+fails=0
+n=0
+# run NAME WANT_STATUS [VAR=VALUE...] -- CARD=TOTAL...
+run() {
+  local name=$1 want=$2
+  shift 2
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  n=$((n + 1))
+  "${base_env[@]}" LD_PRELOAD="$preload" "${vars[@]}" "$view" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  local st=$?
+  if [ "$st" != "$want" ]; then
+    echo "vramshim-test: FAIL $name: exit $st, expected $want (${vars[*]} -> $*)"
+    sed 's/^/    /' "$work/$name.out" "$work/$name.err"
+    fails=$((fails + 1))
+  else
+    echo "vramshim-test: ok $name (${vars[*]}): $(grep -c 'card ' "$work/$name.out") card(s) as expected"
+  fi
+}
+
+run global 0 CUDA_DEVICE_MEMORY_LIMIT=1g -- 0=$GiB 1=$GiB
+run per_card 0 CUDA_DEVICE_MEMORY_LIMIT=1024m CUDA_DEVICE_MEMORY_LIMIT_1=512m -- 0=$GiB 1=$((512 * MiB))
+run per_card_only 0 CUDA_DEVICE_MEMORY_LIMIT_1=1048576K -- 0=$C0 1=$GiB
+run bytes 0 CUDA_DEVICE_MEMORY_LIMIT=1073741824 -- 0=$GiB 1=$GiB
+run zero_falls_back 0 CUDA_DEVICE_MEMORY_LIMIT=768M CUDA_DEVICE_MEMORY_LIMIT_1=0 -- 0=$((768 * MiB)) 1=$((768 * MiB))
+run zero_no_limit 0 CUDA_DEVICE_MEMORY_LIMIT=0 -- 0=$C0 1=$C1
+run above_card 0 CUDA_DEVICE_MEMORY_LIMIT=64g -- 0=$C0 1=$C1
+
+# A malformed value: the config-error rule (exit 78, the variable named), or
+# passthrough without enforcement.
+run malformed 78 CUDA_DEVICE_MEMORY_LIMIT=1gb -- 0=$GiB
+if ! grep -q '^vramshim: CUDA_DEVICE_MEMORY_LIMIT=1gb: bad size' "$work/malformed.err"; then
+  echo "vramshim-test: FAIL malformed: no message naming the variable:"; cat "$work/malformed.err"
+  fails=$((fails + 1))
+fi
+run malformed_pass 0 CUDA_DEVICE_MEMORY_LIMIT_0=-1 VRAMSHIM_ON_ERROR=passthrough -- 0=$C0
+grep -q 'WITHOUT quota enforcement' "$work/malformed_pass.err" || {
+  echo "vramshim-test: FAIL malformed_pass: no line saying enforcement is off"; fails=$((fails + 1)); }
+
+# A config file wins; one line names the ignored variables and the file.
+cat >"$work/vramshim.conf" <<EOF
+[global]
+ledger_dir = $work/ledger
+[tenant hami-test-$$]
+limit = 2GiB
+EOF
+run file_wins 0 VRAMSHIM_CONFIG="$work/vramshim.conf" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_MEMORY_LIMIT_1=3g -- \
+  0=$((2 * GiB)) 1=$((2 * GiB))
+lines=$(grep -c "^vramshim: CUDA_DEVICE_MEMORY_LIMIT=1g, CUDA_DEVICE_MEMORY_LIMIT_1=3g ignored: the config file $work/vramshim.conf" \
+        "$work/file_wins.err")
+if [ "$lines" != 1 ]; then
+  echo "vramshim-test: FAIL file_wins: $lines lines name the conflict, expected 1:"; cat "$work/file_wins.err"
+  fails=$((fails + 1))
+fi
+
+# The same through `vramshim run` (the tool finds the shim; VRAMSHIM_LIBRARY
+# names it where an ASan runtime must come first).
+n=$((n + 1))
+lib_env=()
+case "$preload" in *:*) lib_env=(VRAMSHIM_LIBRARY="$preload") ;; esac
+"${base_env[@]}" "${lib_env[@]}" CUDA_DEVICE_MEMORY_LIMIT_0=256m \
+  "$tool" run -- "$view" 0=$((256 * MiB)) >"$work/run.out" 2>"$work/run.err"
+st=$?
+if [ $st != 0 ]; then
+  echo "vramshim-test: FAIL vramshim run: exit $st"; cat "$work/run.out" "$work/run.err"; fails=$((fails + 1))
+else
+  echo "vramshim-test: ok vramshim run with CUDA_DEVICE_MEMORY_LIMIT_0=256m"
+fi
+
+echo "vramshim-test: $((n - fails)) of $n cases pass"
+[ $fails = 0 ]
