@@ -153,6 +153,29 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
   return r ? 0 : -1;
 }
 
+int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piece_fn fn, void *user) {
+  uint64_t start, len;
+  if (!a || !fn || size == 0 || vs_arena_lookup(a, addr, &start, &len) != 0 || addr + size > start + len) return -1;
+  vs_heap *h = &a->heap;
+  pthread_mutex_lock(&h->mu);
+  vs_hregion *r = h->vmm ? vs_heap_region_of(h, addr) : NULL;
+  int rc = r && addr + size <= r->tr.base + r->tr.size ? 0 : -1;
+  uint64_t g0 = rc ? 0 : gran(h, &r->tr, addr), g1 = rc ? 0 : gran(h, &r->tr, addr + size - 1) + 1;
+  /* Check every granule first, so fn sees all of the range or nothing. */
+  for (uint64_t g = g0; g < g1 && rc == 0; g++) rc = r->gmap[g] ? 0 : -1;
+  for (uint64_t g = g0; g < g1 && rc == 0;) {
+    uint32_t i = r->gmap[g];
+    uint64_t n = 1;
+    while (g + n < g1 && r->gmap[g + n] == i) n++;
+    const vs_handle *x = &h->h[i - 1];
+    uint64_t va = r->tr.base + (g << h->gshift);
+    fn(user, va, n << h->gshift, x->id, va - x->va);
+    g += n;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return rc;
+}
+
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (!a) return 0;
   if (atomic_load(&a->pend_total) || vs_slab_pending(a)) vs_arena_sync(a);

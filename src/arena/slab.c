@@ -22,32 +22,44 @@
  * slab page to its slab; the slab's heap block is LIVE with no request. */
 #include "arena_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_SLOTS (VS_SLAB_SIZE / 512)
 #define MAX_WORDS (MAX_SLOTS / 64)
 
+/* Size -> class, the same for every arena: filled once, before the first
+ * arena exists (arenas are created while others allocate: one per context). */
 static uint8_t class_by_512[VS_SMALL_MAX / 512 + 1];
+static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+
+static uint64_t next_class(uint64_t s) { return s + (s < 2048 ? 512 : (1ull << vs_msb64(s)) / 4); }
+
+static void class_table(void) {
+  uint32_t c = 0;
+  uint64_t size = 512;
+  for (uint64_t k = 1; k <= VS_SMALL_MAX / 512; k++) {
+    while (size < k * 512) {
+      size = next_class(size);
+      c++;
+    }
+    class_by_512[k] = (uint8_t)c;
+  }
+}
 
 void vs_slab_classes(vs_arena *a) {
+  pthread_once(&class_once, class_table);
   uint32_t n = 0;
-  for (uint64_t s = 512; s <= VS_SMALL_MAX;) {
+  for (uint64_t s = 512; s <= VS_SMALL_MAX; s = next_class(s)) {
     a->classes[n].size = s;
     for (int b = 0; b < VS_NBINS; b++) {
       pthread_mutex_init(&a->classes[n].bins[b].mu, NULL);
       a->classes[n].bins[b].cls = n;
     }
     n++;
-    uint64_t step = s < 2048 ? 512 : (1ull << vs_msb64(s)) / 4;
-    s += step;
   }
   a->nclasses = n;
-  uint32_t c = 0;
-  for (uint64_t k = 1; k <= VS_SMALL_MAX / 512; k++) {
-    while (a->classes[c].size < k * 512) c++;
-    class_by_512[k] = (uint8_t)c;
-  }
 }
 
 int vs_slab_class_of(vs_arena *a, uint64_t size) {

@@ -13,13 +13,16 @@
 #include <string.h>
 #include <uthash.h>
 
+/* One per arena (one arena per context): the card, and what the arena's
+ * context has come to. */
 typedef struct backend_card {
   int card;
+  CUcontext ctx;           /* the arena's context: its sync is that context's */
   int unsafe_reuse;
+  int shareable;           /* physical memory is created exportable as a POSIX fd (IPC) */
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
+  _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
 } backend_card;
-
-static backend_card g_cards[VRAMSHIM_MAX_CARDS];
 static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")));
 
 /* Driver memory the arenas hold (chunks and VMM ranges), for
@@ -27,27 +30,36 @@ static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")))
  * a free of an unknown pointer, so one lock is enough. */
 typedef struct region {
   uint64_t base, size;
+  const void *owner;   /* the backend_card: a chunk of an ended context may be the driver's again */
   UT_hash_handle hh;
 } region;
 static region *g_regions;
 static region *g_orphan_regions;   /* a forked child's inheritance: reachable, never used */
 static pthread_mutex_t g_region_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void region_add(uint64_t base, uint64_t size) {
-  region *r = malloc(sizeof *r);
+/* A base is in the table at most once: the driver can hand an ended
+ * context's chunk address to another arena before the ended one has let go
+ * of it (the newer owner wins; the older one's delete leaves it alone). */
+static void region_add(uint64_t base, uint64_t size, const void *owner) {
+  region *r = malloc(sizeof *r), *old = NULL;
   if (!r) return;   /* only the double-free guard loses this range */
   r->base = base;
   r->size = size;
+  r->owner = owner;
   pthread_mutex_lock(&g_region_lock);
+  HASH_FIND(hh, g_regions, &base, sizeof base, old);
+  if (old) HASH_DEL(g_regions, old);
   HASH_ADD(hh, g_regions, base, sizeof r->base, r);
   pthread_mutex_unlock(&g_region_lock);
+  free(old);
 }
 
-static void region_del(uint64_t base) {
+static void region_del(uint64_t base, const void *owner) {
   region *r;
   pthread_mutex_lock(&g_region_lock);
   HASH_FIND(hh, g_regions, &base, sizeof base, r);
-  if (r) HASH_DEL(g_regions, r);
+  if (r && r->owner == owner) HASH_DEL(g_regions, r);
+  else r = NULL;
   pthread_mutex_unlock(&g_region_lock);
   free(r);
 }
@@ -107,15 +119,22 @@ static int chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
     return verdict(r);
   }
   vs_acct_reserved_add(c->card, size);
-  region_add((uint64_t)p, size);
+  region_add((uint64_t)p, size, c);
   *addr = (uint64_t)p;
   return VS_BACKEND_OK;
 }
 
 static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
   backend_card *c = ctx;
+  region_del(addr, c);
+  if (atomic_load(&c->ended)) {
+    /* The driver freed it with the context: only the shim's books move
+     * (asking the driver now could free whatever it has put there since). */
+    vs_acct_reserved_sub(c->card, size);
+    vs_quota_uncharge(c->card, size);
+    return VS_BACKEND_OK;
+  }
   REAL_OR_FAIL(cuMemFree_v2);
-  region_del(addr);
   CUresult r;
   GUARDED(r, real->cuMemFree_v2((CUdeviceptr)addr));
   vs_acct_call(c->card, VRAMSHIM_CALL_MEM_FREE);
@@ -124,7 +143,7 @@ static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
     char b[32];
     VS_WARN("card %d: the driver refused to free an arena chunk of %s at 0x%llx (error %d)", c->card,
             vs_fmt_bytes(size, b, sizeof b), (unsigned long long)addr, (int)r);
-    region_add(addr, size);
+    region_add(addr, size, c);
     return verdict(r);
   }
   vs_acct_reserved_sub(c->card, size);
@@ -143,7 +162,7 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
     atomic_store(&c->va_failed, 1);
     return verdict(r);
   }
-  region_add((uint64_t)p, size);
+  region_add((uint64_t)p, size, c);
   *va = (uint64_t)p;
   return VS_BACKEND_OK;
 }
@@ -151,19 +170,42 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
 static int va_free(void *ctx, uint64_t va, uint64_t size) {
   backend_card *c = ctx;
   REAL_OR_FAIL(cuMemAddressFree);
-  region_del(va);
+  region_del(va, c);
   CUresult r;
   GUARDED(r, real->cuMemAddressFree((CUdeviceptr)va, (size_t)size));
   vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_FREE);
-  if (r != CUDA_SUCCESS) region_add(va, size);
+  if (r != CUDA_SUCCESS) region_add(va, size, c);
   return verdict(r);
 }
 
-static void device_prop(int card, CUmemAllocationProp *prop) {
+/* shareable: created so that it can be exported as a POSIX file
+ * descriptor, which IPC of arena blocks needs (ipc_vmm.h). */
+static void device_prop(int card, int shareable, CUmemAllocationProp *prop) {
   memset(prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop->location.id = card;
+  if (shareable) prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+/* Whether the card can export physical memory as a POSIX fd. */
+static int card_shareable(const vs_real_table *real, int card) {
+  CUdevice dev = 0;
+  int v = 0;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (!real->cuDeviceGet || !real->cuDeviceGetAttribute || !real->cuMemExportToShareableHandle) return 0;
+  GUARDED(r, real->cuDeviceGet(&dev, card));
+  if (r == CUDA_SUCCESS)
+    GUARDED(r, real->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev));
+  return r == CUDA_SUCCESS && v != 0;
+}
+
+/* Per card (a property of the device, the same for each context's arena):
+ * set once a VMM backend of the card creates exportable memory. */
+static _Atomic int g_shareable[VRAMSHIM_MAX_CARDS];
+
+int vs_backend_shareable(int card) {
+  return card >= 0 && card < VRAMSHIM_MAX_CARDS && atomic_load(&g_shareable[card]);
 }
 
 static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
@@ -171,7 +213,7 @@ static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
   REAL_OR_FAIL(cuMemCreate);
   if (charge(c->card, size) != VS_BACKEND_OK) return VS_BACKEND_OOM;
   CUmemAllocationProp prop;
-  device_prop(c->card, &prop);
+  device_prop(c->card, c->shareable, &prop);
   CUmemGenericAllocationHandle h = 0;
   CUresult r;
   GUARDED(r, real->cuMemCreate(&h, (size_t)size, &prop, 0));
@@ -231,17 +273,39 @@ static int unmap(void *ctx, uint64_t va, uint64_t size) {
   return verdict(r);
 }
 
+/* The arena's own context: a thread may free (and so settle or trim) a
+ * block of a context other than its current one; then that context is
+ * pushed for the sync and popped after. */
 static int sync_ctx(void *ctx) {
   backend_card *c = ctx;
-  if (c->unsafe_reuse) return VS_BACKEND_OK;
+  if (c->unsafe_reuse || atomic_load(&c->ended)) return VS_BACKEND_OK;   /* ended: its work is over */
   REAL_OR_FAIL(cuCtxSynchronize);
   CUresult r;
+  CUcontext cur = NULL;
+  int pushed = 0;
+  if (c->ctx && real->cuCtxGetCurrent && real->cuCtxPushCurrent_v2 && real->cuCtxPopCurrent_v2) {
+    GUARDED(r, real->cuCtxGetCurrent(&cur));
+    if (r == CUDA_SUCCESS && cur != c->ctx) {
+      GUARDED(r, real->cuCtxPushCurrent_v2(c->ctx));
+      if (r != CUDA_SUCCESS) return verdict(r);
+      pushed = 1;
+    }
+  }
   GUARDED(r, real->cuCtxSynchronize());
   vs_acct_call(c->card, VRAMSHIM_CALL_SYNC);
+  if (pushed) {
+    CUresult p;
+    GUARDED(p, real->cuCtxPopCurrent_v2(&cur));
+    (void)p;
+  }
   return verdict(r);
 }
 
-int vs_backend_va_failed(int card) { return atomic_load(&g_cards[card].va_failed); }
+int vs_backend_va_failed(void *backend) { return atomic_load(&((backend_card *)backend)->va_failed); }
+
+void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->ended, 1); }
+
+void vs_backend_free(void *backend) { free(backend); }
 
 /* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
  * so freed blocks are reused while device work may still touch them. The
@@ -251,10 +315,10 @@ static int unsafe_reuse(void) {
   return e && *e && strcmp(e, "0") != 0;
 }
 
-void vs_backend_chunks(int card, vs_arena_backend *be) {
-  /* Writes nothing shared: the card's context may be in use by the VMM
-   * arena's threads at this moment (their va_failed flag stays set). */
-  backend_card *c = &g_cards[card];
+void vs_backend_chunks(void *backend, vs_arena_backend *be) {
+  /* Writes nothing shared: the context may be in use by the VMM arena's
+   * threads at this moment (their va_failed flag stays set). */
+  backend_card *c = backend;
   memset(be, 0, sizeof *be);
   be->ctx = c;
   be->chunk_alloc = chunk_alloc;
@@ -262,23 +326,27 @@ void vs_backend_chunks(int card, vs_arena_backend *be) {
   be->sync = sync_ctx;
 }
 
-CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
-  backend_card *c = &g_cards[card];
+CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) {
+  static _Atomic int warned;
+  memset(be, 0, sizeof *be);
+  backend_card *c = calloc(1, sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
   c->card = card;
+  c->ctx = (CUcontext)(uintptr_t)ctx;
   c->unsafe_reuse = unsafe_reuse();
-  atomic_store(&c->va_failed, 0);
-  if (c->unsafe_reuse)
+  if (c->unsafe_reuse && !atomic_exchange(&warned, 1))
     VS_WARN("card %d: VRAMSHIM_DEBUG_UNSAFE_REUSE is set: freed memory is reused without waiting for the "
             "device (unsafe; for testing only)", card);
-  vs_backend_chunks(card, be);
+  vs_backend_chunks(c, be);
   if (!vmm) return CUDA_SUCCESS;
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real || !real->cuMemGetAllocationGranularity || !real->cuMemCreate || !real->cuMemRelease ||
       !real->cuMemMap || !real->cuMemUnmap || !real->cuMemSetAccess || !real->cuMemAddressReserve ||
       !real->cuMemAddressFree)
     return CUDA_ERROR_NOT_SUPPORTED;
+  c->shareable = card_shareable(real, card);
   CUmemAllocationProp prop;
-  device_prop(card, &prop);
+  device_prop(card, c->shareable, &prop);
   size_t gran = 0;
   CUresult r;
   GUARDED(r, real->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
@@ -292,6 +360,7 @@ CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be) {
   be->phys_release = phys_release;
   be->map = map;
   be->unmap = unmap;
+  if (card >= 0 && card < VRAMSHIM_MAX_CARDS && c->shareable) atomic_store(&g_shareable[card], 1);
   return CUDA_SUCCESS;
 }
 

@@ -1,12 +1,14 @@
 /* The arena's backend over the real driver (vs_arena_backend, arena.h).
  *
  * Every call goes to the real driver table under the recursion guard, on
- * the calling thread with its current context: the arena of card N is only
- * used by threads whose current context is on card N. One arena per card
- * therefore assumes one context per card (the primary context, as the CUDA
- * runtime and the frameworks use); memory allocated in another context of
- * the same card is still device memory of that card, but dies with that
- * context.
+ * the calling thread with its current context: there is one arena per
+ * context (arena_glue.c, contexts.h), which grows only on threads whose
+ * current context it is, so its chunks are that context's memory; its
+ * sync is that context's cuCtxSynchronize (pushed if a thread in another
+ * context frees one of its blocks). When the context ends, the driver has
+ * freed its chunks (cuMemAlloc) but not its VMM handles and ranges, which
+ * no context owns: vs_backend_ended makes chunk_free move the books only,
+ * and the arena's destroy then really releases the handles and ranges.
  *
  * Each call is counted on its card (vs_acct_call); physical bytes (chunks,
  * VMM handles, not address ranges) move "reserved"; before device memory is
@@ -20,14 +22,20 @@
 
 #include <stdint.h>
 
-/* Fills *be for card. vmm: with the VMM members (granule from the driver);
- * CUDA_SUCCESS, or the driver's error when the granularity cannot be had
- * (be is then filled for chunks only). */
-CUresult vs_backend_init(int card, int vmm, vs_arena_backend *be);
-/* A chunks backend over a card already set up by vs_backend_init: the
- * fall-back when the VMM arena cannot start, or from a VMM arena that may
- * still be in use (what vs_backend_init fills for vmm = 0). */
-void vs_backend_chunks(int card, vs_arena_backend *be);
+/* Fills *be for the arena of context ctx (a CUcontext) on card; its sync
+ * synchronises that context. be->ctx is the backend's own state (free it with
+ * vs_backend_free once no arena uses it; NULL when out of host memory,
+ * with CUDA_ERROR_OUT_OF_MEMORY). vmm: with the VMM members (granule from
+ * the driver); CUDA_SUCCESS, or the driver's error when the granularity
+ * cannot be had (be is then filled for chunks only). */
+CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be);
+/* A chunks backend over the state vs_backend_init made (be->ctx of it):
+ * the fall-back when the VMM arena cannot start, or from a VMM arena that
+ * may still be in use (what vs_backend_init fills for vmm = 0). */
+void vs_backend_chunks(void *backend, vs_arena_backend *be);
+/* The arena's context ended (see above). */
+void vs_backend_ended(void *backend);
+void vs_backend_free(void *backend);
 
 /* The driver error behind this thread's last VS_BACKEND_ERROR or
  * VS_BACKEND_OOM (CUDA_ERROR_OUT_OF_MEMORY for a quota refusal);
@@ -38,9 +46,14 @@ void vs_backend_clear_error(void);
 /* 1 when addr lies in a chunk or VMM range some arena holds from the driver. */
 int vs_backend_holds(uint64_t addr);
 
-/* 1 once the driver refused an address reservation for card's arena (a
+/* 1 once the driver refused an address reservation for this arena (a
  * VMM arena that cannot reserve its range cannot serve anything). */
-int vs_backend_va_failed(int card);
+int vs_backend_va_failed(void *backend);
+
+/* 1 when card's VMM arena creates its physical memory exportable as a
+ * POSIX file descriptor (the card supports it), so its blocks can be
+ * exported over IPC (ipc_vmm.h). */
+int vs_backend_shareable(int card);
 
 void vs_backend_atfork_child(void);
 

@@ -1,12 +1,13 @@
-/* The arena inside the shim (see arena_glue.h): one vs_arena per card,
- * created on the first cuMemAlloc on that card, with the mode the settings
- * choose for what the card supports and the backend of arena_backend.c. */
+/* The arena inside the shim (see arena_glue.h): one vs_arena per context,
+ * created on the context's first cuMemAlloc, with the mode the settings
+ * choose for what its card supports and the backend of arena_backend.c. */
 #include "arena_glue.h"
 
 #include "arena_backend.h"
 #include "driver_table.h"
 #include "guard.h"
 #include "ipc_record.h"
+#include "ipc_vmm.h"
 #include "log.h"
 #include "memory_service.h"
 #include "settings.h"
@@ -14,19 +15,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* Per card: what the settings decide for it, once (the first request on
+ * the card asks the driver whether it has VMM). */
 enum { CARD_UNKNOWN = 0, CARD_ARENA, CARD_OFF };
-
-static _Atomic(vs_arena *) g_arena[VRAMSHIM_MAX_CARDS];
 static _Atomic int g_state[VRAMSHIM_MAX_CARDS];
-static _Atomic int g_any;   /* some card has an arena: range lookups need to look */
+static vs_cfg_arena g_mode[VRAMSHIM_MAX_CARDS];   /* when CARD_ARENA: vmm or chunks, as configured */
+static int g_said[VRAMSHIM_MAX_CARDS];             /* the mode was logged for this card */
+static _Atomic int g_any;   /* some context has an arena: range lookups need to look */
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
-/* A forked child's inheritance: kept reachable (never destroyed: its memory
- * was the parent's), never used. */
-static vs_arena *g_orphans[VRAMSHIM_MAX_CARDS];
-/* A VMM arena replaced by a chunks one (never destroyed: a thread may still
- * be inside it; it holds no memory). */
-static vs_arena *g_retired[VRAMSHIM_MAX_CARDS];
-static _Atomic int g_is_vmm[VRAMSHIM_MAX_CARDS];
 
 #define DEFAULT_RELEASE_THRESHOLD (1ull << 30)
 
@@ -47,14 +43,14 @@ static uint64_t release_threshold(int card, const vs_real_table *real, uint64_t 
   return cfg->has_release_threshold ? vs_size_resolve(cfg->release_threshold, capacity) : DEFAULT_RELEASE_THRESHOLD;
 }
 
-/* Under g_create_lock. NULL with *res set when the driver cannot say
- * what the card is yet (no cuInit: the next request tries again); NULL
- * with the card marked OFF when the arena is off for it. */
-static vs_arena *create(int card, CUresult *res) {
-  const vs_real_table *real = vs_driver_if_loaded();
-  if (!real) {
-    *res = vs_driver_missing_error();
-    return NULL;
+/* Under g_create_lock: the card's mode, asking the driver the first time.
+ * CUDA_SUCCESS with *mode, or the driver's error (no cuInit: the next
+ * request tries again). */
+static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mode) {
+  int st = atomic_load(&g_state[card]);
+  if (st != CARD_UNKNOWN) {
+    *mode = st == CARD_OFF ? VS_CFG_ARENA_OFF : g_mode[card];
+    return CUDA_SUCCESS;
   }
   int has_vmm = 0;
   if (real->cuDeviceGetAttribute) {
@@ -62,15 +58,37 @@ static vs_arena *create(int card, CUresult *res) {
     vs_guard_enter();
     r = real->cuDeviceGetAttribute(&has_vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, card);
     vs_guard_leave();
-    if (r != CUDA_SUCCESS) {
-      *res = r;
-      return NULL;
-    }
+    if (r != CUDA_SUCCESS) return r;
   }
-  vs_cfg_arena mode = vs_settings_arena(has_vmm);
-  if (mode == VS_CFG_ARENA_OFF) {
+  *mode = vs_settings_arena(has_vmm);
+  if (*mode == VS_CFG_ARENA_OFF) {
     VS_INFO("card %d: arena off, every allocation goes to the driver", card);
     atomic_store(&g_state[card], CARD_OFF);
+  } else {
+    g_mode[card] = *mode;
+    atomic_store(&g_state[card], CARD_ARENA);
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Under g_create_lock. The arena of ctx, created now; NULL with *res set
+ * when the driver cannot say what the card is yet, NULL with ctx marked
+ * off when the arena is off for its card. */
+static vs_arena *create(vs_ctx *ctx, CUresult *res) {
+  int card = ctx->card;
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real) {
+    *res = vs_driver_missing_error();
+    return NULL;
+  }
+  vs_cfg_arena mode;
+  CUresult r = card_mode(card, real, &mode);
+  if (r != CUDA_SUCCESS) {
+    *res = r;
+    return NULL;
+  }
+  if (mode == VS_CFG_ARENA_OFF) {
+    atomic_store(&ctx->arena_off, 1);
     return NULL;
   }
   uint64_t capacity = 0;
@@ -78,7 +96,11 @@ static vs_arena *create(int card, CUresult *res) {
   ac.release_threshold = release_threshold(card, real, &capacity);
   vs_arena_backend be;
   vs_arena *a = NULL;
-  CUresult r = vs_backend_init(card, mode == VS_CFG_ARENA_VMM, &be);
+  r = vs_backend_init(card, ctx->handle, mode == VS_CFG_ARENA_VMM, &be);
+  if (!be.ctx) {
+    *res = CUDA_ERROR_OUT_OF_MEMORY;   /* out of host memory: the next request tries again */
+    return NULL;
+  }
   if (mode == VS_CFG_ARENA_VMM) {
     ac.mode = VS_ARENA_VMM;
     if (r == CUDA_SUCCESS) a = vs_arena_create(&ac, &be);
@@ -86,7 +108,7 @@ static vs_arena *create(int card, CUresult *res) {
       VS_INFO("card %d: the VMM arena cannot start (driver said %d, granule %llu); using chunks", card, (int)r,
               (unsigned long long)be.granule);
       mode = VS_CFG_ARENA_CHUNKS;
-      vs_backend_chunks(card, &be);
+      vs_backend_chunks(be.ctx, &be);
     }
   }
   if (!a) {
@@ -94,68 +116,71 @@ static vs_arena *create(int card, CUresult *res) {
     a = vs_arena_create(&ac, &be);
   }
   if (!a) {
-    VS_ERROR("card %d: the arena cannot start (out of host memory?); every allocation goes to the driver", card);
-    atomic_store(&g_state[card], CARD_OFF);
+    VS_ERROR("card %d: the arena cannot start (out of host memory?); this context's allocations go to the driver",
+             card);
+    vs_backend_free(be.ctx);
+    atomic_store(&ctx->arena_off, 1);
     return NULL;
   }
   char b1[32], b2[32];
-  VS_INFO("card %d: arena %s, release threshold %s (card %s)", card, mode_name(mode),
-          vs_fmt_bytes(ac.release_threshold, b1, sizeof b1), vs_fmt_bytes(capacity, b2, sizeof b2));
-  atomic_store(&g_is_vmm[card], mode == VS_CFG_ARENA_VMM);
-  atomic_store(&g_arena[card], a);
-  atomic_store(&g_state[card], CARD_ARENA);
+  if (!g_said[card]) {
+    g_said[card] = 1;
+    VS_INFO("card %d: arena %s, release threshold %s (card %s)", card, mode_name(mode),
+            vs_fmt_bytes(ac.release_threshold, b1, sizeof b1), vs_fmt_bytes(capacity, b2, sizeof b2));
+  } else {
+    VS_DEBUG("card %d: context %#llx: arena %s", card, (unsigned long long)ctx->handle, mode_name(mode));
+  }
+  ctx->backend = be.ctx;
+  atomic_store(&ctx->arena_vmm, mode == VS_CFG_ARENA_VMM);
+  atomic_store(&ctx->arena, a);
   atomic_store(&g_any, 1);
   return a;
 }
 
-static vs_arena *arena_for(int card, CUresult *res) {
-  vs_arena *a = atomic_load_explicit(&g_arena[card], memory_order_acquire);
+static vs_arena *arena_for(vs_ctx *ctx, CUresult *res) {
+  vs_arena *a = atomic_load_explicit(&ctx->arena, memory_order_acquire);
   if (__builtin_expect(a != NULL, 1)) return a;
-  if (atomic_load(&g_state[card]) == CARD_OFF) return NULL;
+  if (atomic_load(&ctx->arena_off)) return NULL;
   pthread_mutex_lock(&g_create_lock);
-  a = atomic_load(&g_arena[card]);
-  if (!a && atomic_load(&g_state[card]) == CARD_UNKNOWN) a = create(card, res);
+  a = atomic_load(&ctx->arena);
+  if (!a && !atomic_load(&ctx->arena_off)) a = create(ctx, res);
   pthread_mutex_unlock(&g_create_lock);
   return a;
 }
 
 /* A VMM arena whose address range the driver refused (a driver or a host
  * with little virtual address space) and that holds nothing yet becomes a
- * chunks arena, said once. Returns the card's arena now. */
-static vs_arena *fall_back_to_chunks(int card, vs_arena *failed) {
+ * chunks arena, said once. Returns the context's arena now. */
+static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
   pthread_mutex_lock(&g_create_lock);
-  if (atomic_load(&g_arena[card]) == failed) {
+  if (atomic_load(&ctx->arena) == failed && !ctx->retired) {
     vs_arena_stats st;
     vs_arena_get_stats(failed, &st);
     if (st.reserved_bytes == 0 && st.live_count == 0) {
-      vs_arena_config ac = {VS_ARENA_CHUNKS, release_threshold(card, vs_driver_if_loaded(), NULL)};
+      vs_arena_config ac = {VS_ARENA_CHUNKS, release_threshold(ctx->card, vs_driver_if_loaded(), NULL)};
       vs_arena_backend be;
-      vs_backend_chunks(card, &be);
+      vs_backend_chunks(ctx->backend, &be);
       vs_arena *a = vs_arena_create(&ac, &be);
       if (a) {
-        VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", card);
-        g_retired[card] = failed;
-        atomic_store(&g_is_vmm[card], 0);
-        atomic_store(&g_arena[card], a);
+        VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", ctx->card);
+        ctx->retired = failed;   /* a thread may still be inside it; it holds nothing */
+        atomic_store(&ctx->arena_vmm, 0);
+        atomic_store(&ctx->arena, a);
       }
     }
   }
-  vs_arena *now = atomic_load(&g_arena[card]);
+  vs_arena *now = atomic_load(&ctx->arena);
   pthread_mutex_unlock(&g_create_lock);
   return now;
 }
 
-int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *res) {
+  if (!ctx || ctx->card < 0 || ctx->card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
   CUresult why = CUDA_SUCCESS;
-  vs_arena *a = arena_for(card, &why);
+  vs_arena *a = arena_for(ctx, &why);
   if (!a) {
     if (why == CUDA_SUCCESS) return VS_MEM_PASS;   /* off for this card */
     *res = why;                                    /* the driver is not ready: its own error */
-    return VS_MEM_DONE;
-  }
-  if (size == 0) {   /* what the driver says to cuMemAlloc(0) */
-    *res = CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
   vs_backend_clear_error();
@@ -163,9 +188,10 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) 
   if (rc != VS_BACKEND_OK) {
     /* The VMM arena may have been refused its address range: by this
      * request (fall back now), or by another thread's, which already
-     * replaced the card's arena while this one was failing (use it). */
-    vs_arena *now = atomic_load(&g_arena[card]);
-    if (now == a && atomic_load(&g_is_vmm[card]) && vs_backend_va_failed(card)) now = fall_back_to_chunks(card, a);
+     * replaced the arena while this one was failing (use it). */
+    vs_arena *now = atomic_load(&ctx->arena);
+    if (now == a && atomic_load(&ctx->arena_vmm) && vs_backend_va_failed(ctx->backend))
+      now = fall_back_to_chunks(ctx, a);
     if (now != a) {
       vs_backend_clear_error();
       rc = vs_arena_alloc(now, size, addr);
@@ -184,47 +210,85 @@ int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res) 
   return VS_MEM_DONE;
 }
 
-vs_arena *vs_arena_glue_get(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return NULL;
-  return atomic_load_explicit(&g_arena[card], memory_order_acquire);
-}
-
-int vs_arena_glue_free(int card, uint64_t addr) {
-  vs_arena *a = vs_arena_glue_get(card);
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr) {
+  vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
   return a ? vs_arena_free(a, addr) : -1;
 }
 
-void vs_arena_glue_trim(int card) {
-  vs_arena *a = vs_arena_glue_get(card);
+void vs_arena_glue_trim(vs_ctx *ctx) {
+  vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
   if (a) vs_arena_trim(a, 0);
 }
 
-/* The arena with a live block around ptr (its card in *card, the block's
- * start and size in *base, *size), or NULL. */
-static vs_arena *find_block(uint64_t ptr, int *card, uint64_t *base, uint64_t *size) {
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return NULL;
-  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
-    vs_arena *a = atomic_load_explicit(&g_arena[c], memory_order_acquire);
-    if (a && vs_arena_lookup(a, ptr, base, size) == 0) {
-      *card = c;
-      return a;
-    }
+void vs_arena_glue_ctx_end(vs_ctx *ctx) {
+  /* Unlinked with no references (contexts.h): no thread is inside these
+   * arenas, and no walk can reach them any more. */
+  pthread_mutex_lock(&g_create_lock);
+  vs_arena *a = atomic_exchange(&ctx->arena, NULL), *old = ctx->retired;
+  ctx->retired = NULL;
+  void *be = ctx->backend;
+  ctx->backend = NULL;
+  pthread_mutex_unlock(&g_create_lock);
+  if (!a) return;
+  vs_arena_stats st;
+  vs_arena_get_stats(a, &st);
+  char b1[32], b2[32];
+  VS_DEBUG("card %d: context %#llx ended: its arena goes (%s live in %llu blocks, %s held)", ctx->card,
+           (unsigned long long)ctx->handle, vs_fmt_bytes(st.live_bytes, b1, sizeof b1),
+           (unsigned long long)st.live_count, vs_fmt_bytes(st.reserved_bytes, b2, sizeof b2));
+  vs_backend_ended(be);
+  vs_arena_destroy(a);
+  vs_arena_destroy(old);
+  vs_backend_free(be);
+}
+
+/* Under vs_ctx_read_lock: the context with a live block around ptr (the
+ * block's start and size in *base, *size), or NULL. */
+static vs_ctx *find_block(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+    if (a && vs_arena_lookup(a, ptr, base, size) == 0) return c;
   }
   return NULL;
 }
 
+int vs_arena_glue_find(uint64_t ptr, int *card, uint64_t *ctx_handle, uint64_t *base, uint64_t *size) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  vs_ctx *c = find_block(ptr, base, size);
+  if (c) {
+    if (card) *card = c->card;
+    if (ctx_handle) *ctx_handle = c->handle;
+  }
+  vs_ctx_read_unlock();
+  return c ? 0 : -1;
+}
+
 int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
-  int card;
-  return find_block(ptr, &card, base, size) ? VS_MEM_DONE : VS_MEM_PASS;
+  return vs_arena_glue_find(ptr, NULL, NULL, base, size) == 0 ? VS_MEM_DONE : VS_MEM_PASS;
 }
 
 int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *size, uint64_t *chunk_base,
                             uint64_t *offset, int *vmm_backed) {
-  int c;
-  vs_arena *a = find_block(ptr, &c, base, size);
-  if (!a || vs_arena_placement(a, *base, chunk_base, offset, vmm_backed) != 0) return -1;
-  *card = c;
-  return 0;
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  vs_ctx *c = find_block(ptr, base, size);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  int rc = a && vs_arena_placement(a, *base, chunk_base, offset, vmm_backed) == 0 ? 0 : -1;
+  if (rc == 0) *card = c->card;
+  vs_ctx_read_unlock();
+  return rc;
+}
+
+int vs_arena_glue_vmm_pieces(uint64_t base, uint64_t size, vs_arena_piece_fn fn, void *user) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  uint64_t b = 0, sz = 0;
+  vs_ctx *c = find_block(base, &b, &sz);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  int rc = a ? vs_arena_vmm_pieces(a, base, size, fn, user) : -1;
+  vs_ctx_read_unlock();
+  return rc;
 }
 
 int vs_arena_glue_holds(uint64_t addr) {
@@ -232,31 +296,55 @@ int vs_arena_glue_holds(uint64_t addr) {
 }
 
 uint64_t vs_arena_glue_cached(int card) {
-  vs_arena *a = vs_arena_glue_get(card);
-  if (!a) return 0;
-  vs_arena_stats st;
-  vs_arena_get_stats(a, &st);
-  return st.reserved_bytes > st.live_bytes ? st.reserved_bytes - st.live_bytes : 0;
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
+  uint64_t cached = 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+    if (!a) continue;
+    vs_arena_stats st;
+    vs_arena_get_stats(a, &st);
+    if (st.reserved_bytes > st.live_bytes) cached += st.reserved_bytes - st.live_bytes;
+  }
+  vs_ctx_read_unlock();
+  return cached;
+}
+
+int vs_arena_glue_on(int card) {
+  return card >= 0 && card < VRAMSHIM_MAX_CARDS && atomic_load(&g_state[card]) == CARD_ARENA;
+}
+
+void vs_arena_glue_read_lock(void) { vs_ctx_read_lock(); }
+void vs_arena_glue_read_unlock(void) { vs_ctx_read_unlock(); }
+
+/* Under the read lock: the context of card whose arena the observer shows. */
+static vs_ctx *shown(int card) {
+  vs_ctx *pick = NULL;
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    if (c->card != card || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+    if (c->primary) return c;
+    if (!pick) pick = c;   /* the list is newest first */
+  }
+  return pick;
+}
+
+vs_arena *vs_arena_glue_get(int card) {
+  vs_ctx *c = shown(card);
+  return c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
 }
 
 int vs_arena_glue_is_vmm(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return 0;
-  return atomic_load(&g_is_vmm[card]);
+  vs_ctx *c = shown(card);
+  return c ? atomic_load(&c->arena_vmm) : 0;
 }
 
 void vs_arena_glue_atfork_child(void) {
-  /* A fresh, empty arena set: the parent's memory is not the child's (CUDA
-   * does not survive fork). Another parent thread may have held an arena
-   * lock at the fork: the old arenas are never touched again. */
-  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
-    vs_arena *a = atomic_load(&g_arena[c]);
-    if (a) g_orphans[c] = a;
-    atomic_store(&g_is_vmm[c], 0);
-    atomic_store(&g_arena[c], NULL);
-    atomic_store(&g_state[c], CARD_UNKNOWN);
-  }
+  /* The parent's arenas hang off its contexts, which the child does not
+   * have (vs_ctx_atfork_child keeps them reachable, never used). */
+  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) atomic_store(&g_state[c], CARD_UNKNOWN);
   atomic_store(&g_any, 0);
   pthread_mutex_init(&g_create_lock, NULL);
   vs_backend_atfork_child();
   vs_ipc_atfork_child();
+  vs_ipc_vmm_atfork_child();
 }

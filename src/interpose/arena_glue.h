@@ -1,23 +1,38 @@
-/* The arena inside the shim: one vs_arena per card (src/arena/arena.h),
- * created on first use with the mode the settings choose, over a backend
- * that calls the real driver table (under the recursion guard) and charges
- * the tenant quota (quota.h) for every byte it takes from the driver. */
+/* The arena inside the shim: one vs_arena per context (src/arena/arena.h,
+ * contexts.h), created on the context's first cuMemAlloc with the mode the
+ * settings choose for its card, over a backend that calls the real driver
+ * table (under the recursion guard) and charges the tenant quota (quota.h)
+ * for every byte it takes from the driver. When the context ends its arena
+ * goes with it (vs_arena_glue_ctx_end): nothing of it is handed out again. */
 #ifndef VS_ARENA_GLUE_H
 #define VS_ARENA_GLUE_H
 
 #include "arena.h"
+#include "contexts.h"
 #include "cuda_api.h"
 
 #include <stdint.h>
 
-/* Serves a cuMemAlloc of size bytes on card from the arena.
- * VS_MEM_DONE: *res says how (CUDA_SUCCESS with *addr, or the refusal
- * after the OOM ladder); VS_MEM_PASS: the arena is off for this card. */
-int vs_arena_glue_alloc(int card, uint64_t size, uint64_t *addr, CUresult *res);
-/* Returns an arena block; 0 done, -1 not an arena block. */
-int vs_arena_glue_free(int card, uint64_t addr);
+/* Serves a cuMemAlloc of size bytes (> 0) in ctx (the caller's current
+ * context, referenced) from its arena. VS_MEM_DONE: *res says how
+ * (CUDA_SUCCESS with *addr, or the refusal after the OOM ladder);
+ * VS_MEM_PASS: the arena is off for this card. */
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *res);
+/* Returns a block of ctx's arena; 0 done, -1 not one of its blocks. */
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr);
+/* Gives every cached byte of ctx's arena back to the driver (one sync
+ * first if blocks are pending). Called when another process waits. */
+void vs_arena_glue_trim(vs_ctx *ctx);
+/* ctx has ended (unlinked, no references): its arena is destroyed, its
+ * chunks (which the driver freed with the context) only leave the books,
+ * its VMM handles and ranges are released. */
+void vs_arena_glue_ctx_end(vs_ctx *ctx);
+
 /* An arena block's own range around ptr: VS_MEM_DONE or VS_MEM_PASS. */
 int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+/* The live arena block around ptr (any interior address): its card, the
+ * context it was allocated in, its start and size. 0, or -1. */
+int vs_arena_glue_find(uint64_t ptr, int *card, uint64_t *ctx_handle, uint64_t *base, uint64_t *size);
 /* The arena block around ptr (any interior address): its card, start and
  * size, and where it sits in driver memory (vs_arena_placement). 0, or -1
  * when ptr is in no live arena block. */
@@ -27,15 +42,24 @@ int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *s
  * range), whether or not a live block is there: the driver must never be
  * asked to free it. */
 int vs_arena_glue_holds(uint64_t addr);
-/* Free device bytes the arena holds on card (counted in the tenant's view). */
+/* VMM: the physical memory under [base, base+size) of a live arena block,
+ * as vs_arena_vmm_pieces (src/arena/arena.h) of the arena holding it; -1
+ * when no arena holds a block there. */
+int vs_arena_glue_vmm_pieces(uint64_t base, uint64_t size, vs_arena_piece_fn fn, void *user);
+/* Free device bytes the arenas of card hold (counted in the tenant's view). */
 uint64_t vs_arena_glue_cached(int card);
-/* Gives every cached byte of card back to the driver (one sync first if
- * blocks are pending). Called when another process waits for memory. */
-void vs_arena_glue_trim(int card);
-/* The arena of card, or NULL (off, or not created yet): one acquire load. */
+/* 1 when cuMemAlloc on card is served by an arena (decided at its first
+ * request; 0 before, and for arena = off). */
+int vs_arena_glue_on(int card);
+
+/* For the observer: between vs_arena_glue_read_lock and _unlock no arena
+ * is destroyed; vs_arena_glue_get(card) is then the arena of card's
+ * primary context if it has one (else of its newest context with an
+ * arena), NULL when none, and vs_arena_glue_is_vmm(card) says whether
+ * that one is a VMM arena. */
+void vs_arena_glue_read_lock(void);
+void vs_arena_glue_read_unlock(void);
 vs_arena *vs_arena_glue_get(int card);
-/* 1 when card's arena (vs_arena_glue_get) is a VMM one, 0 for chunks or
- * no arena. For dumps. */
 int vs_arena_glue_is_vmm(int card);
 
 void vs_arena_glue_atfork_child(void);

@@ -10,7 +10,8 @@
  *   - the answer to dlsym (dlsym.c) and to cuGetProcAddress (procaddress.c),
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
- * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, procaddress.c);
+ * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
+ * procaddress.c);
  * a missing body is a link error.
  *
  * X(name, params, args): params as declared in cuda.h (with
@@ -67,6 +68,23 @@
   X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr), (data, attribute, ptr)) \
   X(cuPointerGetAttributes, (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr), \
     (numAttributes, attributes, data, ptr))                                                           \
+  /* contexts: memory belongs to the context it was allocated in and ends with it (hooks_ctx.c) */  \
+  X(cuCtxCreate_v4, (CUcontext * pctx, CUctxCreateParams * ctxCreateParams, unsigned int flags, CUdevice dev), \
+    (pctx, ctxCreateParams, flags, dev))                                                              \
+  X(cuCtxCreate_v3,                                                                                   \
+    (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags, CUdevice dev), \
+    (pctx, paramsArray, numParams, flags, dev))                                                       \
+  X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))         \
+  X(cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))            \
+  X(cuCtxDestroy_v2, (CUcontext ctx), (ctx))                                                          \
+  X(cuCtxDestroy, (CUcontext ctx), (ctx))                                                             \
+  X(cuCtxAttach, (CUcontext * pctx, unsigned int flags), (pctx, flags))                               \
+  X(cuCtxDetach, (CUcontext ctx), (ctx))                                                              \
+  X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                          \
+  X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                              \
+  X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev))                                                 \
+  X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev))                                                \
+  X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev))                                                   \
   /* the lookup path itself */                                                                        \
   X(cuGetProcAddress_v2,                                                                              \
     (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), \
@@ -76,6 +94,12 @@
 /* Driver functions the shim calls for itself but does not hook. */
 #define VS_DRIVER_EXTRAS(X)                                                                        \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                                 \
+  /* contexts (contexts.c, hooks_ctx.c): who owns a request; has a primary context ended */        \
+  X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                   \
+  X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active), (dev, flags, active)) \
+  /* an arena's sync in its own context, from a thread where another is current */                 \
+  X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                   \
+  X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                                \
   /* the arena's backend (arena_backend.c) */                                                      \
   X(cuCtxSynchronize, (void), ())                                                                  \
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
@@ -91,6 +115,14 @@
   /* on_limit = spill (spill.c): pinned host memory mapped for the device */                       \
   X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))       \
   X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
-  X(cuMemFreeHost, (void *p), (p))
+  X(cuMemFreeHost, (void *p), (p))                                                                 \
+  /* IPC of VMM arena blocks (ipc_vmm.c): physical memory as POSIX fds */                        \
+  X(cuMemExportToShareableHandle,                                                                  \
+    (void *shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType, \
+     unsigned long long flags),                                                                    \
+    (shareableHandle, handle, handleType, flags))                                                  \
+  X(cuMemImportFromShareableHandle,                                                                \
+    (CUmemGenericAllocationHandle * handle, void *osHandle, CUmemAllocationHandleType shHandleType), \
+    (handle, osHandle, shHandleType))
 
 #endif

@@ -50,10 +50,17 @@ CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 
 /* ---- cuMemAllocPitch: the size is known after the call ------------------ */
 /* The service never serves a pitch request itself (it would have to choose
- * the pitch); VS_MEM_DONE here can only be a refusal. */
+ * the pitch); VS_MEM_DONE here can only be a refusal. Arguments the driver
+ * refuses (cuda.h: the element size is 4, 8 or 16 bytes; an empty extent)
+ * go to it unaccounted, for its own error. */
+static int pitch_args_ok(uint64_t width, uint64_t height, unsigned elem) {
+  return width && height && (elem == 4 || elem == 8 || elem == 16);
+}
+
 #define PITCH_BODY(name)                                                                      \
   VS_HOOK_ENTER(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));                \
-  if (!dptr || !pPitch) VS_FORWARD(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)); \
+  if (!dptr || !pPitch || !pitch_args_ok(WidthInBytes, Height, ElementSizeBytes))             \
+    VS_FORWARD(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));                 \
   vs_guard_enter();                                                                           \
   vs_mem_op op;                                                                               \
   CUresult r;                                                                                 \

@@ -2,13 +2,17 @@
  *
  * Peer memory is recorded (so its close is recognised) but is not this
  * process's device memory. An arena block is exported as the block, not as
- * the driver chunk around it: chunks mode through a shim handle and its
- * record (ipc_record.h); VMM-backed blocks cannot be exported through
- * cuIpcGetMemHandle at all, and the driver's error says so. */
+ * the driver memory around it: a block inside a driver chunk through a shim
+ * handle and its record (ipc_record.h), a block of the VMM arena through
+ * a shim handle whose physical memory the exporter passes over a socket
+ * (ipc_vmm.h). Memory the driver owns (arena off, pass-through) keeps the
+ * driver's own handles. */
 #include "hook_common.h"
 
 #include "arena_glue.h"
+#include "arena_backend.h"
 #include "ipc_record.h"
+#include "ipc_vmm.h"
 #include "log.h"
 #include "settings.h"
 #include "spill.h"
@@ -37,13 +41,13 @@ static CUresult export_block(const vs_real_table *real, CUipcMemHandle *pHandle,
   if (vs_arena_glue_placement((uint64_t)dptr, &card, &base, &size, &chunk, &offset, &vmm) != 0)
     return real->cuIpcGetMemHandle(pHandle, dptr);   /* not an arena block: the driver's own */
   if (vmm) {
-    /* The driver's word on memory it mapped through the VMM API. */
-    CUresult r = real->cuIpcGetMemHandle(pHandle, (CUdeviceptr)base);
-    if (r == CUDA_SUCCESS) r = CUDA_ERROR_NOT_SUPPORTED;   /* a handle we cannot vouch for */
-    VS_ERROR("card %d: cuIpcGetMemHandle on 0x%llx fails (error %d): the block lies in the VMM arena, which "
-             "legacy IPC cannot export; set `arena = chunks` for tenant %s", card, (unsigned long long)dptr,
-             (int)r, vs_settings_get()->tenant);
-    return r;
+    if (!vs_backend_shareable(card)) {
+      VS_ERROR("card %d: cuIpcGetMemHandle on 0x%llx fails: the block lies in the VMM arena and this card cannot "
+               "export physical memory as a file descriptor; set `arena = chunks` for tenant %s", card,
+               (unsigned long long)dptr, vs_settings_get()->tenant);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return vs_ipc_vmm_export(base, size, card, pHandle);
   }
   CUipcMemHandle drv;
   CUresult r = real->cuIpcGetMemHandle(&drv, (CUdeviceptr)chunk);
@@ -75,12 +79,17 @@ CUresult vs_hook_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   if (vs_mem_alloc_begin(&op, VS_MEM_IPC, vs_driver_current_card(real), 0, VRAMSHIM_CALL_IPC_OPEN) == \
       VS_MEM_DONE) {                                                                              \
     r = op.result;                                                                                \
+  } else if (vs_ipc_vmm_is_handle(&handle)) {                                                     \
+    uint64_t size = 0;                                                                            \
+    r = vs_ipc_vmm_open(real, &handle, Flags, pdptr, &size);                                      \
+    r = vs_mem_alloc_end_sized(&op, r, r == CUDA_SUCCESS ? (uint64_t)*pdptr : 0, size);           \
   } else {                                                                                        \
     CUipcMemHandle drv;                                                                           \
     uint64_t offset = 0, size = 0;                                                                \
     int shim = vs_ipc_resolve(&handle, &drv, &offset, &size);                                     \
     if (shim < 0) {                                                                               \
-      r = CUDA_ERROR_INVALID_VALUE; /* what the driver says to a bad handle */                    \
+      /* the driver's words: a bad handle; a handle whose memory is gone */                      \
+      r = shim == -2 ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;                      \
     } else {                                                                                      \
       r = real->name(pdptr, shim ? drv : handle, Flags);                                          \
       if (r == CUDA_SUCCESS && shim) {                                                            \
@@ -115,6 +124,8 @@ CUresult vs_hook_cuIpcCloseMemHandle(CUdeviceptr dptr) {
   if (vs_mem_free_begin(&op, VS_SPACE_DEVPTR, VS_FREE_IPC_CLOSE, (uint64_t)dptr, VRAMSHIM_CALL_IPC_CLOSE) ==
       VS_MEM_DONE) {
     r = op.result;
+  } else if (!shim && vs_ipc_vmm_close(real, (uint64_t)dptr, &r)) {
+    r = vs_mem_free_end(&op, r);
   } else {
     r = vs_mem_free_end(&op, real->cuIpcCloseMemHandle((CUdeviceptr)drv_ptr));
     if (r == CUDA_SUCCESS && shim) vs_ipc_opened_find((uint64_t)dptr, &drv_ptr, 1);

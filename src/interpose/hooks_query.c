@@ -46,17 +46,22 @@ CUresult vs_hook_cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) { TOTAL_BODY(c
 CUresult vs_hook_cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { TOTAL_BODY(cuDeviceTotalMem, unsigned int); }
 
 /* ---- cuMemGetAddressRange ----------------------------------------------- */
+/* An arena block answers its own range; a pointer in arena memory outside
+ * every live block (one byte past a block, a freed block) is what the
+ * driver calls an unknown pointer. */
 #define RANGE_BODY(name, ptr_t, word_t)                                         \
   VS_HOOK_ENTER(name, (pbase, psize, dptr));                                    \
   vs_guard_enter();                                                             \
-  uint64_t b = 0, s = 0;                                                        \
+  vs_mem_block blk;                                                             \
   CUresult r;                                                                   \
+  int k = vs_mem_block_at((uint64_t)dptr, &blk);                                \
   /* The legacy 32-bit variant cannot name a block above 4 GiB: the driver's. */ \
-  if (vs_mem_range((uint64_t)dptr, &b, &s) == VS_MEM_DONE && (uint64_t)(ptr_t)b == b && \
-      (uint64_t)(word_t)s == s) {                                               \
-    if (pbase) *pbase = (ptr_t)b;                                               \
-    if (psize) *psize = (word_t)s;                                              \
+  if (k == VS_AT_BLOCK && (uint64_t)(ptr_t)blk.base == blk.base && (uint64_t)(word_t)blk.size == blk.size) { \
+    if (pbase) *pbase = (ptr_t)blk.base;                                        \
+    if (psize) *psize = (word_t)blk.size;                                       \
     r = CUDA_SUCCESS;                                                           \
+  } else if (k == VS_AT_GAP) {                                               \
+    r = CUDA_ERROR_NOT_FOUND;                                                   \
   } else {                                                                      \
     r = real->name(pbase, psize, dptr);                                         \
   }                                                                             \
@@ -71,27 +76,48 @@ CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
 }
 
 /* ---- pointer attributes -------------------------------------------------
- * The range start/size of an arena block are the block's own (the driver
- * would name the chunk or VMM range around it); every other attribute, and
- * any pointer outside the arena, is the driver's to answer. */
-static int is_range_attr(CUpointer_attribute a) {
-  return a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR || a == CU_POINTER_ATTRIBUTE_RANGE_SIZE;
-}
+ * An arena block is described as the driver describes a cuMemAlloc block
+ * of its size: its own range, the context it was allocated in, its own
+ * buffer id, device memory of its card, IPC-capable, no VMM handle types.
+ * The attributes that describe the memory underneath rather than the
+ * allocation (sync_memops, access flags, RDMA, the mapping, P2P tokens)
+ * are the driver's answer at the same address. A pointer in arena memory
+ * outside every live block is unknown, as the driver says of a freed one. */
+enum { ATTR_DRIVER = 0, ATTR_SET };
 
-static void put_range(void *data, CUpointer_attribute a, uint64_t base, uint64_t size) {
-  if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) *(CUdeviceptr *)data = (CUdeviceptr)base;
-  else *(size_t *)data = (size_t)size;
+static int block_attr(CUpointer_attribute a, void *data, CUdeviceptr ptr, const vs_mem_block *b, CUresult *err) {
+  *err = CUDA_SUCCESS;
+  switch (a) {
+  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = (CUcontext)(uintptr_t)b->ctx_handle; break;
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE; break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = ptr; break;
+  case CU_POINTER_ATTRIBUTE_HOST_POINTER: *err = CUDA_ERROR_INVALID_VALUE; break;   /* device memory has none */
+  case CU_POINTER_ATTRIBUTE_MAPPED: *(unsigned char *)data = 1; break;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned char *)data = 0; break;
+  case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(unsigned char *)data = 1; break;
+  case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+  case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *(unsigned long long *)data = b->buffer_id; break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = b->card; break;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = (CUdeviceptr)b->base; break;
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = (size_t)b->size; break;
+  case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: *(unsigned long long *)data = 0; break;
+  case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = NULL; break;
+  default: return ATTR_DRIVER;
+  }
+  return ATTR_SET;
 }
 
 CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   VS_HOOK_ENTER(cuPointerGetAttribute, (data, attribute, ptr));
-  if (!data || !is_range_attr(attribute)) VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
+  if (!data) VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
   vs_guard_enter();
-  uint64_t b = 0, s = 0;
+  vs_mem_block b;
   CUresult r;
-  if (vs_mem_range((uint64_t)ptr, &b, &s) == VS_MEM_DONE) {
-    put_range(data, attribute, b, s);
-    r = CUDA_SUCCESS;
+  int k = vs_mem_block_at((uint64_t)ptr, &b);
+  if (k == VS_AT_BLOCK && block_attr(attribute, data, ptr, &b, &r) == ATTR_SET) {
+    /* r: the block's answer */
+  } else if (k == VS_AT_GAP) {
+    r = CUDA_ERROR_INVALID_VALUE;   /* the driver's word for a pointer it does not know */
   } else {
     r = real->cuPointerGetAttribute(data, attribute, ptr);
   }
@@ -103,14 +129,16 @@ CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
                                         CUdeviceptr ptr) {
   VS_HOOK_ENTER(cuPointerGetAttributes, (numAttributes, attributes, data, ptr));
   vs_guard_enter();
-  CUresult r = real->cuPointerGetAttributes(numAttributes, attributes, data, ptr);
-  uint64_t b = 0, s = 0;
-  if (r == CUDA_SUCCESS && attributes && data) {
-    int any = 0;
-    for (unsigned i = 0; i < numAttributes && !any; i++) any = is_range_attr(attributes[i]) && data[i];
-    if (any && vs_mem_range((uint64_t)ptr, &b, &s) == VS_MEM_DONE)
-      for (unsigned i = 0; i < numAttributes; i++)
-        if (is_range_attr(attributes[i]) && data[i]) put_range(data[i], attributes[i], b, s);
+  vs_mem_block b;
+  int k = numAttributes && attributes && data ? vs_mem_block_at((uint64_t)ptr, &b) : VS_AT_DRIVER;
+  /* Unknown to the driver, the plural call reads every attribute as its
+   * zero value: what it says of a pointer it never allocated (0). */
+  CUresult r = real->cuPointerGetAttributes(numAttributes, attributes, data, k == VS_AT_GAP ? 0 : ptr);
+  if (r == CUDA_SUCCESS && k == VS_AT_BLOCK) {
+    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
+      CUresult e;
+      if (data[i] && block_attr(attributes[i], data[i], ptr, &b, &e) == ATTR_SET) r = e;
+    }
   }
   vs_guard_leave();
   return r;

@@ -1,12 +1,16 @@
 /* Shim IPC handles and their records (see ipc_record.h). */
 #include "ipc_record.h"
 
+#include "ipc_vmm.h"
+
 #include "log.h"
 #include "settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_fd = -1;
 static uint64_t g_next_seq;
 static exported *g_exported;
+static _Atomic int g_any_export;   /* lets a free skip the lock when nothing was exported */
 /* Importer: ptr -> driver pointer, with references. */
 typedef struct opened {
   uint64_t ptr, driver_ptr;
@@ -100,6 +105,7 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
       }
       e->block = block;
       HASH_ADD(hh, g_exported, block, sizeof e->block, e);
+      atomic_store(&g_any_export, 1);
     }
     memset(&e->rec, 0, sizeof e->rec);
     memcpy(e->rec.magic, k_magic, sizeof k_magic);
@@ -145,16 +151,21 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
   record rec;
   struct stat st;
   const char *why = NULL;
+  int freed = 0;
   if (fd < 0) why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";
   else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
     why = "its record file is not this user's private file";
   else if (pread(fd, &rec, sizeof rec, (off_t)(t.seq * sizeof rec)) != (ssize_t)sizeof rec ||
-           memcmp(rec.magic, k_magic, sizeof k_magic) != 0 || rec.nonce != t.nonce)
-    why = "the exporter's record does not match (a stale handle)";
+           memcmp(rec.magic, k_magic, sizeof k_magic) != 0)
+    why = "the exporter has no such record (a forged handle)";
+  else if ((freed = rec.nonce == 0))
+    why = "the exporter has freed the block";
+  else if (rec.nonce != t.nonce)
+    why = "the exporter's record does not match (a stale or forged handle)";
   if (fd >= 0) close(fd);
   if (why) {
     VS_WARN("cuIpcOpenMemHandle: a vramshim handle from process %d cannot be opened: %s", (int)t.pid, why);
-    return -1;
+    return freed ? -2 : -1;
   }
   *drv = rec.driver;
   *offset = rec.offset;
@@ -192,7 +203,26 @@ int vs_ipc_opened_find(uint64_t ptr, uint64_t *driver_ptr, int drop) {
   return o ? 0 : -1;
 }
 
+void vs_ipc_block_freed(uint64_t base) {
+  vs_ipc_vmm_block_freed(base);
+  if (!atomic_load_explicit(&g_any_export, memory_order_relaxed)) return;
+  pthread_mutex_lock(&g_lock);
+  exported *e;
+  HASH_FIND(hh, g_exported, &base, sizeof base, e);
+  if (e) {
+    /* The record's nonce no longer matches any handle: a stale handle
+     * fails instead of opening whatever the chunk holds there next. */
+    static const uint64_t zero = 0;
+    if (g_fd >= 0)
+      (void)pwrite(g_fd, &zero, sizeof zero, (off_t)(e->seq * sizeof e->rec + offsetof(record, nonce)));
+    HASH_DEL(g_exported, e);
+    free(e);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
 void vs_ipc_atfork_child(void) {
+  atomic_store(&g_any_export, 0);
   /* The parent's exports and openings are not the child's. */
   if (g_exported) g_orphans[0] = g_exported;
   if (g_opened) g_orphans[1] = g_opened;

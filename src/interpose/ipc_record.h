@@ -29,13 +29,18 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
                   CUipcMemHandle *out);
 /* 1: h is a shim handle, resolved to the driver's handle, offset and size;
  * 0: not a shim handle (a driver's own); -1: a shim handle without a valid
- * record (said). */
+ * record, -2: one whose block was freed (both said). */
 int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offset, uint64_t *size);
 
 /* Importer: pointers handed out at an offset from what the driver opened. */
 void vs_ipc_opened_add(uint64_t ptr, uint64_t driver_ptr);
 /* The driver's pointer behind ptr (one reference dropped when drop), 0 found / -1. */
 int vs_ipc_opened_find(uint64_t ptr, uint64_t *driver_ptr, int drop);
+
+/* Exporter: the arena block at base is being freed. Its handles (records
+ * here, VMM exports in ipc_vmm.h) no longer open: a later open gets the
+ * driver's error for freed memory. Cheap when nothing was exported. */
+void vs_ipc_block_freed(uint64_t base);
 
 void vs_ipc_atfork_child(void);
 

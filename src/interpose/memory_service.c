@@ -5,10 +5,16 @@
 
 #include "accounting.h"
 #include "arena_glue.h"
+#include "contexts.h"
+#include "driver_table.h"
+#include "ipc_record.h"
 #include "log.h"
 #include "observe.h"
 #include "quota.h"
 #include "spill.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
 
 static vs_space space_of(vs_mem_kind kind) {
   if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
@@ -43,6 +49,20 @@ static void account(const vs_alloc_info *rec, int sign) {
 static void failed(const vs_mem_op *op) {
   vs_acct_failed(op->rec.card);
   vs_observe_refused(op->rec.card, op->rec.size);
+}
+
+/* Arena blocks' CU_POINTER_ATTRIBUTE_BUFFER_ID: one counter for the
+ * process, far above any driver's own (which count allocations from 1),
+ * so an id is never repeated, also when an address is reused, and never
+ * one the driver gave a pass-through allocation. */
+#define VS_BUFFER_ID_BASE (1ull << 62)
+static _Atomic uint64_t g_next_buffer = 1;
+
+/* Ends the request's hold on its context; what a hook returns next. */
+static int done(vs_mem_op *op) {
+  vs_ctx_put(op->ctx);
+  op->ctx = NULL;
+  return VS_MEM_DONE;
 }
 
 /* Records a fresh allocation and moves the counters. */
@@ -93,14 +113,31 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->rec.kind = (int32_t)kind;
   op->rec.owner = VS_OWNER_DRIVER;
   op->rec.charged = 0;
+  op->rec.ctx_id = 0;
+  op->rec.buffer_id = 0;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
+  op->ctx = NULL;
+  op->zero = 0;
+  /* The context the memory will belong to, held until the request is
+   * recorded: an end of that context waits for it (contexts.h). */
+  if (VS_KIND_BIT(kind) & VS_CTX_OWNED) {
+    op->ctx = vs_ctx_acquire_current(vs_driver_if_loaded());
+    if (op->ctx) op->rec.ctx_id = op->ctx->id;
+  }
   if (!holds_device_memory(kind)) return VS_MEM_PASS;
   vs_acct_request(op->rec.card, 1);
+  /* Zero bytes: the driver says what it says of that (cuMemAlloc(0) is
+   * CUDA_ERROR_INVALID_VALUE); nothing to charge, and no refusal. */
+  if (size == 0) {
+    op->zero = 1;
+    return VS_MEM_PASS;
+  }
 
-  /* cuMemAlloc is served by the arena where it is on for this card. With
-   * no current context (card < 0) the driver gives its own answer. */
-  if (kind == VS_MEM_DEVICE && card >= 0) {
+  /* cuMemAlloc is served by the arena of its context where the arena is
+   * on for the card. With no current context the driver gives its own
+   * answer. */
+  if (kind == VS_MEM_DEVICE && card >= 0 && op->ctx) {
     uint64_t addr = 0, deadline = 0;
     CUresult res = CUDA_SUCCESS;
     int served;
@@ -109,9 +146,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
      * it is served from host memory; with fail (or spill past MAX),
      * vs_quota_wait logs the one refusal line and says stop. */
     for (;;) {
-      served = vs_arena_glue_alloc(op->rec.card, size, &addr, &res);
+      served = vs_arena_glue_alloc(op->ctx, size, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
-      if (spilled(op, size, !vs_quota_refusal_pending())) return VS_MEM_DONE;
+      if (spilled(op, size, !vs_quota_refusal_pending())) return done(op);
       if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
     }
     if (served == VS_MEM_DONE) {
@@ -119,12 +156,13 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       if (res == CUDA_SUCCESS) {
         op->rec.key = addr;
         op->rec.owner = VS_OWNER_ARENA;
+        op->rec.buffer_id = VS_BUFFER_ID_BASE + atomic_fetch_add(&g_next_buffer, 1);
         op->addr = addr;
         record(op);
       } else {
         failed(op);
       }
-      return VS_MEM_DONE;
+      return done(op);
     }
   }
   /* Passed through: the tenant is charged before the driver is asked
@@ -134,13 +172,13 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   for (;;) {
     q = vs_quota_charge(op->rec.card, size);
     if (q == CUDA_SUCCESS) break;
-    if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return VS_MEM_DONE;
+    if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
     if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
   }
   if (q != CUDA_SUCCESS) {
     op->result = q;
     failed(op);
-    return VS_MEM_DONE;
+    return done(op);
   }
   op->rec.charged = 1;
   return VS_MEM_PASS;
@@ -153,8 +191,12 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
     op->rec.charged = 0;
     /* The driver itself refused a cuMemAlloc the tenant was admitted for:
      * under on_limit = spill, host memory instead (the hook reads op->addr). */
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && op->rec.kind == VS_MEM_DEVICE && spilled(op, op->rec.size, 1)) return CUDA_SUCCESS;
-    if (holds_device_memory(op->rec.kind)) failed(op);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && op->rec.kind == VS_MEM_DEVICE && spilled(op, op->rec.size, 1)) {
+      done(op);
+      return CUDA_SUCCESS;
+    }
+    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op);
+    done(op);
     return r;
   }
   /* The driver's size can differ from the estimate charged (pitch). */
@@ -163,6 +205,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
   op->rec.key = addr;
   op->rec.size = size;
   record(op);
+  done(op);
   return r;
 }
 
@@ -201,8 +244,12 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   }
   if (op->rec.owner == VS_OWNER_ARENA) {
     /* The arena keeps the block pending until device work before this
-     * free has finished (src/arena: stream safety); no driver call. */
-    if (vs_arena_glue_free(op->rec.card, key) != 0)
+     * free has finished (src/arena: stream safety); no driver call. Its
+     * context may have ended since this thread took the record: then the
+     * driver freed it, and says so. */
+    vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
+    vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
+    if (c && vs_arena_glue_free(c, key) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
@@ -211,8 +258,9 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     /* Someone on this card waits for memory (on_limit = wait): what this
      * process caches is charged to it, so give the cache back now rather
      * than at the next growth or exit. One load of the ledger when nobody waits. */
-    if (vs_quota_waiters(op->rec.card)) vs_arena_glue_trim(op->rec.card);
-    op->result = CUDA_SUCCESS;
+    if (c && vs_quota_waiters(op->rec.card)) vs_arena_glue_trim(c);
+    vs_ctx_put(c);
+    op->result = c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
   return VS_MEM_PASS;
@@ -251,19 +299,97 @@ int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
 
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) { return vs_arena_glue_range(ptr, base, size); }
 
+int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
+  int card = 0;
+  uint64_t h = 0, b = 0, sz = 0;
+  if (vs_arena_glue_find(ptr, &card, &h, &b, &sz) == 0) {
+    vs_alloc_info rec;
+    out->base = b;
+    out->size = sz;
+    out->ctx_handle = h;
+    out->card = card;
+    /* 0 only if a racing free took it in between (the program's race). */
+    out->buffer_id = vs_tracker_find(VS_SPACE_DEVPTR, b, &rec) == 0 ? rec.buffer_id : 0;
+    return VS_AT_BLOCK;
+  }
+  return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;
+}
+
+/* c is unlinked with no references: its records leave the tracker (and
+ * their counters and charges go). Done before the driver frees the memory
+ * where the end is certain, so no address the driver hands out again can
+ * meet a record of the old context. */
+static void sweep(vs_ctx *c) {
+  vs_alloc_info *v = NULL;
+  size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_OWNED, &v);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    account(&v[i], -1);
+    if (v[i].charged) vs_quota_uncharge(v[i].card, v[i].size);
+    if (v[i].owner == VS_OWNER_ARENA) vs_ipc_block_freed(v[i].key);   /* its IPC handles end with it */
+    if (holds_device_memory(v[i].kind)) {
+      vs_observe_free(v[i].card, v[i].key, v[i].size);
+      bytes += v[i].size;
+    }
+  }
+  free(v);
+  if (n) {
+    char b[32];
+    VS_DEBUG("card %d: context %#llx ends holding %zu allocations (%s) never freed; the driver frees them",
+             c->card, (unsigned long long)c->handle, n, vs_fmt_bytes(bytes, b, sizeof b));
+  }
+}
+
+/* After the driver's end: the arena goes (its VMM memory released now that
+ * the device is done with it), then the record. */
+static void finish(vs_ctx *c) {
+  vs_arena_glue_ctx_end(c);
+  vs_quota_refresh_live(c->card);
+  vs_ctx_free(c);
+}
+
+void vs_mem_ctx_begin(uint64_t handle, int dev, int primary) {
+  vs_ctx *stale = NULL;
+  if (primary) vs_ctx_primary_retained(handle, dev, &stale);
+  else vs_ctx_created(handle, dev, &stale);
+  if (stale) {   /* its end went by unseen: the driver has let go of it */
+    sweep(stale);
+    finish(stale);
+  }
+}
+
+vs_ctx *vs_mem_ctx_ending(uint64_t handle, int primary_dev) {
+  vs_ctx *c = vs_ctx_unlink(handle, primary_dev);
+  if (c) sweep(c);
+  return c;
+}
+
+void vs_mem_ctx_ended(vs_ctx *c, CUresult r) {
+  if (!c) return;
+  if (r != CUDA_SUCCESS)
+    VS_WARN("card %d: the driver refused to end context %#llx (error %d) after the shim had let go of its memory; "
+            "its allocations are no longer accounted", c->card, (unsigned long long)c->handle, (int)r);
+  finish(c);
+}
+
+void vs_mem_ctx_end(uint64_t handle, int primary_dev) { vs_mem_ctx_ended(vs_mem_ctx_ending(handle, primary_dev), CUDA_SUCCESS); }
+
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 
 void vs_mem_atfork_prepare(void) {
+  vs_ctx_atfork_prepare();
   vs_tracker_atfork_prepare();
   vs_spill_atfork_prepare();
 }
 void vs_mem_atfork_parent(void) {
   vs_spill_atfork_parent();
   vs_tracker_atfork_parent();
+  vs_ctx_atfork_parent();
 }
 
 void vs_mem_atfork_child(void) {
   vs_tracker_atfork_child();
+  vs_ctx_atfork_child();
   vs_acct_reset();
   vs_arena_glue_atfork_child();
   vs_quota_atfork_child();

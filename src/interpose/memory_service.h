@@ -16,8 +16,13 @@
  *   return vs_mem_free_end(&op, real->cuMemFree_v2(ptr));
  *
  * What the service does behind this header, without touching a hook:
+ *   - contexts (contexts.h): a request for memory a context owns holds
+ *     the current context from begin to end and its record carries the
+ *     context's id; when the context ends (vs_mem_ctx_ending/_ended)
+ *     everything it owned leaves the tracker, the counters, the ledger and
+ *     the arena;
  *   - the arena (arena_glue.h): alloc_begin serves VS_MEM_DEVICE requests
- *     with a current context from the card's arena where it is on, and
+ *     with a current context from that context's arena where it is on, and
  *     answers VS_MEM_DONE with op->addr (or the refusal or error);
  *     free_begin finds the record's owner == arena and answers VS_MEM_DONE
  *     after vs_arena_glue_free(), and refuses an unknown pointer inside
@@ -43,6 +48,7 @@
 #ifndef VS_MEMORY_SERVICE_H
 #define VS_MEMORY_SERVICE_H
 
+#include "contexts.h"
 #include "cuda_api.h"
 #include "tracker.h"
 #include "vramshim.h"
@@ -72,6 +78,12 @@ typedef enum vs_mem_kind {
 #define VS_FREE_IPC_CLOSE VS_KIND_BIT(VS_MEM_IPC)
 #define VS_FREE_RELEASE VS_KIND_BIT(VS_MEM_VMM_PHYS)
 #define VS_FREE_ADDRESS VS_KIND_BIT(VS_MEM_VA_RANGE)
+/* What the driver frees with the context the memory was allocated in. Not
+ * VMM handles and ranges (no context owns them), nor stream-ordered blocks
+ * (their pool is the device's; cuda.h: cuCtxDestroy does not free them). */
+#define VS_CTX_OWNED                                                                         \
+  (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
+   VS_KIND_BIT(VS_MEM_DEVICE_V1) | VS_KIND_BIT(VS_MEM_IPC))
 
 enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
 
@@ -83,6 +95,8 @@ typedef struct vs_mem_op {
   vs_alloc_info rec;    /* alloc: what will be recorded; free: what was removed */
   CUresult result;      /* when VS_MEM_DONE: what the hook returns */
   uint64_t addr;        /* when VS_MEM_DONE after an alloc: the address served */
+  vs_ctx *ctx;          /* alloc of memory a context owns: its context, referenced until the end */
+  int zero;             /* alloc of 0 bytes: the driver's error, not a refusal */
 } vs_mem_op;
 
 /* card: the device the memory is on (-1 unknown: recorded on card 0 if the
@@ -113,6 +127,36 @@ int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes);
  * placed it (an arena block inside a larger driver chunk), VS_MEM_PASS to
  * ask the driver (every other pointer). */
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size);
+
+/* The live arena block around ptr, as pointer attributes describe it. */
+typedef struct vs_mem_block {
+  uint64_t base, size;   /* the block as the program asked for it */
+  uint64_t ctx_handle;   /* the CUcontext it was allocated in */
+  uint64_t buffer_id;    /* unique per allocation, never repeated */
+  int card;
+} vs_mem_block;
+enum { VS_AT_DRIVER = 0, VS_AT_BLOCK, VS_AT_GAP };
+/* VS_AT_BLOCK with *out: ptr is in an arena block. VS_AT_GAP: ptr is
+ * in driver memory an arena holds but in no live block (past a block's
+ * end, say): the driver would say it knows no such allocation.
+ * VS_AT_DRIVER: ask the driver. */
+int vs_mem_block_at(uint64_t ptr, vs_mem_block *out);
+
+/* Contexts (hooks_ctx.c). A context began (cuCtxCreate*, primary = 0; a
+ * retain of dev's primary context, primary = 1). */
+void vs_mem_ctx_begin(uint64_t handle, int dev, int primary);
+/* A context ends: handle (primary_dev -1), or dev's primary context
+ * (primary_dev >= 0). Everything it owned leaves the shim: tracker records,
+ * their counters and tenant charges, its arena. In two steps around the
+ * driver's call where the end is certain beforehand (destroy, reset):
+ * vs_mem_ctx_ending before (the records go while the driver still holds
+ * the memory, so no address it hands out next can meet one), then
+ * vs_mem_ctx_ended with the driver's answer (the arena goes: VMM memory is
+ * released once the device is done with it). vs_mem_ctx_end does both,
+ * after a driver call that already ended the context (a last release). */
+vs_ctx *vs_mem_ctx_ending(uint64_t handle, int primary_dev);
+void vs_mem_ctx_ended(vs_ctx *c, CUresult r);
+void vs_mem_ctx_end(uint64_t handle, int primary_dev);
 
 /* A driver call that neither allocates nor frees (map, unmap, queries),
  * counted on its card. */

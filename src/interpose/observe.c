@@ -78,7 +78,7 @@ void vs_observe_alloc(int card, uint64_t ptr, uint64_t size) {
   if (!c) return;
   vs_obs_thread_ensure();   /* one load once started; a fork child starts its own */
   if (c->trace) vs_trace_alloc(c->trace, ptr, size, 0);
-  if (vs_arena_glue_get(card)) return;   /* the arena's own figures and map */
+  if (vs_arena_glue_on(card)) return;   /* the arena's own figures and map */
   vs_stats_on_reserve(&c->stats, size);
   vs_stats_on_alloc(&c->stats, size);
   obs_alloc *a = malloc(sizeof *a);

@@ -61,6 +61,7 @@ int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of
     vs_dump_tenant_use tu = {0};
     vs_dump_card_source src = {.index = card, .capacity = g_capacity[card], .stats = &oc->stats};
     if (tenant_of && tenant_of(card, &tu)) src.tenant = &tu;
+    vs_arena_glue_read_lock();   /* no arena goes (its context ends) while it is walked */
     src.arena = vs_arena_glue_get(card);
     src.arena_mode = vs_arena_glue_is_vmm(card) ? "vmm" : "chunks";
     vs_dump_alloc *allocs = NULL;
@@ -69,6 +70,7 @@ int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of
     src.allocs = allocs;
     src.nallocs = nallocs;
     if (vs_dump_add_card_from(d, &src)) rc = -1;
+    vs_arena_glue_read_unlock();
     free(allocs);
     vs_dump_card *c = d->ncards ? &d->cards[d->ncards - 1] : NULL;
     if (!c || c->index != card) continue;

@@ -130,6 +130,7 @@ static int tenant_of(int card, vs_dump_tenant_use *out) {
 
 /* ---- Work ---------------------------------------------------------------------- */
 static void sample_all(void) {
+  vs_arena_glue_read_lock();   /* no arena goes (its context ends) while sampled */
   for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
     obs_card *oc = vs_obs_card_peek(c);
     if (!oc) continue;
@@ -139,6 +140,7 @@ static void sample_all(void) {
     else
       vs_stats_sample_off(&oc->stats);
   }
+  vs_arena_glue_read_unlock();
 }
 
 static void write_auto(const char *reason, int card, const char *what) {

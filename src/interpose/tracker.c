@@ -38,7 +38,7 @@ typedef struct stripe {
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
@@ -124,6 +124,39 @@ uint64_t vs_tracker_count(vs_space space) {
     n += g_stripes[i].count[space];
     pthread_mutex_unlock(&g_stripes[i].lock);
   }
+  return n;
+}
+
+size_t vs_tracker_take_ctx(vs_space space, uint64_t ctx_id, unsigned kind_mask, vs_alloc_info **out) {
+  vs_alloc_info *v = NULL;
+  size_t n = 0, cap = 0;
+  int full = 0;
+  for (int i = 0; i < VS_STRIPES && !full; i++) {
+    stripe *s = &g_stripes[i];
+    rec *r, *tmp;
+    pthread_mutex_lock(&s->lock);
+    HASH_ITER(hh, s->head, r, tmp) {
+      if (r == &s->anchor || r->k.space != (uint64_t)space || r->info.ctx_id != ctx_id ||
+          !(kind_mask & (1u << r->info.kind)))
+        continue;
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 16;
+        vs_alloc_info *nv = realloc(v, nc * sizeof *nv);
+        if (!nv) {
+          full = 1;
+          break;
+        }
+        v = nv;
+        cap = nc;
+      }
+      v[n++] = r->info;
+      HASH_DEL(s->head, r);
+      s->count[space]--;
+      free(r);
+    }
+    pthread_mutex_unlock(&s->lock);
+  }
+  *out = v;
   return n;
 }
 

@@ -10,6 +10,7 @@
 #ifndef VS_TRACKER_H
 #define VS_TRACKER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Key spaces: a VMM handle and a device address may hold the same number. */
@@ -27,6 +28,8 @@ typedef struct vs_alloc_info {
   int32_t kind;     /* vs_mem_kind */
   int32_t owner;    /* VS_OWNER_DRIVER: the driver's own allocation; VS_OWNER_ARENA: a block of the arena */
   uint32_t charged; /* 1 when its bytes were charged to the tenant quota at allocation */
+  uint64_t ctx_id;  /* the context it was allocated in (contexts.h), 0 for memory no context owns */
+  uint64_t buffer_id; /* an arena block's CU_POINTER_ATTRIBUTE_BUFFER_ID; 0 for the driver's own */
 } vs_alloc_info;
 
 enum { VS_OWNER_DRIVER = 0, VS_OWNER_ARENA = 1 };
@@ -41,6 +44,11 @@ int vs_tracker_remove(vs_space space, uint64_t key, unsigned kind_mask, vs_alloc
 /* 0 found (copied to *out), -1 unknown key. */
 int vs_tracker_find(vs_space space, uint64_t key, vs_alloc_info *out);
 uint64_t vs_tracker_count(vs_space space);
+/* Removes every record of space whose ctx_id is ctx_id and whose kind is
+ * in kind_mask; returns how many, with their copies in *out (malloc'd, the
+ * caller frees; NULL when none). Out of host memory it stops early: what
+ * it could not return stays recorded. */
+size_t vs_tracker_take_ctx(vs_space space, uint64_t ctx_id, unsigned kind_mask, vs_alloc_info **out);
 
 /* fork: prepare takes every stripe lock (in order; few enough that a thread
  * may hold them all), parent releases them, child re-creates them and drops

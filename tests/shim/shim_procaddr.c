@@ -10,13 +10,15 @@
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
-/* The families the shim must hook (issue 2), independent of its own list. */
+/* The families the shim must hook (issue 2; the contexts, issue 9),
+ * independent of its own list. */
 static const char *const memory_families[] = {
     "cuMemAlloc", "cuMemAllocPitch", "cuMemAllocManaged", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
     "cuMemAllocFromPoolAsync", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
     "cuMemAddressFree", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle", "cuIpcGetMemHandle", "cuMemGetInfo",
     "cuDeviceTotalMem", "cuMemGetAddressRange", "cuPointerGetAttribute", "cuPointerGetAttributes",
-    "cuGetProcAddress"};
+    "cuGetProcAddress", "cuCtxCreate", "cuCtxDestroy", "cuCtxAttach", "cuCtxDetach", "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset"};
 
 /* The variant the driver API defines for some requests (true of any driver). */
 static const struct {

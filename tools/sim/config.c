@@ -150,11 +150,26 @@ SIM_API CUresult cuInit(unsigned int flags)
     return r;
 }
 
+/* VRAMSIM_DRIVER_VERSION (default 13000, the toolkit's): what
+ * cuDriverGetVersion says. Below 13000 the sim is a CUDA 12 driver for the
+ * functions CUDA 13 gave a new signature under an old name's _v2 (see
+ * context.c). Read on first use (also before cuInit). */
+int sim_driver_version(void)
+{
+    static _Atomic int cached;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v) return v;
+    const char *e = getenv("VRAMSIM_DRIVER_VERSION");
+    v = e && atoi(e) >= 2000 ? atoi(e) : 13000;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+    return v;
+}
+
 SIM_API CUresult cuDriverGetVersion(int *v)
 {
     SIM_COUNT(cuDriverGetVersion);
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = 13000;
+    *v = sim_driver_version();
     return CUDA_SUCCESS;
 }
 

@@ -326,6 +326,28 @@ SIM_API CUresult cuCtxGetDevice(CUdevice *dev)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 13: the device of ctx (NULL: the current context).
+ * cuCtxGetDevice_v2 and cuCtxSynchronize_v2 are new functions under the
+ * old names' _v2: a client written for CUDA 12 that binds "name_v2 if
+ * exported, else name" (Numba <= 0.60 does) calls them without the context
+ * argument. With VRAMSIM_DRIVER_VERSION < 13000 the sim is a driver that
+ * had no such function, so the argument is not read (the legacy meaning). */
+SIM_API CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+    SIM_COUNT(cuCtxGetDevice_v2);
+    if (sim_driver_version() < 13000) ctx = NULL;
+    if (!dev) return sim_initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+    SIM_REQUIRE_INIT();
+    struct sim_ctx *c = ctx ? sim_ctx_lookup(ctx) : NULL;
+    if (ctx && !c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx) {
+        CUresult r = sim_ctx_current(&c);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    *dev = c->dev;
+    return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuCtxGetFlags(unsigned int *flags)
 {
     SIM_COUNT(cuCtxGetFlags);
@@ -358,6 +380,24 @@ SIM_API CUresult cuCtxSynchronize(void)
     struct sim_ctx *c;
     CUresult r = sim_ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
+    sim_sync_all();
+    sim_pools_sync_trim();
+    return CUDA_SUCCESS;
+}
+
+/* CUDA 13: waits for ctx (NULL: the current context). The sim's streams
+ * are per process, so this waits for all of them, as cuCtxSynchronize. */
+SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    SIM_COUNT(cuCtxSynchronize_v2);
+    if (sim_driver_version() < 13000) ctx = NULL;   /* see cuCtxGetDevice_v2 */
+    SIM_REQUIRE_INIT();
+    struct sim_ctx *c;
+    if (ctx && !sim_ctx_lookup(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx) {
+        CUresult r = sim_ctx_current(&c);
+        if (r != CUDA_SUCCESS) return r;
+    }
     sim_sync_all();
     sim_pools_sync_trim();
     return CUDA_SUCCESS;

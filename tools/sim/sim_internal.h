@@ -26,6 +26,11 @@ enum sim_fn_id {
 #undef SIM_FN
     SIM_FN_COUNT
 };
+/* The generated stubs (sim_stubs.c from gen_stubs.sh): every function
+ * cuda.h declares that sim_api.def does not list. */
+extern const char *const sim_stub_names[];
+extern void *const sim_stub_fns[];
+extern const unsigned sim_stub_count;
 extern _Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
 #define SIM_COUNT(name) \
     atomic_fetch_add_explicit(&sim_call_counts[SIM_FN_##name], 1, memory_order_relaxed)
@@ -40,6 +45,7 @@ struct sim_config {
     uint64_t alloc_granule;     /* cuMemAlloc charge rounding */
 };
 extern struct sim_config sim_cfg;
+int sim_driver_version(void);   /* VRAMSIM_DRIVER_VERSION, default 13000 */
 int sim_initialized(void);
 #define SIM_REQUIRE_INIT() \
     do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)

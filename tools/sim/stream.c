@@ -316,6 +316,22 @@ SIM_API CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c)
     return c ? stream_get(h, NULL, NULL, c) : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* CUDA 12.5: the stream's context and green context (the sim has none). */
+SIM_API CUresult cuStreamGetCtx_v2(CUstream h, CUcontext *c, CUgreenCtx *g)
+{
+    SIM_COUNT(cuStreamGetCtx_v2);
+    if (!c || !g) return CUDA_ERROR_INVALID_VALUE;
+    *g = NULL;
+    return stream_get(h, NULL, NULL, c);
+}
+SIM_API CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *c, CUgreenCtx *g)
+{
+    SIM_COUNT(cuStreamGetCtx_v2_ptsz);
+    if (!c || !g) return CUDA_ERROR_INVALID_VALUE;
+    *g = NULL;
+    return stream_get(h, NULL, NULL, c);
+}
+
 /* Graph capture is not modelled: no stream is ever capturing. */
 static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st)
 {

@@ -16,6 +16,11 @@ NULL_API CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 NULL_API CUresult cuCtxSetCurrent(CUcontext ctx) { (void)ctx; return CUDA_SUCCESS; }
+/* The shim asks whose context a request is in (its arenas are per context). */
+NULL_API CUresult cuCtxGetCurrent(CUcontext *ctx) {
+  *ctx = (CUcontext)&g_next;
+  return CUDA_SUCCESS;
+}
 NULL_API CUresult cuCtxGetDevice(CUdevice *dev) {
   *dev = 0;
   return CUDA_SUCCESS;

@@ -1,0 +1,276 @@
+/* The registry of live contexts (see contexts.h): a short doubly linked
+ * list under a read-write lock. Requests take the read lock for one walk
+ * and a reference; beginnings and ends take the write lock. */
+#include "contexts.h"
+
+#include "guard.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t g_primary_lock = PTHREAD_MUTEX_INITIALIZER;
+static vs_ctx *g_head;
+static _Atomic uint64_t g_next_id = 1;
+static vs_ctx *g_orphans;   /* a forked child's inheritance: reachable, never used */
+
+/* The fast path: each thread remembers the last record it used, valid
+ * while no record has been unlinked since (g_gen counts unlinks). A hit
+ * takes a reference and checks g_gen again: an unlink bumps g_gen before
+ * it reads the references (both sequentially consistent), so either the
+ * unlink sees this reference and waits for it, or this thread sees the new
+ * g_gen and takes the slow path. */
+static _Atomic uint64_t g_gen = 1;
+static __thread struct {
+  uint64_t gen;
+  vs_ctx *c;
+} t_last __attribute__((tls_model("initial-exec")));
+
+static vs_ctx *cached(uint64_t handle, uint64_t id) {
+  uint64_t gen = atomic_load(&g_gen);
+  vs_ctx *c = t_last.c;
+  if (!c || t_last.gen != gen || (handle ? c->handle != handle : c->id != id)) return NULL;
+  atomic_fetch_add(&c->refs, 1);
+  if (atomic_load(&g_gen) == gen) return c;
+  atomic_fetch_sub(&c->refs, 1);
+  return NULL;
+}
+
+/* c referenced: remember it (gen read before the walk that found it). */
+static void remember(vs_ctx *c, uint64_t gen) {
+  t_last.c = c;
+  t_last.gen = gen;
+}
+
+/* Under the lock (either). */
+static vs_ctx *find(uint64_t handle) {
+  for (vs_ctx *c = g_head; c; c = c->next)
+    if (c->handle == handle) return c;
+  return NULL;
+}
+
+/* Under the write lock. */
+static void link(vs_ctx *c) {
+  c->prev = NULL;
+  c->next = g_head;
+  if (g_head) g_head->prev = c;
+  g_head = c;
+}
+
+static void unlink_locked(vs_ctx *c) {
+  atomic_fetch_add(&g_gen, 1);   /* before wait_refs reads the references: see cached() */
+  if (c->prev) c->prev->next = c->next;
+  else g_head = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->next = c->prev = NULL;
+}
+
+static vs_ctx *fresh(uint64_t handle, int card) {
+  vs_ctx *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->handle = handle;
+  c->card = card;
+  c->id = atomic_fetch_add(&g_next_id, 1);
+  return c;
+}
+
+/* Once unlinked nobody can take a new reference; the ones held are for
+ * requests in flight (one driver call each, or a wait under on_limit). */
+static void wait_refs(vs_ctx *c) {
+  struct timespec ts = {0, 100000};
+  while (atomic_load(&c->refs) > 0) nanosleep(&ts, NULL);
+}
+
+vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
+  if (!real || !real->cuCtxGetCurrent) return NULL;
+  CUcontext h = NULL;
+  CUresult r;
+  vs_guard_enter();
+  r = real->cuCtxGetCurrent(&h);
+  vs_guard_leave();
+  if (r != CUDA_SUCCESS || !h) return NULL;
+  vs_ctx *c = cached((uint64_t)(uintptr_t)h, 0);
+  if (c) return c;
+  pthread_rwlock_rdlock(&g_lock);
+  uint64_t gen = atomic_load(&g_gen);   /* unlinks bump it under the write lock */
+  c = find((uint64_t)(uintptr_t)h);
+  if (c) {
+    atomic_fetch_add(&c->refs, 1);
+    remember(c, gen);
+  }
+  pthread_rwlock_unlock(&g_lock);
+  if (c) return c;
+  /* A context the shim never saw begin (made before the shim was loaded,
+   * or by a path it does not hook): followed from here on. */
+  int card = vs_driver_current_card(real);
+  if (card < 0) return NULL;
+  pthread_rwlock_wrlock(&g_lock);
+  c = find((uint64_t)(uintptr_t)h);
+  if (!c && (c = fresh((uint64_t)(uintptr_t)h, card)) != NULL) {
+    c->usage = 1;
+    link(c);
+  }
+  if (c) atomic_fetch_add(&c->refs, 1);
+  pthread_rwlock_unlock(&g_lock);
+  return c;
+}
+
+vs_ctx *vs_ctx_acquire_id(uint64_t id) {
+  vs_ctx *c = id ? cached(0, id) : NULL;
+  if (c || !id) return c;
+  pthread_rwlock_rdlock(&g_lock);
+  uint64_t gen = atomic_load(&g_gen);
+  c = g_head;
+  while (c && c->id != id) c = c->next;
+  if (c) {
+    atomic_fetch_add(&c->refs, 1);
+    remember(c, gen);
+  }
+  pthread_rwlock_unlock(&g_lock);
+  return c;
+}
+
+void vs_ctx_put(vs_ctx *c) {
+  if (c) atomic_fetch_sub(&c->refs, 1);
+}
+
+void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale) {
+  *stale = NULL;
+  pthread_rwlock_wrlock(&g_lock);
+  vs_ctx *old = find(handle);
+  if (old) {
+    unlink_locked(old);   /* the driver reused the handle of a context whose end went unseen */
+    *stale = old;
+  }
+  vs_ctx *c = fresh(handle, card);
+  if (c) {
+    c->usage = 1;
+    link(c);
+  }
+  pthread_rwlock_unlock(&g_lock);
+  if (*stale) wait_refs(*stale);
+}
+
+void vs_ctx_primary_retained(uint64_t handle, int dev, vs_ctx **stale) {
+  *stale = NULL;
+  pthread_rwlock_wrlock(&g_lock);
+  vs_ctx *c = find(handle);
+  if (c && c->card != dev) {
+    unlink_locked(c);
+    *stale = c;
+    c = NULL;
+  }
+  if (!c) {
+    /* A primary record of dev under another handle ended unseen. */
+    for (vs_ctx *o = g_head; o && !*stale; o = o->next)
+      if (o->primary && o->card == dev) {
+        unlink_locked(o);
+        *stale = o;
+      }
+    c = fresh(handle, dev);
+    if (c) link(c);
+  }
+  if (c) {
+    c->primary = 1;   /* also a record made on first use before the retain was seen */
+    c->retains++;
+  }
+  pthread_rwlock_unlock(&g_lock);
+  if (*stale) wait_refs(*stale);
+}
+
+int vs_ctx_is_regular(uint64_t handle) {
+  pthread_rwlock_rdlock(&g_lock);
+  vs_ctx *c = find(handle);
+  int regular = c && !c->primary;
+  pthread_rwlock_unlock(&g_lock);
+  return regular;
+}
+
+void vs_ctx_attached(uint64_t handle) {
+  pthread_rwlock_wrlock(&g_lock);
+  vs_ctx *c = find(handle);
+  if (c) c->usage++;
+  pthread_rwlock_unlock(&g_lock);
+}
+
+int vs_ctx_detached(uint64_t handle) {
+  pthread_rwlock_wrlock(&g_lock);
+  vs_ctx *c = find(handle);
+  int ends = c && --c->usage <= 0;
+  pthread_rwlock_unlock(&g_lock);
+  return ends;
+}
+
+void vs_ctx_primary_lock(void) { pthread_mutex_lock(&g_primary_lock); }
+void vs_ctx_primary_unlock(void) { pthread_mutex_unlock(&g_primary_lock); }
+
+int vs_ctx_primary_released(int dev) {
+  int left = 0;
+  pthread_rwlock_wrlock(&g_lock);
+  for (vs_ctx *c = g_head; c; c = c->next)
+    if (c->primary && c->card == dev) {
+      if (c->retains > 0) c->retains--;
+      left = c->retains;
+      break;
+    }
+  pthread_rwlock_unlock(&g_lock);
+  return left;
+}
+
+vs_ctx *vs_ctx_unlink(uint64_t handle, int primary_dev) {
+  pthread_rwlock_wrlock(&g_lock);
+  vs_ctx *c = NULL;
+  if (primary_dev >= 0) {
+    for (c = g_head; c && !(c->primary && c->card == primary_dev); c = c->next) {}
+  } else {
+    c = find(handle);
+  }
+  if (c) unlink_locked(c);
+  pthread_rwlock_unlock(&g_lock);
+  if (c) wait_refs(c);
+  return c;
+}
+
+/* Records are never given back to malloc: a thread's remembered record
+ * (t_last) may be read, and its reference count touched, by a thread that
+ * has not yet seen g_gen move. An ended context costs its record (a few
+ * hundred bytes; contexts are few and slow to make), kept reachable here. */
+static vs_ctx *g_ended;
+static pthread_mutex_t g_ended_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vs_ctx_free(vs_ctx *c) {
+  if (!c) return;
+  pthread_mutex_lock(&g_ended_lock);
+  c->prev = NULL;
+  c->next = g_ended;
+  g_ended = c;
+  pthread_mutex_unlock(&g_ended_lock);
+}
+
+void vs_ctx_read_lock(void) { pthread_rwlock_rdlock(&g_lock); }
+void vs_ctx_read_unlock(void) { pthread_rwlock_unlock(&g_lock); }
+vs_ctx *vs_ctx_next(vs_ctx *c) { return c ? c->next : g_head; }
+
+void vs_ctx_atfork_prepare(void) { pthread_rwlock_wrlock(&g_lock); }
+void vs_ctx_atfork_parent(void) { pthread_rwlock_unlock(&g_lock); }
+
+void vs_ctx_atfork_child(void) {
+  /* The forking thread holds the write lock (prepare): the list is whole.
+   * Fresh locks; the parent's records (and their arenas) are never
+   * touched again. */
+  if (g_head) {
+    vs_ctx *tail = g_head;
+    while (tail->next) tail = tail->next;
+    tail->next = g_orphans;
+    g_orphans = g_head;
+  }
+  g_head = NULL;
+  t_last.c = NULL;   /* the forking thread's; no other thread is here */
+  atomic_fetch_add(&g_gen, 1);
+  pthread_rwlock_t fresh_lock = PTHREAD_RWLOCK_INITIALIZER;
+  memcpy(&g_lock, &fresh_lock, sizeof g_lock);
+  pthread_mutex_init(&g_primary_lock, NULL);
+}

@@ -1,0 +1,99 @@
+/* The CUDA contexts the shim follows: who owns a piece of device memory.
+ *
+ * Memory belongs to the context that was current when it was allocated;
+ * the driver frees it when that context ends (cuCtxDestroy, the last
+ * cuCtxDetach, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset).
+ * Each live context has one record here, keyed by its handle, with an id
+ * that is never reused: a driver may hand out the same handle again (the
+ * primary context of a device keeps its handle across a reset), and what
+ * was allocated in the old context must never be taken for the new one's.
+ *
+ * A record is created when the shim sees the context begin (the hooks of
+ * hooks_ctx.c) or, for a context it never saw begin, on the first request
+ * made in it. Tracker records carry the id (vs_alloc_info.ctx_id); the
+ * arena of a context hangs off its record (arena_glue.c).
+ *
+ * Lifetime: a hook that works in a context holds a reference
+ * (vs_ctx_acquire_current / vs_ctx_acquire_id, then vs_ctx_put) for the
+ * whole request, including recording its result. vs_ctx_unlink takes the
+ * record out of the registry (no new reference can be had) and waits until
+ * every reference is put; only then does the memory service sweep what the
+ * context owned and retire the record (vs_ctx_free: kept, never reused). Walks over every live record
+ * (vs_ctx_next) run under the registry's read lock, which unlink's write
+ * lock excludes.
+ * Thread safety: every function may be called from any thread at once. */
+#ifndef VS_CONTEXTS_H
+#define VS_CONTEXTS_H
+
+#include "arena.h"
+#include "cuda_api.h"
+#include "driver_table.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct vs_ctx {
+  uint64_t handle;   /* the CUcontext */
+  uint64_t id;       /* unique in this process, never 0, never reused */
+  int card;
+  int primary;       /* the device's primary context */
+  int retains;       /* primary: retains seen minus releases (when the driver cannot say) */
+  int usage;         /* regular: cuCtxCreate 1, cuCtxAttach +1, cuCtxDetach -1 */
+  _Atomic int refs;  /* hooks working in this context right now */
+  /* Owned by arena_glue.c (under its create lock, read with acquire loads). */
+  _Atomic(vs_arena *) arena;
+  _Atomic int arena_vmm;   /* 1 when `arena` is a VMM one */
+  _Atomic int arena_off;   /* the arena is off for this context's card */
+  vs_arena *retired;       /* a VMM arena replaced by a chunks one (holds nothing) */
+  void *backend, *retired_backend;
+  struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
+} vs_ctx;
+
+/* The calling thread's current context, with a reference, creating its
+ * record if the shim never saw it begin. NULL without a current context (or
+ * out of host memory). */
+vs_ctx *vs_ctx_acquire_current(const vs_real_table *real);
+/* The live context of that id, with a reference; NULL if it has ended. */
+vs_ctx *vs_ctx_acquire_id(uint64_t id);
+void vs_ctx_put(vs_ctx *c);
+
+/* The shim saw a context begin: cuCtxCreate (usage 1), or a retain of
+ * dev's primary context. A live record of the same handle that is not that
+ * context any more (its end went by unseen) is returned in *stale, unlinked,
+ * for the caller to end; else *stale is NULL. */
+void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale);
+void vs_ctx_primary_retained(uint64_t handle, int dev, vs_ctx **stale);
+/* 1 when handle is a live context the shim follows that is not a
+ * primary context. */
+int vs_ctx_is_regular(uint64_t handle);
+/* cuCtxAttach on the current context: usage + 1. */
+void vs_ctx_attached(uint64_t handle);
+/* cuCtxDetach: usage - 1; 1 when it reached 0 (the context ends). */
+int vs_ctx_detached(uint64_t handle);
+/* The primary-context hooks serialise under this lock, so the driver's
+ * reference count and what the shim concludes from it agree. */
+void vs_ctx_primary_lock(void);
+void vs_ctx_primary_unlock(void);
+/* Release seen: retains - 1; returns what is left. */
+int vs_ctx_primary_released(int dev);
+
+/* Takes the live record of handle (or dev's primary record, handle 0 and
+ * dev >= 0) out of the registry and waits until no hook works in it. NULL
+ * when there is none. The caller ends it and then calls vs_ctx_free. */
+vs_ctx *vs_ctx_unlink(uint64_t handle, int primary_dev);
+void vs_ctx_free(vs_ctx *c);
+
+/* Walks: under vs_ctx_read_lock, vs_ctx_next(NULL) is the first live
+ * record, vs_ctx_next(c) the one after c, NULL at the end. */
+void vs_ctx_read_lock(void);
+void vs_ctx_read_unlock(void);
+vs_ctx *vs_ctx_next(vs_ctx *c);
+
+/* fork: prepare takes the write lock (no record changes across the fork),
+ * parent releases it; the child has no contexts (CUDA does not survive fork); the
+ * parent's records are kept reachable, never used. */
+void vs_ctx_atfork_prepare(void);
+void vs_ctx_atfork_parent(void);
+void vs_ctx_atfork_child(void);
+
+#endif

@@ -1,0 +1,592 @@
+/* IPC of VMM arena blocks (see ipc_vmm.h). */
+#include "ipc_vmm.h"
+
+#include "arena_glue.h"
+#include "guard.h"
+#include "log.h"
+#include "settings.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+static const char k_magic[16] = "vramshim-ipc-vm";
+
+/* The program's handle. */
+typedef struct token {
+  char magic[16];
+  int32_t pid;
+  uint32_t pad;
+  uint64_t seq;
+  uint64_t nonce;
+} token;
+_Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
+
+/* The importer's request and the exporter's answer. */
+typedef struct request {
+  char magic[16];
+  uint64_t seq, nonce;
+} request;
+typedef struct reply {
+  int32_t status;   /* CUresult */
+  int32_t card;
+  uint64_t size;    /* the block's size */
+  uint64_t span;    /* bytes of the granules under it */
+  uint64_t offset;  /* the block's start in the span */
+  uint32_t npieces;
+  uint32_t pad;
+} reply;
+/* One physical handle's run under the block; its descriptor rides along. */
+typedef struct piece {
+  uint64_t span_off, len, handle_off;
+} piece;
+#define MAX_PIECES 65536   /* a 128 GiB block of 2 MiB handles */
+
+int vs_ipc_vmm_is_handle(const CUipcMemHandle *h) { return memcmp(h->reserved, k_magic, sizeof k_magic) == 0; }
+
+/* ---- exporter ------------------------------------------------------------ */
+
+typedef struct export_rec {
+  uint64_t base, size, seq, nonce;
+  int card;
+  UT_hash_handle hh;   /* by base */
+  UT_hash_handle hs;   /* by seq */
+} export_rec;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static export_rec *g_by_base, *g_by_seq;
+static uint64_t g_next_seq = 1;
+static _Atomic int g_any_export;   /* lets a free skip the lock when nothing was exported */
+static int g_server = -1;          /* listening socket, once started */
+static void *g_orphan;            /* a forked child's inheritance, kept reachable */
+
+/* The ledger folder, opened without following links (created 0700 by the exporter). */
+static int open_dir(int create) {
+  const char *dir = vs_settings_get()->config.ledger_dir;
+  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
+  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A socket address naming <dir>/ipc-<pid>.sock through the folder's open
+ * descriptor, so a long ledger_dir still fits sun_path. */
+static void sock_addr(struct sockaddr_un *sa, int dfd, int pid, char *name, size_t n) {
+  snprintf(name, n, "ipc-%d.sock", pid);
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", dfd, name);
+}
+
+static int send_all(int fd, const void *buf, size_t n, int pass_fd) {
+  struct iovec iov = {(void *)buf, n};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  if (pass_fd >= 0) {
+    memset(&u, 0, sizeof u);
+    m.msg_control = u.buf;
+    m.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  ssize_t w;
+  do w = sendmsg(fd, &m, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n ? 0 : -1;
+}
+
+/* Receives exactly n bytes, and the descriptor sent with them (or -1). */
+static int recv_all(int fd, void *buf, size_t n, int *got_fd) {
+  struct iovec iov = {buf, n};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = u.buf;
+  m.msg_controllen = sizeof u.buf;
+  if (got_fd) *got_fd = -1;
+  ssize_t r;
+  do r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  while (r < 0 && errno == EINTR);
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int f;
+      memcpy(&f, CMSG_DATA(c), sizeof f);
+      if (got_fd && *got_fd < 0) *got_fd = f;
+      else close(f);
+    }
+  if (r != (ssize_t)n) {
+    if (got_fd && *got_fd >= 0) close(*got_fd);
+    if (got_fd) *got_fd = -1;
+    return -1;
+  }
+  return 0;
+}
+
+typedef struct collect {
+  piece *p;
+  uint64_t *handle;
+  uint32_t n, cap;
+  uint64_t first_va;
+  int oom;
+} collect;
+
+/* Under the heap's lock (vs_arena_vmm_pieces): only memory, no arena call. */
+static void collect_piece(void *user, uint64_t va, uint64_t len, uint64_t handle, uint64_t handle_off) {
+  collect *c = user;
+  if (c->n == 0) c->first_va = va;
+  if (c->n == c->cap) {
+    uint32_t cap = c->cap ? c->cap * 2 : 8;
+    piece *np = cap <= MAX_PIECES ? realloc(c->p, cap * sizeof *np) : NULL;
+    if (np) c->p = np;
+    uint64_t *nh = np ? realloc(c->handle, cap * sizeof *nh) : NULL;
+    if (!np || !nh) {
+      c->oom = 1;
+      return;
+    }
+    c->handle = nh;
+    c->cap = cap;
+  }
+  c->p[c->n] = (piece){va - c->first_va, len, handle_off};
+  c->handle[c->n++] = handle;
+}
+
+/* Answers one request on connection fd. */
+static void serve(const vs_real_table *real, int fd) {
+  struct ucred cred;
+  socklen_t cl = sizeof cred;
+  request q;
+  reply rp;
+  memset(&rp, 0, sizeof rp);
+  rp.status = CUDA_ERROR_INVALID_HANDLE;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || (cred.uid != geteuid() && cred.uid != 0)) {
+    rp.status = CUDA_ERROR_INVALID_VALUE;
+    (void)send_all(fd, &rp, sizeof rp, -1);
+    return;
+  }
+  if (recv_all(fd, &q, sizeof q, NULL) != 0 || memcmp(q.magic, k_magic, sizeof k_magic) != 0) return;
+  collect c;
+  memset(&c, 0, sizeof c);
+  int *fds = NULL;
+  /* The lock keeps the block live (its free ends the export under it
+   * first) while its handles are read and exported. */
+  pthread_mutex_lock(&g_lock);
+  export_rec *e;
+  HASH_FIND(hs, g_by_seq, &q.seq, sizeof q.seq, e);
+  if (e && e->nonce == q.nonce) {
+    if (vs_arena_glue_vmm_pieces(e->base, e->size, collect_piece, &c) != 0 || c.oom || c.n == 0 ||
+        !(fds = calloc(c.n, sizeof *fds))) {
+      rp.status = c.oom || (c.n && !fds) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
+    } else {
+      rp.status = CUDA_SUCCESS;
+      for (uint32_t i = 0; i < c.n; i++) fds[i] = -1;
+      for (uint32_t i = 0; i < c.n && rp.status == CUDA_SUCCESS; i++) {
+        CUresult r = real->cuMemExportToShareableHandle(&fds[i], (CUmemGenericAllocationHandle)c.handle[i],
+                                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        if (r != CUDA_SUCCESS) {
+          fds[i] = -1;
+          rp.status = r;
+          VS_WARN("card %d: cannot export the physical memory of IPC block 0x%llx (driver error %d)", e->card,
+                  (unsigned long long)e->base, (int)r);
+        }
+      }
+      rp.card = e->card;
+      rp.size = e->size;
+      rp.offset = e->base - c.first_va;
+      rp.span = c.p[c.n - 1].span_off + c.p[c.n - 1].len;
+      rp.npieces = c.n;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  if (rp.status != CUDA_SUCCESS) rp.npieces = 0;
+  if (send_all(fd, &rp, sizeof rp, -1) == 0)
+    for (uint32_t i = 0; i < rp.npieces; i++)
+      if (send_all(fd, &c.p[i], sizeof c.p[i], fds[i]) != 0) break;
+  for (uint32_t i = 0; fds && i < c.n; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  free(fds);
+  free(c.p);
+  free(c.handle);
+}
+
+static void *server_main(void *arg) {
+  int lfd = (int)(intptr_t)arg;
+  vs_guard_enter();   /* the driver calls below are the shim's own */
+  for (;;) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        if (errno != EINTR && errno != ECONNABORTED) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        continue;
+      }
+      VS_WARN("the IPC export thread stops: accept failed (%s); later cuIpcOpenMemHandle of this process's "
+              "blocks fail", strerror(errno));
+      return NULL;
+    }
+    /* A peer that sends nothing must not stall every other open. */
+    struct timeval tv = {5, 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const vs_real_table *real = vs_driver_if_loaded();
+    if (real && real->cuMemExportToShareableHandle) serve(real, fd);
+    close(fd);
+  }
+}
+
+/* Under g_lock: the listening socket and its thread, started once. */
+static int start_server(void) {
+  if (g_server >= 0) return 0;
+  int dfd = open_dir(1);
+  if (dfd < 0) return -1;
+  struct stat st;
+  if (fstat(dfd, &st) != 0 || st.st_uid != geteuid()) {
+    close(dfd);
+    errno = EPERM;
+    return -1;
+  }
+  struct sockaddr_un sa;
+  char name[64];
+  sock_addr(&sa, dfd, (int)getpid(), name, sizeof name);
+  (void)unlinkat(dfd, name, 0);   /* left by a dead process with this pid */
+  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int ok = lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  /* Private before it listens: nobody can connect in between. */
+  ok = ok && fchmodat(dfd, name, 0600, 0) == 0 && listen(lfd, 64) == 0;
+  int saved = errno;
+  if (!ok) {
+    if (lfd >= 0) close(lfd);
+    (void)unlinkat(dfd, name, 0);
+    close(dfd);
+    errno = saved;
+    return -1;
+  }
+  close(dfd);
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  int rc = pthread_create(&t, &at, server_main, (void *)(intptr_t)lfd);
+  pthread_attr_destroy(&at);
+  if (rc != 0) {
+    close(lfd);
+    errno = rc;
+    return -1;
+  }
+  g_server = lfd;
+  return 0;
+}
+
+CUresult vs_ipc_vmm_export(uint64_t base, uint64_t size, int card, CUipcMemHandle *out) {
+  pthread_mutex_lock(&g_lock);
+  if (start_server() != 0) {
+    int e = errno;
+    pthread_mutex_unlock(&g_lock);
+    VS_ERROR("card %d: cuIpcGetMemHandle fails: cannot serve IPC exports on a socket in %s (%s)", card,
+             vs_settings_get()->config.ledger_dir, strerror(e));
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
+  export_rec *e;
+  HASH_FIND(hh, g_by_base, &base, sizeof base, e);
+  if (e && (e->size != size || e->card != card)) {
+    /* A block of another size at this address: never the same export. */
+    HASH_DELETE(hh, g_by_base, e);
+    HASH_DELETE(hs, g_by_seq, e);
+    free(e);
+    e = NULL;
+  }
+  if (!e) {
+    e = calloc(1, sizeof *e);
+    if (!e) {
+      pthread_mutex_unlock(&g_lock);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->base = base;
+    e->size = size;
+    e->card = card;
+    e->seq = g_next_seq++;
+    if (getrandom(&e->nonce, sizeof e->nonce, 0) != (ssize_t)sizeof e->nonce)
+      e->nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)e ^ ((uint64_t)time(NULL) << 16) ^ e->seq;
+    HASH_ADD(hh, g_by_base, base, sizeof e->base, e);
+    HASH_ADD(hs, g_by_seq, seq, sizeof e->seq, e);
+    atomic_store(&g_any_export, 1);
+  }
+  token t;
+  memset(&t, 0, sizeof t);
+  memcpy(t.magic, k_magic, sizeof k_magic);
+  t.pid = (int32_t)getpid();
+  t.seq = e->seq;
+  t.nonce = e->nonce;
+  pthread_mutex_unlock(&g_lock);
+  memset(out, 0, sizeof *out);
+  memcpy(out->reserved, &t, sizeof t);
+  return CUDA_SUCCESS;
+}
+
+void vs_ipc_vmm_block_freed(uint64_t base) {
+  if (!atomic_load_explicit(&g_any_export, memory_order_relaxed)) return;
+  pthread_mutex_lock(&g_lock);
+  export_rec *e;
+  HASH_FIND(hh, g_by_base, &base, sizeof base, e);
+  if (e) {
+    HASH_DELETE(hh, g_by_base, e);
+    HASH_DELETE(hs, g_by_seq, e);
+    free(e);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- importer ------------------------------------------------------------ */
+
+typedef struct import_key {
+  int32_t pid;
+  uint32_t pad;
+  uint64_t seq, nonce;
+} import_key;
+
+typedef struct import_rec {
+  import_key key;
+  uint64_t ptr, va, span, size, refs;
+  uint32_t npieces;
+  piece *p;
+  UT_hash_handle hh;   /* by key */
+  UT_hash_handle hp;   /* by ptr */
+} import_rec;
+
+static pthread_mutex_t g_imp_lock = PTHREAD_MUTEX_INITIALIZER;
+static import_rec *g_imp_by_key, *g_imp_by_ptr;
+static void *g_imp_orphan;
+
+/* Connects to pid's export socket after checking that it is this user's
+ * private socket. -1 with *why set. */
+static int connect_exporter(int pid, const char **why) {
+  int dfd = open_dir(0);
+  if (dfd < 0) {
+    *why = "this process has no ledger folder (is the exporter running the shim with the same ledger_dir?)";
+    return -1;
+  }
+  struct sockaddr_un sa;
+  char name[64];
+  sock_addr(&sa, dfd, pid, name, sizeof name);
+  struct stat st;
+  int fd = -1;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    *why = "the exporting process has no IPC socket (it has exited, or it does not run the shim with the same "
+           "ledger_dir)";
+  else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+    *why = "its IPC socket is not this user's private socket";
+  else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+    *why = "no socket";
+  else if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    *why = errno == ECONNREFUSED ? "the exporting process has exited" : "cannot connect to the exporting process";
+    close(fd);
+    fd = -1;
+  }
+  close(dfd);
+  if (fd >= 0) {
+    struct timeval tv = {10, 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  return fd;
+}
+
+/* Unmaps what map_import mapped and frees its reservation. */
+static void unmap_import(const vs_real_table *real, uint64_t va, uint64_t span, const piece *p, uint32_t mapped) {
+  for (uint32_t i = 0; i < mapped; i++) (void)real->cuMemUnmap((CUdeviceptr)(va + p[i].span_off), (size_t)p[i].len);
+  if (va) (void)real->cuMemAddressFree((CUdeviceptr)va, (size_t)span);
+}
+
+/* Receives the pieces and maps them at a fresh reservation: CUDA_SUCCESS with *va. */
+static CUresult map_import(const vs_real_table *real, int fd, const reply *rp, int dev, piece *p, uint64_t *va) {
+  CUdeviceptr base = 0;
+  CUresult r = real->cuMemAddressReserve(&base, (size_t)rp->span, 0, 0, 0);
+  if (r != CUDA_SUCCESS) return r;
+  uint32_t mapped = 0;
+  for (uint32_t i = 0; i < rp->npieces && r == CUDA_SUCCESS; i++) {
+    int pfd = -1;
+    if (recv_all(fd, &p[i], sizeof p[i], &pfd) != 0 || pfd < 0 || p[i].span_off + p[i].len > rp->span) {
+      if (pfd >= 0) close(pfd);
+      r = CUDA_ERROR_INVALID_HANDLE;   /* the exporter went away mid-answer */
+      break;
+    }
+    CUmemGenericAllocationHandle h = 0;
+    r = real->cuMemImportFromShareableHandle(&h, (void *)(intptr_t)pfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    close(pfd);
+    if (r != CUDA_SUCCESS) break;
+    r = real->cuMemMap(base + p[i].span_off, (size_t)p[i].len, (size_t)p[i].handle_off, h, 0);
+    (void)real->cuMemRelease(h);   /* the mapping holds the memory now */
+    if (r == CUDA_SUCCESS) mapped++;
+  }
+  if (r == CUDA_SUCCESS) {
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = real->cuMemSetAccess(base, (size_t)rp->span, &acc, 1);
+  }
+  if (r != CUDA_SUCCESS) {
+    unmap_import(real, (uint64_t)base, rp->span, p, mapped);
+    return r;
+  }
+  *va = (uint64_t)base;
+  return CUDA_SUCCESS;
+}
+
+CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, unsigned flags, CUdeviceptr *ptr,
+                         uint64_t *size) {
+  token t;
+  memcpy(&t, h->reserved, sizeof t);
+  if (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
+  CUdevice dev = 0;
+  CUresult r = real->cuCtxGetDevice ? real->cuCtxGetDevice(&dev) : CUDA_ERROR_INVALID_CONTEXT;
+  if (r != CUDA_SUCCESS) return r;
+  /* The driver opens no handle in the process that made it (the sim: INVALID_CONTEXT). */
+  if (t.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (t.pid <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!real->cuMemImportFromShareableHandle || !real->cuMemAddressReserve || !real->cuMemAddressFree ||
+      !real->cuMemMap || !real->cuMemUnmap || !real->cuMemSetAccess || !real->cuMemRelease) {
+    VS_WARN("cuIpcOpenMemHandle: a vramshim handle of a VMM block from process %d cannot be opened: the driver "
+            "lacks the VMM functions", (int)t.pid);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  import_key key = {t.pid, 0, t.seq, t.nonce};
+  /* The lock is held across the exchange: two threads opening one handle
+   * get one mapping (opens are rare; the socket has timeouts). */
+  pthread_mutex_lock(&g_imp_lock);
+  import_rec *o;
+  HASH_FIND(hh, g_imp_by_key, &key, sizeof key, o);
+  if (o) {
+    o->refs++;
+    *ptr = (CUdeviceptr)o->ptr;
+    *size = o->size;
+    pthread_mutex_unlock(&g_imp_lock);
+    return CUDA_SUCCESS;
+  }
+  const char *why = NULL;
+  int fd = connect_exporter(t.pid, &why);
+  reply rp;
+  memset(&rp, 0, sizeof rp);
+  request q;
+  memset(&q, 0, sizeof q);
+  memcpy(q.magic, k_magic, sizeof k_magic);
+  q.seq = t.seq;
+  q.nonce = t.nonce;
+  if (fd >= 0 && (send_all(fd, &q, sizeof q, -1) != 0 || recv_all(fd, &rp, sizeof rp, NULL) != 0))
+    why = "the exporting process did not answer";
+  r = CUDA_ERROR_INVALID_HANDLE;   /* the sim's word for a handle whose memory is gone */
+  if (!why && rp.status != CUDA_SUCCESS) {
+    r = (CUresult)rp.status;
+    why = r == CUDA_ERROR_INVALID_HANDLE ? "the block was freed (or the handle is forged)" : "the exporter refused";
+  }
+  if (!why && (rp.npieces == 0 || rp.npieces > MAX_PIECES || rp.offset + rp.size > rp.span)) why = "a bad answer";
+  piece *p = NULL;
+  uint64_t va = 0;
+  if (!why && !(p = calloc(rp.npieces, sizeof *p))) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    why = "out of host memory";
+  }
+  if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va)) != CUDA_SUCCESS) why = "mapping it failed";
+  if (fd >= 0) close(fd);
+  if (!why && !(o = calloc(1, sizeof *o))) {
+    unmap_import(real, va, rp.span, p, rp.npieces);
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    why = "out of host memory";
+  }
+  if (why) {
+    pthread_mutex_unlock(&g_imp_lock);
+    free(p);
+    VS_WARN("cuIpcOpenMemHandle: a vramshim handle from process %d cannot be opened: %s (error %d)", (int)t.pid,
+            why, (int)r);
+    return r;
+  }
+  o->key = key;
+  o->va = va;
+  o->span = rp.span;
+  o->ptr = va + rp.offset;
+  o->size = rp.size;
+  o->refs = 1;
+  o->npieces = rp.npieces;
+  o->p = p;
+  HASH_ADD(hh, g_imp_by_key, key, sizeof o->key, o);
+  HASH_ADD(hp, g_imp_by_ptr, ptr, sizeof o->ptr, o);
+  pthread_mutex_unlock(&g_imp_lock);
+  *ptr = (CUdeviceptr)o->ptr;
+  *size = o->size;
+  return CUDA_SUCCESS;
+}
+
+int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r) {
+  pthread_mutex_lock(&g_imp_lock);
+  import_rec *o;
+  HASH_FIND(hp, g_imp_by_ptr, &ptr, sizeof ptr, o);
+  if (!o) {
+    pthread_mutex_unlock(&g_imp_lock);
+    return 0;
+  }
+  if (--o->refs == 0) {
+    HASH_DELETE(hh, g_imp_by_key, o);
+    HASH_DELETE(hp, g_imp_by_ptr, o);
+  } else {
+    o = NULL;
+  }
+  pthread_mutex_unlock(&g_imp_lock);
+  if (o) {
+    unmap_import(real, o->va, o->span, o->p, o->npieces);
+    free(o->p);
+    free(o);
+  }
+  *r = CUDA_SUCCESS;
+  return 1;
+}
+
+void vs_ipc_vmm_atfork_child(void) {
+  /* The parent's exports are not the child's (its server thread is not
+   * running here), nor are its mappings. Kept reachable, never used. */
+  if (g_by_base) g_orphan = g_by_base;
+  if (g_imp_by_key) g_imp_orphan = g_imp_by_key;
+  g_by_base = g_by_seq = NULL;
+  g_imp_by_key = g_imp_by_ptr = NULL;
+  g_next_seq = 1;
+  atomic_store(&g_any_export, 0);
+  if (g_server >= 0) close(g_server);
+  g_server = -1;
+  pthread_mutex_init(&g_lock, NULL);
+  pthread_mutex_init(&g_imp_lock, NULL);
+}
+
+/* The socket goes with its exporter (a killed one leaves it: the next
+ * process with that pid replaces it, an importer's connect is refused). */
+__attribute__((destructor)) static void remove_socket(void) {
+  if (g_server < 0) return;
+  int dfd = open_dir(0);
+  if (dfd < 0) return;
+  char name[64];
+  snprintf(name, sizeof name, "ipc-%d.sock", (int)getpid());
+  unlinkat(dfd, name, 0);
+  close(dfd);
+}
