@@ -82,6 +82,11 @@ static uint64_t batch_limit(vs_arena *a) {
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
   if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
   uint64_t calls0 = vs_tl_calls;
+  if (a->be.could_fit && a->be.could_fit(a->be.ctx, size) != VS_BACKEND_OK) {
+    atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
+    return VS_BACKEND_OOM;
+  }
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
   int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr) : VS_BACKEND_OOM;
   /* Large, or small with no room for a whole slab: the heap may still fit this one request. */

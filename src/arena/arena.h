@@ -45,6 +45,14 @@ typedef struct vs_arena_backend {
    * has finished (cuCtxSynchronize). Freed blocks are not handed out again
    * until a sync that started after their free has returned. */
   int (*sync)(void *ctx);
+
+  /* Optional (NULL: no bound). Before the arena grows for a request of
+   * `size` bytes: VS_BACKEND_OK when it could ever be served, else
+   * VS_BACKEND_OOM (larger than the card, or than all the backend may ever
+   * hold, e.g. a quota). The arena then fails the request at once, without
+   * asking for a byte: a request that can never fit must not make it grow
+   * (and keep) everything it can get first. */
+  int (*could_fit)(void *ctx, uint64_t size);
 } vs_arena_backend;
 
 /* ---- Configuration ------------------------------------------------------ */

@@ -479,6 +479,9 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     while (k + 1 < VS_HEAP_NT && size >= VS_BAND_BASE << ((k + 1) * VS_BAND_STEP - VS_BAND_STEP)) k++;
   vs_tlsf *t = &h->t[k];
   pthread_mutex_lock(&h->mu);
+  /* What the heap held before this request: a refusal gives back whatever
+   * it grew by while trying (below, after `refused`). */
+  const uint64_t held_before = vs_heap_reserved(h);
   for (;;) {
     vs_heap_reclaim(a);
     vs_tblock *b = vs_tlsf_find(t, size + extra);
@@ -574,6 +577,17 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     vs_heap_reclaim(a);
     trim_locked(a, 0);
     rc = 0;
+  }
+  if (rc) {
+    /* Refused: the growth mapped for this request before the backend said
+     * no (handles, chunks) lies in free space. Give it back, so that a
+     * refused request leaves the process holding no more than before it
+     * (the ladder may already have released older cache too). */
+    uint64_t now = vs_heap_reserved(h);
+    if (now > held_before) {
+      uint64_t excess = now - held_before, cached = vs_heap_cached(h);
+      trim_locked(a, cached > excess ? cached - excess : 0);
+    }
   }
   pthread_mutex_unlock(&h->mu);
   return rc;

@@ -315,6 +315,13 @@ static int unsafe_reuse(void) {
   return e && *e && strcmp(e, "0") != 0;
 }
 
+static int could_fit(void *ctx, uint64_t size) {
+  backend_card *c = ctx;
+  if (vs_quota_could_fit(c->card, size) == CUDA_SUCCESS) return VS_BACKEND_OK;
+  t_last_error = CUDA_ERROR_OUT_OF_MEMORY;
+  return VS_BACKEND_OOM;
+}
+
 void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   /* Writes nothing shared: the context may be in use by the VMM arena's
    * threads at this moment (their va_failed flag stays set). */
@@ -324,6 +331,7 @@ void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   be->chunk_alloc = chunk_alloc;
   be->chunk_free = chunk_free;
   be->sync = sync_ctx;
+  be->could_fit = could_fit;
 }
 
 CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) {

@@ -162,6 +162,28 @@ CUresult vs_quota_charge(int card, uint64_t n) {
   return CUDA_SUCCESS;
 }
 
+CUresult vs_quota_could_fit(int card, uint64_t n) {
+  if (card < 0 || card >= NCARDS) return CUDA_SUCCESS;
+  vs_tenant_session *s = card_session(card);
+  uint64_t total = 0;
+  if (s && vs_tenant_view(s, card, 0, NULL, &total) == 0 && n > total) {
+    /* Beyond what the tenant could ever hold here (its limit, or the card
+     * less headroom and others' reservations): the ledger refuses it
+     * whatever happens, and this charge records that refusal (the note the
+     * final log line and vs_quota_wait read) without taking a byte. */
+    if (vs_quota_charge(card, n) == CUDA_SUCCESS) {
+      vs_quota_uncharge(card, n);   /* cannot happen (n > total): never refuse what was admitted */
+      return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  uint64_t cap = s ? g_capacity[card] : 0;
+  char uuid[VS_NAME_MAX];
+  if (!cap && identify(card, &cap, uuid) != 0) cap = 0;
+  /* Larger than the card: the driver could never grant it. */
+  return cap && n > cap ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
 int vs_quota_live_due(void) {
   if (__builtin_expect(!t_refused.live_due, 1)) return 0;
   t_refused.live_due = 0;
@@ -176,7 +198,11 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   /* What was refused may be an arena growth larger than the request. */
   uint64_t req = n;
   if (t->card != card) card = t->card;
-  if (t->n) n = t->n;
+  /* Wait for the whole request: a refused arena growth gives back what it
+   * had grown (a refused request holds no more than before), so the last
+   * refused step alone would fit at once and the retry would grow and be
+   * refused again, without end. */
+  if (t->n > n) n = t->n;
   vs_tenant_session *s = card_session(card);
   if (!s) {
     t->pending = 0;
@@ -186,11 +212,14 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   if (wait_ms) {
     if (!*deadline_ns) *deadline_ns = vs_mono_ns() + wait_ms * 1000000ull;
     vs_refusal why = t->why;
-    if (vs_tenant_wait_fit(s, card, n, *deadline_ns, &why) == 0) {
+    /* Fits now: the caller tries again (and may lose the race), until the
+     * deadline, never past it. */
+    int fit = vs_tenant_wait_fit(s, card, n, *deadline_ns, &why);
+    if (fit == 0 && vs_mono_ns() < *deadline_ns) {
       t->pending = 0;
-      return 1;   /* fits now: the caller tries again (and may lose the race) */
+      return 1;
     }
-    t->why = why;
+    if (fit != 0) t->why = why;
   }
   t->pending = 0;
   /* The line names the program's request (what was refused inside the

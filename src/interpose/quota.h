@@ -18,6 +18,12 @@
  * reservations. Never blocks: it is called from inside the arena (under
  * its locks), whose OOM ladder trims the cache and retries on a refusal. */
 CUresult vs_quota_charge(int card, uint64_t n);
+/* Whether a request of n bytes could ever be served on card:
+ * CUDA_ERROR_OUT_OF_MEMORY when it is larger than the card, or than what
+ * the tenant could ever hold there (then recorded as a refusal, as a
+ * charge would be); CUDA_SUCCESS otherwise. Takes no memory. The arena
+ * asks before it grows, so such a request fails at once. */
+CUresult vs_quota_could_fit(int card, uint64_t n);
 /* After a refusal of n bytes, and outside every lock of the shim: with
  * on_limit = wait:DURATION, blocks (no busy wait) until enough memory was
  * given back that n may be admitted (returns 1: try again) or until the

@@ -1,0 +1,171 @@
+/* Fault injection (issue 10): real processes, each preloaded with
+ * libvramshim.so over the simulated driver, sharing one card's ledger.
+ *
+ *   faults_prog case NAME WORKDIR TOOL [ARG]   the orchestrator (cases below)
+ *   faults_prog WORKER ARGS...                 a worker (see main)
+ *
+ * Each case says what it checks and what it did before the fix. */
+#include "tenant_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vramsim.h"
+
+static sigset_t g_sigs;
+static const char *g_tool;
+
+/* ---- workers ------------------------------------------------------------------ */
+static void hold_until_term(void) {
+  for (;;) {
+    int sig = 0;
+    sigwait(&g_sigs, &sig);
+    if (sig == SIGTERM) exit(0);
+  }
+}
+
+static int w_hold(int argc, char **argv) {
+  tp_cuda_up();
+  for (int i = 0; i < argc; i++) {
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc(&p, strtoull(argv[i], NULL, 10) * MiB);
+    CHECK(r == CUDA_SUCCESS, "hold: cuMemAlloc(%s MiB) = %d", argv[i], (int)r);
+  }
+  SAY("holding");
+  hold_until_term();
+  return 0;
+}
+
+static int w_try(int argc, char **argv) {
+  CHECK(argc >= 2, "try MIB ok|oom");
+  tp_cuda_up();
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(argv[0], NULL, 10) * MiB);
+  printf("result=%d\n", (int)r);
+  CHECK(!strcmp(argv[1], "ok") ? r == CUDA_SUCCESS : r == CUDA_ERROR_OUT_OF_MEMORY, "try %s MiB: %d", argv[0],
+        (int)r);
+  return 0;
+}
+
+/* oversize PRE_MIB MIB at-once|bounded: holds PRE_MIB, asks MIB (refused),
+ * and checks that the process holds on the card no more than before the
+ * request; with at-once, that it made no driver call to grow (cuMemCreate,
+ * cuMemAlloc). Then holds until SIGTERM. */
+static int w_oversize(int argc, char **argv) {
+  CHECK(argc == 3, "oversize PRE_MIB MIB at-once|bounded");
+  tp_cuda_up();
+  CUdeviceptr p, q;
+  uint64_t pre = strtoull(argv[0], NULL, 10) * MiB, big = strtoull(argv[1], NULL, 10) * MiB;
+  if (pre) CHECK(cuMemAlloc(&p, pre) == CUDA_SUCCESS, "pre-allocation");
+  uint64_t used0 = vramsim_card_used(0), creates0 = vramsim_calls("cuMemCreate"),
+           allocs0 = vramsim_calls("cuMemAlloc_v2");
+  CUresult r = cuMemAlloc(&q, big);
+  uint64_t used1 = vramsim_card_used(0), creates1 = vramsim_calls("cuMemCreate"),
+           allocs1 = vramsim_calls("cuMemAlloc_v2");
+  printf("result=%d used_before=%llu used_after=%llu cuMemCreate=%llu cuMemAlloc=%llu\n", (int)r,
+         (unsigned long long)used0, (unsigned long long)used1, (unsigned long long)(creates1 - creates0),
+         (unsigned long long)(allocs1 - allocs0));
+  fflush(stdout);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the oversized request is refused (%d)", (int)r);
+  CHECK(used1 <= used0, "after the refusal the card holds %llu MiB, before %llu MiB: the process kept what it grew",
+        (unsigned long long)(used1 / MiB), (unsigned long long)(used0 / MiB));
+  if (!strcmp(argv[2], "at-once"))
+    CHECK(creates1 == creates0 && allocs1 <= allocs0 + 1, "no growth for a request that can never fit "
+          "(%llu cuMemCreate, %llu cuMemAlloc)", (unsigned long long)(creates1 - creates0),
+          (unsigned long long)(allocs1 - allocs0));
+  SAY("holding");
+  hold_until_term();
+  return 0;
+}
+
+/* ---- cases ---------------------------------------------------------------------- */
+static vs_ledger_snapshot g_snap __attribute__((unused));
+
+static int wait_line(const char *file, const char *needle, int timeout_ms) {
+  for (int t = 0; t < timeout_ms; t += 10) {
+    char *s = tp_read(file);
+    int found = strstr(s, needle) != NULL;
+    free(s);
+    if (found) return 0;
+    tp_sleep_ms(10);
+  }
+  return -1;
+}
+
+static void stop(pid_t p) {
+  kill(p, SIGTERM);
+  tp_wait(p);
+}
+
+/* (1) Hoarding after a refusal. A request larger than the card, and one
+ * larger than the tenant's limit, fail at once without a driver call; a
+ * request that fits the card but not next to a neighbour grows, is
+ * refused, and gives back what it grew: a neighbour then gets the memory.
+ * Before the fix: the 5 GiB request on the 4 GiB card made ~2,000
+ * cuMemCreate calls (VMM) and kept 4 GiB mapped; the neighbour's 1 GiB
+ * request then failed with OUT_OF_MEMORY. */
+static int case_hoard(const char *mode) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", mode);
+  tp_config(global, "[tenant small]\nlimit = 1GiB\n[tenant big]\n[tenant n]\n");
+  const char *a1[] = {"oversize", "64", "5120", "at-once", NULL};
+  pid_t a = tp_spawn("card", "big", NULL, a1);
+  CHECK(wait_line("card.out", "holding", 20000) == 0, "larger than the card: refused at once (card.err)");
+  stop(a);
+  const char *a2[] = {"oversize", "64", "2048", "at-once", NULL};
+  pid_t b = tp_spawn("limit", "small", NULL, a2);
+  CHECK(wait_line("limit.out", "holding", 20000) == 0, "larger than the limit: refused at once (limit.err)");
+  stop(b);
+  char *err = tp_read("limit.err");
+  CHECK(strstr(err, "tenant 'small' on card 0: refused 2.00 GiB"), "the refusal is logged: %s", err);
+  free(err);
+  /* A neighbour holds 2 GiB; 3 GiB fits the card but not next to it. */
+  const char *hn[] = {"hold", "2048", NULL};
+  pid_t n = tp_spawn("neighbour", "n", NULL, hn);
+  CHECK(wait_line("neighbour.out", "holding", 20000) == 0, "the neighbour holds 2 GiB");
+  const char *a3[] = {"oversize", "64", "3072", "bounded", NULL};
+  pid_t c = tp_spawn("grown", "big", NULL, a3);
+  CHECK(wait_line("grown.out", "holding", 20000) == 0, "a refused growth is given back (grown.err)");
+  const char *t1[] = {"try", "1536", "ok", NULL};
+  pid_t d = tp_spawn("after", "n", NULL, t1);
+  CHECK(tp_wait(d) == 0, "a neighbour gets 1.5 GiB after the refusal (after.err)");
+  char *out = tp_read("card.out");
+  SAY("%s: larger than the card: %s", mode, out);
+  free(out);
+  out = tp_read("grown.out");
+  SAY("%s: refused after growing: %s", mode, out);
+  free(out);
+  stop(c);
+  stop(n);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  sigemptyset(&g_sigs);
+  sigaddset(&g_sigs, SIGUSR1);
+  sigaddset(&g_sigs, SIGTERM);
+  CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
+  const char *m = argv[1];
+  if (strcmp(m, "case") != 0) {
+    sigprocmask(SIG_BLOCK, &g_sigs, NULL);
+    if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
+    if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
+    if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
+    CHECK(0, "unknown worker %s", m);
+  }
+  CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
+  const char *c = argv[2], *arg = argc > 5 ? argv[5] : "";
+  g_tool = argv[4];
+  tp_workdir(argv[3]);
+  int r = 1;
+  if (!strcmp(c, "hoard")) r = case_hoard(arg);
+  else CHECK(0, "unknown case %s", c);
+  if (r == 0) SAY("PASS %s", c);
+  return r;
+}
