@@ -94,15 +94,29 @@ static void rebuild_locked(vs_ledger_shm *s) {
   for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) {
     VS_STORE(&s->tenants[t].used, 0);
     VS_STORE(&s->tenants[t].spilled, 0);
+    VS_STORE(&s->tenants[t].reserve_holders, 0);
   }
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
     vs_ledger_slot *sl = &s->slots[i];
-    if (sl->state == VS_SLOT_ACTIVE && sl->tenant < VS_LEDGER_TENANTS) {
+    if (sl->state != VS_SLOT_ACTIVE) continue;
+    if (sl->tenant < VS_LEDGER_TENANTS) {
       VS_STORE(&s->tenants[sl->tenant].used, s->tenants[sl->tenant].used + sl->held);
       VS_STORE(&s->tenants[sl->tenant].spilled, s->tenants[sl->tenant].spilled + sl->spilled);
     }
+    for (int t = 0; t < VS_LEDGER_TENANTS; t++)
+      if (sl->reserve_mask >> t & 1) VS_STORE(&s->tenants[t].reserve_holders, s->tenants[t].reserve_holders + 1);
   }
   write_end(s);
+}
+
+/* Inside a write section: the slot leaves (its owner closed it or died);
+ * the reservations its config held end with it unless another live
+ * process's config holds them too (reserve_holders). */
+static void free_slot_locked(vs_ledger_shm *s, vs_ledger_slot *sl) {
+  for (int t = 0; t < VS_LEDGER_TENANTS; t++)
+    if (sl->reserve_mask >> t & 1 && s->tenants[t].reserve_holders)
+      VS_STORE(&s->tenants[t].reserve_holders, s->tenants[t].reserve_holders - 1);
+  memset(sl, 0, sizeof *sl);
 }
 
 /* Never an unbounded wait: glibc's unlock wakes one waiter, and if that
@@ -188,7 +202,7 @@ static int sweep_locked(vs_ledger *h) {
     VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
     /* Its spilled host memory went with the process; its share of MAX comes back (issue 13). */
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled >= spilled ? s->tenants[t].spilled - spilled : 0);
-    memset(sl, 0, sizeof *sl);
+    free_slot_locked(s, sl);
     write_end(s);
     add_event_locked(s, VS_EVENT_RECLAIM, pid, t, held, s->tenants[t].used, s->tenants[t].limit);
     if (spilled)
@@ -380,9 +394,14 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   int idx[VS_CFG_MAX_TENANTS];
   for (int i = 0; i < plan->ntenants; i++) idx[i] = find_tenant_locked(s, plan->tenants[i].name, 1);
   write_begin(s);
+  uint64_t mask = 0;
   for (int i = 0; i < plan->ntenants; i++) {
     int k = idx[i];
     if (k < 0) continue;
+    if (plan->tenants[i].reserve && !(mask >> k & 1)) {
+      mask |= 1ull << k;
+      VS_STORE(&s->tenants[k].reserve_holders, s->tenants[k].reserve_holders + 1);
+    }
     VS_STORE(&s->tenants[k].reserve, plan->tenants[i].reserve);
     VS_STORE(&s->tenants[k].limit, plan->tenants[i].limit);
     VS_STORE(&s->tenants[k].spill_max, plan->tenants[i].spill_max);
@@ -400,6 +419,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   sl->tenant = (uint32_t)t;
   sl->generation = plan->generation;
   sl->attach_ns = vs_clock_ns(CLOCK_REALTIME);
+  sl->reserve_mask = mask;
   sl->state = VS_SLOT_ACTIVE;
   write_end(s);
   refresh_map_locked(h);
@@ -434,7 +454,7 @@ void vs_ledger_close(vs_ledger *h) {
     uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
     VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
     VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-    memset(sl, 0, sizeof *sl);
+    free_slot_locked(s, sl);
     write_end(s);
     __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
     unlock_shm(s);
@@ -447,10 +467,13 @@ void vs_ledger_close(vs_ledger *h) {
 
 /* ---- Admission ---------------------------------------------------------------- */
 /* R_t: our plan's reservation for tenant t when the plan names it (known:
- * how many reserve_of[] entries are filled), else the ledger's. */
+ * how many reserve_of[] entries are filled), else the ledger's while a live
+ * process's config holds it (reserve_holders), else none: a reservation
+ * ends with the last process under a config that has it. */
 static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
   int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
-  return mine >= 0 ? (uint64_t)mine : VS_LOAD(&h->shm->tenants[t].reserve);
+  if (mine >= 0) return (uint64_t)mine;
+  return VS_LOAD(&h->shm->tenants[t].reserve_holders) ? VS_LOAD(&h->shm->tenants[t].reserve) : 0;
 }
 
 /* The sum of max(U_t, R_t) over the tenants below nt other than ours.

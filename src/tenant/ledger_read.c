@@ -187,10 +187,19 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
       out->tenants[t].spilled += sl->spilled;
       out->tenants[t].nprocs++;
     }
+    for (uint32_t r = 0; r < nt; r++) {
+      vs_snap_tenant *o = &out->tenants[r];
+      if (!(sl->reserve_mask >> r & 1)) continue;
+      if (o->reserve_procs < VS_SNAP_RESERVE_PIDS) o->reserve_pids[o->reserve_procs] = sl->pid;
+      o->reserve_procs++;
+    }
     int seen = 0;
     for (int g = 0; g < out->generations; g++) seen |= gens[g] == sl->generation;
     if (!seen) gens[out->generations++] = sl->generation;
   }
+  /* A reservation no live process's config holds has ended (issue 10). */
+  for (uint32_t t = 0; t < nt; t++)
+    if (!out->tenants[t].reserve_procs) out->tenants[t].reserve = 0;
   uint64_t head = c->event_head, first = head > VS_LEDGER_EVENTS ? head - VS_LEDGER_EVENTS : 0;
   for (uint64_t k = first; k < head; k++) {
     const vs_ledger_event *ev = &c->events[k % VS_LEDGER_EVENTS];

@@ -13,9 +13,15 @@
 #define VS_SNAP_PROCS 256
 #define VS_SNAP_EVENTS 256
 
+#define VS_SNAP_RESERVE_PIDS 8
+
 typedef struct vs_snap_tenant {
   char name[VS_NAME_MAX];
-  uint64_t reserve, limit;      /* limit VS_NO_LIMIT when none */
+  uint64_t reserve, limit;      /* limit VS_NO_LIMIT when none; reserve 0 once no live config holds it */
+  /* Where the reservation comes from: the live processes whose config
+   * reserves memory for the tenant (the first VS_SNAP_RESERVE_PIDS pids). */
+  int reserve_procs;
+  int reserve_pids[VS_SNAP_RESERVE_PIDS];
   uint64_t used;                /* held by its live processes */
   uint64_t recorded;            /* the ledger's running total (= used once the dead are reclaimed) */
   uint64_t peak;

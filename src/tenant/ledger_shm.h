@@ -8,6 +8,11 @@
  * VS_SLOT_LOCK_BASE + slot; an ACTIVE slot whose byte is unlocked belongs to
  * a dead process and is reclaimed.
  * seq is odd while a writer changes anything readers copy.
+ * Reservations end with their last process (issue 10): for every tenant t,
+ *   tenants[t].reserve_holders == number of ACTIVE slots s whose
+ *   reserve_mask has bit t (their plan reserves memory for t);
+ * a process whose own plan does not name t counts tenants[t].reserve only
+ * while that number is above 0 (rebuilt from slots like the totals).
  * Changing this layout: bump VS_LEDGER_VERSION. */
 #ifndef VS_TENANT_LEDGER_SHM_H
 #define VS_TENANT_LEDGER_SHM_H
@@ -17,7 +22,7 @@
 #include "config.h"
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 3u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13) */
+#define VS_LEDGER_VERSION 4u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -41,6 +46,10 @@ typedef struct vs_ledger_tenant {
   uint64_t spilled;
   uint64_t spill_peak;
   uint64_t spill_max;
+  /* issue 10: live processes whose config reserves memory for the tenant
+   * (see the invariant above); reserve applies to others only while > 0. */
+  uint32_t reserve_holders;
+  uint32_t tenant_pad;
 } vs_ledger_tenant;
 
 typedef struct vs_ledger_slot {
@@ -54,6 +63,9 @@ typedef struct vs_ledger_slot {
   uint64_t peak;
   uint64_t generation;       /* config generation the process runs */
   uint64_t attach_ns;        /* CLOCK_REALTIME */
+  /* issue 10: bit t set when this process's plan reserves memory for
+   * ledger tenant t (VS_LEDGER_TENANTS <= 64); counted in reserve_holders. */
+  uint64_t reserve_mask;
   /* Dump mailbox (ledger_mailbox.h), used without the lock: a tool bumps
    * dump_req and wakes it (futex); the process's background thread writes
    * a dump, publishes dump_path (dump_pub odd while writing), then sets

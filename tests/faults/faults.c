@@ -145,6 +145,45 @@ static int case_hoard(const char *mode) {
   return 0;
 }
 
+/* `vramshim status` of the test's ledger dir into FILE (in the workdir); its text, malloc'd. */
+static char *status_to(const char *file, const char *opts) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s status %s --ledger-dir %s > %s 2>&1", g_tool, opts, tp_path("ledger"), tp_path(file));
+  int rc = system(cmd);
+  (void)rc;
+  return tp_read(file);
+}
+
+/* (2) A reservation holds while a live process runs under a config that
+ * has it, and ends with the last such process; status says where it comes
+ * from. Before the fix: after the llm process exited, under a config
+ * without llm, 3 GiB on the 4 GiB card stayed refused (llm's 2 GiB still
+ * reserved) until the ledger was deleted. */
+static int case_reserve(void) {
+  tp_config("", "[tenant llm]\nreserve = 2GiB\n[tenant x]\n");
+  const char *h[] = {"hold", "64", NULL};
+  pid_t a = tp_spawn("llm", "llm", NULL, h);
+  CHECK(wait_line("llm.out", "holding", 20000) == 0, "llm holds 64 MiB");
+  char *st = status_to("status1.txt", "");
+  char want[128];
+  snprintf(want, sizeof want, "reservation of llm (2.00 GiB) held by the config of 1 live process: pid %d", (int)a);
+  CHECK(strstr(st, want), "status names the reservation's process: %s", st);
+  free(st);
+  tp_config("", "[tenant x]\n");   /* the new config has no llm */
+  const char *t1[] = {"try", "3072", "oom", NULL};
+  CHECK(tp_wait(tp_spawn("during", "x", NULL, t1)) == 0, "while llm runs its reservation holds (during.err)");
+  stop(a);
+  const char *t2[] = {"try", "3072", "ok", NULL};
+  CHECK(tp_wait(tp_spawn("after", "x", NULL, t2)) == 0, "the reservation ended with its last process (after.err)");
+  st = status_to("status2.txt", "--json");
+  CHECK(strstr(st, "\"reserve\": 0,") && !strstr(st, "\"reserve_held_by\": [1") && !strstr(st, "\"reserve_held_by\": [2") &&
+            !strstr(st, "\"reserve_held_by\": [3"),
+        "status shows no reservation left: %s", st);
+  free(st);
+  SAY("llm's 2 GiB reservation ended with its process; 3 GiB admitted under the new config");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -165,6 +204,7 @@ int main(int argc, char **argv) {
   tp_workdir(argv[3]);
   int r = 1;
   if (!strcmp(c, "hoard")) r = case_hoard(arg);
+  else if (!strcmp(c, "reserve")) r = case_reserve();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

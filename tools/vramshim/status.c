@@ -66,6 +66,16 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
          bytes(taken < s->capacity ? s->capacity - taken : 0, b));
   if (spilled)
     printf("  spilled to host memory %s (not on the card: served over the bus, slowly)\n", bytes(spilled, a));
+  /* Where each reservation comes from: it holds while a live process runs
+   * under a config that has it, and ends with the last one. */
+  for (int t = 0; t < s->ntenants; t++) {
+    const vs_snap_tenant *x = &s->tenants[t];
+    if (!x->reserve_procs) continue;
+    printf("  reservation of %s (%s) held by the config of %d live process%s: pid", x->name, bytes(x->reserve, a),
+           x->reserve_procs, x->reserve_procs == 1 ? "" : "es");
+    for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s %d", k ? "," : "", x->reserve_pids[k]);
+    printf("%s\n", x->reserve_procs > VS_SNAP_RESERVE_PIDS ? ", ..." : "");
+  }
   if (s->nprocs) {
     printf("  %-8s %-16s %12s %12s %12s  %-16s", "pid", "tenant", "held", "live", "peak", "config");
     if (spill) printf(" %12s", "spilled");
@@ -135,6 +145,9 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
     printf(", \"spilled\": %" PRIu64 ", \"spill_peak\": %" PRIu64 ", \"spill_max\": ", x->spilled, x->spill_peak);
     if (x->spill_max) printf("%" PRIu64 "}", x->spill_max);
     else printf("null}");
+    printf(", \"reserve_held_by\": [");
+    for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s%d", k ? ", " : "", x->reserve_pids[k]);
+    printf("]}");
   }
   printf("],\n     \"processes\": [");
   for (int i = 0; i < s->nprocs; i++) {
