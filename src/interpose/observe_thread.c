@@ -16,6 +16,7 @@
 #include "ledger_read.h"
 #include "log.h"
 #include "observe_internal.h"
+#include "quota.h"
 #include "settings.h"
 #include "arena_glue.h"
 #include "dump_file.h"
@@ -218,6 +219,7 @@ static void *thread_main(void *arg) {
       next_discover = now + (fast_tries++ < DISCOVER_FAST_TRIES ? DISCOVER_FAST_NS : MAX_SLEEP_NS);
     }
     if (!unmatched) fast_tries = 0;
+    vs_quota_check_ledgers();
     prune();
     handle();
 

@@ -279,6 +279,11 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   return VS_MEM_DONE;
 }
 
+void vs_quota_check_ledgers(void) {
+  for (int c = 0; c < NCARDS; c++)
+    if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) vs_tenant_check(g_session, c);
+}
+
 unsigned vs_quota_waiters(int card) {
   if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return 0;
   return vs_tenant_waiters(g_session, card);

@@ -17,6 +17,7 @@ static void load(void) {
   char err[VS_ERR_MAX];
   s->enforce = 1;
   int r = vs_config_load_env(&s->config, err, sizeof err);
+  if (r >= 0 && vs_config_resolve_ledger_dir(&s->config, 1, err, sizeof err)) r = -1;
   if (r < 0) {
     vs_config_on_error(err);  /* exits 78 unless VRAMSHIM_ON_ERROR=passthrough */
     vs_config_defaults(&s->config);

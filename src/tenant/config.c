@@ -260,6 +260,7 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
       if (value[0] != '/') fail(ps, ps->line, "'%s' must be an absolute path, not '%s'", name, value);
       else if (strlen(value) >= VS_PATH_MAX - 32) fail(ps, ps->line, "'%s' is too long", name);
       else snprintf(dst, VS_PATH_MAX, "%s", value);
+      if (k == GK_LEDGER) cfg->has_ledger_dir = 1;
       break;
     }
     case GK_DUMPSIG:

@@ -21,7 +21,7 @@
 #define VS_ERR_MAX 512          /* a good size for error buffers */
 #define VS_NO_LIMIT UINT64_MAX
 #define VS_DEFAULT_TENANT "default"
-#define VS_DEFAULT_LEDGER_DIR "/dev/shm/vramshim"
+#define VS_DEFAULT_LEDGER_DIR "/run/vramshim" /* root:vramshim 2770, packaging/tmpfiles.d */
 #define VS_DEFAULT_DUMP_DIR "/var/tmp/vramshim"
 #define VS_DEFAULT_CONFIG "/etc/vramshim.conf"
 #define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */
@@ -67,6 +67,7 @@ typedef struct vs_config {
   vs_size release_threshold;
   int has_release_threshold;
   char ledger_dir[VS_PATH_MAX];
+  int has_ledger_dir;           /* set in the file (else the default, resolved by vs_config_resolve_ledger_dir) */
   char dump_dir[VS_PATH_MAX];
   int dump_signal;              /* 0 = none, else SIGUSR1 / SIGUSR2 */
   uint64_t timeline_interval_ms;
@@ -120,4 +121,9 @@ int vs_config_ledger_dir(char *out, size_t len, char *err, size_t errlen);
  * caller then runs without enforcement); otherwise it logs the error and
  * ends the process with exit status 78. */
 int vs_config_on_error(const char *err);
+/* When the file sets no ledger_dir: the default dir, or the per-user
+ * fallback (one log line says that other users' processes are then not
+ * counted, when log is set). 0, or -1 with err (the default dir exists but
+ * belongs to another user or is world-writable). */
+int vs_config_resolve_ledger_dir(vs_config *cfg, int log, char *err, size_t errlen);
 #endif

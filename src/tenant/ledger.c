@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ledger_guard.h"
 #include "ledger_shm.h"
 #include "log.h"
 
@@ -25,10 +26,25 @@
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
 #define REFUSAL_LOG_EVERY_NS 1000000000ull
 #define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
+#define FILE_CHECK_NS 100000000ull    /* the file is checked for deletion/replacement this often */
 
 struct vs_ledger {
   int fd;                       /* -1 in a fork child */
-  vs_ledger_shm *shm;
+  vs_ledger_shm *shm;           /* changes on re-attach (atomic loads where read without mu) */
+  /* Issue 10: the file may be truncated, deleted, damaged or replaced while
+   * mapped. Every writer of this handle holds mu (process-local) and first
+   * checks the file (check_file); on trouble the handle re-attaches to the
+   * ledger now at dir/name, carrying this process's usage (mine_held). */
+  pthread_mutex_t mu;
+  char dir[VS_PATH_MAX];
+  char name[VS_NAME_MAX + 16];
+  char card_id[VS_NAME_MAX];
+  dev_t dev;
+  ino_t ino;
+  uint64_t mine_held, mine_peak; /* this process's charge, kept outside the file */
+  uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
+  uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
+  int reattach_failed;           /* logged once until a re-attach succeeds */
   pid_t pid;                    /* the owner process */
   int slot;
   uint32_t tenant;              /* index in shm->tenants */
@@ -223,13 +239,21 @@ static int sweep_due(const vs_ledger_shm *s) {
   return (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
 }
 
+static vs_ledger_shm *enter(vs_ledger *h);
+static void leave(vs_ledger *h);
+
 int vs_ledger_sweep(vs_ledger *h) {
-  if (!h || h->fd < 0) return -ECHILD;
-  int r = lock_shm(h->shm);
-  if (r) return r;
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return -ECHILD;
+  int r = lock_shm(s);
+  if (r) {
+    leave(h);
+    return r;
+  }
   int n = sweep_locked(h);
-  unlock_shm(h->shm);
-  if (n) wake_waiters(h->shm);
+  unlock_shm(s);
+  leave(h);
+  if (n) wake_waiters(s);
   return n;
 }
 
@@ -262,7 +286,34 @@ static void refresh_map_locked(vs_ledger *h) {
 }
 
 /* ---- Opening ---------------------------------------------------------------- */
-static int init_file(int fd, const char *path, const vs_plan *plan, const char *card_id, char *err, size_t errlen) {
+/* Whether any process holds a slot lock on the file (uses it). */
+static int in_use(int fd) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE, .l_len = VS_LEDGER_SLOTS};
+  if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return 1;
+  return fl.l_type != F_UNLCK;
+}
+
+/* A damaged ledger that processes still use is never re-initialised: it is
+ * renamed aside (they notice the replacement and carry their usage into the
+ * new one) and the caller opens the path again. */
+static int move_aside(int dfd, const char *name, const char *path, const char *what, char *err, size_t errlen) {
+  char aside[VS_NAME_MAX + 64];
+  snprintf(aside, sizeof aside, "%s.damaged-%lld-%d", name, (long long)time(NULL), (int)getpid());
+  if (renameat(dfd, name, dfd, aside)) {
+    snprintf(err, errlen, "ledger %s is %s while in use and cannot be moved aside: %s", path, what, strerror(errno));
+    return -1;
+  }
+  VS_WARN("ledger %s was %s while processes used it: moved aside to %s and started a new one; running processes "
+          "carry their usage into it",
+          path, what, aside);
+  return 1;
+}
+
+/* 0 ready, 1 moved aside (open the path again), -1 error (err). */
+/* again: a process that used the ledger re-attaches (so it is in use,
+ * whatever the file now at the path says). */
+static int init_file(int fd, int dfd, const char *name, const char *path, const vs_plan *plan, const char *card_id,
+                     int again, char *err, size_t errlen) {
   struct stat st;
   if (fstat(fd, &st)) {
     snprintf(err, errlen, "ledger %s: %s", path, strerror(errno));
@@ -273,7 +324,9 @@ static int init_file(int fd, const char *path, const vs_plan *plan, const char *
              S_ISREG(st.st_mode) ? "world-writable" : "not a regular file");
     return -1;
   }
+  int used = again || in_use(fd);
   if (st.st_size != 0 && st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+    if (used) return move_aside(dfd, name, path, "truncated or resized", err, errlen);
     snprintf(err, errlen,
              "ledger %s has another layout (%lld bytes, this vramshim uses %zu): an older or newer vramshim uses "
              "it; remove it once no process uses the card",
@@ -284,35 +337,50 @@ static int init_file(int fd, const char *path, const vs_plan *plan, const char *
     snprintf(err, errlen, "ledger %s: cannot size it: %s", path, strerror(errno));
     return -1;
   }
+  /* Read the header with pread, not through a mapping: another process may
+   * truncate the file at any moment (a mapping would fault). */
+  vs_ledger_shm hdr;
+  memset(&hdr, 0, sizeof hdr);
+  ssize_t got = pread(fd, &hdr, offsetof(vs_ledger_shm, lock), 0);
+  int fresh = st.st_size == 0;
+  if (got == (ssize_t)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
+    if (hdr.version != VS_LEDGER_VERSION || hdr.size != sizeof hdr) {
+      snprintf(err, errlen, "ledger %s has layout version %u, this vramshim uses %u; remove it once no process uses the card",
+               path, hdr.version, VS_LEDGER_VERSION);
+      return -1;
+    }
+    return 0;
+  }
+  /* Not initialised: new, or its creator died before finishing (both: no
+   * process uses it), or damaged / truncated to nothing while in use. */
+  if (used && !fresh) return move_aside(dfd, name, path, "damaged (bad header)", err, errlen);
+  if (used && fresh)
+    VS_INFO("ledger %s was truncated while processes used it: re-initialised; running processes carry their usage "
+            "into it",
+            path);
   vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s == MAP_FAILED) {
     snprintf(err, errlen, "ledger %s: cannot map it: %s", path, strerror(errno));
     return -1;
   }
-  int rc = 0;
-  if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC) {
-    /* New, or its creator died before finishing: we hold the flock. */
-    memset(s, 0, sizeof *s);
-    s->version = VS_LEDGER_VERSION;
-    s->size = (uint32_t)sizeof *s;
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&s->lock, &a);
-    pthread_mutexattr_destroy(&a);
-    s->card_index = plan->card;
-    snprintf(s->card_id, sizeof s->card_id, "%s", card_id);
-    s->capacity = plan->capacity;
-    s->headroom = plan->headroom;
-    __atomic_store_n(&s->magic, VS_LEDGER_MAGIC, __ATOMIC_RELEASE);
-  } else if (s->version != VS_LEDGER_VERSION || s->size != sizeof *s) {
-    snprintf(err, errlen, "ledger %s has layout version %u, this vramshim uses %u; remove it once no process uses the card",
-             path, s->version, VS_LEDGER_VERSION);
-    rc = -1;
-  }
+  vs_guard_add(s, sizeof *s);
+  memset(s, 0, sizeof *s);
+  s->version = VS_LEDGER_VERSION;
+  s->size = (uint32_t)sizeof *s;
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(&s->lock, &a);
+  pthread_mutexattr_destroy(&a);
+  s->card_index = plan->card;
+  snprintf(s->card_id, sizeof s->card_id, "%s", card_id);
+  s->capacity = plan->capacity;
+  s->headroom = plan->headroom;
+  __atomic_store_n(&s->magic, VS_LEDGER_MAGIC, __ATOMIC_RELEASE);
+  vs_guard_remove(s);
   munmap(s, sizeof *s);
-  return rc;
+  return 0;
 }
 
 static int claim_slot_locked(vs_ledger *h) {
@@ -329,49 +397,55 @@ static int claim_slot_locked(vs_ledger *h) {
   return -1;
 }
 
-vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *plan, const char *tenant, char *err,
-                          size_t errlen) {
-  char name[VS_NAME_MAX + 16], path[VS_PATH_MAX + VS_NAME_MAX + 16];
-  if (!dir || !card_id || !plan || !tenant || !*tenant || vs_ledger_file_name(card_id, name, sizeof name)) {
-    snprintf(err, errlen, "ledger: bad arguments (dir, card id, plan and tenant are required)");
-    return NULL;
+/* Opens dir/name (creating and initialising it when needed) and takes a
+ * slot there for this handle's process, charged `carry` bytes (its usage,
+ * when re-attaching). Sets fd, shm, dev, ino, slot, tenant; 0 or -1 (err). */
+static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
+  char path[VS_PATH_MAX + VS_NAME_MAX + 16];
+  snprintf(path, sizeof path, "%s/%s", h->dir, h->name);
+  const vs_plan *plan = &h->plan;
+  int fd = -1, bad = 1;
+  for (int tries = 0; tries < 3 && bad; tries++) {
+    int dfd = vs_ledger_open_dir(h->dir, 1, err, errlen);
+    if (dfd < 0) return -1;
+    fd = openat(dfd, h->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0660);
+    if (fd < 0) {
+      int e = errno;
+      close(dfd);
+      snprintf(err, errlen, "ledger %s: cannot open it: %s", path, strerror(e));
+      return -1;
+    }
+    if (vs_ledger_check_owner(fd, path, err, errlen)) {
+      close(dfd);
+      close(fd);
+      return -1;
+    }
+    flock(fd, LOCK_EX); /* serialises creation only */
+    bad = init_file(fd, dfd, h->name, path, plan, h->card_id, h->shm != NULL, err, errlen);
+    flock(fd, LOCK_UN);
+    close(dfd);
+    if (bad) {
+      close(fd);
+      fd = -1;
+      if (bad < 0) return -1;
+    }
   }
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  pthread_once(&g_atfork_once, register_atfork);
-  int dfd = vs_ledger_open_dir(dir, 1, err, errlen);
-  if (dfd < 0) return NULL;
-  int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0660);
-  int e = errno;
-  close(dfd);
-  if (fd < 0) {
-    snprintf(err, errlen, "ledger %s: cannot open it: %s", path, strerror(e));
-    return NULL;
-  }
-  flock(fd, LOCK_EX); /* serialises creation only */
-  int bad = init_file(fd, path, plan, card_id, err, errlen);
-  flock(fd, LOCK_UN);
-  vs_ledger *h = bad ? NULL : calloc(1, sizeof *h);
-  vs_ledger_shm *s = h ? mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (fd < 0) return -1;
+  struct stat st;
+  vs_ledger_shm *s = fstat(fd, &st) ? MAP_FAILED : mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s == MAP_FAILED) {
-    if (!bad) snprintf(err, errlen, "ledger %s: cannot map it", path);
-    free(h);
+    snprintf(err, errlen, "ledger %s: cannot map it", path);
     close(fd);
-    return NULL;
+    return -1;
   }
+  vs_guard_add(s, sizeof *s);
+  int old_fd = h->fd;
+  vs_ledger_shm *old_shm = h->shm;
   h->fd = fd;
-  h->shm = s;
-  h->pid = getpid();
   h->slot = -1;
-  h->plan = *plan;
-  snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
-  const vs_plan_tenant *me = vs_plan_find(plan, tenant);
-  h->limit = me ? me->limit : VS_NO_LIMIT;
-  h->spill_max = me ? me->spill_max : 0;
-  h->total = vs_plan_total(plan, tenant);
-  h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
-  const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
-  if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
-  if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
+  __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
+  h->dev = st.st_dev;
+  h->ino = st.st_ino;
 
   uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
   if (lock_shm(s)) {
@@ -379,7 +453,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
     goto fail;
   }
   int slot = claim_slot_locked(h);
-  int t = slot < 0 ? -1 : find_tenant_locked(s, tenant, 1);
+  int t = slot < 0 ? -1 : find_tenant_locked(s, h->tenant_name, 1);
   if (slot < 0 || t < 0) {
     unlock_shm(s);
     snprintf(err, errlen, "ledger %s is full (%d processes, %d tenants at most)", path, VS_LEDGER_SLOTS,
@@ -387,7 +461,8 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
     goto fail;
   }
   h->slot = slot;
-  h->tenant = (uint32_t)t;
+  __atomic_store_n(&h->tenant, (uint32_t)t, __ATOMIC_RELAXED);
+  __atomic_store_n(&h->known, 0, __ATOMIC_RELEASE);  /* tenant indexes are the new file's */
   /* The newest process's plan is what status shows; each process still
    * enforces its own (see refresh_map_locked). Entries first: creating one
    * is a write section of its own, and sections do not nest. */
@@ -420,22 +495,156 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   sl->generation = plan->generation;
   sl->attach_ns = vs_clock_ns(CLOCK_REALTIME);
   sl->reserve_mask = mask;
+  /* Re-attaching: what this process holds is carried over as it is (it is
+   * device memory already taken; admission is not asked again). */
+  sl->held = carry;
+  sl->peak = h->mine_peak > carry ? h->mine_peak : carry;
+  VS_STORE(&s->tenants[t].used, s->tenants[t].used + carry);
+  if (s->tenants[t].used > s->tenants[t].peak) s->tenants[t].peak = s->tenants[t].used;
+  if (carry) {
+    sl->spilled = sl->spill_peak = h->mine_spilled;
+    VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled + h->mine_spilled);
+    if (s->tenants[t].spilled > s->tenants[t].spill_peak) s->tenants[t].spill_peak = s->tenants[t].spilled;
+  }
   sl->state = VS_SLOT_ACTIVE;
   write_end(s);
   refresh_map_locked(h);
   int reclaimed = sweep_locked(h);
   unlock_shm(s);
   if (reclaimed) wake_waiters(s);
+  return 0;
+fail:
+  vs_guard_remove(s);
+  munmap(s, sizeof *s);
+  close(fd);
+  h->fd = old_fd;
+  __atomic_store_n(&h->shm, old_shm, __ATOMIC_RELEASE);
+  return -1;
+}
+
+vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *plan, const char *tenant, char *err,
+                          size_t errlen) {
+  char name[VS_NAME_MAX + 16];
+  if (!dir || !card_id || !plan || !tenant || !*tenant || vs_ledger_file_name(card_id, name, sizeof name) ||
+      strlen(dir) >= VS_PATH_MAX || strlen(card_id) >= VS_NAME_MAX) {
+    snprintf(err, errlen, "ledger: bad arguments (dir, card id, plan and tenant are required)");
+    return NULL;
+  }
+  pthread_once(&g_atfork_once, register_atfork);
+  vs_ledger *h = calloc(1, sizeof *h);
+  if (!h) {
+    snprintf(err, errlen, "ledger: out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&h->mu, NULL);
+  snprintf(h->dir, sizeof h->dir, "%s", dir);
+  snprintf(h->name, sizeof h->name, "%s", name);
+  snprintf(h->card_id, sizeof h->card_id, "%s", card_id);
+  h->fd = -1;
+  h->pid = getpid();
+  h->slot = -1;
+  h->plan = *plan;
+  snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
+  const vs_plan_tenant *me = vs_plan_find(plan, tenant);
+  h->limit = me ? me->limit : VS_NO_LIMIT;
+  h->spill_max = me ? me->spill_max : 0;
+  h->total = vs_plan_total(plan, tenant);
+  h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
+  const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
+  if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
+  if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
+  if (attach(h, 0, err, errlen)) {
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+    return NULL;
+  }
+  h->next_check_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE) + FILE_CHECK_NS;
   pthread_mutex_lock(&g_handles_lock);
   h->next = g_handles;
   g_handles = h;
   pthread_mutex_unlock(&g_handles_lock);
   return h;
-fail:
-  munmap(s, sizeof *s);
-  close(fd);
-  free(h);
+}
+
+/* ---- Truncated, deleted, damaged or replaced files (issue 10) -------------- */
+/* Caller holds h->mu. What is wrong with the file under this handle, or NULL. */
+static const char *file_trouble(vs_ledger *h, int force) {
+  vs_ledger_shm *s = h->shm;
+  if (vs_guard_broken(s)) return "truncated (the mapping faulted)";
+  if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION ||
+      s->size != sizeof *s)
+    return "damaged (bad header)";
+  if (s->slots[h->slot].pid != h->pid || s->slots[h->slot].state != VS_SLOT_ACTIVE) return "damaged (this process's slot was overwritten)";
+  uint64_t now = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
+  if (!force && now < h->next_check_ns) return NULL;
+  h->next_check_ns = now + FILE_CHECK_NS;
+  struct stat st, ps;
+  if (fstat(h->fd, &st) == 0 && st.st_size < (off_t)sizeof *s) return "truncated";
+  char path[VS_PATH_MAX + VS_NAME_MAX + 16];
+  snprintf(path, sizeof path, "%s/%s", h->dir, h->name);
+  if (lstat(path, &ps) != 0) return errno == ENOENT ? "deleted" : NULL;
+  if (ps.st_dev != h->dev || ps.st_ino != h->ino) return "replaced by another file";
   return NULL;
+}
+
+/* Caller holds h->mu. Re-attaches to the ledger now at the path, carrying
+ * this process's usage; the old mapping becomes private zero pages (the
+ * address stays valid for lock-free readers) and the old descriptor is
+ * closed (its slot lock goes with it). One log line. On failure the handle
+ * keeps the old file (enforcing as before, against it). */
+static void reattach(vs_ledger *h, const char *why) {
+  char err[VS_ERR_MAX], b[32];
+  int old_fd = h->fd, old_slot = h->slot;
+  vs_ledger_shm *old = h->shm;
+  uint32_t old_tenant = h->tenant;
+  if (attach(h, h->mine_held, err, sizeof err)) {
+    h->slot = old_slot;
+    h->tenant = old_tenant;
+    h->next_check_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE) + 10 * FILE_CHECK_NS; /* do not retry at every call */
+    if (!h->reattach_failed++)
+      VS_WARN("ledger %s/%s was %s, and re-attaching failed: %s; this process keeps counting in the old one "
+              "(trying again every second)",
+              h->dir, h->name, why, err);
+    return;
+  }
+  /* The old file, when still sound (deleted or replaced, not damaged), no
+   * longer lists this process: its dump mailbox there is given up too. */
+  if (!vs_guard_broken(old) && __atomic_load_n(&old->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+      old->slots[old_slot].pid == h->pid && lock_shm(old) == 0) {
+    vs_ledger_slot *sl = &old->slots[old_slot];
+    write_begin(old);
+    uint64_t u = old->tenants[old_tenant].used, sp = old->tenants[old_tenant].spilled;
+    VS_STORE(&old->tenants[old_tenant].used, u >= sl->held ? u - sl->held : 0);
+    VS_STORE(&old->tenants[old_tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
+    free_slot_locked(old, sl);
+    write_end(old);
+    unlock_shm(old);
+  }
+  vs_guard_retire(old, sizeof *old);
+  close(old_fd);
+  h->reattach_failed = 0;
+  VS_WARN("ledger %s/%s was %s: tenant '%s' re-attached to the ledger now there, carrying this process's %s", h->dir,
+          h->name, why, h->tenant_name, vs_fmt_bytes(h->mine_held, b, sizeof b));
+}
+
+/* Writers start here: takes h->mu and makes sure the file is sound. NULL
+ * (nothing locked) in a fork child. */
+static vs_ledger_shm *enter(vs_ledger *h) {
+  if (h->fd < 0) return NULL;
+  pthread_mutex_lock(&h->mu);
+  const char *why = file_trouble(h, 0);
+  if (why) reattach(h, why);
+  return h->shm;
+}
+static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
+
+int vs_ledger_check(vs_ledger *h) {
+  if (!h || h->fd < 0) return 0;
+  pthread_mutex_lock(&h->mu);
+  const char *why = file_trouble(h, 0);
+  if (why) reattach(h, why);
+  pthread_mutex_unlock(&h->mu);
+  return why != NULL;
 }
 
 void vs_ledger_close(vs_ledger *h) {
@@ -447,8 +656,13 @@ void vs_ledger_close(vs_ledger *h) {
       break;
     }
   pthread_mutex_unlock(&g_handles_lock);
+  if (h->fd >= 0) pthread_mutex_lock(&h->mu);
   vs_ledger_shm *s = h->shm;
-  if (h->fd >= 0 && lock_shm(s) == 0) {
+  /* A damaged or truncated file is left alone: its slot lock goes with the
+   * descriptor, and the others reclaim the slot. */
+  int sound = h->fd >= 0 && !vs_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+              s->slots[h->slot].pid == h->pid;
+  if (sound && lock_shm(s) == 0) {
     vs_ledger_slot *sl = &s->slots[h->slot];
     write_begin(s);
     uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
@@ -460,8 +674,13 @@ void vs_ledger_close(vs_ledger *h) {
     unlock_shm(s);
     wake_waiters(s);
   }
+  vs_guard_remove(s);
   munmap(s, sizeof *s);
-  if (h->fd >= 0) close(h->fd); /* drops the slot lock after the slot is free */
+  if (h->fd >= 0) {
+    close(h->fd); /* drops the slot lock after the slot is free */
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_destroy(&h->mu);
+  }
   free(h);
 }
 
@@ -549,6 +768,8 @@ static uint64_t add_locked(vs_ledger *h, uint64_t n, int stall) {
   write_begin(s);
   VS_STORE(&sl->held, sl->held + n);
   if (sl->held > sl->peak) sl->peak = sl->held;
+  __atomic_store_n(&h->mine_held, sl->held, __ATOMIC_RELAXED);
+  if (sl->peak > h->mine_peak) h->mine_peak = sl->peak;
   /* The worst place to die: slot updated, total not, seq odd. */
   if (stall && h->hook) stall_hook(h);
   VS_STORE(&t->used, t->used + n);
@@ -559,10 +780,13 @@ static uint64_t add_locked(vs_ledger *h, uint64_t n, int stall) {
 
 int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (!h) return -EINVAL;
-  if (h->fd < 0) return -ECHILD; /* a fork child (see atfork_child; getpid() would be a syscall) */
-  vs_ledger_shm *s = h->shm;
+  vs_ledger_shm *s = enter(h); /* NULL in a fork child (see atfork_child; getpid() would be a syscall) */
+  if (!s) return -ECHILD;
   int r = lock_shm(s);
-  if (r) return r;
+  if (r) {
+    leave(h);
+    return r;
+  }
   vs_refusal local;
   vs_refusal *w = why ? why : &local;
   int reclaimed;
@@ -583,6 +807,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
     }
   }
   unlock_shm(s);
+  leave(h);
   if (reclaimed) wake_waiters(s);
   w->warned = warn;
   if (warn) {
@@ -596,17 +821,22 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
 }
 
 void vs_ledger_force(vs_ledger *h, uint64_t n) {
-  if (!h || h->fd < 0 || !n) return;
-  vs_ledger_shm *s = h->shm;
-  if (lock_shm(s)) return;
-  add_locked(h, n, 0);
-  unlock_shm(s);
+  vs_ledger_shm *s = h && n ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s) == 0) {
+    add_locked(h, n, 0);
+    unlock_shm(s);
+  }
+  leave(h);
 }
 
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
-  if (!h || h->fd < 0 || !n) return;
-  vs_ledger_shm *s = h->shm;
-  if (lock_shm(s)) return;
+  vs_ledger_shm *s = h && n ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s)) {
+    leave(h);
+    return;
+  }
   vs_ledger_slot *sl = &s->slots[h->slot];
   vs_ledger_tenant *t = &s->tenants[h->tenant];
   uint64_t m = n < sl->held ? n : sl->held;
@@ -614,9 +844,11 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   VS_STORE(&sl->held, sl->held - m);
   VS_STORE(&t->used, t->used >= m ? t->used - m : 0);
   write_end(s);
+  __atomic_store_n(&h->mine_held, sl->held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
   unlock_shm(s);
+  leave(h);
   wake_waiters(s);
 }
 
@@ -632,10 +864,13 @@ static int could_ever_fit(const vs_ledger *h, uint64_t n) {
  * `waiters` meanwhile, so processes that free can give their caches back. */
 static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal *w,
                      int (*attempt)(vs_ledger *, uint64_t, vs_refusal *)) {
-  vs_ledger_shm *s = h->shm;
+  /* The waiter count stays on the mapping it was added to; the futex is the
+   * current one's (a re-attach in between costs at most a slice). */
+  vs_ledger_shm *s0 = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
   int r;
-  __atomic_add_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
   for (;;) {
+    vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     /* Read gen before trying: a release after our check changes it, and
      * the futex wait then returns at once. */
     uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
@@ -652,7 +887,7 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
     struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
     syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
   }
-  __atomic_sub_fetch(&s->waiters, 1, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
   return r;
 }
 
@@ -667,12 +902,17 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
 /* The admission rule for n more bytes without charging them (refreshes the
  * tenant map, reclaims the dead first when due or when it would refuse). */
 static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
-  vs_ledger_shm *s = h->shm;
+  vs_ledger_shm *s = enter(h);
+  if (!s) return -ECHILD;
   int r = lock_shm(s);
-  if (r) return r;
+  if (r) {
+    leave(h);
+    return r;
+  }
   int reclaimed;
   vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
   unlock_shm(s);
+  leave(h);
   if (reclaimed) wake_waiters(s);
   return k == VS_REFUSE_NONE ? 0 : 1;
 }
@@ -696,9 +936,13 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
   if (h->fd < 0) return -ECHILD;
   o->max = h->spill_max;
   if (!h->spill_max) return 1;
-  vs_ledger_shm *s = h->shm;
+  vs_ledger_shm *s = enter(h);
+  if (!s) return -ECHILD;
   int r = lock_shm(s);
-  if (r) return r;
+  if (r) {
+    leave(h);
+    return r;
+  }
   vs_ledger_slot *sl = &s->slots[h->slot];
   vs_ledger_tenant *t = &s->tenants[h->tenant];
   int reclaimed = 0;
@@ -715,18 +959,23 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
     VS_STORE(&t->spilled, t->spilled + n);
     if (t->spilled > t->spill_peak) t->spill_peak = t->spilled;
     write_end(s);
+    __atomic_store_n(&h->mine_spilled, sl->spilled, __ATOMIC_RELAXED);
     if (o->episode) add_event_locked(s, VS_EVENT_SPILL, h->pid, h->tenant, n, t->spilled, h->spill_max);
   }
   o->spilled = t->spilled;
   unlock_shm(s);
+  leave(h);
   if (reclaimed) wake_waiters(s);
   return refused;
 }
 
 void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
-  if (!h || h->fd < 0 || !n) return;
-  vs_ledger_shm *s = h->shm;
-  if (lock_shm(s)) return;
+  vs_ledger_shm *s = h && n ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s)) {
+    leave(h);
+    return;
+  }
   vs_ledger_slot *sl = &s->slots[h->slot];
   vs_ledger_tenant *t = &s->tenants[h->tenant];
   uint64_t m = n < sl->spilled ? n : sl->spilled;
@@ -734,28 +983,33 @@ void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
   VS_STORE(&sl->spilled, sl->spilled - m);
   VS_STORE(&t->spilled, t->spilled >= m ? t->spilled - m : 0);
   write_end(s);
+  __atomic_store_n(&h->mine_spilled, sl->spilled, __ATOMIC_RELAXED);
   unlock_shm(s);
+  leave(h);
 }
 
 uint64_t vs_ledger_spill_max(const vs_ledger *h) { return h ? h->spill_max : 0; }
 
 uint64_t vs_ledger_spilled(const vs_ledger *h) {
-  return h && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].spilled) : 0;
+  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_spilled, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   if (!h || h->fd < 0) return;
+  /* Display only: skipped while a writer (or a re-attach) holds the handle. */
+  if (pthread_mutex_trylock(&h->mu)) return;
   VS_STORE(&h->shm->slots[h->slot].live, live);
+  pthread_mutex_unlock(&h->mu);
 }
 
 uint32_t vs_ledger_waiters(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&h->shm->waiters, __ATOMIC_RELAXED) : 0;
+  return h && h->fd >= 0 ? __atomic_load_n(&__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->waiters, __ATOMIC_RELAXED) : 0;
 }
 
 int vs_ledger_inherited(const vs_ledger *h) { return h && h->fd < 0; }
 
 uint64_t vs_ledger_held(const vs_ledger *h) {
-  return h && h->fd >= 0 ? VS_LOAD(&h->shm->slots[h->slot].held) : 0;
+  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
@@ -766,7 +1020,7 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
   uint64_t total = h ? h->total : 0, avail = 0;
   if (h && h->fd >= 0) {
-    const vs_ledger_shm *s = h->shm;
+    const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
@@ -782,21 +1036,24 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
 }
 
 void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
-  if (!h || !why || why->kind == VS_REFUSE_NONE || h->fd < 0) return;
-  vs_ledger_shm *s = h->shm;
-  /* The lock also guards this handle's rate-limit fields (threads share it). */
-  if (lock_shm(s)) return;
-  add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
+  if (!h || !why || why->kind == VS_REFUSE_NONE) return;
+  vs_ledger_shm *s = enter(h);
+  if (!s) return;
+  /* h->mu also guards this handle's rate-limit fields (threads share it). */
+  if (lock_shm(s) == 0) {
+    add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
+    unlock_shm(s);
+  }
   uint64_t now = vs_mono_ns();
   if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {
     h->refusals_unlogged++;
-    unlock_shm(s);
+    leave(h);
     return;
   }
   h->last_refusal_log_ns = now;
   uint64_t unlogged = h->refusals_unlogged;
   h->refusals_unlogged = 0;
-  unlock_shm(s);
+  leave(h);
   char rq[32], us[32], li[32], ot[32], hr[32], ca[32], more[64] = "";
   vs_fmt_bytes(why->request, rq, sizeof rq);
   vs_fmt_bytes(why->used, us, sizeof us);

@@ -95,6 +95,12 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
  * activity; returns the number reclaimed. */
 int vs_ledger_sweep(vs_ledger *h);
 
+/* Checks the file now (issue 10): when it was truncated, deleted, damaged
+ * or replaced, re-attaches to the ledger now at the path, carrying this
+ * process's usage, with one log line. 1 when it did, else 0. Every writer
+ * call does the same at most every 100 ms (and at once on a fault). */
+int vs_ledger_check(vs_ledger *h);
+
 /* Whether the handle was inherited across fork (every call then fails or
  * does nothing; open a new one). */
 int vs_ledger_inherited(const vs_ledger *h);

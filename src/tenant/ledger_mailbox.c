@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ledger_guard.h"
 #include "ledger_shm.h"
 
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
@@ -47,7 +48,7 @@ int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m,
   }
   int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
   if (dfd < 0) return -1;
-  int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   int e = errno;
   close(dfd);
   if (fd < 0) {
@@ -68,9 +69,11 @@ int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m,
     close(fd);
     return -1;
   }
+  vs_guard_add(s, sizeof *s); /* a truncation must not fault this process (ledger_guard.h) */
   if (ALOAD(&s->magic) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION || s->size != sizeof *s) {
     snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim (layout version %u)", dir, name,
              VS_LEDGER_VERSION);
+    vs_guard_remove(s);
     munmap(s, sizeof *s);
     close(fd);
     return -1;
@@ -83,7 +86,10 @@ int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m,
 }
 
 void vs_mailbox_map_close(vs_mailbox_map *m) {
-  if (m->shm) munmap(m->shm, sizeof *m->shm);
+  if (m->shm) {
+    vs_guard_remove(m->shm);
+    munmap(m->shm, sizeof *m->shm);
+  }
   if (m->fd >= 0) close(m->fd);
   m->shm = NULL;
   m->fd = -1;

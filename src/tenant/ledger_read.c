@@ -28,6 +28,31 @@ int vs_ledger_file_name(const char *card_id, char *out, size_t len) {
   return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
+/* Issue 10, the takeover of a ledger dir: another local user who made the
+ * directory (or a file in it) first would see and could break the usage of
+ * every shimmed process. Trusted: a directory owned by root or by us, not
+ * writable by others; group-writable is fine (the packaged /run/vramshim is
+ * root:vramshim 2770, shared by the users of one card). */
+static int check_dir(int dfd, const char *dir, char *err, size_t errlen) {
+  struct stat st;
+  if (fstat(dfd, &st)) {
+    snprintf(err, errlen, "ledger dir %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    snprintf(err, errlen,
+             "ledger dir %s belongs to another user (uid %u); refusing to use it (another user could read and break "
+             "this process's accounting): remove it, or set ledger_dir to a directory of root or of uid %u",
+             dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    return -1;
+  }
+  if (st.st_mode & S_IWOTH) {
+    snprintf(err, errlen, "ledger dir %s is world-writable; refusing to use it (chmod o-w it, or pick another)", dir);
+    return -1;
+  }
+  return 0;
+}
+
 int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen) {
   if (create && mkdir(dir, 0700) && errno != EEXIST) {
     snprintf(err, errlen, "ledger dir %s: cannot create it: %s", dir, strerror(errno));
@@ -37,16 +62,82 @@ int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen) {
   if (dfd < 0) {
     int e = errno;
     snprintf(err, errlen, "ledger dir %s: cannot open it: %s", dir,
-             e == ELOOP ? "it is a symbolic link" : strerror(e));
+             e == ELOOP ? "it is a symbolic link" : e == ENOTDIR ? "not a directory" : strerror(e));
     return -1;
   }
-  struct stat st;
-  if (fstat(dfd, &st) || (st.st_mode & S_IWOTH)) {
+  if (check_dir(dfd, dir, err, errlen)) {
     close(dfd);
-    snprintf(err, errlen, "ledger dir %s is world-writable; refusing to use it (chmod o-w it, or pick another)", dir);
     return -1;
   }
   return dfd;
+}
+
+int vs_ledger_check_owner(int fd, const char *path, char *err, size_t errlen) {
+  struct stat st;
+  if (fstat(fd, &st)) {
+    snprintf(err, errlen, "ledger %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "ledger %s is not a regular file; refusing to use it", path);
+    return -1;
+  }
+  if (st.st_mode & S_IWOTH) {
+    snprintf(err, errlen, "ledger %s is world-writable; refusing to use it", path);
+    return -1;
+  }
+  /* Another user's file is trusted only inside a root-owned, group-shared
+   * directory (its group is the directory's): the administrator put both
+   * users in that group to share the card. */
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    char dir[VS_PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    struct stat ds;
+    if (!slash || stat(dir, &ds) || ds.st_uid != 0 || !(ds.st_mode & S_ISGID) || ds.st_gid != st.st_gid) {
+      snprintf(err, errlen,
+               "ledger %s belongs to another user (uid %u); refusing to use it (another user could read and break "
+               "this process's accounting): remove it",
+               path, (unsigned)st.st_uid);
+      return -1;
+    }
+  }
+  /* Ours: group members of a shared directory must be able to write it
+   * whatever our umask. */
+  if (st.st_uid == geteuid() && (st.st_mode & 0660) != 0660) {
+    if (fchmod(fd, 0660)) {
+    }
+  }
+  return 0;
+}
+
+/* The default dir (issue 10): /run/vramshim, made at install time
+ * (packaging/tmpfiles.d/vramshim.conf). Where it does not exist and cannot
+ * be made, or this user may not use it, a per-user directory:
+ * $XDG_RUNTIME_DIR/vramshim, else /tmp/vramshim-<uid>. */
+int vs_ledger_default_dir(char *out, size_t len, int *fallback) {
+  const char *d = VS_DEFAULT_LEDGER_DIR;
+  struct stat st;
+  *fallback = 0;
+  int there = lstat(d, &st) == 0 || (mkdir(d, 0700) == 0 && lstat(d, &st) == 0);
+  if (there) {
+    /* There but not trustworthy: refuse, never fall back silently past a takeover. */
+    if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & S_IWOTH)) return -1;
+    if (faccessat(AT_FDCWD, d, R_OK | W_OK | X_OK, AT_EACCESS) == 0) {
+      snprintf(out, len, "%s", d);
+      return 0;
+    }
+  }
+  *fallback = 1;
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  struct stat xs;
+  if (xdg && xdg[0] == '/' && strlen(xdg) < len - 16 && stat(xdg, &xs) == 0 && S_ISDIR(xs.st_mode) &&
+      xs.st_uid == geteuid() && !(xs.st_mode & 022))
+    snprintf(out, len, "%s/vramshim", xdg);
+  else
+    snprintf(out, len, "/tmp/vramshim-%u", (unsigned)geteuid());
+  return 0;
 }
 
 static int cmp_ids(const void *a, const void *b) {
@@ -83,14 +174,30 @@ int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err,
 }
 
 /* A consistent copy: retry while a writer is inside; give up after ~200 ms
- * (a writer that died mid-write leaves seq odd until the next locker). */
-static int copy_consistent(const vs_ledger_shm *s, vs_ledger_shm *copy) {
+ * (a writer that died mid-write leaves seq odd until the next locker).
+ * Read with pread, never through a mapping: a file truncated meanwhile
+ * gives a short read (-1), not SIGBUS (issue 10). */
+static int pread_all(int fd, void *buf, size_t n, off_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      return -1;
+    }
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+static int copy_consistent(int fd, vs_ledger_shm *copy) {
   uint64_t t0 = vs_mono_ns();
+  const off_t seq_at = (off_t)offsetof(vs_ledger_shm, seq);
   for (unsigned tries = 0;; tries++) {
-    uint32_t a = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    memcpy(copy, s, sizeof *copy);
-    VS_FENCE(__ATOMIC_ACQUIRE);
-    uint32_t b = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    uint32_t a, b;
+    if (pread_all(fd, &a, sizeof a, seq_at) || pread_all(fd, copy, sizeof *copy, 0) ||
+        pread_all(fd, &b, sizeof b, seq_at))
+      return -1;
     if (a == b && !(a & 1)) return 1;
     if (vs_mono_ns() - t0 > 200000000ull) return 0;
     if (tries > 100) sched_yield();
@@ -115,7 +222,7 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
   }
   int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
   if (dfd < 0) return -1;
-  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   int e = errno;
   close(dfd);
   struct stat st;
@@ -125,17 +232,20 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     if (fd >= 0) close(fd);
     return -1;
   }
-  const vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ, MAP_SHARED, fd, 0);
-  vs_ledger_shm *c = s == MAP_FAILED ? NULL : malloc(sizeof *c);
+  vs_ledger_shm *c = malloc(sizeof *c);
   if (!c) {
-    if (s != MAP_FAILED) munmap((void *)s, sizeof *s);
     close(fd);
-    snprintf(err, errlen, "ledger %s/%s: cannot map it", dir, name);
+    snprintf(err, errlen, "ledger %s/%s: out of memory", dir, name);
     return -1;
   }
   memset(out, 0, sizeof *out);
-  out->consistent = copy_consistent(s, c);
-  munmap((void *)s, sizeof *s);
+  out->consistent = copy_consistent(fd, c);
+  if (out->consistent < 0) {
+    free(c);
+    close(fd);
+    snprintf(err, errlen, "ledger %s/%s: it shrank while read (truncated?)", dir, name);
+    return -1;
+  }
   if (c->magic != VS_LEDGER_MAGIC || c->version != VS_LEDGER_VERSION) {
     free(c);
     close(fd);

@@ -66,6 +66,11 @@ typedef struct vs_ledger_snapshot {
 /* Card ids with a ledger file in dir, sorted; returns how many (<= max), or
  * -1 with err when the dir cannot be read. */
 int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err, size_t errlen);
+/* The default ledger dir: VS_DEFAULT_LEDGER_DIR when usable (made if
+ * missing and allowed), else a per-user fallback (*fallback = 1: other
+ * users' processes are not counted). -1 when the default exists but may
+ * not be trusted (another user's, world-writable, a symlink). */
+int vs_ledger_default_dir(char *out, size_t len, int *fallback);
 /* 0, or -1 with err. */
 int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snapshot *out, char *err, size_t errlen);
 #endif

@@ -125,8 +125,13 @@ typedef struct vs_ledger_shm {
 
 /* "card-<id>.ledger" with id reduced to [A-Za-z0-9_-]; 0 or -1 if too long. */
 int vs_ledger_file_name(const char *card_id, char *out, size_t len);
-/* Opens dir (creating it 0700) refusing symlinks and world-writable dirs. */
+/* Opens dir (creating it 0700) refusing symlinks, world-writable dirs and
+ * dirs of another non-root user (issue 10). */
 int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen);
+/* 0 when the opened ledger file may be used: a regular file, not
+ * world-writable, ours or root's (or a group member's inside a root-owned
+ * setgid directory); our own is made group-writable (0660). -1 with err. */
+int vs_ledger_check_owner(int fd, const char *path, char *err, size_t errlen);
 /* Whether the slot's owner still holds its lock (fd: any descriptor of the file). */
 int vs_ledger_slot_alive(int fd, int slot);
 #endif

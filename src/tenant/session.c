@@ -32,6 +32,7 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   pthread_mutex_init(&s->lock, NULL);
   char err[VS_ERR_MAX];
   int r = vs_config_load_env(&s->cfg, err, sizeof err);
+  if (r >= 0 && vs_config_resolve_ledger_dir(&s->cfg, 1, err, sizeof err)) r = -1;
   s->enforcing = 1;
   if (r < 0) {
     vs_config_on_error(err); /* returns only with passthrough */
@@ -189,6 +190,8 @@ int vs_tenant_spill(vs_tenant_session *s, int card, uint64_t n, vs_spill_note *n
 }
 
 void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_unspill(get(s, card), n); }
+
+void vs_tenant_check(vs_tenant_session *s, int card) { vs_ledger_check(get(s, card)); }
 
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
 

@@ -88,4 +88,7 @@ void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
 /* Closes every card (gives back this process's slots). */
 void vs_tenant_fini(vs_tenant_session *s);
+/* Checks the card's ledger file (deleted, replaced, truncated, damaged: then
+ * re-attaches carrying this process's usage; see vs_ledger_check). */
+void vs_tenant_check(vs_tenant_session *s, int card);
 #endif

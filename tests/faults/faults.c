@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ledger_shm.h"
 #include "vramsim.h"
 
 static sigset_t g_sigs;
@@ -83,8 +84,43 @@ static int w_oversize(int argc, char **argv) {
   return 0;
 }
 
+/* churn HOLD_MIB: holds HOLD_MIB, then allocates and frees 2 MiB blocks
+ * without pause (load on the ledger) until SIGTERM. */
+static int w_churn(int argc, char **argv) {
+  CHECK(argc == 1, "churn HOLD_MIB");
+  tp_cuda_up();
+  CUdeviceptr p, q;
+  CHECK(cuMemAlloc(&p, strtoull(argv[0], NULL, 10) * MiB) == CUDA_SUCCESS, "churn: hold");
+  SAY("holding");
+  for (unsigned i = 0;; i++) {
+    sigset_t pend;
+    sigpending(&pend);
+    if (sigismember(&pend, SIGTERM)) exit(0);
+    CUresult r = cuMemAlloc(&q, (uint64_t)(1 + i % 8) * 2 * MiB);
+    if (r == CUDA_SUCCESS) CHECK(cuMemFree(q) == CUDA_SUCCESS, "churn: free");
+    if (i % 64 == 0) {
+      usleep(200);
+    }
+  }
+}
+
 /* ---- cases ---------------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap __attribute__((unused));
+
+/* Every worker the orchestrator started, killed when it exits (a failed
+ * CHECK must not leave workers holding the simulated card). */
+static pid_t g_kids[64];
+static int g_nkids;
+static void kill_kids(void) {
+  for (int i = 0; i < g_nkids; i++)
+    if (g_kids[i] > 0) kill(g_kids[i], SIGKILL);
+}
+static pid_t spawn(const char *tag, const char *tenant, const char *extra_env, const char *const *args) {
+  pid_t p = tp_spawn(tag, tenant, extra_env, args);
+  if (g_nkids < 64) g_kids[g_nkids++] = p;
+  return p;
+}
+#define tp_spawn spawn
 
 static int wait_line(const char *file, const char *needle, int timeout_ms) {
   for (int t = 0; t < timeout_ms; t += 10) {
@@ -184,6 +220,90 @@ static int case_reserve(void) {
   return 0;
 }
 
+/* The path of card 0's ledger file in the test's ledger dir (static). */
+static const char *ledger_file(void) {
+  static char path[1024];
+  char ids[4][VS_NAME_MAX], err[VS_ERR_MAX], name[VS_NAME_MAX + 16];
+  CHECK(vs_ledger_list(tp_path("ledger"), ids, 4, err, sizeof err) == 1, "one ledger file");
+  CHECK(vs_ledger_file_name(ids[0], name, sizeof name) == 0, "name");
+  snprintf(path, sizeof path, "%s/%s", tp_path("ledger"), name);
+  return path;
+}
+
+/* Polls the ledger until tenants a and b each count at least 1 GiB. */
+static int both_counted(int timeout_ms) {
+  for (int t = 0; t < timeout_ms; t += 20) {
+    if (tp_snapshot(&g_snap) == 0) {
+      const vs_snap_tenant *a = tp_tenant(&g_snap, "a"), *b = tp_tenant(&g_snap, "b");
+      /* At least what each holds, and not more than a churning 1 GiB
+       * process can (a damaged file would show anything). */
+      if (a && b && a->used >= GiB && b->used >= GiB && a->used <= GiB + 256 * MiB && b->used <= GiB + 256 * MiB)
+        return 0;
+    }
+    tp_sleep_ms(20);
+  }
+  return -1;
+}
+
+/* (3, 4) The ledger file truncated, deleted, overwritten in place or
+ * replaced while processes use it (one churning, one idle): no process
+ * crashes, both carry their usage into the ledger now at the path (one
+ * "re-attached" line each), and admission still counts them.
+ * Before the fix: truncate killed both with SIGBUS (exit 135); after a
+ * delete or a replacement the next process started an empty ledger and
+ * was admitted 1.5 GiB next to b's 2 GiB reservation and a's 1 GiB; an
+ * overwritten header was re-initialised silently by the next process. */
+static int case_ledger(const char *mode) {
+  tp_config("", "[tenant a]\n[tenant b]\nreserve = 2GiB\n[tenant c]\n");
+  const char *ca[] = {"churn", "1024", NULL}, *hb[] = {"hold", "1024", NULL};
+  pid_t a = tp_spawn("a", "a", NULL, ca), b = tp_spawn("b", "b", NULL, hb);
+  CHECK(wait_line("a.out", "holding", 20000) == 0 && wait_line("b.out", "holding", 20000) == 0, "a and b hold 1 GiB");
+  CHECK(both_counted(20000) == 0, "both counted before the fault");
+  const char *path = ledger_file();
+  if (!strcmp(mode, "truncate")) {
+    CHECK(truncate(path, 0) == 0, "truncate %s", path);
+  } else if (!strcmp(mode, "delete")) {
+    CHECK(unlink(path) == 0, "unlink %s", path);
+  } else if (!strcmp(mode, "overwrite")) {
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0, "open %s", path);
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 131 + 7);
+    CHECK(pwrite(fd, junk, sizeof junk, 0) == (ssize_t)sizeof junk, "overwrite the header");
+    close(fd);
+  } else if (!strcmp(mode, "replace")) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "a replacement file");
+    close(fd);
+    CHECK(rename(tmp, path) == 0, "rename over the ledger");
+  } else {
+    CHECK(0, "mode %s", mode);
+  }
+  tp_sleep_ms(300);
+  int st;
+  CHECK(!tp_exited(a, &st), "a survives the %s (exit %d)", mode, st);
+  CHECK(!tp_exited(b, &st), "b survives the %s (exit %d)", mode, st);
+  uint64_t t0 = tp_now_ns();
+  CHECK(both_counted(20000) == 0, "both carried their usage into the ledger now at the path");
+  SAY("%s: both processes counted again %.0f ms later", mode, (double)(tp_now_ns() - t0) / 1e6);
+  /* c may take at most 4 GiB - b's 2 GiB reservation - a's 1 GiB. */
+  const char *t1[] = {"try", "1536", "oom", NULL}, *t2[] = {"try", "512", "ok", NULL};
+  CHECK(tp_wait(tp_spawn("c1", "c", NULL, t1)) == 0, "1.5 GiB more is refused: a and b still count (c1.err)");
+  CHECK(tp_wait(tp_spawn("c2", "c", NULL, t2)) == 0, "512 MiB fits (c2.err)");
+  CHECK(!tp_exited(a, &st) && !tp_exited(b, &st), "both still run");
+  char *ea = tp_read("a.err"), *eb = tp_read("b.err");
+  SAY("a: %s", ea);
+  CHECK(tp_count_lines(ea, "re-attached") == 1 && tp_count_lines(eb, "re-attached") == 1,
+        "one re-attached line each (a: %d, b: %d)", tp_count_lines(ea, "re-attached"), tp_count_lines(eb, "re-attached"));
+  free(ea);
+  free(eb);
+  stop(a);
+  stop(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -195,16 +315,19 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &g_sigs, NULL);
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
+    if (!strcmp(m, "churn")) return w_churn(argc - 2, argv + 2);
     if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
   const char *c = argv[2], *arg = argc > 5 ? argv[5] : "";
   g_tool = argv[4];
+  atexit(kill_kids);
   tp_workdir(argv[3]);
   int r = 1;
   if (!strcmp(c, "hoard")) r = case_hoard(arg);
   else if (!strcmp(c, "reserve")) r = case_reserve();
+  else if (!strcmp(c, "ledger")) r = case_ledger(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

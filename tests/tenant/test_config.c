@@ -149,7 +149,7 @@ static void every_key(void **state) {
   /* Defaults when keys are absent. */
   assert_int_equal(vs_config_parse_string("[tenant x]\n", NULL, cfg, err, sizeof err), 0);
   assert_int_equal(cfg->arena, VS_CFG_ARENA_AUTO);
-  assert_string_equal(cfg->ledger_dir, "/dev/shm/vramshim");
+  assert_string_equal(cfg->ledger_dir, "/run/vramshim");
   assert_string_equal(cfg->dump_dir, "/var/tmp/vramshim");
   assert_int_equal(cfg->timeline_interval_ms, 10000);
   assert_int_equal(cfg->release_threshold.bytes, GiB);
