@@ -8,6 +8,7 @@
 #include "tenant_proc.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -304,6 +305,90 @@ static int case_ledger(const char *mode) {
   return 0;
 }
 
+/* (5) A ledger dir or file planted by another local user is refused with
+ * a clear message and exit 78 (passthrough: the program runs, unenforced);
+ * so is a world-writable dir. Needs root (a throwaway user is created);
+ * skipped (77) otherwise. Before the fix: the planted dir and file were
+ * used (the process ran, its usage readable and writable by that user). */
+static int case_takeover(void) {
+  if (geteuid() != 0) {
+    SAY("SKIP: needs root to create a throwaway user");
+    return 77;
+  }
+  const char *user = "vsfault10";
+  if (!getpwnam(user)) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "useradd -M -N -r -s /usr/sbin/nologin %s >/dev/null 2>&1", user);
+    if (system(cmd) != 0 || !getpwnam(user)) {
+      SAY("SKIP: cannot create user %s", user);
+      return 77;
+    }
+  }
+  struct passwd *pw = getpwnam(user);
+  uid_t uid = pw->pw_uid;
+  gid_t gid = pw->pw_gid;
+  const char *t[] = {"try", "64", "ok", NULL};
+  /* The card's ledger file name, from a run in our own dir. */
+  tp_config("", "[tenant x]\n");
+  CHECK(tp_wait(tp_spawn("own", "x", NULL, t)) == 0, "a run in our own dir (own.err)");
+  char name[512];
+  snprintf(name, sizeof name, "%s", strrchr(ledger_file(), '/') + 1);
+  char conf[2048];
+  /* 1. a dir owned by the other user */
+  char *planted = strdup(tp_path("planted"));
+  CHECK(mkdir(planted, 0755) == 0 && chown(planted, uid, gid) == 0, "plant %s", planted);
+  snprintf(conf, sizeof conf, "[global]\nledger_dir = %s\n[tenant x]\n", planted);
+  tp_config(NULL, conf);
+  int st = tp_wait(tp_spawn("dir", "x", NULL, t));
+  char *err = tp_read("dir.err");
+  CHECK(st == 78 && strstr(err, "belongs to another user"), "a planted dir: exit 78 (%d), clear message: %s", st, err);
+  free(err);
+  st = tp_wait(tp_spawn("dirpass", "x", "VRAMSHIM_ON_ERROR=passthrough", t));
+  err = tp_read("dirpass.err");
+  CHECK(st == 0 && strstr(err, "WITHOUT quota enforcement"), "passthrough runs unenforced (%d): %s", st, err);
+  free(err);
+  /* 2. our dir, a file in it planted by the other user */
+  char *mine = strdup(tp_path("mine"));
+  CHECK(mkdir(mine, 0755) == 0, "mkdir");
+  char fpath[1100];
+  snprintf(fpath, sizeof fpath, "%s/%s", mine, name);
+  int fd = open(fpath, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  CHECK(fd >= 0 && fchown(fd, uid, gid) == 0, "plant %s", fpath);
+  close(fd);
+  snprintf(conf, sizeof conf, "[global]\nledger_dir = %s\n[tenant x]\n", mine);
+  tp_config(NULL, conf);
+  st = tp_wait(tp_spawn("file", "x", NULL, t));
+  err = tp_read("file.err");
+  CHECK(st == 78 && strstr(err, "belongs to another user"), "a planted file: exit 78 (%d): %s", st, err);
+  free(err);
+  /* 3. a world-writable dir */
+  char *open_dir = strdup(tp_path("open"));
+  CHECK(mkdir(open_dir, 0777) == 0 && chmod(open_dir, 0777) == 0, "mkdir");
+  snprintf(conf, sizeof conf, "[global]\nledger_dir = %s\n[tenant x]\n", open_dir);
+  tp_config(NULL, conf);
+  st = tp_wait(tp_spawn("wdir", "x", NULL, t));
+  err = tp_read("wdir.err");
+  CHECK(st == 78 && strstr(err, "world-writable"), "a world-writable dir: exit 78 (%d): %s", st, err);
+  free(err);
+  /* The tool refuses them too. */
+  char *stt = NULL;
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s status --ledger-dir %s > %s 2>&1", g_tool, planted, tp_path("status.txt"));
+  int rc = system(cmd);
+  stt = tp_read("status.txt");
+  CHECK(rc != 0 && strstr(stt, "belongs to another user"), "status refuses the planted dir: %s", stt);
+  free(stt);
+  char del[128];
+  snprintf(del, sizeof del, "userdel %s >/dev/null 2>&1", user);
+  rc = system(del);
+  (void)rc;
+  free(planted);
+  free(mine);
+  free(open_dir);
+  SAY("planted dir, planted file, world-writable dir: refused (exit 78)");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -328,6 +413,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "hoard")) r = case_hoard(arg);
   else if (!strcmp(c, "reserve")) r = case_reserve();
   else if (!strcmp(c, "ledger")) r = case_ledger(arg);
+  else if (!strcmp(c, "takeover")) r = case_takeover();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
