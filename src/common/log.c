@@ -1,5 +1,7 @@
+#include "file_open.h"
 #include "log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,9 +29,9 @@ static void parse_env(void) {
     else if (!strcmp(tok, "info")) g_level = VS_LOG_INFO;
     else if (!strcmp(tok, "debug")) g_level = VS_LOG_DEBUG;
     else if (!strncmp(tok, "file:", 5)) {
-      int fd = open(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+      int fd = vs_open_regular(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0640);
       if (fd >= 0) g_fd = fd;
-      else dprintf(2, "vramshim: cannot open log file %s, logging to stderr\n", tok + 5);
+      else dprintf(2, "vramshim: cannot open log file %s (%s), logging to stderr\n", tok + 5, vs_open_strerror(errno));
     } else {
       dprintf(2, "vramshim: unknown VRAMSHIM_LOG item '%s' ignored\n", tok);
     }

@@ -78,7 +78,7 @@ static int export_fd(void) {
   if (dfd < 0) return -1;
   char name[64];
   file_name(name, sizeof name, (int)getpid());
-  g_fd = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  g_fd = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   close(dfd);
   return g_fd;
 }
@@ -145,7 +145,7 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
   if (dfd >= 0) {
     char name[64];
     file_name(name, sizeof name, t.pid);
-    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     close(dfd);
   }
   record rec;

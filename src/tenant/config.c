@@ -2,6 +2,7 @@
  * line at a time, so we know each line's number, see section headers (inih
  * reports no line numbers and calls nothing for an empty section), and strip
  * leading blanks (an indented line is a key, not inih's continuation). */
+#include "file_open.h"
 #include "config.h"
 
 #include <ctype.h>
@@ -448,13 +449,15 @@ int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, c
 
 int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t errlen) {
   vs_config_defaults(cfg);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* Never blocks: a FIFO (or device) named as the config is refused
+   * before anything is read (file_open.h). */
+  int fd = vs_open_regular(path, O_RDONLY, 0);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_CONFIG_BYTES) {
+  if (fd < 0 || fstat(fd, &st) || st.st_size > MAX_CONFIG_BYTES) {
     int e = fd < 0 ? errno : 0;
     if (fd >= 0) close(fd);
     snprintf(err, errlen, "%s: cannot read the config file: %s", path,
-             e ? strerror(e) : "not a regular file of at most 1 MiB");
+             e ? vs_open_strerror(e) : "larger than 1 MiB");
     return -1;
   }
   char *buf = malloc((size_t)st.st_size + 1);

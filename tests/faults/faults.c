@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -389,6 +390,86 @@ static int case_takeover(void) {
   return 0;
 }
 
+/* Runs cmd (a shell line) under `timeout 30`; its exit status (124: it hung). */
+static int run_sh(const char *cmd) {
+  char line[4096];
+  snprintf(line, sizeof line, "timeout 30 sh -c '%s'", cmd);
+  /* Not under the shim, nor its config (the FIFO): the shell and the tool
+   * are not what is tested here. */
+  char *pre = getenv("LD_PRELOAD") ? strdup(getenv("LD_PRELOAD")) : NULL;
+  char *cfg = getenv("VRAMSHIM_CONFIG") ? strdup(getenv("VRAMSHIM_CONFIG")) : NULL;
+  unsetenv("LD_PRELOAD");
+  unsetenv("VRAMSHIM_CONFIG");
+  int st = system(line);
+  if (pre) setenv("LD_PRELOAD", pre, 1);
+  if (cfg) setenv("VRAMSHIM_CONFIG", cfg, 1);
+  free(pre);
+  free(cfg);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* (6) A FIFO as every path the shim or the tool opens: the config file (at
+ * load, also with passthrough), the ledger file, VRAMSHIM_TRACE,
+ * VRAMSHIM_LOG=file:, and `vramshim check FIFO`, `vramshim dump FIFO`,
+ * `vramshim replay FIFO`, `vramshim dump FILE --svg FIFO`. Each ends at once
+ * with a clear message (or, for the trace and the log, runs without them).
+ * Before the fix: the config FIFO hung the program at load (also with
+ * passthrough), and check / dump hung (killed by timeout, 124). */
+static int case_fifo(void) {
+  const char *fifo = strdup(tp_path("fifo"));
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+  char cmd[4096];
+  const char *self = "/proc/self/exe";
+  (void)self;
+  /* The config file. */
+  setenv("VRAMSHIM_CONFIG", fifo, 1);
+  const char *t[] = {"try", "64", "ok", NULL};
+  int st = tp_wait(tp_spawn("cfg", "x", NULL, t));
+  char *err = tp_read("cfg.err");
+  CHECK(st == 78 && strstr(err, "not a regular file"), "config FIFO: exit 78 (%d), clear message: %s", st, err);
+  free(err);
+  st = tp_wait(tp_spawn("cfgpass", "x", "VRAMSHIM_ON_ERROR=passthrough", t));
+  CHECK(st == 0, "config FIFO with passthrough: runs (%d)", st);
+  /* The tool. */
+  snprintf(cmd, sizeof cmd, "%s check %s > %s 2>&1", g_tool, fifo, tp_path("check.txt"));
+  st = run_sh(cmd);
+  err = tp_read("check.txt");
+  CHECK(st != 124 && st != 0 && strstr(err, "not a regular file"), "check FIFO: %d, %s", st, err);
+  free(err);
+  snprintf(cmd, sizeof cmd, "%s dump %s > %s 2>&1", g_tool, fifo, tp_path("dump.txt"));
+  st = run_sh(cmd);
+  err = tp_read("dump.txt");
+  CHECK(st != 124 && st != 0 && strstr(err, "not a regular file"), "dump FIFO: %d, %s", st, err);
+  free(err);
+  snprintf(cmd, sizeof cmd, "%s replay %s > %s 2>&1", g_tool, fifo, tp_path("replay.txt"));
+  st = run_sh(cmd);
+  err = tp_read("replay.txt");
+  CHECK(st != 124 && st != 0 && strstr(err, "not a regular file"), "replay FIFO: %d, %s", st, err);
+  free(err);
+  /* The ledger file, the trace and the log. */
+  tp_config("", "[tenant x]\n");
+  CHECK(tp_wait(tp_spawn("own", "x", NULL, t)) == 0, "a run to name the ledger (own.err)");
+  const char *lf = ledger_file();
+  CHECK(unlink(lf) == 0 && mkfifo(lf, 0600) == 0, "a FIFO as the ledger");
+  st = tp_wait(tp_spawn("ledger", "x", NULL, t));
+  err = tp_read("ledger.err");
+  CHECK(st == 78 && strstr(err, "not a regular file"), "ledger FIFO: exit 78 (%d): %s", st, err);
+  free(err);
+  CHECK(unlink(lf) == 0, "unlink");
+  char env[1200];
+  snprintf(env, sizeof env, "VRAMSHIM_TRACE=%s", fifo);
+  st = tp_wait(tp_spawn("trace", "x", env, t));
+  CHECK(st == 0, "trace FIFO: the program runs (%d)", st);
+  snprintf(env, sizeof env, "VRAMSHIM_LOG=file:%s", fifo);
+  st = tp_wait(tp_spawn("log", "x", env, t));
+  err = tp_read("log.err");
+  CHECK(st == 0 && strstr(err, "not a regular file"), "log FIFO: runs, logs to stderr (%d): %s", st, err);
+  free(err);
+  free((void *)fifo);
+  SAY("a FIFO as config, ledger, trace, log, and for check/dump/replay: no hang, clear messages");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -414,6 +495,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "reserve")) r = case_reserve();
   else if (!strcmp(c, "ledger")) r = case_ledger(arg);
   else if (!strcmp(c, "takeover")) r = case_takeover();
+  else if (!strcmp(c, "fifo")) r = case_fifo();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

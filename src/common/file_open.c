@@ -1,0 +1,39 @@
+#include "file_open.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int vs_open_regular(const char *path, int flags, mode_t mode) {
+  int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, mode);
+  if (fd < 0) {
+    /* A FIFO with no reader, opened for writing without blocking. */
+    if (errno == ENXIO) errno = EFTYPE_VS;
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    int e = errno;
+    close(fd);
+    errno = S_ISREG(st.st_mode) ? e : EFTYPE_VS;
+    return -1;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+const char *vs_open_strerror(int e) {
+  return e == EFTYPE_VS ? "not a regular file (a FIFO, a device or a directory)" : strerror(e);
+}
+
+FILE *vs_fopen_regular(const char *path, const char *mode) {
+  int w = mode[0] == 'w';
+  int fd = vs_open_regular(path, w ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, w ? "w" : "r");
+  if (!f) close(fd);
+  return f;
+}
