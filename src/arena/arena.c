@@ -80,7 +80,9 @@ static uint64_t batch_limit(vs_arena *a) {
 }
 
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
-  if (!a || !addr || size == 0 || size > (1ull << 46)) return VS_BACKEND_ERROR;
+  if (!a || !addr || size == 0) return VS_BACKEND_ERROR;
+  /* Beyond any card (64 TiB): refused as the driver refuses it, not an error. */
+  if (size > (1ull << 46)) return VS_BACKEND_OOM;
   uint64_t calls0 = vs_tl_calls;
   if (a->be.could_fit && a->be.could_fit(a->be.ctx, size) != VS_BACKEND_OK) {
     atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);

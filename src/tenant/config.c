@@ -367,6 +367,10 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
         fail(ps, ps->line,
              "bad value '%s' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB",
              value);
+      else if (t->wait_ms > VS_CFG_MAX_WAIT_MS)
+        /* Deadlines are nanoseconds in 64 bits: a wait past this would
+         * wrap (and one day is already longer than any request should block). */
+        fail(ps, ps->line, "bad value '%s' for 'on_limit': the wait is longer than the maximum of 24 h", value);
       break;
     case TK_CARDS: parse_cards(ps, t, value); break;
     case TK_EXE: parse_exes(ps, t, value); break;

@@ -24,6 +24,7 @@
 #define VS_DEFAULT_LEDGER_DIR "/run/vramshim" /* root:vramshim 2770, packaging/tmpfiles.d */
 #define VS_DEFAULT_DUMP_DIR "/var/tmp/vramshim"
 #define VS_DEFAULT_CONFIG "/etc/vramshim.conf"
+#define VS_CFG_MAX_WAIT_MS (24ull * 3600 * 1000) /* on_limit = wait:D at most 24 h */
 #define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */
 
 /* The [global] arena key. Its own names: the arena library has vs_arena_mode. */

@@ -202,6 +202,11 @@ static const struct bad_case {
      ":2: bad value 'spill:0' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%)"},
     {"[tenant a]\non_limit = spill:lots\n",
      ":2: bad value 'spill:lots' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%)"},
+    /* issue 10, point 8: 18446744073710 ms once wrapped to a 7 ms wait */
+    {"[tenant a]\non_limit = wait:18446744073710ms\n",
+     ":2: bad value 'wait:18446744073710ms' for 'on_limit': the wait is longer than the maximum of 24 h"},
+    {"[tenant a]\non_limit = wait:1441min\n",
+     ":2: bad value 'wait:1441min' for 'on_limit': the wait is longer than the maximum of 24 h"},
     {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63, comma-separated"},
     {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes, or remove the key for all cards"},
     {"[tenant a]\nmatch_exe = /usr/bin/vllm\n",
