@@ -35,6 +35,15 @@ static void load(void) {
   }
   VS_INFO("tenant %s (by %s), config %s", s->tenant, s->tenant_how,
           s->from_file || hami > 0 ? s->config.file : "built-in defaults");
+  /* A name without a section (a typo, say) never escapes the default's
+   * limit: it follows [tenant default] under its own name. */
+  if (s->from_file && s->enforce && !vs_config_tenant(&s->config, s->tenant)) {
+    const vs_tenant_cfg *d = vs_config_tenant(&s->config, VS_DEFAULT_TENANT);
+    char l[32];
+    if (d && strcmp(s->tenant, VS_DEFAULT_TENANT))
+      VS_WARN("tenant '%s' has no section in %s: it follows [tenant default]'s rules (limit %s) under its own name",
+              s->tenant, s->config.file, d->has_limit ? vs_size_str(d->limit, l, sizeof l) : "none");
+  }
 }
 
 const vs_settings *vs_settings_get(void) {

@@ -482,6 +482,11 @@ int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t err
   return r;
 }
 
+const vs_tenant_cfg *vs_config_rules(const vs_config *cfg, const char *name) {
+  const vs_tenant_cfg *t = vs_config_tenant(cfg, name);
+  return t ? t : vs_config_tenant(cfg, VS_DEFAULT_TENANT);
+}
+
 const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name) {
   for (int i = 0; i < cfg->ntenants; i++)
     if (!strcmp(cfg->tenants[i].name, name)) return &cfg->tenants[i];

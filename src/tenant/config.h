@@ -96,6 +96,10 @@ uint64_t vs_config_hash(const char *text, size_t len);
 
 /* Lookups; NULL / -1 when absent. */
 const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name);
+/* The section whose rules (limit, warn_at, on_limit) the tenant follows:
+ * its own, else [tenant default]'s (BRIEF: a tenant without a section
+ * follows default's rules under its own name), else NULL. */
+const vs_tenant_cfg *vs_config_rules(const vs_config *cfg, const char *name);
 /* The [card] section for a card: by UUID first (uuid may be NULL), then by index. */
 const vs_card_cfg *vs_config_card(const vs_config *cfg, int index, const char *uuid);
 

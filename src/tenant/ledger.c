@@ -545,7 +545,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   h->slot = -1;
   h->plan = *plan;
   snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
-  const vs_plan_tenant *me = vs_plan_find(plan, tenant);
+  const vs_plan_tenant *me = vs_plan_rules(plan, tenant); /* default's for a tenant without a section */
   h->limit = me ? me->limit : VS_NO_LIMIT;
   h->spill_max = me ? me->spill_max : 0;
   h->total = vs_plan_total(plan, tenant);

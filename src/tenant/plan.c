@@ -85,13 +85,17 @@ const vs_plan_tenant *vs_plan_find(const vs_plan *plan, const char *name) {
   return NULL;
 }
 
+const vs_plan_tenant *vs_plan_rules(const vs_plan *plan, const char *name) {
+  const vs_plan_tenant *t = vs_plan_find(plan, name);
+  return t ? t : vs_plan_find(plan, VS_DEFAULT_TENANT);
+}
+
 uint64_t vs_plan_total(const vs_plan *plan, const char *tenant) {
   uint64_t others = plan->headroom;
-  const vs_plan_tenant *me = NULL;
-  for (int i = 0; i < plan->ntenants; i++) {
-    if (!strcmp(plan->tenants[i].name, tenant)) me = &plan->tenants[i];
-    else others = vs_sat_add(others, plan->tenants[i].reserve);
-  }
+  for (int i = 0; i < plan->ntenants; i++)
+    if (strcmp(plan->tenants[i].name, tenant)) others = vs_sat_add(others, plan->tenants[i].reserve);
+  /* A tenant without a section follows default's limit (issue 10). */
+  const vs_plan_tenant *me = vs_plan_rules(plan, tenant);
   uint64_t room = others >= plan->capacity ? 0 : plan->capacity - others;
   uint64_t limit = me ? me->limit : VS_NO_LIMIT;
   return limit < room ? limit : room;

@@ -35,6 +35,10 @@ int vs_plan_build(const vs_config *cfg, int card, const char *uuid, uint64_t cap
 
 /* The tenant's entry, or NULL when the plan has none (no section). */
 const vs_plan_tenant *vs_plan_find(const vs_plan *plan, const char *name);
+/* The rules a tenant follows: its own section's, else [tenant default]'s
+ * (a tenant without a section, BRIEF), else NULL (no limit). The reserve
+ * is never inherited: a reservation belongs to the tenant named. */
+const vs_plan_tenant *vs_plan_rules(const vs_plan *plan, const char *name);
 
 /* What the tenant could ever hold on the card, others' reservations kept:
  * min(L_a, C - H - sum over t != a of R_t). */

@@ -47,7 +47,7 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
     vs_config_on_error(err); /* returns only with passthrough */
     s->enforcing = 0;
   }
-  const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
+  const vs_tenant_cfg *t = vs_config_rules(&s->cfg, s->tenant);
   s->wait_ms = t ? t->wait_ms : 0;
   VS_INFO("tenant '%s' (by %s), config %s", s->tenant, how, r == 1 && hami <= 0 ? "none (no limits)" : s->cfg.file);
   return s;
@@ -60,7 +60,7 @@ vs_tenant_session *vs_tenant_init_with(const vs_config *cfg, const char *tenant,
   s->cfg = *cfg;
   s->enforcing = enforcing;
   snprintf(s->tenant, sizeof s->tenant, "%s", tenant && *tenant ? tenant : VS_DEFAULT_TENANT);
-  const vs_tenant_cfg *t = vs_config_tenant(&s->cfg, s->tenant);
+  const vs_tenant_cfg *t = vs_config_rules(&s->cfg, s->tenant);
   s->wait_ms = t ? t->wait_ms : 0;
   return s;
 }

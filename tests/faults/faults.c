@@ -490,6 +490,22 @@ static int case_pib(void) {
   return 0;
 }
 
+/* (9) A tenant without a section follows [tenant default]'s rules under
+ * its own name, and one line says so. Before the fix: VRAMSHIM_TENANT=typo
+ * had no limit at all (1.5 GiB admitted past default's 1 GiB). */
+static int case_unknown(void) {
+  tp_config("", "[tenant default]\nlimit = 1GiB\n");
+  const char *big[] = {"try", "1536", "oom", NULL}, *small[] = {"try", "512", "ok", NULL};
+  CHECK(tp_wait(tp_spawn("typo", "typo", NULL, big)) == 0, "1.5 GiB refused under default's 1 GiB limit (typo.err)");
+  char *err = tp_read("typo.err");
+  CHECK(tp_count_lines(err, "tenant 'typo' has no section") == 1 && strstr(err, "follows [tenant default]'s rules (limit 1.00 GiB)"),
+        "one line says so: %s", err);
+  CHECK(strstr(err, "tenant 'typo' on card 0: refused 1.50 GiB"), "refused under its own name: %s", err);
+  free(err);
+  CHECK(tp_wait(tp_spawn("typo2", "typo", NULL, small)) == 0, "512 MiB fits (typo2.err)");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -517,6 +533,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "takeover")) r = case_takeover();
   else if (!strcmp(c, "fifo")) r = case_fifo();
   else if (!strcmp(c, "pib")) r = case_pib();
+  else if (!strcmp(c, "unknown")) r = case_unknown();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

@@ -299,7 +299,9 @@ static void plan_per_card(void **state) {
   assert_int_equal(vs_plan_total(plan, "llm"), 24 * GiB - GiB - 2 * GiB - 24 * GiB / 10);
   assert_int_equal(vs_plan_total(plan, "embed"), 3 * GiB);
   assert_int_equal(vs_plan_total(plan, "default"), 2 * GiB);
-  assert_int_equal(vs_plan_total(plan, "unknown"), 24 * GiB - reserved);
+  /* A tenant without a section follows default's limit (issue 10, point 9). */
+  assert_int_equal(vs_plan_total(plan, "unknown"), 2 * GiB);
+  assert_ptr_equal(vs_plan_rules(plan, "unknown"), vs_plan_find(plan, "default"));
   /* Card 1: llm is not on it (cards = 0): no reserve, no limit there; the
    * UUID section gives the headroom when the UUID matches. */
   assert_int_equal(vs_plan_build(cfg, 1, "GPU-8c1f0e2a-1111-2222-3333-444455556666", 10 * GiB, plan, err, sizeof err), 0);
