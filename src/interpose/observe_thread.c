@@ -241,6 +241,11 @@ void vs_obs_thread_start(void) {
   if (!atomic_load(&vs_obs_thread_started)) {
     sigset_t all, old;
     sigfillset(&all);
+    /* Synchronous faults stay deliverable: a blocked SIGBUS kills the
+     * process outright, and the ledger guard (ledger_guard.h) must be able
+     * to catch one raised by a truncated ledger in this thread. */
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t at;
     pthread_attr_init(&at);

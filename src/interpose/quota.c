@@ -279,6 +279,15 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   return VS_MEM_DONE;
 }
 
+/* A process that exits normally gives its slots back at exit: status then
+ * shows the truth at once instead of "(dead, reclaim pending)" until
+ * another process allocates. Runs after the program's atexit handlers
+ * (they were registered after this library loaded). A fork child whose
+ * handles are inherited gives back nothing of its parent's. */
+__attribute__((destructor)) static void quota_at_exit(void) {
+  if (g_session) vs_tenant_exit(g_session);
+}
+
 void vs_quota_check_ledgers(void) {
   for (int c = 0; c < NCARDS; c++)
     if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) vs_tenant_check(g_session, c);

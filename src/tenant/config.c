@@ -31,6 +31,8 @@ struct parser {
   char *err;
   size_t errlen;
   int err_line;              /* 0 = no error yet */
+  int all;                   /* collect every error (one per line in err), not only the first */
+  int nerrs;
   const char *pos, *end;     /* the text not yet read */
   int line;                  /* number of the line last handed to inih */
   enum sec_kind kind;
@@ -44,13 +46,18 @@ struct parser {
 
 static void fail(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail(struct parser *ps, int line, const char *fmt, ...) {
-  if (ps->err_line) return; /* the first error is the one reported */
-  ps->err_line = line;
-  int n = snprintf(ps->err, ps->errlen, "%s:%d: ", ps->cfg->file, line);
-  if (n < 0 || (size_t)n >= ps->errlen) return;
+  if (ps->err_line && !ps->all) return; /* the first error is the one reported */
+  if (!ps->err_line) ps->err_line = line ? line : -1;
+  /* All errors: one per line, appended while they fit. */
+  size_t at = ps->nerrs ? strlen(ps->err) : 0;
+  if (ps->nerrs && at + 2 < ps->errlen) ps->err[at++] = '\n';
+  ps->nerrs++;
+  if (at + 1 >= ps->errlen) return;
+  int n = snprintf(ps->err + at, ps->errlen - at, "%s:%d: ", ps->cfg->file, line);
+  if (n < 0 || (size_t)n >= ps->errlen - at) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+  vsnprintf(ps->err + at + n, ps->errlen - at - (size_t)n, fmt, ap);
   va_end(ap);
 }
 
@@ -84,7 +91,12 @@ static void section_header(struct parser *ps, const char *text) {
   vs_config *cfg = ps->cfg;
   ps->kind = SEC_BAD; /* keys under a broken header are not checked further */
   const char *close = strchr(text, ']');
-  if (!close) return; /* inih reports the syntax error at this line */
+  if (!close) {
+    /* inih reports the syntax error at this line; collecting every error,
+     * we report it (the reader then hands inih a blank line). */
+    if (ps->all) fail(ps, ps->line, "syntax error: expected [section], key = value, or a comment");
+    return;
+  }
   const char *after = close + 1;
   while (*after == ' ' || *after == '\t') after++;
   if (*after && *after != ';' && *after != '#' && *after != '\n' && *after != '\r') {
@@ -191,7 +203,8 @@ static void section_header(struct parser *ps, const char *text) {
 /* inih's reader: the next line, blanks stripped at the start. */
 static char *reader(char *str, int num, void *stream) {
   struct parser *ps = stream;
-  if (ps->err_line || ps->pos >= ps->end) return NULL;
+  if ((ps->err_line && !ps->all) || ps->pos >= ps->end) return NULL;
+  int errs0 = ps->nerrs;
   const char *nl = memchr(ps->pos, '\n', (size_t)(ps->end - ps->pos));
   const char *eol = nl ? nl : ps->end;
   const char *s = ps->pos;
@@ -203,17 +216,25 @@ static char *reader(char *str, int num, void *stream) {
   if (len && s[len - 1] == '\r') len--;
   if (memchr(s, 0, len)) {
     fail(ps, ps->line, "NUL byte in the file");
-    return NULL;
+    if (!ps->all) return NULL;
+    len = 0;
   }
   if (len + 2 > (size_t)num) {
     fail(ps, ps->line, "line too long (at most %d characters)", num - 2);
-    return NULL;
+    if (!ps->all) return NULL;
+    len = 0;
   }
   memcpy(str, s, len);
   str[len] = '\n';
   str[len + 1] = 0;
   if (str[0] == '[') section_header(ps, str);
-  return ps->err_line ? NULL : str;
+  else if (ps->all && str[0] != ';' && str[0] != '#' && str[0] != '\n' && !strpbrk(str, "=:"))
+    fail(ps, ps->line, "syntax error: expected [section], key = value, or a comment");
+  if (!ps->all) return ps->err_line ? NULL : str;
+  /* Collecting: a line with an error of its own goes on as a blank line. */
+  if (ps->nerrs != errs0 && str[0] == '[') ps->kind = SEC_BAD;
+  if (ps->nerrs != errs0) memcpy(str, "\n", 2);
+  return str;
 }
 
 static int key_index(const char *const *keys, int n, const char *name) {
@@ -380,7 +401,7 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
 static int handler(void *user, const char *section, const char *name, const char *value) {
   struct parser *ps = user;
   (void)section; /* our reader tracks sections, with their lines */
-  if (ps->err_line) return 0;
+  if (ps->err_line && !ps->all) return 0;
   switch (ps->kind) {
     case SEC_NONE: fail(ps, ps->line, "key '%s' outside any section", name); break;
     case SEC_BAD: break;
@@ -396,13 +417,13 @@ static int handler(void *user, const char *section, const char *name, const char
       break;
     case SEC_TENANT: tenant_key(ps, name, value); break;
   }
-  return ps->err_line ? 0 : 1;
+  return ps->err_line && !ps->all ? 0 : 1;
 }
 
 /* Checks needing no capacity: reserve above limit in the same unit. */
 static void check_whole(struct parser *ps) {
   char a[32], b[32];
-  for (int i = 0; i < ps->cfg->ntenants && !ps->err_line; i++) {
+  for (int i = 0; i < ps->cfg->ntenants && (!ps->err_line || ps->all); i++) {
     const vs_tenant_cfg *t = &ps->cfg->tenants[i];
     if (!t->has_limit || t->reserve.is_pct != t->limit.is_pct) continue;
     int above = t->reserve.is_pct ? t->reserve.ppm > t->limit.ppm : t->reserve.bytes > t->limit.bytes;
@@ -418,7 +439,8 @@ uint64_t vs_config_hash(const char *p, size_t n) {
   return h;
 }
 
-static int parse_buffer(const char *text, size_t len, const char *name, vs_config *cfg, char *err, size_t errlen) {
+static int parse_buffer(const char *text, size_t len, const char *name, vs_config *cfg, int all, char *err,
+                        size_t errlen) {
   vs_config_defaults(cfg);
   snprintf(cfg->file, sizeof cfg->file, "%s", name ? name : "<string>");
   cfg->generation = vs_config_hash(text, len);
@@ -428,6 +450,7 @@ static int parse_buffer(const char *text, size_t len, const char *name, vs_confi
     return -1;
   }
   ps->cfg = cfg;
+  ps->all = all;
   ps->err = err;
   ps->errlen = errlen;
   ps->pos = text;
@@ -435,23 +458,34 @@ static int parse_buffer(const char *text, size_t len, const char *name, vs_confi
   int r = ini_parse_stream(reader, ps, handler, ps);
   /* inih reports lines with a syntax error (no '=' or ':', no ']'); keep
    * whichever error comes first in the file. */
-  if (r > 0 && (!ps->err_line || r < ps->err_line)) {
+  if (all && r > 0 && !ps->err_line) {
+    fail(ps, r, "syntax error: expected [section], key = value, or a comment");
+  } else if (!all && r > 0 && (!ps->err_line || r < ps->err_line)) {
     ps->err_line = 0;
+    ps->nerrs = 0;
     fail(ps, r, "syntax error: expected [section], key = value, or a comment");
   } else if (r < 0 && !ps->err_line) {
     fail(ps, 0, "cannot parse");
   }
-  if (!ps->err_line) check_whole(ps);
+  if (!ps->err_line || all) check_whole(ps);
   int bad = ps->err_line != 0;
   free(ps);
   return bad ? -1 : 0;
 }
 
 int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, char *err, size_t errlen) {
-  return parse_buffer(text, strlen(text), name, cfg, err, errlen);
+  return parse_buffer(text, strlen(text), name, cfg, 0, err, errlen);
 }
 
+static int parse_file(const char *path, vs_config *cfg, int all, char *err, size_t errlen);
 int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t errlen) {
+  return parse_file(path, cfg, 0, err, errlen);
+}
+int vs_config_parse_file_all(const char *path, vs_config *cfg, char *errs, size_t errlen) {
+  return parse_file(path, cfg, 1, errs, errlen);
+}
+
+static int parse_file(const char *path, vs_config *cfg, int all, char *err, size_t errlen) {
   vs_config_defaults(cfg);
   /* Never blocks: a FIFO (or device) named as the config is refused
    * before anything is read (file_open.h). */
@@ -477,7 +511,7 @@ int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t err
     return -1;
   }
   buf[got] = 0;
-  int r = parse_buffer(buf, got, path, cfg, err, errlen);
+  int r = parse_buffer(buf, got, path, cfg, all, err, errlen);
   free(buf);
   return r;
 }

@@ -85,6 +85,10 @@ void vs_config_defaults(vs_config *cfg);
  * call the text (e.g. a file name or "<string>"). */
 int vs_config_parse_file(const char *path, vs_config *cfg, char *err, size_t errlen);
 int vs_config_parse_string(const char *text, const char *name, vs_config *cfg, char *err, size_t errlen);
+/* Same as vs_config_parse_file, but goes on after an error: errs holds
+ * every error found, one "FILE:LINE: reason" per line (as many as fit);
+ * for `vramshim check` (issue 10). */
+int vs_config_parse_file_all(const char *path, vs_config *cfg, char *errs, size_t errlen);
 
 /* Checks the config against cards of these capacities (card i has caps[i]):
  * percentages resolved, reserve <= limit, reservations + headroom <= capacity.

@@ -45,6 +45,7 @@ struct vs_ledger {
   uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
   uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
   int reattach_failed;           /* logged once until a re-attach succeeds */
+  int exited;                    /* vs_ledger_exit ran: every call is a no-op (under mu) */
   pid_t pid;                    /* the owner process */
   int slot;
   uint32_t tenant;              /* index in shm->tenants */
@@ -632,15 +633,45 @@ static void reattach(vs_ledger *h, const char *why) {
 static vs_ledger_shm *enter(vs_ledger *h) {
   if (h->fd < 0) return NULL;
   pthread_mutex_lock(&h->mu);
+  if (h->exited) {
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+  }
   const char *why = file_trouble(h, 0);
   if (why) reattach(h, why);
   return h->shm;
 }
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 
+void vs_ledger_exit(vs_ledger *h) {
+  if (!h || h->fd < 0) return;
+  pthread_mutex_lock(&h->mu);
+  vs_ledger_shm *s = h->shm;
+  int sound = !h->exited && !vs_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+              s->slots[h->slot].pid == h->pid;
+  h->exited = 1;
+  if (sound && lock_shm(s) == 0) {
+    vs_ledger_slot *sl = &s->slots[h->slot];
+    write_begin(s);
+    uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
+    VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
+    VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
+    free_slot_locked(s, sl);
+    write_end(s);
+    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+    unlock_shm(s);
+    wake_waiters(s);
+  }
+  pthread_mutex_unlock(&h->mu);
+}
+
 int vs_ledger_check(vs_ledger *h) {
   if (!h || h->fd < 0) return 0;
   pthread_mutex_lock(&h->mu);
+  if (h->exited) {
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+  }
   const char *why = file_trouble(h, 0);
   if (why) reattach(h, why);
   pthread_mutex_unlock(&h->mu);
@@ -998,7 +1029,7 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   if (!h || h->fd < 0) return;
   /* Display only: skipped while a writer (or a re-attach) holds the handle. */
   if (pthread_mutex_trylock(&h->mu)) return;
-  VS_STORE(&h->shm->slots[h->slot].live, live);
+  if (!h->exited) VS_STORE(&h->shm->slots[h->slot].live, live);
   pthread_mutex_unlock(&h->mu);
 }
 

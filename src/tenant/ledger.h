@@ -101,6 +101,11 @@ int vs_ledger_sweep(vs_ledger *h);
  * call does the same at most every 100 ms (and at once on a fault). */
 int vs_ledger_check(vs_ledger *h);
 
+/* At process exit: gives back the slot and its usage now (status shows the
+ * truth at once, not "dead, reclaim pending"); the handle stays valid and
+ * every later call on it does nothing (threads may still run during exit). */
+void vs_ledger_exit(vs_ledger *h);
+
 /* Whether the handle was inherited across fork (every call then fails or
  * does nothing; open a new one). */
 int vs_ledger_inherited(const vs_ledger *h);

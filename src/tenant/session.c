@@ -191,6 +191,14 @@ int vs_tenant_spill(vs_tenant_session *s, int card, uint64_t n, vs_spill_note *n
 
 void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_unspill(get(s, card), n); }
 
+void vs_tenant_exit(vs_tenant_session *s) {
+  if (!s) return;
+  for (int i = 0; i < VS_CFG_MAX_CARD_INDEX; i++) {
+    vs_ledger *h = __atomic_load_n(&s->cards[i], __ATOMIC_ACQUIRE);
+    if (h && !vs_ledger_inherited(h)) vs_ledger_exit(h);
+  }
+}
+
 void vs_tenant_check(vs_tenant_session *s, int card) { vs_ledger_check(get(s, card)); }
 
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }

@@ -91,4 +91,6 @@ void vs_tenant_fini(vs_tenant_session *s);
 /* Checks the card's ledger file (deleted, replaced, truncated, damaged: then
  * re-attaches carrying this process's usage; see vs_ledger_check). */
 void vs_tenant_check(vs_tenant_session *s, int card);
+/* At process exit: every card's slot is given back now (vs_ledger_exit). */
+void vs_tenant_exit(vs_tenant_session *s);
 #endif

@@ -131,13 +131,19 @@ int cmd_check(int argc, char **argv) {
   }
   vs_config *cfg = malloc(sizeof *cfg);
   vs_plan *plan = malloc(sizeof *plan);
-  char err[VS_ERR_MAX];
+  char err[VS_ERR_MAX * 16];
   int rc = 0;
   if (!cfg || !plan) {
     fprintf(stderr, "vramshim: out of memory\n");
     rc = 1;
-  } else if (vs_config_parse_file(file, cfg, err, sizeof err) ||
-             (ncaps && vs_config_check_cards(cfg, caps, ncaps, err, sizeof err))) {
+  } else if (vs_config_parse_file_all(file, cfg, err, sizeof err)) {
+    /* Every error of the file at once, one per line. */
+    int n = 0;
+    for (char *save = NULL, *line = strtok_r(err, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++)
+      fprintf(stderr, "vramshim: %s\n", line);
+    if (n > 1) fprintf(stderr, "vramshim: %s: %d errors\n", file, n);
+    rc = 1;
+  } else if (ncaps && vs_config_check_cards(cfg, caps, ncaps, err, sizeof err)) {
     fprintf(stderr, "vramshim: %s\n", err);
     rc = 1;
   } else {
