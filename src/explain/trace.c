@@ -328,11 +328,41 @@ static void finish_full(vs_trace *t, int rc) {
   pthread_cond_broadcast(&t->done);
 }
 
+static void hand_off(vs_trace *t, int only_full);
+
+/* Issue 10: records reach the file within a second of the event, so a
+ * process stopped by SIGTERM or SIGKILL loses at most its last second.
+ * The writer hands every recorder's partly filled buffer off itself this
+ * often when nothing else woke it. */
+#define FLUSH_EVERY_NS 250000000ll
+
+static void flush_partial(void) {
+  pthread_mutex_lock(&g_reg_lock);
+  for (vs_trace *t = g_reg; t; t = t->next) {
+    pthread_mutex_lock(&t->lock);
+    /* Never waits here: a recorder whose other buffer is still queued is
+     * written by this thread next anyway. */
+    if (!t->full && !t->broken && t->buf[t->active].n) hand_off(t, 0);
+    pthread_mutex_unlock(&t->lock);
+  }
+  pthread_mutex_unlock(&g_reg_lock);
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   for (;;) {
     pthread_mutex_lock(&g_wq_lock);
-    while (!g_wq_head) pthread_cond_wait(&g_wq_cond, &g_wq_lock);
+    while (!g_wq_head) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += FLUSH_EVERY_NS;
+      if (ts.tv_nsec >= 1000000000l) ts.tv_sec++, ts.tv_nsec -= 1000000000l;
+      if (pthread_cond_timedwait(&g_wq_cond, &g_wq_lock, &ts) == ETIMEDOUT && !g_wq_head) {
+        pthread_mutex_unlock(&g_wq_lock);
+        flush_partial();   /* queues what is buffered (takes g_wq_lock itself) */
+        pthread_mutex_lock(&g_wq_lock);
+      }
+    }
     vs_trace *t = g_wq_head;
     g_wq_head = t->wnext;
     if (!g_wq_head) g_wq_tail = NULL;
@@ -421,6 +451,11 @@ static void record(vs_trace *t, uint32_t action, uint64_t ptr, uint64_t size, ui
     b->start_ticks = now;
     b->start_ns = t->origin_ns = vs_mono_ns();
     t->have_origin = 1;
+    /* The writer runs from the first record on: it also writes partly
+     * filled buffers within a second (flush_partial). */
+    pthread_mutex_lock(&g_wq_lock);
+    if (g_writer == 0) start_writer();
+    pthread_mutex_unlock(&g_wq_lock);
   }
   b->rec[b->n++] = (trace_rec){now, ptr, size, stream, tid, action};
   t->recorded++;

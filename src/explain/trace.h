@@ -14,15 +14,19 @@
  * thread). A full buffer goes to the process's writer thread, which formats
  * and writes it while the hot path fills the other buffer; when both are
  * full the hot path waits for the writer (nothing is dropped). Buffers are
- * also written on vs_trace_flush(), at exit (atexit), and when the
- * recorder is destroyed. Memory: about 600 KiB per recorder. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
+ * also written on vs_trace_flush(), at exit (atexit), when the recorder is
+ * destroyed, and by the writer thread (started at the first record) every
+ * 250 ms: a record reaches the file within a second, so a process ended by
+ * SIGTERM or SIGKILL loses at most its last second, and the file is valid
+ * CSV up to its last complete line. Memory: about 600 KiB per recorder. The file is opened at the first write (O_APPEND|O_NOFOLLOW,
  * header when empty), so a process that never allocates leaves no file.
  *
  * Fork: the child starts clean. Its copy of the parent's buffered events is
  * dropped (the parent writes them), its first write opens the file its own
  * pid names, and it writes full buffers itself (no thread is started after
- * a fork). Events lost: those of a process that ends with _exit or a
- * signal since the last flush. */
+ * a fork; a child's partly filled buffers are written when they fill, at
+ * exit or on a flush). Events lost: those of a process that ends with
+ * _exit or a signal since the writer's last pass (at most ~1 s). */
 #ifndef VS_TRACE_H
 #define VS_TRACE_H
 
