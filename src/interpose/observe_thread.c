@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_SLEEP_NS 1000000000ull       /* in-process wakes are seen within this */
@@ -144,13 +145,34 @@ static void sample_all(void) {
   vs_arena_glue_read_unlock();
 }
 
+/* Issue 10: dumps are bounded. A request within DUMP_MIN_INTERVAL_NS of
+ * the last dump written for a request is answered with that dump's path
+ * (it is that fresh); and this process keeps at most DUMP_KEEP files in
+ * dump_dir: writing one more removes its oldest (only files it wrote
+ * itself, by the path it wrote them to). Both only on this thread. */
+#define DUMP_MIN_INTERVAL_NS 1000000000ull
+#define DUMP_KEEP 16
+static char g_kept[DUMP_KEEP][VS_PATH_MAX + 128];
+static unsigned g_kept_next;
+static char g_last_req_path[VS_PATH_MAX + 128];
+static uint64_t g_last_req_ns;
+static uint64_t g_min_interval_ns = DUMP_MIN_INTERVAL_NS; /* test hook: $VRAMSHIM_TEST_DUMP_INTERVAL_MS */
+
+static void keep_file(const char *path) {
+  char *slot = g_kept[g_kept_next++ % DUMP_KEEP];
+  if (slot[0] && unlink(slot) == 0) VS_DEBUG("dump %s removed (this process keeps its %d newest)", slot, DUMP_KEEP);
+  snprintf(slot, sizeof g_kept[0], "%s", path);
+}
+
 static void write_auto(const char *reason, int card, const char *what) {
   vs_dump d;
   char path[VS_PATH_MAX + 128];
   if (vs_obs_build_dump(&d, reason, tenant_of)) {
     VS_WARN("card %d: %s; no dump: out of host memory", card, what);
   } else {
-    vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, card, what, path, sizeof path);
+    path[0] = 0;
+    if (vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, card, what, path, sizeof path) == 0 && path[0])
+      keep_file(path);
   }
   vs_dump_free(&d);
 }
@@ -160,6 +182,13 @@ static void answer_requests(void) {
   int any = 0;
   for (int i = 0; i < g_nboxes; i++) any |= vs_mailbox_pending(&g_boxes[i].m, g_boxes[i].slot, &req[i]);
   if (!any) return;
+  uint64_t now = vs_mono_ns();
+  struct stat st;
+  if (g_last_req_path[0] && now - g_last_req_ns < g_min_interval_ns && stat(g_last_req_path, &st) == 0) {
+    /* A flood of requests: the last dump is at most a second old. */
+    for (int i = 0; i < g_nboxes; i++) vs_mailbox_answer(&g_boxes[i].m, g_boxes[i].slot, req[i], g_last_req_path);
+    return;
+  }
   /* Taken after the requests were read: fresh for every one of them. */
   vs_dump d;
   char path[VS_PATH_MAX + 128], err[VS_PATH_MAX + 100];
@@ -170,6 +199,9 @@ static void answer_requests(void) {
     VS_WARN("dump requested, but it cannot be written: %s", err);
   } else {
     VS_INFO("dump requested; written to %s", path);
+    keep_file(path);
+    snprintf(g_last_req_path, sizeof g_last_req_path, "%s", path);
+    g_last_req_ns = now;
   }
   vs_dump_free(&d);
   for (int i = 0; i < g_nboxes; i++) vs_mailbox_answer(&g_boxes[i].m, g_boxes[i].slot, req[i], path);
@@ -200,6 +232,8 @@ static int pending_any(void) {
 static void *thread_main(void *arg) {
   (void)arg;
   g_start_time = vs_ledger_self_start_time();
+  const char *iv = getenv("VRAMSHIM_TEST_DUMP_INTERVAL_MS");
+  if (iv && *iv) g_min_interval_ns = strtoull(iv, NULL, 10) * 1000000ull;
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;
   uint64_t next_sample = vs_mono_ns();   /* a first sample at once */

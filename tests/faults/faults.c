@@ -7,6 +7,7 @@
  * Each case says what it checks and what it did before the fix. */
 #include "tenant_proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pwd.h>
 #include <fcntl.h>
@@ -625,6 +626,48 @@ static int case_trace(void) {
   return 0;
 }
 
+static int count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* (7) A flood of dump requests: one dump per second at most, each request
+ * inside the interval answered with the last dump's path; at most 16 files
+ * kept per process (the interval shortened by a test hook for that part).
+ * Before the fix: every request wrote a dump (40 requests, 40 files). */
+static int case_flood(void) {
+  tp_config("", "[tenant x]\n");
+  const char *h[] = {"hold", "64", NULL};
+  pid_t p = tp_spawn("held", "x", NULL, h);
+  CHECK(wait_line("held.out", "holding", 20000) == 0 && tp_wait_held(p, 64 * MiB, 20000) == 0, "a process holds memory");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "for i in $(seq 40); do %s dump --pid %d --ledger-dir %s > /dev/null || exit 1; done", g_tool,
+           (int)p, tp_path("ledger"));
+  uint64_t t0 = tp_now_ns();
+  int st = run_sh(cmd);
+  double s_taken = (double)(tp_now_ns() - t0) / 1e9;
+  int files = count_files(tp_path("dumps"));
+  SAY("40 requests in %.2f s: %d dump files", s_taken, files);
+  CHECK(st == 0, "every request answered (%d)", st);
+  CHECK(files >= 1 && files <= (int)s_taken + 2, "at most one dump per second (%d files in %.2f s)", files, s_taken);
+  stop(p);
+  /* The cap, with a 1 ms interval. */
+  pid_t q = tp_spawn("held2", "x", "VRAMSHIM_TEST_DUMP_INTERVAL_MS=1", h);
+  CHECK(wait_line("held2.out", "holding", 20000) == 0 && tp_wait_held(q, 64 * MiB, 20000) == 0, "holds");
+  snprintf(cmd, sizeof cmd, "for i in $(seq 30); do %s dump --pid %d --ledger-dir %s > /dev/null || exit 1; sleep 0.01; done",
+           g_tool, (int)q, tp_path("ledger"));
+  st = run_sh(cmd);
+  int files2 = count_files(tp_path("dumps")) - files;
+  SAY("30 spaced requests to a second process: it keeps %d files", files2);
+  CHECK(st == 0 && files2 == 16, "a process keeps its 16 newest dumps (%d)", files2);
+  stop(q);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   sigemptyset(&g_sigs);
@@ -657,6 +700,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "exit")) r = case_exit();
   else if (!strcmp(c, "checkall")) r = case_checkall();
   else if (!strcmp(c, "trace")) r = case_trace();
+  else if (!strcmp(c, "flood")) r = case_flood();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
