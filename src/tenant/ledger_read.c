@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "ledger_shm.h"
+#include "log.h"
 
 int vs_ledger_file_name(const char *card_id, char *out, size_t len) {
   char id[VS_NAME_MAX];
@@ -138,6 +139,36 @@ int vs_ledger_default_dir(char *out, size_t len, int *fallback) {
   else
     snprintf(out, len, "/tmp/vramshim-%u", (unsigned)geteuid());
   return 0;
+}
+
+/* Where the ledgers are, for the shim and the tools (declared in config.h;
+ * here, not in select.c, so that the config parser needs no ledger code). */
+int vs_config_resolve_ledger_dir(vs_config *cfg, int log, char *err, size_t errlen) {
+  if (cfg->has_ledger_dir) return 0;
+  int fallback = 0;
+  if (vs_ledger_default_dir(cfg->ledger_dir, sizeof cfg->ledger_dir, &fallback)) {
+    snprintf(err, errlen,
+             "ledger dir %s exists but may not be trusted (another user's, world-writable, or a symbolic link); "
+             "refusing to use it: remove it, or set ledger_dir in the config",
+             VS_DEFAULT_LEDGER_DIR);
+    return -1;
+  }
+  if (fallback && log)
+    VS_WARN("ledger dir %s does not exist and cannot be made by uid %u (install the package's tmpfiles.d entry); "
+            "using %s: processes of other users are not counted on the cards",
+            VS_DEFAULT_LEDGER_DIR, (unsigned)geteuid(), cfg->ledger_dir);
+  return 0;
+}
+
+int vs_config_ledger_dir(char *out, size_t len, char *err, size_t errlen) {
+  snprintf(out, len, "%s", VS_DEFAULT_LEDGER_DIR);
+  vs_config *cfg = malloc(sizeof *cfg);
+  if (!cfg) return 0;
+  int r = vs_config_load_env(cfg, err, errlen);
+  if (r >= 0 && vs_config_resolve_ledger_dir(cfg, 0, err, errlen)) r = -1;
+  else if (r >= 0) snprintf(out, len, "%s", cfg->ledger_dir);
+  free(cfg);
+  return r < 0 ? -1 : 0;
 }
 
 static int cmp_ids(const void *a, const void *b) {
