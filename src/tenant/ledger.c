@@ -297,15 +297,22 @@ static int in_use(int fd) {
 /* A damaged ledger that processes still use is never re-initialised: it is
  * renamed aside (they notice the replacement and carry their usage into the
  * new one) and the caller opens the path again. */
-static int move_aside(int dfd, const char *name, const char *path, const char *what, char *err, size_t errlen) {
+static int move_aside(int fd, int dfd, const char *name, const char *path, const char *what, char *err,
+                      size_t errlen) {
+  /* Only the file we opened: another process may have moved it aside and
+   * started a new one at the path meanwhile (then open the path again). */
+  struct stat mine, now;
+  if (fstat(fd, &mine) || fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) || mine.st_ino != now.st_ino ||
+      mine.st_dev != now.st_dev)
+    return 1;
   char aside[VS_NAME_MAX + 64];
   snprintf(aside, sizeof aside, "%s.damaged-%lld-%d", name, (long long)time(NULL), (int)getpid());
   if (renameat(dfd, name, dfd, aside)) {
     snprintf(err, errlen, "ledger %s is %s while in use and cannot be moved aside: %s", path, what, strerror(errno));
     return -1;
   }
-  VS_WARN("ledger %s was %s while processes used it: moved aside to %s and started a new one; running processes "
-          "carry their usage into it",
+  VS_WARN("ledger %s was %s: moved aside to %s and started a new one (running processes of this version carry "
+          "their usage into it)",
           path, what, aside);
   return 1;
 }
@@ -327,12 +334,20 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
   }
   int used = again || in_use(fd);
   if (st.st_size != 0 && st.st_size != (off_t)sizeof(vs_ledger_shm)) {
-    if (used) return move_aside(dfd, name, path, "truncated or resized", err, errlen);
-    snprintf(err, errlen,
-             "ledger %s has another layout (%lld bytes, this vramshim uses %zu): an older or newer vramshim uses "
-             "it; remove it once no process uses the card",
-             path, (long long)st.st_size, sizeof(vs_ledger_shm));
-    return -1;
+    uint64_t magic = 0;
+    int other_version = pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == VS_LEDGER_MAGIC;
+    /* Another vramshim's ledger that its processes still use cannot be
+     * shared (nor moved under them); one nobody uses (left by an upgrade)
+     * is moved aside, as is a damaged one. */
+    if (other_version && used && !again) {
+      snprintf(err, errlen,
+               "ledger %s has another layout (%lld bytes, this vramshim uses %zu) and is in use: an older or newer "
+               "vramshim runs on this card; restart its processes, or set another ledger_dir",
+               path, (long long)st.st_size, sizeof(vs_ledger_shm));
+      return -1;
+    }
+    return move_aside(fd, dfd, name, path, other_version ? "left by another vramshim version" : "truncated or resized", err,
+                      errlen);
   }
   if (st.st_size == 0 && ftruncate(fd, (off_t)sizeof(vs_ledger_shm))) {
     snprintf(err, errlen, "ledger %s: cannot size it: %s", path, strerror(errno));
@@ -346,7 +361,10 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
   int fresh = st.st_size == 0;
   if (got == (ssize_t)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
     if (hdr.version != VS_LEDGER_VERSION || hdr.size != sizeof hdr) {
-      snprintf(err, errlen, "ledger %s has layout version %u, this vramshim uses %u; remove it once no process uses the card",
+      if (!used) return move_aside(fd, dfd, name, path, "left by another vramshim version", err, errlen);
+      snprintf(err, errlen,
+               "ledger %s has layout version %u, this vramshim uses %u, and is in use: restart the other version's "
+               "processes, or set another ledger_dir",
                path, hdr.version, VS_LEDGER_VERSION);
       return -1;
     }
@@ -354,7 +372,7 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
   }
   /* Not initialised: new, or its creator died before finishing (both: no
    * process uses it), or damaged / truncated to nothing while in use. */
-  if (used && !fresh) return move_aside(dfd, name, path, "damaged (bad header)", err, errlen);
+  if (used && !fresh) return move_aside(fd, dfd, name, path, "damaged (bad header)", err, errlen);
   if (used && fresh)
     VS_INFO("ledger %s was truncated while processes used it: re-initialised; running processes carry their usage "
             "into it",
