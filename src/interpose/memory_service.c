@@ -97,7 +97,7 @@ static void record(vs_mem_op *op) {
  * (spill.c keeps it and counts it apart), so it never counts against the card. */
 static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
   uint64_t addr = 0;
-  if (!vs_spill_alloc(op->rec.card, size, by_driver, &addr)) return 0;
+  if (!vs_spill_alloc(op->rec.card, op->rec.ctx_id, size, by_driver, &addr)) return 0;
   op->result = CUDA_SUCCESS;
   op->addr = addr;
   return 1;
@@ -333,6 +333,7 @@ static void sweep(vs_ctx *c) {
     }
   }
   free(v);
+  vs_spill_ctx_end(c->id);   /* its spilled blocks (host memory) go with it too */
   if (n) {
     char b[32];
     VS_DEBUG("card %d: context %#llx ends holding %zu allocations (%s) never freed; the driver frees them",

@@ -33,7 +33,9 @@ typedef struct spill_block {
   uint64_t dptr;   /* what the program holds: the key */
   void *host;      /* what cuMemFreeHost takes (with UVA the same address; not assumed) */
   uint64_t size;
+  uint64_t ctx_id; /* the context that allocated it: its end frees it */
   int card;
+  struct spill_block *gone;   /* vs_spill_ctx_end's list of removed records */
   UT_hash_handle hh;
 } spill_block;
 
@@ -98,7 +100,7 @@ static void count(int card, uint64_t dptr, uint64_t size, int sign) {
   vs_observe_spill(card, dptr, size, sign);
 }
 
-int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
+int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint64_t *addr) {
   if (!card_ok(card) || size == 0 || !vs_quota_spill_max(card)) return 0;
   const vs_real_table *real = vs_driver_if_loaded();
   if (!real || !real->cuMemHostAlloc || !real->cuMemHostGetDevicePointer_v2 || !real->cuMemFreeHost) {
@@ -136,6 +138,7 @@ int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr) {
   b->dptr = (uint64_t)d;
   b->host = host;
   b->size = size;
+  b->ctx_id = ctx_id;
   b->card = card;
   pthread_mutex_lock(&g_lock);
   spill_block *old = NULL;
@@ -184,6 +187,26 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
   free(b);
   *res = CUDA_SUCCESS;
   return 1;
+}
+
+void vs_spill_ctx_end(uint64_t ctx_id) {
+  if (ctx_id == 0 || atomic_load_explicit(&g_count, memory_order_relaxed) == 0) return;
+  spill_block *gone = NULL, *b, *tmp;
+  pthread_mutex_lock(&g_lock);
+  HASH_ITER(hh, g_blocks, b, tmp) {
+    if (b->ctx_id != ctx_id) continue;
+    HASH_DEL(g_blocks, b);
+    b->gone = gone;
+    gone = b;
+  }
+  pthread_mutex_unlock(&g_lock);
+  while (gone) {
+    b = gone;
+    gone = b->gone;
+    count(b->card, b->dptr, b->size, -1);
+    vs_quota_unspill(b->card, b->size);
+    free(b);
+  }
 }
 
 int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size) {

@@ -26,18 +26,25 @@
 
 #include <stdint.h>
 
-/* After a refused request for size bytes on card (by_driver: the driver
+/* After a refused request for size bytes on card, in the context the
+ * shim knows by ctx_id (contexts.h; 0: none known) (by_driver: the driver
  * refused it, not the tenant's admission rule): 1 when it was served
  * from host memory (*addr the device pointer), 0 when not (the tenant does
  * not spill, MAX would be exceeded, or the host refused: the request fails
  * as with on_limit = fail; a line says why MAX stopped it). */
-int vs_spill_alloc(int card, uint64_t size, int by_driver, uint64_t *addr);
+int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint64_t *addr);
 
 /* The free of addr (any cuMemFree variant): 1 when addr is a live spilled
  * block, which is then given back to the host (cuMemFreeHost) and its
  * bytes to the ledger (*res what the driver said); 0 when it is not one.
  * Costs one relaxed load while this process has no spilled block. */
 int vs_spill_free(uint64_t addr, CUresult *res);
+
+/* The context ctx_id ends (destroy, last primary release, reset): the
+ * driver frees the host memory it allocated, so its spilled blocks leave
+ * the table and give their bytes back to the ledger. Called before the
+ * driver frees it, as for the tracker's records (memory_service.c). */
+void vs_spill_ctx_end(uint64_t ctx_id);
 
 /* Whether addr starts a live spilled block (*card, *size filled; may be NULL). */
 int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size);

@@ -9,7 +9,9 @@
  *   shim_spill hold MIB                         worker: cuMemAlloc, then wait for SIGTERM
  *   shim_spill try MIB                          worker: one cuMemAlloc that must succeed, then exit
  *   shim_spill case threads ARENA WORKDIR TOOL  4 threads spilling and freeing at once (label concurrent)
- *   shim_spill threads                          worker (below) */
+ *   shim_spill threads                          worker (below)
+ *   shim_spill case ctxend ARENA WORKDIR TOOL   a context that ends holding a spilled block gives it back
+ *   shim_spill ctxspill                         worker (below) */
 #include "tenant_proc.h"
 
 #include <pthread.h>
@@ -157,6 +159,30 @@ static int w_spiller(void) {
     printf("freed\n");
     fflush(stdout);
   }
+}
+
+/* In a context of its own: one block on the device and one spilled
+ * (limit 256 MiB), then the context is destroyed without freeing them. */
+static int w_ctxspill(void) {
+  CHECK(cuInit(0) == CUDA_SUCCESS, "cuInit");
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuDeviceGet");
+  CUcontext c;
+  CHECK(cuCtxCreate(&c, NULL, 0, dev) == CUDA_SUCCESS, "cuCtxCreate");
+  CUdeviceptr a, b;
+  CHECK(cuMemAlloc(&a, 192 * MiB) == CUDA_SUCCESS, "the device block");
+  CHECK(cuMemAlloc(&b, 192 * MiB) == CUDA_SUCCESS, "the block over the limit");
+  CHECK(mem_type(b) == CU_MEMORYTYPE_HOST, "spilled");
+  printf("spilled\n");
+  fflush(stdout);
+  while (wait_sig() != SIGUSR1) {
+  }
+  CHECK(cuCtxDestroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+  printf("destroyed\n");
+  fflush(stdout);
+  while (wait_sig() != SIGTERM) {
+  }
+  return 0;
 }
 
 static int w_spilltry(int argc, char **argv) {
@@ -427,6 +453,32 @@ static int case_threads(const char *arena) {
   return 0;
 }
 
+/* A context that ends holding a spilled block: the driver frees the host
+ * memory with the context, and the tenant's spilled bytes go with it. */
+static int case_ctxend(const char *arena) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", arena);
+  tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
+  const char *w[] = {"ctxspill", NULL};
+  pid_t a = tp_spawn("ctxspill", "s", NULL, w);
+  CHECK(wait_line("ctxspill.out", "spilled", TP_EVENTUALLY_MS, a) == 0, "a block spilled in its own context");
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  const vs_snap_tenant *t = tp_tenant(&g_snap, "s");
+  CHECK(t && t->spilled == 192 * MiB, "192 MiB spilled (%llu)", t ? (unsigned long long)t->spilled : 0ull);
+  kill(a, SIGUSR1);
+  CHECK(wait_line("ctxspill.out", "destroyed", TP_EVENTUALLY_MS, a) == 0, "the context was destroyed");
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  t = tp_tenant(&g_snap, "s");
+  const vs_snap_proc *p = tp_proc(&g_snap, a);
+  CHECK(t && t->spilled == 0 && p && p->spilled == 0, "the ended context's spilled bytes are given back (%llu)",
+        t ? (unsigned long long)t->spilled : 0ull);
+  CHECK(t->used == 0, "and its device bytes (%llu)", (unsigned long long)t->used);
+  SAY("arena %s: a context destroyed holding a spilled block gives back its spilled and device bytes", arena);
+  kill(a, SIGTERM);
+  CHECK(tp_wait(a) == 0, "the worker exits");
+  return 0;
+}
+
 /* The driver refuses (a process without the shim holds most of the card;
  * the ledger does not see it): the request is spilled all the same. */
 static int case_driver(const char *tool) {
@@ -471,6 +523,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
     if (!strcmp(m, "threads")) return w_threads();
+    if (!strcmp(m, "ctxspill")) return w_ctxspill();
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 6, "case NAME ARENA WORKDIR TOOL");
@@ -479,6 +532,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[2], "spill")) r = case_spill(argv[3], argv[5]);
   else if (!strcmp(argv[2], "driver")) r = case_driver(argv[5]);
   else if (!strcmp(argv[2], "threads")) r = case_threads(argv[3]);
+  else if (!strcmp(argv[2], "ctxend")) r = case_ctxend(argv[3]);
   else CHECK(0, "unknown case %s", argv[2]);
   if (r == 0) SAY("PASS %s %s", argv[2], argv[3]);
   return r;
