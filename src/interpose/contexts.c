@@ -15,7 +15,11 @@ static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_mutex_t g_primary_lock = PTHREAD_MUTEX_INITIALIZER;
 static vs_ctx *g_head;
 static _Atomic uint64_t g_next_id = 1;
-static vs_ctx *g_orphans;   /* a forked child's inheritance: reachable, never used */
+/* A forked child's inheritance: the parent's list heads, one per generation
+ * of fork (deeper ones are let go), reachable and never used. */
+#define VS_FORK_ORPHANS 8
+static vs_ctx *g_orphans[VS_FORK_ORPHANS];
+static int g_norphans;
 
 /* The fast path: each thread remembers the last record it used, valid
  * while no record has been unlinked since (g_gen counts unlinks). A hit
@@ -254,23 +258,22 @@ void vs_ctx_read_lock(void) { pthread_rwlock_rdlock(&g_lock); }
 void vs_ctx_read_unlock(void) { pthread_rwlock_unlock(&g_lock); }
 vs_ctx *vs_ctx_next(vs_ctx *c) { return c ? c->next : g_head; }
 
-void vs_ctx_atfork_prepare(void) { pthread_rwlock_wrlock(&g_lock); }
-void vs_ctx_atfork_parent(void) { pthread_rwlock_unlock(&g_lock); }
-
+/* No fork handler takes the registry's lock: the driver's own prepare
+ * handlers run before the shim's (registered later, at cuInit) and hold the
+ * driver's locks, which a thread inside the arena takes while another holds
+ * the registry's read lock (the observer's walk): taking it in prepare
+ * would close a cycle. The child never reads the parent's list, so it needs
+ * no consistent copy of it. */
 void vs_ctx_atfork_child(void) {
-  /* The forking thread holds the write lock (prepare): the list is whole.
-   * Fresh locks; the parent's records (and their arenas) are never
-   * touched again. */
-  if (g_head) {
-    vs_ctx *tail = g_head;
-    while (tail->next) tail = tail->next;
-    tail->next = g_orphans;
-    g_orphans = g_head;
-  }
+  /* Fresh locks; the parent's records (and their arenas) are never touched
+   * again, not even walked (another thread may have been changing the list
+   * at the fork): the head is kept as it was. */
+  if (g_head && g_norphans < VS_FORK_ORPHANS) g_orphans[g_norphans++] = g_head;
   g_head = NULL;
   t_last.c = NULL;   /* the forking thread's; no other thread is here */
   atomic_fetch_add(&g_gen, 1);
   pthread_rwlock_t fresh_lock = PTHREAD_RWLOCK_INITIALIZER;
   memcpy(&g_lock, &fresh_lock, sizeof g_lock);
   pthread_mutex_init(&g_primary_lock, NULL);
+  pthread_mutex_init(&g_ended_lock, NULL);
 }

@@ -89,11 +89,9 @@ void vs_ctx_read_lock(void);
 void vs_ctx_read_unlock(void);
 vs_ctx *vs_ctx_next(vs_ctx *c);
 
-/* fork: prepare takes the write lock (no record changes across the fork),
- * parent releases it; the child has no contexts (CUDA does not survive fork); the
- * parent's records are kept reachable, never used. */
-void vs_ctx_atfork_prepare(void);
-void vs_ctx_atfork_parent(void);
+/* fork: the child has no contexts (CUDA does not survive fork); the
+ * parent's records are kept reachable, never used, and never walked (no fork
+ * handler takes the registry's lock: contexts.c says why). */
 void vs_ctx_atfork_child(void);
 
 #endif

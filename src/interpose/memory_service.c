@@ -378,14 +378,12 @@ void vs_mem_ctx_end(uint64_t handle, int primary_dev) { vs_mem_ctx_ended(vs_mem_
 void vs_mem_count_call(int card, vramshim_driver_call call) { vs_acct_call(card < 0 ? 0 : card, call); }
 
 void vs_mem_atfork_prepare(void) {
-  vs_ctx_atfork_prepare();
   vs_tracker_atfork_prepare();
   vs_spill_atfork_prepare();
 }
 void vs_mem_atfork_parent(void) {
   vs_spill_atfork_parent();
   vs_tracker_atfork_parent();
-  vs_ctx_atfork_parent();
 }
 
 void vs_mem_atfork_child(void) {
