@@ -22,8 +22,11 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct sigaction g_prev;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+  /* A SIGBUS sent by kill, raise or sigqueue is not a fault: si_addr holds
+   * no address, and no access will run again to repeat it. */
+  int sent = si->si_code <= 0;
   uintptr_t a = (uintptr_t)si->si_addr;
-  for (int i = 0; i < GUARD_RANGES; i++) {
+  for (int i = 0; !sent && i < GUARD_RANGES; i++) {
     uintptr_t b = __atomic_load_n(&g_ranges[i].base, __ATOMIC_ACQUIRE);
     if (!b || a < b || a - b >= g_ranges[i].len) continue;
     /* mmap is async-signal-safe in practice (a system call); the range
@@ -39,13 +42,22 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
       g_prev.sa_sigaction(sig, si, uc);
       return;
     }
+  } else if (g_prev.sa_handler == SIG_IGN && sent) {
+    return;   /* ignored, as it was; the guard stays */
   } else if (g_prev.sa_handler != SIG_DFL && g_prev.sa_handler != SIG_IGN) {
     g_prev.sa_handler(sig);
     return;
   }
-  /* Default action: restore it; the faulting access runs again and ends
-   * the process as it would have. */
-  signal(SIGBUS, SIG_DFL);
+  /* The default action, as without the shim: a fault runs its access again
+   * under SIG_DFL and ends the process; a sent signal is raised again now
+   * (SA_NODEFER: delivered at once). sigaction and raise are
+   * async-signal-safe. */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGBUS, &dfl, NULL);
+  if (sent) raise(SIGBUS);
 }
 
 static void install(void) {

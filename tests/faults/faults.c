@@ -559,6 +559,32 @@ static int case_exit(void) {
   return 0;
 }
 
+/* Worker: allocates (so the ledger is mapped and guarded), then sends
+ * itself SIGBUS as `kill -BUS` would. */
+static int w_sigbus(void) {
+  tp_cuda_up();
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 64 * MiB) == CUDA_SUCCESS, "cuMemAlloc");
+  kill(getpid(), SIGBUS);
+  printf("alive after SIGBUS\n");
+  return 0;
+}
+
+/* (3) The ledger's SIGBUS guard takes only faults inside a ledger mapping:
+ * a SIGBUS sent to the process does what it does without the shim (ends
+ * it). Before the fix: the guard swallowed it, and set SIGBUS back to its
+ * default, so the next truncated ledger killed the process. */
+static int case_sigbus(void) {
+  tp_config("", "[tenant x]\n");
+  const char *w[] = {"sigbus", NULL};
+  int st = tp_wait(tp_spawn("sigbus", "x", NULL, w));
+  char *out = tp_read("sigbus.out");
+  CHECK(st == 128 + SIGBUS && !strstr(out, "alive"), "a sent SIGBUS ends the process as without the shim (status %d)", st);
+  free(out);
+  SAY("kill -BUS ended the process (status %d), as without the shim", st);
+  return 0;
+}
+
 /* (12) `vramshim check` reports every error of a file at once. Before the
  * fix: only the first (line 2). */
 static int case_checkall(void) {
@@ -682,6 +708,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "traced")) return w_traced(argc - 2, argv + 2);
     if (!strcmp(m, "churn")) return w_churn(argc - 2, argv + 2);
     if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
+    if (!strcmp(m, "sigbus")) return w_sigbus();
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
@@ -701,6 +728,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "checkall")) r = case_checkall();
   else if (!strcmp(c, "trace")) r = case_trace();
   else if (!strcmp(c, "flood")) r = case_flood();
+  else if (!strcmp(c, "sigbus")) r = case_sigbus();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
