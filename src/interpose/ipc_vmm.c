@@ -5,6 +5,7 @@
 #include "guard.h"
 #include "log.h"
 #include "settings.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -285,12 +286,7 @@ static int start_server(void) {
     return -1;
   }
   close(dfd);
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_t t;
-  int rc = pthread_create(&t, &at, server_main, (void *)(intptr_t)lfd);
-  pthread_attr_destroy(&at);
+  int rc = vs_thread_spawn(server_main, (void *)(intptr_t)lfd, "vramshim-ipc");
   if (rc != 0) {
     close(lfd);
     errno = rc;

@@ -18,6 +18,7 @@
 #include "observe_internal.h"
 #include "quota.h"
 #include "settings.h"
+#include "thread.h"
 #include "arena_glue.h"
 #include "dump_file.h"
 
@@ -273,25 +274,8 @@ static void *thread_main(void *arg) {
 void vs_obs_thread_start(void) {
   pthread_mutex_lock(&g_start_lock);
   if (!atomic_load(&vs_obs_thread_started)) {
-    sigset_t all, old;
-    sigfillset(&all);
-    /* Synchronous faults stay deliverable: a blocked SIGBUS kills the
-     * process outright, and the ledger guard (ledger_guard.h) must be able
-     * to catch one raised by a truncated ledger in this thread. */
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGSEGV);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int rc = pthread_create(&t, &at, thread_main, NULL);
-    pthread_attr_destroy(&at);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc)
-      VS_WARN("cannot start the background thread (%s): no timeline, no dumps on request", strerror(rc));
-    else
-      pthread_setname_np(t, "vramshim");
+    int rc = vs_thread_spawn(thread_main, NULL, "vramshim");
+    if (rc) VS_WARN("cannot start the background thread (%s): no timeline, no dumps on request", strerror(rc));
     /* Not retried on failure: once per process is enough to say it. */
     atomic_store_explicit(&vs_obs_thread_started, 1, memory_order_release);
   }
