@@ -103,6 +103,29 @@ static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
   return 1;
 }
 
+/* Waits under on_limit = wait (vs_quota_wait) without holding the
+ * request's context: ending a context waits for every hold on it
+ * (contexts.h), and that end may be what frees the memory waited for, so a
+ * hold kept across the wait would stall the end until the wait ran out.
+ * 1: go on, the context held again; 0: stop (the wait ran out, or the
+ * context ended meanwhile: then op->ctx is NULL with op->rec.ctx_id set). */
+static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline) {
+  uint64_t id = op->ctx ? op->ctx->id : 0;
+  vs_ctx_put(op->ctx);
+  op->ctx = NULL;
+  int go = vs_quota_wait(op->rec.card, size, deadline);
+  if (id && !(op->ctx = vs_ctx_acquire_id(id))) return 0;
+  return go;
+}
+
+/* The request's context ended while it waited: the driver's answer for a
+ * request in a destroyed context, nothing charged, no refusal. */
+static int ended_while_waiting(vs_mem_op *op) {
+  if (op->ctx || !op->rec.ctx_id) return 0;
+  op->result = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return 1;
+}
+
 int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
   op->space = space_of(kind);
   op->call = call;
@@ -149,8 +172,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       served = vs_arena_glue_alloc(op->ctx, size, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
       if (spilled(op, size, !vs_quota_refusal_pending())) return done(op);
-      if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
+      if (!wait_unheld(op, size, &deadline)) break;
     }
+    if (ended_while_waiting(op)) return done(op);
     if (served == VS_MEM_DONE) {
       op->result = res;
       if (res == CUDA_SUCCESS) {
@@ -173,8 +197,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
     q = vs_quota_charge(op->rec.card, size);
     if (q == CUDA_SUCCESS) break;
     if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
-    if (!vs_quota_wait(op->rec.card, size, &deadline)) break;
+    if (!wait_unheld(op, size, &deadline)) break;
   }
+  if (ended_while_waiting(op)) return done(op);
   if (q != CUDA_SUCCESS) {
     op->result = q;
     failed(op);
