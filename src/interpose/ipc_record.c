@@ -203,6 +203,17 @@ int vs_ipc_opened_find(uint64_t ptr, uint64_t *driver_ptr, int drop) {
   return o ? 0 : -1;
 }
 
+void vs_ipc_opened_forget(uint64_t ptr) {
+  pthread_mutex_lock(&g_lock);
+  opened *o;
+  HASH_FIND(hh, g_opened, &ptr, sizeof ptr, o);
+  if (o) {
+    HASH_DEL(g_opened, o);
+    free(o);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
 void vs_ipc_block_freed(uint64_t base) {
   vs_ipc_vmm_block_freed(base);
   if (!atomic_load_explicit(&g_any_export, memory_order_relaxed)) return;

@@ -36,6 +36,9 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
 void vs_ipc_opened_add(uint64_t ptr, uint64_t driver_ptr);
 /* The driver's pointer behind ptr (one reference dropped when drop), 0 found / -1. */
 int vs_ipc_opened_find(uint64_t ptr, uint64_t *driver_ptr, int drop);
+/* The context ptr was opened in ends (the driver unmaps its openings): the
+ * entry goes whatever its reference count. */
+void vs_ipc_opened_forget(uint64_t ptr);
 
 /* Exporter: the arena block at base is being freed. Its handles (records
  * here, VMM exports in ipc_vmm.h) no longer open: a later open gets the

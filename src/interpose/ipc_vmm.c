@@ -536,7 +536,9 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
   return CUDA_SUCCESS;
 }
 
-int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r) {
+/* Drops one reference of the import at ptr (all of them when all), and
+ * the import with the last; 1 when ptr is one. */
+static int release_import(const vs_real_table *real, uint64_t ptr, int all) {
   pthread_mutex_lock(&g_imp_lock);
   import_rec *o;
   HASH_FIND(hp, g_imp_by_ptr, &ptr, sizeof ptr, o);
@@ -544,6 +546,7 @@ int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r) {
     pthread_mutex_unlock(&g_imp_lock);
     return 0;
   }
+  if (all) o->refs = 1;
   if (--o->refs == 0) {
     HASH_DELETE(hh, g_imp_by_key, o);
     HASH_DELETE(hp, g_imp_by_ptr, o);
@@ -556,8 +559,17 @@ int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r) {
     free(o->p);
     free(o);
   }
+  return 1;
+}
+
+int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r) {
+  if (!release_import(real, ptr, 0)) return 0;
   *r = CUDA_SUCCESS;
   return 1;
+}
+
+void vs_ipc_vmm_drop(const vs_real_table *real, uint64_t ptr) {
+  if (real) (void)release_import(real, ptr, 1);
 }
 
 void vs_ipc_vmm_atfork_child(void) {

@@ -56,6 +56,10 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
                          uint64_t *size);
 /* Importer: 1 when ptr is an open import (then closed: *r is the result), 0 not one. */
 int vs_ipc_vmm_close(const vs_real_table *real, uint64_t ptr, CUresult *r);
+/* Importer: the context the import at ptr was opened in ends; as the
+ * driver unmaps a context's IPC openings, the import goes whatever its
+ * reference count (no-op when ptr is not one). */
+void vs_ipc_vmm_drop(const vs_real_table *real, uint64_t ptr);
 
 void vs_ipc_vmm_atfork_child(void);
 

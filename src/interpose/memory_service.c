@@ -8,6 +8,7 @@
 #include "contexts.h"
 #include "driver_table.h"
 #include "ipc_record.h"
+#include "ipc_vmm.h"
 #include "log.h"
 #include "observe.h"
 #include "quota.h"
@@ -352,6 +353,10 @@ static void sweep(vs_ctx *c) {
     account(&v[i], -1);
     if (v[i].charged) vs_quota_uncharge(v[i].card, v[i].size);
     if (v[i].owner == VS_OWNER_ARENA) vs_ipc_block_freed(v[i].key);   /* its IPC handles end with it */
+    if (v[i].kind == VS_MEM_IPC) {   /* an opening ends with the context it was opened in */
+      vs_ipc_vmm_drop(vs_driver_if_loaded(), v[i].key);
+      vs_ipc_opened_forget(v[i].key);
+    }
     if (holds_device_memory(v[i].kind)) {
       vs_observe_free(v[i].card, v[i].key, v[i].size);
       bytes += v[i].size;

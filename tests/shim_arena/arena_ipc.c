@@ -14,6 +14,8 @@
  *           unharmed and frees normally.
  *   noshim  a process without the shim: a shim handle is a clear error
  *           (never the wrong bytes), a driver handle opens.
+ *   resetter  opens block 0, resets its context without closing: the
+ *           opening ends with the context; it opens again afterwards.
  *   exporter  the roles reversed: the parent opens the child's block, bytes
  *           go both ways, then the exporter is killed (-9): the parent's
  *           mapping stays readable and writable until it closes it, and a
@@ -176,6 +178,33 @@ static int hang(const char *hex) {
   for (;;) pause();
 }
 
+/* Opens block 0, then ends its own context (a reset) without closing it:
+ * the opening ends with the context, as the driver unmaps a context's
+ * openings; after a new retain the handle opens again, with the bytes. */
+static int resetter(const char *hex) {
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  CUipcMemHandle h;
+  t_ipc_from_hex(hex, &h);
+  CUdeviceptr p;
+  T_CU(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  T_CHECK(bytes_are(p, k_size[0], 101), "the opened block's bytes");
+  CUdevice d;
+  T_CU(cuDeviceGet(&d, 0));
+  T_CU(cuDevicePrimaryCtxReset(d));
+  CUcontext c;
+  T_CU(cuDevicePrimaryCtxRetain(&c, d));
+  T_CU(cuCtxSetCurrent(c));
+  CUresult r = cuIpcCloseMemHandle(p);
+  T_SAY("resetter: closing an opening of the reset context: %d", (int)r);
+  T_CHECK(r != CUDA_SUCCESS, "an opening ended with its context: closing it is an error (%d)", (int)r);
+  CUdeviceptr q;
+  T_CU(cuIpcOpenMemHandle(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  T_CHECK(bytes_are(q, k_size[0], 101), "opened again in the new context, with the bytes");
+  T_CU(cuIpcCloseMemHandle(q));
+  T_SAY("resetter: PASS");
+  return 0;
+}
+
 /* Opens a handle once; prints the result (a second process's view). */
 static int open_once(const char *hex) {
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
@@ -275,6 +304,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "hold")) return hold(argv[2]);
   if (argc == 3 && !strcmp(argv[1], "hang")) return hang(argv[2]);
   if (argc == 3 && !strcmp(argv[1], "open")) return open_once(argv[2]);
+  if (argc == 3 && !strcmp(argv[1], "resetter")) return resetter(argv[2]);
   if (argc == 2 && !strcmp(argv[1], "exporter")) return exporter();
   T_CHECK(argc == 2, "usage: arena_ipc vmm|chunks|off");
   const char *mode = argv[1];
@@ -313,6 +343,12 @@ int main(int argc, char **argv) {
   T_CHECK(passed(status), "the child passed (status %d)", status);
   for (int i = 0; i < NB; i++)
     T_CHECK(bytes_are(p[i], k_size[i], (unsigned)i + 101), "the parent reads the child's bytes of block %d", i);
+
+  /* An importer whose context ends while it holds an opening. */
+  char *rargs[] = {argv[0], "resetter", hex[0], NULL};
+  k = spawn(rargs, NULL);
+  status = finish(&k);
+  T_CHECK(passed(status), "the resetter passed (status %d)", status);
 
   /* A process without the shim. */
   for (int i = 0; i < NB; i++) {
