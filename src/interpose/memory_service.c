@@ -245,6 +245,7 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   op->call = call;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
+  op->ctx = NULL;
   /* Removed before the driver frees it: see tracker.h. */
   op->known = vs_tracker_remove(space, key, kind_mask, &op->rec) == 0;
   /* A spilled block (on_limit = spill) goes back to the host: spill.c
@@ -289,6 +290,19 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     op->result = c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
+  /* The driver frees it. Its context is held across the call: an end of
+   * the context waits for the hold, so its sweep finds the record again if
+   * the driver refuses. If the context ended since this thread took the
+   * record (the sweep could not see it), the driver has freed that memory
+   * with the context: the record's bytes go here, with the driver's answer
+   * for a pointer of a destroyed context. */
+  if (op->rec.ctx_id && !(op->ctx = vs_ctx_acquire_id(op->rec.ctx_id))) {
+    account(&op->rec, -1);
+    if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
+    if (holds_device_memory(op->rec.kind)) vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
+    op->result = CUDA_ERROR_INVALID_VALUE;
+    return VS_MEM_DONE;
+  }
   return VS_MEM_PASS;
 }
 
@@ -303,8 +317,12 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   if (r != CUDA_SUCCESS) {
     /* Still live in the driver, so nobody can have been handed the key. */
     vs_tracker_insert(op->space, &op->rec, NULL);
+    vs_ctx_put(op->ctx);
+    op->ctx = NULL;
     return r;
   }
+  vs_ctx_put(op->ctx);
+  op->ctx = NULL;
   if (holds_device_memory(op->rec.kind)) {
     vs_acct_request(op->rec.card, 0);
     vs_observe_free(op->rec.card, op->rec.key, op->rec.size);

@@ -10,6 +10,8 @@
  * docs/config.md ("Spilling") lists for the frameworks that look. */
 #include "spill.h"
 
+#include "contexts.h"
+
 #include "clock.h"
 #include "driver_table.h"
 #include "log.h"
@@ -171,6 +173,17 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
   if (b) HASH_DEL(g_blocks, b);
   pthread_mutex_unlock(&g_lock);
   if (!b) return 0;
+  /* Its context held across the host free (an end waits for the hold, and
+   * then finds the record if the free fails); if it ended since the record
+   * was taken out, the driver freed the memory with it. */
+  vs_ctx *c = b->ctx_id ? vs_ctx_acquire_id(b->ctx_id) : NULL;
+  if (b->ctx_id && !c) {
+    count(b->card, b->dptr, b->size, -1);
+    vs_quota_unspill(b->card, b->size);
+    free(b);
+    *res = CUDA_ERROR_INVALID_VALUE;
+    return 1;
+  }
   const vs_real_table *real = vs_driver_if_loaded();
   CUresult r = real && real->cuMemFreeHost ? real->cuMemFreeHost(b->host) : CUDA_ERROR_NOT_INITIALIZED;
   vs_mem_count_call(b->card, VRAMSHIM_CALL_OTHER);
@@ -179,9 +192,11 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     pthread_mutex_lock(&g_lock);
     HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
     pthread_mutex_unlock(&g_lock);
+    vs_ctx_put(c);
     *res = r;
     return 1;
   }
+  vs_ctx_put(c);
   count(b->card, b->dptr, b->size, -1);
   vs_quota_unspill(b->card, b->size);
   free(b);
