@@ -72,9 +72,12 @@ static void record(vs_mem_op *op) {
   int ins = vs_tracker_insert(op->space, &op->rec, &stale);
   if (ins == 1) {
     /* The driver handed out a key the shim still held: its free went by a
-     * path the shim does not see. Drop the stale record's bytes. */
-    VS_WARN("card %d: the driver reused 0x%llx, which the shim never saw freed; accounting corrected",
-            stale.card, (unsigned long long)stale.key);
+     * path the shim does not see. Drop the stale record's bytes. A second
+     * opening of an IPC handle already open is not that: the driver (and
+     * ipc_vmm.c) answer it with the same pointer, reference counted. */
+    if (!(stale.kind == VS_MEM_IPC && op->rec.kind == VS_MEM_IPC))
+      VS_WARN("card %d: the driver reused 0x%llx, which the shim never saw freed; accounting corrected",
+              stale.card, (unsigned long long)stale.key);
     account(&stale, -1);
     if (stale.charged) vs_quota_uncharge(stale.card, stale.size);
   } else if (ins < 0) {
