@@ -879,6 +879,18 @@ void vs_ledger_force(vs_ledger *h, uint64_t n) {
   leave(h);
 }
 
+/* Under the lock: gives back up to n of a slot's counter and its tenant's
+ * total (never below zero: a slot gives back at most what it holds).
+ * Returns the slot's new value. */
+static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *tenant_v, uint64_t n) {
+  uint64_t m = n < *slot_v ? n : *slot_v;
+  write_begin(s);
+  VS_STORE(slot_v, *slot_v - m);
+  VS_STORE(tenant_v, *tenant_v >= m ? *tenant_v - m : 0);
+  write_end(s);
+  return *slot_v;
+}
+
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
@@ -886,14 +898,8 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
     leave(h);
     return;
   }
-  vs_ledger_slot *sl = &s->slots[h->slot];
-  vs_ledger_tenant *t = &s->tenants[h->tenant];
-  uint64_t m = n < sl->held ? n : sl->held;
-  write_begin(s);
-  VS_STORE(&sl->held, sl->held - m);
-  VS_STORE(&t->used, t->used >= m ? t->used - m : 0);
-  write_end(s);
-  __atomic_store_n(&h->mine_held, sl->held, __ATOMIC_RELAXED);
+  uint64_t held = give_back_locked(s, &s->slots[h->slot].held, &s->tenants[h->tenant].used, n);
+  __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
   unlock_shm(s);
@@ -1025,14 +1031,8 @@ void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
     leave(h);
     return;
   }
-  vs_ledger_slot *sl = &s->slots[h->slot];
-  vs_ledger_tenant *t = &s->tenants[h->tenant];
-  uint64_t m = n < sl->spilled ? n : sl->spilled;
-  write_begin(s);
-  VS_STORE(&sl->spilled, sl->spilled - m);
-  VS_STORE(&t->spilled, t->spilled >= m ? t->spilled - m : 0);
-  write_end(s);
-  __atomic_store_n(&h->mine_spilled, sl->spilled, __ATOMIC_RELAXED);
+  uint64_t spilled = give_back_locked(s, &s->slots[h->slot].spilled, &s->tenants[h->tenant].spilled, n);
+  __atomic_store_n(&h->mine_spilled, spilled, __ATOMIC_RELAXED);
   unlock_shm(s);
   leave(h);
 }
