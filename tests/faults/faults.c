@@ -21,16 +21,13 @@
 #include "ledger_shm.h"
 #include "vramsim.h"
 
-static sigset_t g_sigs;
 static const char *g_tool;
 
 /* ---- workers ------------------------------------------------------------------ */
 static void hold_until_term(void) {
-  for (;;) {
-    int sig = 0;
-    sigwait(&g_sigs, &sig);
-    if (sig == SIGTERM) exit(0);
+  while (tp_wait_signal() != SIGTERM) {
   }
+  exit(0);
 }
 
 static int w_hold(int argc, char **argv) {
@@ -702,13 +699,10 @@ static int case_flood(void) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  sigemptyset(&g_sigs);
-  sigaddset(&g_sigs, SIGUSR1);
-  sigaddset(&g_sigs, SIGTERM);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
   const char *m = argv[1];
   if (strcmp(m, "case") != 0) {
-    sigprocmask(SIG_BLOCK, &g_sigs, NULL);
+    tp_worker_signals();
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
     if (!strcmp(m, "traced")) return w_traced(argc - 2, argv + 2);

@@ -26,13 +26,7 @@
 #define LIMIT (1 * GiB)
 #define SPILL_MAX (1280 * MiB)  /* five blocks */
 
-static sigset_t g_sigs;
 
-static int wait_sig(void) {
-  int sig = 0;
-  sigwait(&g_sigs, &sig);
-  return sig;
-}
 
 static unsigned mem_type(CUdeviceptr p) {
   unsigned mt = 0;
@@ -147,7 +141,7 @@ static int w_spiller(void) {
   printf("ready spilled=%d device=%d\n", spilled, device);
   fflush(stdout);
   for (;;) {
-    int sig = wait_sig();
+    int sig = tp_wait_signal();
     if (sig == SIGTERM) return 0;
     for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "free block %d", i);
     n = 0;
@@ -175,12 +169,12 @@ static int w_ctxspill(void) {
   CHECK(mem_type(b) == CU_MEMORYTYPE_HOST, "spilled");
   printf("spilled\n");
   fflush(stdout);
-  while (wait_sig() != SIGUSR1) {
+  while (tp_wait_signal() != SIGUSR1) {
   }
   CHECK(cuCtxDestroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
   printf("destroyed\n");
   fflush(stdout);
-  while (wait_sig() != SIGTERM) {
+  while (tp_wait_signal() != SIGTERM) {
   }
   return 0;
 }
@@ -208,7 +202,7 @@ static int w_hold(int argc, char **argv) {
   CHECK(r == CUDA_SUCCESS, "hold: cuMemAlloc = %d", (int)r);
   printf("holding\n");
   fflush(stdout);
-  while (wait_sig() != SIGTERM) {
+  while (tp_wait_signal() != SIGTERM) {
   }
   return 0;
 }
@@ -276,7 +270,7 @@ static int w_threads(void) {
   }
   printf("done spilled=%d\n", spilled);
   fflush(stdout);
-  while (wait_sig() != SIGTERM) {
+  while (tp_wait_signal() != SIGTERM) {
   }
   return 0;
 }
@@ -511,13 +505,10 @@ static int case_driver(const char *tool) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  sigemptyset(&g_sigs);
-  sigaddset(&g_sigs, SIGUSR1);
-  sigaddset(&g_sigs, SIGTERM);
   CHECK(argc >= 2, "usage: shim_spill case NAME ARENA WORKDIR TOOL | WORKER ARGS");
   const char *m = argv[1];
   if (strcmp(m, "case") != 0) {
-    sigprocmask(SIG_BLOCK, &g_sigs, NULL);
+    tp_worker_signals();
     if (!strcmp(m, "spiller")) return w_spiller();
     if (!strcmp(m, "spilltry")) return w_spilltry(argc - 2, argv + 2);
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);

@@ -25,14 +25,11 @@
 #define C_CAP (4 * GiB) /* VRAMSIM_CARDS=4GiB (CMakeLists.txt) */
 
 /* ---- workers ------------------------------------------------------------------ */
-static sigset_t g_sigs;
 static int g_forked; /* a fork child ends with _exit: the parent's driver state it dropped is not a leak */
 
 static void hold_until_term(CUdeviceptr *p, int *n) {
   for (;;) {
-    int sig = 0;
-    sigwait(&g_sigs, &sig);
-    if (sig == SIGTERM) {
+    if (tp_wait_signal() == SIGTERM) {
       if (g_forked) _exit(0);
       exit(0);
     }
@@ -191,8 +188,8 @@ static int w_forker(void) {
   }
   printf("pids %d %d %d\n", (int)getpid(), (int)a, (int)b);
   fflush(stdout);
-  int sig = 0;
-  while (sig != SIGTERM) sigwait(&g_sigs, &sig);
+  while (tp_wait_signal() != SIGTERM) {
+  }
   kill(a, SIGTERM);
   kill(b, SIGTERM);
   int sa = tp_wait(a), sb = tp_wait(b);
@@ -660,13 +657,10 @@ static int case_kill(void) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  sigemptyset(&g_sigs);
-  sigaddset(&g_sigs, SIGUSR1);
-  sigaddset(&g_sigs, SIGTERM);
   CHECK(argc >= 2, "usage: shim_tenant case NAME WORKDIR [ARG] | WORKER ARGS");
   const char *m = argv[1];
   if (strcmp(m, "case") != 0) {
-    sigprocmask(SIG_BLOCK, &g_sigs, NULL);
+    tp_worker_signals();
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
     if (!strcmp(m, "random")) return w_random(argc - 2, argv + 2);

@@ -175,3 +175,23 @@ int tp_wait_held(int pid, uint64_t bytes, int timeout_ms) {
 }
 
 void tp_cuda_up(void) { t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent); }
+
+static sigset_t worker_sigs(void) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR1);
+  sigaddset(&s, SIGTERM);
+  return s;
+}
+
+void tp_worker_signals(void) {
+  sigset_t s = worker_sigs();
+  sigprocmask(SIG_BLOCK, &s, NULL);
+}
+
+int tp_wait_signal(void) {
+  sigset_t s = worker_sigs();
+  int sig = 0;
+  sigwait(&s, &sig);
+  return sig;
+}

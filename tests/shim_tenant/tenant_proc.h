@@ -59,4 +59,9 @@ int tp_wait_held(int pid, uint64_t bytes, int timeout_ms);
 
 /* ---- worker side ---------------------------------------------------------- */
 void tp_cuda_up(void);
+/* Workers take SIGUSR1 and SIGTERM (the orchestrator's commands) only by
+ * tp_wait_signal: tp_worker_signals blocks them, at the worker's start. */
+void tp_worker_signals(void);
+/* Waits for SIGUSR1 or SIGTERM; returns which. */
+int tp_wait_signal(void);
 #endif
