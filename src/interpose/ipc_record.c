@@ -62,11 +62,6 @@ typedef struct opened {
 static opened *g_opened;
 static void *g_orphans[2];   /* a forked child's inheritance, kept reachable */
 
-static int open_dir(int create) {
-  const char *dir = vs_settings_get()->config.ledger_dir;
-  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
-  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
 
 static void file_name(char *buf, size_t n, int pid) { snprintf(buf, n, "ipc-%d.rec", pid); }
 
@@ -74,7 +69,7 @@ static void file_name(char *buf, size_t n, int pid) { snprintf(buf, n, "ipc-%d.r
  * left by a dead process with the same pid is stale. */
 static int export_fd(void) {
   if (g_fd >= 0) return g_fd;
-  int dfd = open_dir(1);
+  int dfd = vs_settings_ledger_dir_open(1);
   if (dfd < 0) return -1;
   char name[64];
   file_name(name, sizeof name, (int)getpid());
@@ -140,7 +135,7 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
   token t;
   memcpy(&t, h->reserved, sizeof t);
   if (memcmp(t.magic, k_magic, sizeof k_magic) != 0) return 0;
-  int dfd = open_dir(0);
+  int dfd = vs_settings_ledger_dir_open(0);
   int fd = -1;
   if (dfd >= 0) {
     char name[64];
@@ -248,7 +243,7 @@ void vs_ipc_atfork_child(void) {
 /* The records die with their exporter (so does the memory they name). */
 __attribute__((destructor)) static void remove_records(void) {
   if (g_fd < 0) return;
-  int dfd = open_dir(0);
+  int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) return;
   char name[64];
   file_name(name, sizeof name, (int)getpid());

@@ -73,13 +73,6 @@ static _Atomic int g_any_export;   /* lets a free skip the lock when nothing was
 static int g_server = -1;          /* listening socket, once started */
 static void *g_orphan;            /* a forked child's inheritance, kept reachable */
 
-/* The ledger folder, opened without following links (created 0700 by the exporter). */
-static int open_dir(int create) {
-  const char *dir = vs_settings_get()->config.ledger_dir;
-  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
-  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
 /* A socket address naming <dir>/ipc-<pid>.sock through the folder's open
  * descriptor, so a long ledger_dir still fits sun_path. */
 static void sock_addr(struct sockaddr_un *sa, int dfd, int pid, char *name, size_t n) {
@@ -261,7 +254,7 @@ static void *server_main(void *arg) {
 /* Under g_lock: the listening socket and its thread, started once. */
 static int start_server(void) {
   if (g_server >= 0) return 0;
-  int dfd = open_dir(1);
+  int dfd = vs_settings_ledger_dir_open(1);
   if (dfd < 0) return -1;
   struct stat st;
   if (fstat(dfd, &st) != 0 || st.st_uid != geteuid()) {
@@ -379,7 +372,7 @@ static void *g_imp_orphan;
 /* Connects to pid's export socket after checking that it is this user's
  * private socket. -1 with *why set. */
 static int connect_exporter(int pid, const char **why) {
-  int dfd = open_dir(0);
+  int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) {
     *why = "this process has no ledger folder (is the exporter running the shim with the same ledger_dir?)";
     return -1;
@@ -591,7 +584,7 @@ void vs_ipc_vmm_atfork_child(void) {
  * process with that pid replaces it, an importer's connect is refused). */
 __attribute__((destructor)) static void remove_socket(void) {
   if (g_server < 0) return;
-  int dfd = open_dir(0);
+  int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) return;
   char name[64];
   snprintf(name, sizeof name, "ipc-%d.sock", (int)getpid());

@@ -3,9 +3,13 @@
 #include "hami_env.h"
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -56,4 +60,10 @@ vs_cfg_arena vs_settings_arena(int card_has_vmm) {
   if (m == VS_CFG_ARENA_AUTO || (m == VS_CFG_ARENA_VMM && !card_has_vmm))
     return card_has_vmm ? VS_CFG_ARENA_VMM : VS_CFG_ARENA_CHUNKS;
   return m;
+}
+
+int vs_settings_ledger_dir_open(int create) {
+  const char *dir = vs_settings_get()->config.ledger_dir;
+  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
+  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }

@@ -22,6 +22,10 @@ typedef struct vs_settings {
 /* Loads on first call (thread-safe, at most once per process; a forked
  * child keeps its parent's settings). Never NULL. */
 const vs_settings *vs_settings_get(void);
+/* The ledger folder (where the IPC records and sockets live too), opened
+ * as a directory descriptor without following a symlink; made 0700 first
+ * when create is set. -1 with errno on failure. */
+int vs_settings_ledger_dir_open(int create);
 
 /* The arena this process uses on a card that does (or does not) support
  * VMM: VS_CFG_ARENA_OFF, _VMM or _CHUNKS; `auto`, or `vmm` on a card
