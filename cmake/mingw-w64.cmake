@@ -17,3 +17,6 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # winpthreads are linked in statically.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-static")
+# ctest in a Windows build runs each test program under wine64; the
+# runner (tests/windows/run) sets the throwaway WINEPREFIX it uses.
+set(CMAKE_CROSSCOMPILING_EMULATOR /usr/lib/wine/wine64)
