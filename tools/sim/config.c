@@ -1,12 +1,10 @@
 /* cuInit, configuration from the environment, call counters, fork. */
 #include "sim_internal.h"
+#include "os.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 _Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
 struct sim_config sim_cfg;
@@ -111,7 +109,7 @@ static void after_fork_child(void)
     sim_state_after_fork_child();
     vramsim_reset_calls();
 }
-static void install_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+static void install_atfork(void) { sim_os_atfork(before_fork, after_fork_parent, after_fork_child); }
 
 SIM_API CUresult cuInit(unsigned int flags)
 {
@@ -126,16 +124,11 @@ SIM_API CUresult cuInit(unsigned int flags)
         if (read_config(&want) != 0) {
             r = CUDA_ERROR_INVALID_VALUE;
         } else {
-            /* One memfd per allocation: make room for many. */
-            struct rlimit rl;
-            if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-                rl.rlim_cur = rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
-            }
+            sim_os_process_setup();
             char path[4096];
             const char *p = getenv("VRAMSIM_STATE");
             if (!p || !*p) {
-                snprintf(path, sizeof path, "/dev/shm/vramsim-%u.state", (unsigned)getuid());
+                sim_os_default_state_path(path, sizeof path);
                 p = path;
             }
             struct sim_config got = want;
@@ -173,11 +166,7 @@ SIM_API CUresult cuDriverGetVersion(int *v)
     return CUDA_SUCCESS;
 }
 
-void sim_sleep_us(uint64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-    while (nanosleep(&ts, &ts) != 0) {}
-}
+void sim_sleep_us(uint64_t us) { sim_os_sleep_us(us); }
 
 void sim_latency(void)
 {

@@ -3,14 +3,11 @@
  * /proc/<pid>/fd/<fd> (same user) and maps the same pages, after checking
  * that the descriptor still names that very buffer (memfd name
  * "vramsim-<pid>-<id>.<card>"), so a stale handle fails instead of mapping some
- * other allocation. */
+ * other allocation (sim_os_ipc_map). On Windows every cuIpc* memory call is
+ * CUDA_ERROR_NOT_SUPPORTED, as from a WDDM driver (os.h). */
 #include "sim_internal.h"
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #define IPC_MAGIC 0x76735049u   /* "IPsv" */
 
@@ -29,12 +26,13 @@ SIM_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     SIM_COUNT(cuIpcGetMemHandle);
     SIM_REQUIRE_INIT();
+    if (!sim_os_ipc_supported()) return CUDA_ERROR_NOT_SUPPORTED;
     if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (a && a->kind == SIM_K_DEVICE && !a->free_pending) {
-        struct ipc_wire w = {IPC_MAGIC, (int32_t)getpid(), a->fd, a->card, a->id, a->size, a->map_len};
+        struct ipc_wire w = {IPC_MAGIC, sim_os_pid(), (int32_t)a->obj, a->card, a->id, a->size, a->map_len};
         memset(pHandle, 0, sizeof *pHandle);
         memcpy(pHandle->reserved, &w, sizeof w);
         r = CUDA_SUCCESS;
@@ -46,6 +44,7 @@ SIM_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned flags)
 {
     SIM_REQUIRE_INIT();
+    if (!sim_os_ipc_supported()) return CUDA_ERROR_NOT_SUPPORTED;
     if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return CUDA_ERROR_INVALID_VALUE;
     struct sim_ctx *ctx;
     CUresult r = sim_ctx_current(&ctx);
@@ -54,7 +53,7 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned fla
     memcpy(&w, handle.reserved, sizeof w);
     if (w.magic != IPC_MAGIC || w.pid <= 0 || w.fd < 0 || w.map_len == 0 || w.size > w.map_len)
         return CUDA_ERROR_INVALID_VALUE;
-    if (w.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (w.pid == sim_os_pid()) return CUDA_ERROR_INVALID_CONTEXT;
 
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *open_a = sim_mem_find_ipc(w.pid, w.id);
@@ -66,27 +65,18 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned fla
     }
     pthread_mutex_unlock(&sim_mem_lock);
 
-    char path[64], link[256], want[96];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
-    ssize_t ln = readlink(path, link, sizeof link - 1);
-    snprintf(want, sizeof want, "/memfd:vramsim-%d-%llu.", (int)w.pid, (unsigned long long)w.id);
-    if (ln <= 0) return CUDA_ERROR_INVALID_HANDLE;
-    link[ln] = 0;
-    if (strncmp(link, want, strlen(want)) != 0) return CUDA_ERROR_INVALID_HANDLE;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
-    void *m = mmap(NULL, w.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) return CUDA_ERROR_MAP_FAILED;
+    void *m = NULL;
+    int mr = sim_os_ipc_map(w.pid, w.fd, w.id, w.map_len, &m);
+    if (mr != 0) return mr == -2 ? CUDA_ERROR_MAP_FAILED : CUDA_ERROR_INVALID_HANDLE;
     struct sim_alloc *a = calloc(1, sizeof *a);
     if (!a) {
-        munmap(m, w.map_len);
+        sim_os_obj_unmap(m, w.map_len);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     a->base = (uintptr_t)m;
     a->size = w.size;
     a->map_len = w.map_len;
-    a->fd = -1;
+    a->obj = SIM_OS_NO_OBJ;
     a->card = w.card;
     a->kind = SIM_K_IPC;
     a->ctx = ctx;
@@ -117,6 +107,7 @@ SIM_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     SIM_COUNT(cuIpcCloseMemHandle);
     SIM_REQUIRE_INIT();
+    if (!sim_os_ipc_supported()) return CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
     if (!a || a->kind != SIM_K_IPC) {

@@ -1,11 +1,10 @@
-/* cuMemAlloc and friends: every allocation is its own memfd mapping, so
+/* cuMemAlloc and friends: every allocation is its own mapping of a memory
+ * object (os.h: a memfd; a section on Windows), so
  * device pointers are real host addresses (page aligned, >= 512 B), no two
  * live allocations can overlap, and the pages can be shared over IPC. */
 #include "sim_internal.h"
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, struct sim_alloc **out)
 {
@@ -25,7 +24,7 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, s
     }
     a->id = sim_next_id();
     void *m;
-    r = sim_backing_create(size, a->id, ctx->dev, &a->fd, &m);
+    r = sim_backing_create(size, a->id, ctx->dev, &a->obj, &m);
     if (r != CUDA_SUCCESS) {
         sim_uncharge(ctx->dev, charge_size);
         free(a);
@@ -55,11 +54,13 @@ void sim_free_record(struct sim_alloc *a)
     case SIM_K_MANAGED:
         sim_live_add(a->card, -(int64_t)a->size, -1);
         sim_uncharge(a->card, a->charged);
-        sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
+        sim_backing_destroy(a->obj, (void *)a->base, a->map_len);
         break;
     case SIM_K_HOST:
+        sim_os_anon_free((void *)a->base, a->map_len);
+        break;
     case SIM_K_IPC:
-        munmap((void *)a->base, a->map_len);
+        sim_os_obj_unmap((void *)a->base, a->map_len);
         break;
     case SIM_K_VA:
         break;   /* vmm.c owns reservations */
@@ -253,17 +254,17 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
     CUresult r = sim_ctx_current(&ctx);
     if (r != CUDA_SUCCESS) return r;
     size_t l = SIM_ROUND_UP(size, SIM_PAGE);
-    void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    void *m = sim_os_anon_alloc(l);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_alloc *a = calloc(1, sizeof *a);
     if (!a) {
-        munmap(m, l);
+        sim_os_anon_free(m, l);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     a->base = (uintptr_t)m;
     a->size = size;
     a->map_len = l;
-    a->fd = -1;
+    a->obj = SIM_OS_NO_OBJ;
     a->card = ctx->dev;
     a->kind = SIM_K_HOST;
     a->ctx = ctx;

@@ -2,12 +2,10 @@
  * an interior pointer finds its allocation by binary search; memfd backing;
  * per-process live counters. */
 #include "sim_internal.h"
-#include <errno.h>
+#include "os.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 pthread_mutex_t sim_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_alloc **tab;
@@ -92,34 +90,30 @@ size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out)
     return n;
 }
 
-CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **addr)
+CUresult sim_backing_create(size_t len, uint64_t id, int card, sim_os_obj *obj, void **addr)
 {
     char name[64];
-    snprintf(name, sizeof name, "vramsim-%d-%llu.%d", (int)getpid(), (unsigned long long)id, card);
-    int f = memfd_create(name, MFD_CLOEXEC);
-    if (f < 0) return errno == EMFILE || errno == ENFILE ? CUDA_ERROR_OUT_OF_MEMORY
-                                                         : CUDA_ERROR_OPERATING_SYSTEM;
+    snprintf(name, sizeof name, "vramsim-%d-%llu.%d", (int)sim_os_pid(), (unsigned long long)id, card);
     size_t l = SIM_ROUND_UP(len, SIM_PAGE);
-    if (ftruncate(f, (off_t)l) != 0) {
-        close(f);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    sim_os_obj o;
+    int rc = sim_os_obj_create(l, name, &o);
+    if (rc != 0) return rc == -1 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_OPERATING_SYSTEM;
     if (addr) {
-        void *m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, f, 0);
-        if (m == MAP_FAILED) {
-            close(f);
+        void *m = sim_os_obj_map(o, l);
+        if (!m) {
+            sim_os_obj_close(o);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         *addr = m;
     }
-    *fd = f;
+    *obj = o;
     return CUDA_SUCCESS;
 }
 
-void sim_backing_destroy(int fd, void *addr, size_t len)
+void sim_backing_destroy(sim_os_obj obj, void *addr, size_t len)
 {
-    if (addr) munmap(addr, SIM_ROUND_UP(len, SIM_PAGE));
-    if (fd >= 0) close(fd);
+    if (addr) sim_os_obj_unmap(addr, SIM_ROUND_UP(len, SIM_PAGE));
+    sim_os_obj_close(obj);
 }
 
 void sim_live_add(int card, int64_t bytes, int64_t count)

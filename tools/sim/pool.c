@@ -95,7 +95,7 @@ static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc **
 static void release_block(struct sim_alloc *a)
 {
     sim_uncharge(a->card, a->charged);
-    sim_backing_destroy(a->fd, (void *)a->base, a->map_len);
+    sim_backing_destroy(a->obj, (void *)a->base, a->map_len);
     free(a);
 }
 

@@ -11,9 +11,15 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "os.h"
 #include "vramsim.h"
 
+/* What marks an exported function. The Windows build defines it empty on
+ * the command line: there a .def file (made from sim_api.def and the
+ * stubs) lists the exports. */
+#ifndef SIM_API
 #define SIM_API __attribute__((visibility("default")))
+#endif
 #define SIM_MAX_CARDS 16
 #define SIM_VMM_GRANULE ((size_t)2 << 20)
 #define SIM_PAGE ((size_t)4096)
@@ -90,7 +96,7 @@ struct sim_alloc {
     size_t size;        /* requested (pitch*height for pitch allocations) */
     size_t map_len;     /* bytes mapped at base */
     size_t charged;     /* bytes charged to the card for it */
-    int fd;             /* memfd backing it, -1 if none */
+    sim_os_obj obj;     /* memory object backing it (os.h), SIM_OS_NO_OBJ if none */
     int card;
     enum sim_kind kind;
     struct sim_ctx *ctx;
@@ -110,11 +116,12 @@ struct sim_alloc *sim_mem_find_base(uintptr_t p);  /* record starting at p */
 /* an open IPC record of buffer (pid, id); sim_mem_lock held */
 struct sim_alloc *sim_mem_find_ipc(int32_t pid, uint64_t id);
 size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out);
-/* memfd-backed shared mapping of len bytes (page-rounded), named
- * "vramsim-<pid>-<id>.<card>" so another process can tell what it opened;
- * with addr NULL only the memfd is made, nothing is mapped */
-CUresult sim_backing_create(size_t len, uint64_t id, int card, int *fd, void **addr);
-void sim_backing_destroy(int fd, void *addr, size_t len);
+/* shared mapping of len bytes (page-rounded) backed by a memory object
+ * (os.h: a memfd named "vramsim-<pid>-<id>.<card>" so another process can
+ * tell what it opened; a section on Windows); with addr NULL only the
+ * object is made, nothing is mapped */
+CUresult sim_backing_create(size_t len, uint64_t id, int card, sim_os_obj *obj, void **addr);
+void sim_backing_destroy(sim_os_obj obj, void *addr, size_t len);
 void sim_live_add(int card, int64_t bytes, int64_t count);
 /* Allocate/free a device record of the given kind on the current context. */
 CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size,

@@ -1,24 +1,20 @@
 /* Virtual memory management: reservations, physical memory, mappings.
  *
- * cuMemAddressReserve takes PROT_NONE address space; cuMemCreate makes a
- * memfd of the requested size (charged to the card); cuMemMap maps it into
- * a reservation with MAP_FIXED|MAP_SHARED; cuMemSetAccess makes it
+ * cuMemAddressReserve takes inaccessible address space (sim_os_reserve:
+ * PROT_NONE); cuMemCreate makes a memory object of the requested size (a
+ * memfd; a section on Windows) charged to the card; cuMemMap maps it into a
+ * reservation (sim_os_map_fixed: MAP_FIXED|MAP_SHARED; on Windows the
+ * approximation described in os_windows.c); cuMemSetAccess makes it
  * readable/writable. Physical memory mapped at two addresses shows the same
  * bytes at both, so stitching is real. Physical memory lives until it has
  * been released and unmapped everywhere (the driver's rule). Everything
  * here is guarded by sim_mem_lock. */
 #include "sim_internal.h"
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 struct phys {
-    int fd;
+    sim_os_obj obj;
     size_t size;
     int dev;
     int refs;          /* the handle (until released) + one per mapping/retain */
@@ -53,7 +49,7 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(prop->location.id);
     if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
-        prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !sim_os_posix_fd_handles()))
         return CUDA_ERROR_NOT_SUPPORTED;
     return CUDA_SUCCESS;
 }
@@ -84,31 +80,21 @@ SIM_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align
     if (!ptr || size == 0 || size % SIM_VMM_GRANULE || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (alignment == 0) alignment = SIM_VMM_GRANULE;
     if ((alignment & (alignment - 1)) || alignment % SIM_VMM_GRANULE) return CUDA_ERROR_INVALID_VALUE;
-    void *m = MAP_FAILED;
-    int prot = PROT_NONE, mf = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (addr && addr % alignment == 0)   /* a hint, as for the driver */
-        m = mmap((void *)addr, size, prot, mf | MAP_FIXED_NOREPLACE, -1, 0);
-    if (m == MAP_FAILED) {
-        if (size + alignment < size) return CUDA_ERROR_OUT_OF_MEMORY;
-        void *big = mmap(NULL, size + alignment, prot, mf, -1, 0);
-        if (big == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-        uintptr_t b = (uintptr_t)big, a = SIM_ROUND_UP(b, alignment);
-        if (a > b) munmap(big, a - b);
-        if (b + size + alignment > a + size) munmap((void *)(a + size), b + size + alignment - (a + size));
-        m = (void *)a;
-    }
+    /* addr is a hint, as for the driver */
+    void *m = sim_os_reserve((uintptr_t)addr, size, alignment);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     struct va *v = calloc(1, sizeof *v);
     struct sim_alloc *rec = calloc(1, sizeof *rec);
     if (!v || !rec) {
         free(v);
         free(rec);
-        munmap(m, size);
+        sim_os_release(m, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     rec->base = (uintptr_t)m;
     rec->size = size;
     rec->map_len = size;
-    rec->fd = -1;
+    rec->obj = SIM_OS_NO_OBJ;
     rec->kind = SIM_K_VA;
     rec->id = sim_next_id();
     v->rec = rec;
@@ -165,7 +151,7 @@ static void phys_destroy_list(struct phys *list)
             sim_live_add(list->dev, -(int64_t)list->size, -1);
             sim_uncharge(list->dev, list->size);
         }
-        close(list->fd);
+        sim_os_obj_close(list->obj);
         free(list);
         list = n;
     }
@@ -173,7 +159,7 @@ static void phys_destroy_list(struct phys *list)
 
 static void unmap_one(struct vmap *m, struct phys **to_free)
 {
-    mmap((void *)m->addr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    sim_os_unmap_fixed((void *)m->addr, m->size);
     phys_unref(m->ph, to_free);
 }
 
@@ -194,7 +180,7 @@ SIM_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     for (size_t i = 0; i < v->nmaps; i++) unmap_one(&v->maps[i], &to_free);
     sim_mem_remove(v->rec);
     pthread_mutex_unlock(&sim_mem_lock);
-    munmap((void *)v->rec->base, v->rec->size);
+    sim_os_release((void *)v->rec->base, v->rec->size);
     free(v->rec);
     free(v->maps);
     free(v);
@@ -223,14 +209,14 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     r = sim_charge(dev, size);
     if (r != CUDA_SUCCESS) return r;
     struct phys *ph = calloc(1, sizeof *ph);
-    int fd = -1;
-    /* only the memfd: mappings come from cuMemMap */
-    if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &fd, NULL)) != CUDA_SUCCESS) {
+    sim_os_obj obj = SIM_OS_NO_OBJ;
+    /* only the memory object: mappings come from cuMemMap */
+    if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &obj, NULL)) != CUDA_SUCCESS) {
         free(ph);
         sim_uncharge(dev, size);
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    ph->fd = fd;
+    ph->obj = obj;
     ph->size = size;
     ph->dev = dev;
     ph->refs = 1;
@@ -298,19 +284,21 @@ SIM_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *pro
 /* ---- shareable handles (POSIX file descriptors) ----
  * The descriptor is the memfd itself (dup'ed): a process that receives it
  * (fork, SCM_RIGHTS, pidfd_getfd) imports the same physical memory. The
- * exporter keeps the charge; the importer's handle is not counted. */
+ * exporter keeps the charge; the importer's handle is not counted. On
+ * Windows POSIX descriptors are no handle type: CUDA_ERROR_NOT_SUPPORTED. */
 SIM_API CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
                                               CUmemAllocationHandleType handleType, unsigned long long flags)
 {
     SIM_COUNT(cuMemExportToShareableHandle);
     REQUIRE_VMM();
     if (!shareableHandle || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !sim_os_posix_fd_handles())
+        return CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&sim_mem_lock);
     struct phys *ph = phys_get(handle);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (ph && (ph->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-        int fd = fcntl(ph->fd, F_DUPFD_CLOEXEC, 0);
+        int fd = sim_os_obj_export_fd(ph->obj);
         if (fd >= 0) {
             *(int *)shareableHandle = fd;
             r = CUDA_SUCCESS;
@@ -328,30 +316,26 @@ SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
     SIM_COUNT(cuMemImportFromShareableHandle);
     REQUIRE_VMM();
     if (!handle) return CUDA_ERROR_INVALID_VALUE;
-    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
-    int in = (int)(intptr_t)osHandle;
-    char path[64], link[256];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", in);
-    ssize_t n = readlink(path, link, sizeof link - 1);
-    if (n <= 0) return CUDA_ERROR_INVALID_VALUE;
-    link[n] = 0;
-    int pid, card;
-    unsigned long long id;
-    struct stat st;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !sim_os_posix_fd_handles())
+        return CUDA_ERROR_NOT_SUPPORTED;
+    sim_os_obj obj;
+    size_t size;
+    int card;
+    int ir = sim_os_obj_import_fd((int)(intptr_t)osHandle, &obj, &size, &card);
+    if (ir == -2) return CUDA_ERROR_OUT_OF_MEMORY;
     /* only physical memory of the sim: a memfd it named, of granule size */
-    if (sscanf(link, "/memfd:vramsim-%d-%llu.%d", &pid, &id, &card) != 3 || card < 0 ||
-        card >= sim_cfg.ncards || fstat(in, &st) != 0 || st.st_size <= 0 ||
-        (size_t)st.st_size % SIM_VMM_GRANULE)
+    if (ir != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (card < 0 || card >= sim_cfg.ncards || size % SIM_VMM_GRANULE) {
+        sim_os_obj_close(obj);
         return CUDA_ERROR_INVALID_VALUE;
+    }
     struct phys *ph = calloc(1, sizeof *ph);
-    int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
-    if (!ph || fd < 0) {
-        free(ph);
-        if (fd >= 0) close(fd);
+    if (!ph) {
+        sim_os_obj_close(obj);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    ph->fd = fd;
-    ph->size = (size_t)st.st_size;
+    ph->obj = obj;
+    ph->size = size;
     ph->dev = card;
     ph->refs = 1;
     ph->id = sim_next_id();
@@ -401,8 +385,7 @@ SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
             v->capmaps = nc;
         }
     }
-    if (r == CUDA_SUCCESS &&
-        mmap((void *)a, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset) == MAP_FAILED)
+    if (r == CUDA_SUCCESS && sim_os_map_fixed((void *)a, size, ph->obj, offset) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
         v->maps[v->nmaps++] = (struct vmap){a, size, ph, CU_MEM_ACCESS_FLAGS_PROT_NONE};
@@ -471,16 +454,13 @@ SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
     if (!v || !sim_vmm_range_mapped_locked(a, size))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
-        int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
-                   : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
-                                                                 : PROT_NONE;
         for (size_t i = 0; i < v->nmaps; i++) {
             struct vmap *m = &v->maps[i];
             uintptr_t lo = m->addr > a ? m->addr : a;
             uintptr_t hi = m->addr + m->size < a + size ? m->addr + m->size : a + size;
             if (lo >= hi) continue;
             /* a partial change is recorded for the whole mapping */
-            if (mprotect((void *)lo, hi - lo, prot) != 0) r = CUDA_ERROR_INVALID_VALUE;
+            if (sim_os_protect((void *)lo, hi - lo, access) != 0) r = CUDA_ERROR_INVALID_VALUE;
             else m->access = access;
         }
     }
