@@ -228,12 +228,13 @@ static int unreserve(uintptr_t lo, uintptr_t hi, int keep_outside)
     for (uintptr_t p = lo; p < hi;) {
         MEMORY_BASIC_INFORMATION mi;
         if (VirtualQuery((void *)p, &mi, sizeof mi) != sizeof mi) return -1;
+        /* a reserve-only allocation is one region: [AllocationBase, e) */
         uintptr_t b = (uintptr_t)mi.AllocationBase, e = (uintptr_t)mi.BaseAddress + mi.RegionSize;
         if (mi.State == MEM_FREE) {
             p = e;
             continue;
         }
-        if (mi.State != MEM_RESERVE || mi.Type != MEM_PRIVATE || b != (uintptr_t)mi.BaseAddress) return -1;
+        if (mi.State != MEM_RESERVE || mi.Type != MEM_PRIVATE) return -1;
         VirtualFree((void *)b, 0, MEM_RELEASE);
         if (keep_outside && b < lo) reserve_at(b, lo - b);
         if (keep_outside && e > hi) reserve_at(hi, e - hi);
