@@ -7,6 +7,7 @@
 if(NOT TARGET vramsim)   # another part may have added it already
   add_subdirectory(tools/sim)
 endif()
+add_subdirectory(examples/windows)   # the Wine demo's server
 enable_testing()
 add_subdirectory(tests/windows)
 include(cmake/windows-package.cmake)
