@@ -6,7 +6,9 @@
  *   sim_win novmm    a card without VMM (VRAMSIM_VMM=0): VMM calls NOT_SUPPORTED
  *   sim_win ipc      cuIpc* CUDA_ERROR_NOT_SUPPORTED, as from a WDDM driver
  *   sim_win procs    a second process's allocation is seen by the first, and
- *                    reclaimed once that process is ended with TerminateProcess
+ *                    reclaimed once that process is ended with TerminateProcess;
+ *                    processes ended while hammering the state lock never
+ *                    leave it stuck (the named mutex comes back abandoned)
  *
  * Linked against nvcuda through its import library: the runner
  * (tests/windows/run) copies the sim into the prefix's system32. Each check
@@ -235,6 +237,52 @@ static void ipc(void)
     CU(cuMemFree(p), CUDA_SUCCESS);
 }
 
+/* A child that hammers the state lock (every call below takes it) until
+ * it is ended at a random point, possibly while holding it. */
+static int hammer(void)
+{
+    setup();
+    printf("hammering\n");
+    fflush(stdout);
+    for (;;) {
+        CUdeviceptr p;
+        size_t fr, total;
+        if (cuMemAlloc(&p, 4 << 20) == CUDA_SUCCESS) cuMemFree(p);
+        cuMemGetInfo(&fr, &total);
+    }
+    return 0;
+}
+
+/* Starts this program with arg, its stdout a pipe; waits until its output
+ * holds want. */
+static int start_child(const wchar_t *arg, const char *want, PROCESS_INFORMATION *pi)
+{
+    HANDLE rd, wr;
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+    if (!CreatePipe(&rd, &wr, &sa, 0)) return -1;
+    SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+    wchar_t exe[MAX_PATH], cmd[MAX_PATH + 32];
+    GetModuleFileNameW(NULL, exe, MAX_PATH);
+    swprintf(cmd, sizeof cmd / sizeof cmd[0], L"\"%ls\" %ls", exe, arg);
+    STARTUPINFOW si;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdOutput = wr;
+    si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+    si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+    BOOL ok = CreateProcessW(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, pi);
+    CloseHandle(wr);
+    /* the child's checks, then want (stdout is text mode: \r\n) */
+    char out[8192] = {0};
+    DWORD len = 0, got = 0;
+    while (ok && !strstr(out, want) && len < sizeof out - 1 &&
+           ReadFile(rd, out + len, (DWORD)(sizeof out - 1 - len), &got, NULL) && got > 0)
+        len += got;
+    CloseHandle(rd);
+    return ok && strstr(out, want) ? 0 : -1;
+}
+
 /* The child: allocates, says so on stdout, then waits to be ended. */
 static int hold(void)
 {
@@ -258,32 +306,10 @@ static void procs(void)
 {
     setup();
     size_t fr0 = free_now();
-    HANDLE rd, wr;
-    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
-    CHECK(CreatePipe(&rd, &wr, &sa, 0), "CreatePipe %lu", GetLastError());
-    SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
-    wchar_t exe[MAX_PATH], cmd[MAX_PATH + 16];
-    GetModuleFileNameW(NULL, exe, MAX_PATH);
-    swprintf(cmd, sizeof cmd / sizeof cmd[0], L"\"%ls\" hold", exe);
-    STARTUPINFOW si;
-    memset(&si, 0, sizeof si);
-    si.cb = sizeof si;
-    si.dwFlags = STARTF_USESTDHANDLES;
-    si.hStdOutput = wr;
-    si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
-    si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
     PROCESS_INFORMATION pi;
-    BOOL ok = CreateProcessW(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi);
-    CHECK(ok, "CreateProcessW %lu", GetLastError());
-    CloseHandle(wr);
-    if (!ok) return;
-    /* the child's checks, then "holding" (stdout is text mode: \r\n) */
-    char out[8192] = {0};
-    DWORD len = 0, got = 0;
-    while (!strstr(out, "holding") && len < sizeof out - 1 &&
-           ReadFile(rd, out + len, (DWORD)(sizeof out - 1 - len), &got, NULL) && got > 0)
-        len += got;
-    CHECK(strstr(out, "holding") != NULL, "child said \"%s\"", out);
+    int started = start_child(L"hold", "holding", &pi);
+    CHECK(started == 0, "the child started and allocated (error %lu)", GetLastError());
+    if (started != 0) return;
     CHECK(free_now() == fr0 - GiB, "the child's 1 GiB seen here: free %zu, was %zu", free_now(), fr0);
     TerminateProcess(pi.hProcess, 9);
     WaitForSingleObject(pi.hProcess, 20000);
@@ -293,13 +319,33 @@ static void procs(void)
     CHECK(fr == fr0, "the ended child's 1 GiB reclaimed: free %zu, want %zu", fr, fr0);
     CloseHandle(pi.hProcess);
     CloseHandle(pi.hThread);
-    CloseHandle(rd);
+
+    /* children ended at random points while hammering the lock: the
+     * named mutex comes back abandoned, never blocking this process, and
+     * whatever they held is reclaimed */
+    int ended = 0;
+    for (int round = 0; round < 8; round++) {
+        if (start_child(L"hammer", "hammering", &pi) != 0) continue;
+        Sleep(20 + (DWORD)(round * 37) % 90);
+        TerminateProcess(pi.hProcess, 9);
+        WaitForSingleObject(pi.hProcess, 20000);
+        CloseHandle(pi.hProcess);
+        CloseHandle(pi.hThread);
+        ended++;
+        CUdeviceptr p = 0;
+        CU(cuMemAlloc(&p, 64 << 20), CUDA_SUCCESS);   /* the lock is not stuck */
+        CU(cuMemFree(p), CUDA_SUCCESS);
+    }
+    CHECK(ended == 8, "%d of 8 hammering children started and were ended", ended);
+    for (int i = 0; i < 200 && (fr = free_now()) != fr0; i++) Sleep(100);
+    CHECK(fr == fr0, "after the hammering children: free %zu, want %zu", fr, fr0);
 }
 
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
     if (strcmp(what, "hold") == 0) return hold();
+    if (strcmp(what, "hammer") == 0) return hammer();
     if (strcmp(what, "basic") == 0) basic();
     else if (strcmp(what, "vmm") == 0) vmm();
     else if (strcmp(what, "novmm") == 0) novmm();
