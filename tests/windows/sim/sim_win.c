@@ -5,6 +5,7 @@
  *   sim_win vmm      a VMM card: stitching, double mapping, unmap, release
  *   sim_win novmm    a card without VMM (VRAMSIM_VMM=0): VMM calls NOT_SUPPORTED
  *   sim_win ipc      cuIpc* CUDA_ERROR_NOT_SUPPORTED, as from a WDDM driver
+ *   sim_win streams  streams that run later (VRAMSIM_ASYNC_DELAY_US), events, pools
  *   sim_win procs    a second process's allocation is seen by the first, and
  *                    reclaimed once that process is ended with TerminateProcess;
  *                    processes ended while hammering the state lock never
@@ -237,6 +238,42 @@ static void ipc(void)
     CU(cuMemFree(p), CUDA_SUCCESS);
 }
 
+/* Streams really run later (VRAMSIM_ASYNC_DELAY_US): stream worker
+ * threads (winpthreads), events and their timing, stream-ordered
+ * allocation from the default pool. */
+static void streams(void)
+{
+    setup();
+    CUstream st;
+    CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr p;
+    CU(cuMemAlloc(&p, MiB), CUDA_SUCCESS);
+    CU(cuMemsetD8(p, 0, MiB), CUDA_SUCCESS);
+    CUevent e0, e1;
+    CU(cuEventCreate(&e0, 0), CUDA_SUCCESS);
+    CU(cuEventCreate(&e1, 0), CUDA_SUCCESS);
+    CU(cuEventRecord(e0, st), CUDA_SUCCESS);
+    CU(cuMemsetD8Async(p, 7, MiB, st), CUDA_SUCCESS);
+    CU(cuEventRecord(e1, st), CUDA_SUCCESS);
+    /* queued behind a 20 ms delay per operation: not run yet */
+    CU(cuStreamQuery(st), CUDA_ERROR_NOT_READY);
+    CHECK(((volatile unsigned char *)(uintptr_t)p)[100] == 0, "the async memset ran at once");
+    CU(cuStreamSynchronize(st), CUDA_SUCCESS);
+    CHECK(((volatile unsigned char *)(uintptr_t)p)[100] == 7, "the async memset did not run");
+    float ms = -1;
+    CU(cuEventElapsedTime(&ms, e0, e1), CUDA_SUCCESS);
+    CHECK(ms >= 15 && ms < 10000, "elapsed %.1f ms for a 20 ms delayed memset", ms);
+    CUdeviceptr q;
+    CU(cuMemAllocAsync(&q, 4 * MiB, st), CUDA_SUCCESS);
+    CU(cuMemsetD8Async(q, 3, 4 * MiB, st), CUDA_SUCCESS);
+    CU(cuMemFreeAsync(q, st), CUDA_SUCCESS);
+    CU(cuStreamSynchronize(st), CUDA_SUCCESS);
+    CU(cuEventDestroy(e0), CUDA_SUCCESS);
+    CU(cuEventDestroy(e1), CUDA_SUCCESS);
+    CU(cuStreamDestroy(st), CUDA_SUCCESS);
+    CU(cuMemFree(p), CUDA_SUCCESS);
+}
+
 /* A child that hammers the state lock (every call below takes it) until
  * it is ended at a random point, possibly while holding it. */
 static int hammer(void)
@@ -350,9 +387,10 @@ int main(int argc, char **argv)
     else if (strcmp(what, "vmm") == 0) vmm();
     else if (strcmp(what, "novmm") == 0) novmm();
     else if (strcmp(what, "ipc") == 0) ipc();
+    else if (strcmp(what, "streams") == 0) streams();
     else if (strcmp(what, "procs") == 0) procs();
     else {
-        fprintf(stderr, "usage: sim_win basic|vmm|novmm|ipc|procs\n");
+        fprintf(stderr, "usage: sim_win basic|vmm|novmm|ipc|streams|procs\n");
         return 2;
     }
     printf("%s: %d failed\n", what, failures);
