@@ -7,13 +7,21 @@
 #    tools/sim/sim_api.def, so it has a call counter) or a generated stub
 #    returning CUDA_ERROR_NOT_SUPPORTED; nothing else but vramsim_* leaves it;
 #  - cuGetProcAddress finds every one of them (checked by sim_procaddr).
-# usage: check_exports.sh LIBRARY SIM_API_DEF CC CUDA_INCLUDE_DIR
+# usage: check_exports.sh LIBRARY SIM_API_DEF CC CUDA_INCLUDE_DIR [OBJDUMP]
+# With OBJDUMP, LIBRARY is the Windows build's nvcuda.dll, whose export
+# table that objdump prints (the same checks hold there).
 set -eu
-lib=$1 def=$2 cc=$3 inc=$4
+lib=$1 def=$2 cc=$3 inc=$4 objdump=${5:-}
 here=$(dirname "$0")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-nm -D --defined-only "$lib" | awk '{print $3}' | LC_ALL=C sort > "$tmp/all"
+if [ -n "$objdump" ]; then
+    "$objdump" -p "$lib" | awk '/^\[Ordinal\/Name Pointer\] Table/ { f = 1; next }
+                               f && /^\t\[ *[0-9]+\] / { print $NF } f && /^$/ { f = 0 }' |
+        LC_ALL=C sort > "$tmp/all"
+else
+    nm -D --defined-only "$lib" | awk '{print $3}' | LC_ALL=C sort > "$tmp/all"
+fi
 grep '^cu' "$tmp/all" > "$tmp/exported" || true
 sed -n 's/^SIM_FN(\([A-Za-z0-9_]*\))$/\1/p' "$def" | LC_ALL=C sort > "$tmp/listed"
 sh "$here/../../tools/sim/gen_stubs.sh" --names "$cc" "$inc" > "$tmp/cuda"
