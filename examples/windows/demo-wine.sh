@@ -66,7 +66,13 @@ say "the plan of the card (vramshim.exe check)"
 "$VS_WINE" "$tool" check "$(winpath "$conf")" --card-capacity 3GiB || true
 say "2. the same server under vramshim: tenant imaging, limit 2 GiB"
 rc=0
-"$VS_WINE" "$tool" run --tenant imaging --config "$(winpath "$conf")" -- "$(winpath "$(pwd)/$server")" || rc=$?
+"$VS_WINE" "$tool" run --tenant imaging --config "$(winpath "$conf")" -- "$(winpath "$(pwd)/$server")" \
+    | tee "$WINEPREFIX/under-shim.txt" || rc=$?
 echo "   (the server's exit code through vramshim.exe run: $rc)"
+if ! grep -q "cuMemGetInfo says 2.00 GiB total" "$WINEPREFIX/under-shim.txt"; then
+    echo "   NOTE: the server's view is not its tenant's 2 GiB limit: this build's vramshim.dll"
+    echo "   does not enforce tenants yet (the interposer's interim DLL, before the tenant"
+    echo "   concern is ported to Windows). With the whole shim the large studies are refused."
+fi
 say "vramshim.exe status"
 VRAMSHIM_CONFIG=$(winpath "$conf") "$VS_WINE" "$tool" status || true

@@ -34,6 +34,9 @@ vs_prefix_up() { # BUILD_WIN
     # program starts fast.
     [ -f "$build/tests/windows/vs_win_keeper.exe" ] || { echo "vramshim: vs_win_keeper.exe was not built" >&2; return 2; }
     "$VS_WINE" "$build/tests/windows/vs_win_keeper.exe" </dev/null >/dev/null 2>&1 &
+    # returns once Wine's start-up is done, whoever began it: both have
+    # their output sent nowhere
+    "$VS_WINE" "$build/tests/windows/vs_win_keeper.exe" --ready </dev/null >/dev/null 2>&1 || true
 }
 
 vs_prefix_down() {
