@@ -22,7 +22,7 @@
 struct slot {
     int32_t pid;
     uint32_t pad;
-    uint64_t start;                 /* sim_os_proc_start: /proc/<pid>/stat starttime */
+    uint64_t start;                 /* sim_os_proc_start: /proc/<pid>/stat starttime, Windows creation time */
     uint64_t used[SIM_MAX_CARDS];
 };
 
