@@ -100,8 +100,9 @@ int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
 
 int vs_arena_free(vs_arena *a, uint64_t addr) {
   if (!a) return -1;
-  int rc = vs_slab_free(a, addr);
-  if (rc == 1) rc = vs_heap_free(a, addr, 0);
+  int ordered = atomic_load(&a->ordered);
+  int rc = vs_slab_free(a, addr, ordered);
+  if (rc == 1) rc = vs_heap_free(a, addr, ordered ? VS_FREE_ORDERED : VS_FREE_PEND);
   /* Pending frees beyond both a batch and release_threshold are settled
    * here too, not only by the next allocation: a program that frees a
    * burst and then goes idle must still give the memory beyond
@@ -182,6 +183,19 @@ int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piec
   pthread_mutex_unlock(&h->mu);
   return rc;
 }
+
+void vs_arena_set_stream_ordered(vs_arena *a, int on) {
+  if (!a) return;
+  int was = atomic_exchange(&a->ordered, on ? 1 : 0);
+  /* Leaving stream order: memory freed in it may still be in use by work
+   * on the legacy stream, which a stream created from now on (a
+   * non-blocking one) would not wait for. One sync, begun after the flag
+   * is down, settles it: a free that still read the flag up was made
+   * before, and so was the last use of its block. */
+  if (was && !on) vs_arena_sync(a);
+}
+
+int vs_arena_stream_ordered(vs_arena *a) { return a && atomic_load(&a->ordered); }
 
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (!a) return 0;

@@ -82,6 +82,23 @@ void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms);
 void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx);
 void vs_arena_destroy(vs_arena *a);   /* returns every byte to the backend */
 
+/* Stream order. Off (the default), a freed block waits for a sync that
+ * began after its free (backend->sync) before it is handed out again: the
+ * arena cannot know which stream still reads it. On, the caller vouches
+ * that all device work using the arena's memory is ordered after every
+ * earlier free: a program that uses only the legacy default stream of a
+ * single context (the CUDA driver API serialises all work there, "Stream
+ * synchronization behavior"), so the next use of a reused block runs after
+ * the last use of its previous owner. Then a free is reusable at once, as
+ * in PyTorch's allocator on one stream, and the arena never syncs for
+ * stream safety. Turning it off (a non-legacy stream was created, a
+ * per-thread default stream is in use, a second context appeared) syncs
+ * once, so what was freed in order is idle before any other stream can
+ * see it. Blocks that were pending when it is turned on stay pending
+ * until their sync. */
+void vs_arena_set_stream_ordered(vs_arena *a, int on);
+int vs_arena_stream_ordered(vs_arena *a);
+
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every
  * pointer is at least 512-byte aligned. size 0 is refused with ERROR. */

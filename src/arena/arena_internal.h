@@ -183,6 +183,9 @@ struct vs_arena {
   _Atomic uint64_t peak_live;
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
   _Atomic uint32_t next_bin;
+  /* Stream order (vs_arena_set_stream_ordered): frees are reusable at once.
+   * Read by every free, written once or twice in the arena's life. */
+  _Alignas(64) _Atomic int ordered;
   uint64_t decay_ns;                /* 0: release beyond the threshold at once */
   uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
   uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
@@ -205,7 +208,11 @@ void vs_heap_fini(vs_arena *a);
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
 /* held_only: VS_BACKEND_OOM rather than grow or sync. */
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr);
-int vs_heap_free(vs_arena *a, uint64_t addr, int immediate);  /* -1 when not a live block */
+/* how: VS_FREE_PEND (a user block becomes PENDING), VS_FREE_ORDERED (a user
+ * block freed in stream order: FREE at once), VS_FREE_INTERNAL (a slab's
+ * block, FREE at once). -1 when not a live block of that kind. */
+enum { VS_FREE_PEND = 0, VS_FREE_INTERNAL = 1, VS_FREE_ORDERED = 2 };
+int vs_heap_free(vs_arena *a, uint64_t addr, int how);
 uint64_t vs_heap_trim(vs_arena *a, uint64_t keep);          /* caller holds no heap lock */
 uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay keeps; no heap lock held */
 uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
@@ -222,7 +229,7 @@ vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr);     /* the region hold
 void vs_slab_classes(vs_arena *a);
 int vs_slab_class_of(vs_arena *a, uint64_t size);
 int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr);   /* VS_BACKEND_OOM: no room for a slab */
-int vs_slab_free(vs_arena *a, uint64_t addr);                /* -1 not a slab slot, 1 not a slab */
+int vs_slab_free(vs_arena *a, uint64_t addr, int ordered);   /* -1 not a slab slot, 1 not a slab */
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
 void vs_slab_fini(vs_arena *a);

@@ -350,6 +350,8 @@ static uint64_t decay_keep(vs_arena *a) {
   return hi - used > thr ? hi - used : thr;
 }
 
+static void release_check(vs_arena *a);
+
 void vs_heap_reclaim(vs_arena *a) {
   vs_heap *h = &a->heap;
   int any = 0;
@@ -362,13 +364,19 @@ void vs_heap_reclaim(vs_arena *a) {
     vs_tlsf_release(tlsf_of(h, b), b);
     any = 1;
   }
-  /* Release beyond what decay keeps, with hysteresis: cached memory that
-   * cannot be released (handles under live blocks) must not cause a walk
-   * per free; and the window is looked at again only once the cache grew
-   * by the slack or an epoch passed. */
+  if (any) release_check(a);
+}
+
+/* Caller holds mu; memory just became free (reclaimed, or freed in stream
+ * order). Release beyond what decay keeps, with hysteresis: cached memory
+ * that cannot be released (handles under live blocks) must not cause a
+ * walk per free; and the window is looked at again only once the cache
+ * grew by the slack or an epoch passed. */
+static void release_check(vs_arena *a) {
+  vs_heap *h = &a->heap;
   uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
   uint64_t cached = vs_heap_cached(h);
-  if (!any || cached <= thr + slack) return;
+  if (cached <= thr + slack) return;
   uint64_t now = a->decay_ns ? vs_arena_now(a) : 0;
   if (cached <= h->trim_floor + slack && now < h->dk_next) return;
   if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
@@ -571,7 +579,8 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
      * handles (and without growth steps), so that it can be moved. */
     h->pressure = 1;
     pthread_mutex_unlock(&h->mu);
-    vs_arena_sync(a);
+    /* In stream order nothing new is pending: no sync unless older frees are. */
+    if (!atomic_load(&a->ordered) || atomic_load(&a->pend_total)) vs_arena_sync(a);
     if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
     pthread_mutex_lock(&h->mu);
     vs_heap_reclaim(a);
@@ -593,11 +602,11 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
   return rc;
 }
 
-int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
+int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   vs_tblock *b = vs_heap_used(h, addr);
-  if (!b || b->state != VS_TB_LIVE || (!immediate && !b->req)) {
+  if (!b || b->state != VS_TB_LIVE || (how != VS_FREE_INTERNAL && !b->req)) {
     pthread_mutex_unlock(&h->mu);
     return -1;
   }
@@ -607,8 +616,10 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int immediate) {
     h->waste -= b->size - b->req;
     atomic_fetch_sub(&a->live_bytes, b->req);
   }
-  if (immediate) {
+  if (how != VS_FREE_PEND) {
+    int user = b->req != 0;
     vs_tlsf_release(tlsf_of(h, b), b);
+    if (user) release_check(a);   /* freed in stream order: as a reclaim would */
   } else {
     vs_tlsf_pend(tlsf_of(h, b), b, vs_arena_stamp(a));
     b->fnext = NULL;

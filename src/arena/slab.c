@@ -273,7 +273,7 @@ static vs_slab *lock_slab(vs_arena *a, uint64_t addr, vs_bin **out) {
   }
 }
 
-int vs_slab_free(vs_arena *a, uint64_t addr) {
+int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   vs_bin *bin;
   vs_slab *s = lock_slab(a, addr, &bin);
   if (!s) return 1;
@@ -284,18 +284,29 @@ int vs_slab_free(vs_arena *a, uint64_t addr) {
     return -1;
   }
   s->live_bm[i / 64] &= ~(1ull << (i % 64));
-  s->pend_bm[i / 64] |= 1ull << (i % 64);
   s->nlive--;
-  s->npend++;
-  s->pend_stamp = vs_arena_stamp(a);
-  if (!s->on_pend) { s->on_pend = 1; s->pnext = bin->pend; bin->pend = s; }
+  if (ordered) {
+    /* In stream order the slot is reusable at once. */
+    s->free_bm[i / 64] |= 1ull << (i % 64);
+    s->nfree++;
+  } else {
+    s->pend_bm[i / 64] |= 1ull << (i % 64);
+    s->npend++;
+    s->pend_stamp = vs_arena_stamp(a);
+    if (!s->on_pend) { s->on_pend = 1; s->pnext = bin->pend; bin->pend = s; }
+    bin->pend_bytes += size;
+  }
   bin->live_req -= s->req[i];
   bin->waste -= size - s->req[i];
-  bin->pend_bytes += size;
   bin->live_delta -= (int64_t)s->req[i];
   if (bin->live_delta <= -(int64_t)VS_LIVE_FOLD) {
     atomic_fetch_sub_explicit(&a->live_bytes, (uint64_t)-bin->live_delta, memory_order_relaxed);
     bin->live_delta = 0;
+  }
+  /* Emptied in stream order: as bin_reclaim does with an emptied slab. */
+  if (ordered && s->nlive == 0 && s->npend == 0 && s != bin->cur) {
+    if (!bin->spare) bin->spare = s;
+    else if (s != bin->spare) slab_release(a, bin, s);
   }
   pthread_mutex_unlock(&bin->mu);
   return 0;

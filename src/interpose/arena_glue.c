@@ -11,6 +11,7 @@
 #include "log.h"
 #include "memory_service.h"
 #include "settings.h"
+#include "stream_order.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -132,9 +133,46 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   }
   ctx->backend = be.ctx;
   atomic_store(&ctx->arena_vmm, mode == VS_CFG_ARENA_VMM);
+  /* Stream order (stream_order.h): set before the arena is published, and
+   * looked at again after, so that an arena published while the process
+   * leaves stream order is either walked by the leaver or sees the flag
+   * down here (no block of it has been handed out yet). */
+  vs_arena_set_stream_ordered(a, vs_stream_order_on());
   atomic_store(&ctx->arena, a);
   atomic_store(&g_any, 1);
+  if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
   return a;
+}
+
+void vs_arena_glue_leave_order(void) {
+  /* The arenas' contexts by id (a reference each for the sync, which runs
+   * outside the registry's lock); a process has few contexts. */
+  uint64_t ids[64];
+  int n = 0, more = 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    if (!atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+    if (n < 64) ids[n++] = c->id;
+    else more = 1;
+  }
+  vs_ctx_read_unlock();
+  for (int i = 0; i < n; i++) {
+    vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+    if (!c) continue;   /* ended meanwhile: its work is over */
+    pthread_mutex_lock(&g_create_lock);
+    vs_arena *a = atomic_load(&c->arena);
+    pthread_mutex_unlock(&g_create_lock);
+    if (a) vs_arena_set_stream_ordered(a, 0);
+    vs_ctx_put(c);
+  }
+  if (more) {   /* beyond 64 contexts: the rest under the registry's lock */
+    vs_ctx_read_lock();
+    for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+      vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+      if (a) vs_arena_set_stream_ordered(a, 0);
+    }
+    vs_ctx_read_unlock();
+  }
 }
 
 static vs_arena *arena_for(vs_ctx *ctx, CUresult *res) {
@@ -143,8 +181,11 @@ static vs_arena *arena_for(vs_ctx *ctx, CUresult *res) {
   if (atomic_load(&ctx->arena_off)) return NULL;
   pthread_mutex_lock(&g_create_lock);
   a = atomic_load(&ctx->arena);
-  if (!a && !atomic_load(&ctx->arena_off)) a = create(ctx, res);
+  int made = 0;
+  if (!a && !atomic_load(&ctx->arena_off)) made = (a = create(ctx, res)) != NULL;
   pthread_mutex_unlock(&g_create_lock);
+  /* A context the shim never saw begin is known from its first request. */
+  if (made) vs_stream_order_ctx_begun();
   return a;
 }
 
@@ -165,7 +206,9 @@ static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
         VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", ctx->card);
         ctx->retired = failed;   /* a thread may still be inside it; it holds nothing */
         atomic_store(&ctx->arena_vmm, 0);
+        vs_arena_set_stream_ordered(a, vs_stream_order_on());   /* as in create() */
         atomic_store(&ctx->arena, a);
+        if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
       }
     }
   }

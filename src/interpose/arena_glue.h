@@ -63,4 +63,8 @@ vs_arena *vs_arena_glue_get(int card);
 int vs_arena_glue_is_vmm(int card);
 
 void vs_arena_glue_atfork_child(void);
+/* Leaving stream order (stream_order.c): every arena syncs once and from
+ * then on waits for a sync before reusing a freed block. */
+void vs_arena_glue_leave_order(void);
+
 #endif

@@ -11,7 +11,7 @@
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
- * procaddress.c);
+ * procaddress.c, stream_order.c);
  * a missing body is a link error.
  *
  * X(name, params, args): params as declared in cuda.h (with
@@ -85,6 +85,14 @@
   X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev))                                                 \
   X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev))                                                \
   X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev))                                                   \
+  /* streams: the first one ends stream order (stream_order.c) */                                     \
+  X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))                     \
+  X(cuStreamCreateWithPriority, (CUstream * phStream, unsigned int flags, int priority),              \
+    (phStream, flags, priority))                                                                      \
+  X(cuGreenCtxCreate, (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags), \
+    (phCtx, desc, dev, flags))                                                                        \
+  X(cuGreenCtxStreamCreate, (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority), \
+    (phStream, greenCtx, flags, priority))                                                            \
   /* the lookup path itself */                                                                        \
   X(cuGetProcAddress_v2,                                                                              \
     (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), \

@@ -3,6 +3,8 @@
  * driver variant the program called, through the memory service. */
 #include "hook_common.h"
 
+#include "stream_order.h"
+
 #define CARD vs_driver_current_card(real)
 
 /* ---- cuMemAlloc --------------------------------------------------------- */
@@ -28,21 +30,25 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 /* ---- cuMemAllocAsync / cuMemAllocFromPoolAsync -------------------------- */
 #define DRIVER_ARGS (dptr, bytesize, hStream)
 CUresult vs_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 0);
   ALLOC_BODY(cuMemAllocAsync, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize, CARD,
              real->cuMemAllocAsync(dptr, bytesize, hStream));
 }
 CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 1);
   ALLOC_BODY(cuMemAllocAsync_ptsz, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
              CARD, real->cuMemAllocAsync_ptsz(dptr, bytesize, hStream));
 }
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, bytesize, pool, hStream)
 CUresult vs_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 0);
   ALLOC_BODY(cuMemAllocFromPoolAsync, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
              CARD, real->cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream));
 }
 CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 1);
   ALLOC_BODY(cuMemAllocFromPoolAsync_ptsz, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr,
              bytesize, CARD, real->cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream));
 }
@@ -95,10 +101,12 @@ CUresult vs_hook_cuMemFree(CUdeviceptr_v1 dptr) {
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, hStream)
 CUresult vs_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 0);
   FREE_BODY(cuMemFreeAsync, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
             real->cuMemFreeAsync(dptr, hStream));
 }
 CUresult vs_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  VS_STREAM_SEEN(hStream, 1);
   FREE_BODY(cuMemFreeAsync_ptsz, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC,
             (uint64_t)dptr, real->cuMemFreeAsync_ptsz(dptr, hStream));
 }

@@ -9,6 +9,7 @@
 #include "hook_common.h"
 
 #include "contexts.h"
+#include "stream_order.h"
 
 /* ---- cuCtxCreate (v1 .. v4): the new context is current on this thread -- */
 #define CREATE_BODY(name, args)                                                    \
@@ -17,6 +18,7 @@
   CUresult r = real->name args;                                                    \
   if (r == CUDA_SUCCESS && pctx && *pctx) vs_mem_ctx_begin((uint64_t)(uintptr_t)*pctx, (int)dev, 0); \
   vs_guard_leave();                                                                \
+  if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();                              \
   return r
 
 CUresult vs_hook_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
@@ -83,6 +85,7 @@ CUresult vs_hook_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (r == CUDA_SUCCESS && pctx && *pctx) vs_mem_ctx_begin((uint64_t)(uintptr_t)*pctx, (int)dev, 1);
   vs_ctx_primary_unlock();
   vs_guard_leave();
+  if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();
   return r;
 }
 

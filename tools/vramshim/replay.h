@@ -23,6 +23,10 @@ typedef struct vs_replay_opts {
   uint64_t shim_card;
   /* Per-call driver costs for the modeled driver time (NULL: not modeled). */
   const vs_cost_table *costs;
+  /* Set per trace by the replay (replay_run.c), not by the caller: the
+   * trace used only the legacy stream, so the arena policies run in stream
+   * order, as the shim would (vs_arena_set_stream_ordered). */
+  int stream_ordered;
 } vs_replay_opts;
 
 struct vs_replay_result;

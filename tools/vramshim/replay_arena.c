@@ -134,6 +134,11 @@ static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, 
     return NULL;
   }
   vs_arena_set_clock(s->a, ar_now, s);
+  /* What the shim does (arena_glue.c): a program that never left the
+   * legacy stream gets a stream-ordered arena. The trace has no stream
+   * creation events, so a trace with any other stream is taken as a
+   * program that made its streams before its first allocation. */
+  vs_arena_set_stream_ordered(s->a, o->stream_ordered);
   if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT) vs_arena_set_decay(s->a, o->decay_ms);
   return s;
 }
@@ -146,7 +151,7 @@ static void *vmm_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opt
 }
 
 static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
-  (void)stream; /* the arena is stream-ordered by sync, not per stream */
+  (void)stream; /* the arena sees no stream: cuMemAlloc carries none (stream order is per trace) */
   ar_state *s = p;
   uint64_t before = s->calls;
   int rc = vs_arena_alloc(s->a, size, &s->addr[id]);

@@ -63,6 +63,9 @@ static const char *card_name(uint64_t capacity, char *buf, size_t len) {
 static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opts *o, uint64_t capacity,
                     int stop_at_failure, vs_replay_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
+  vs_replay_opts ot = *o;
+  ot.stream_ordered = t->off_legacy == 0;
+  o = &ot;
   void *p = pol->create(capacity, t->nallocs, o, err, errlen);
   if (!p) return -1;
   /* held[id]: the policy holds that allocation (its alloc succeeded and

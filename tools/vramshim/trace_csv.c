@@ -161,6 +161,7 @@ static int do_allocate(reader *r, uint64_t ptr, uint64_t size, uint64_t stream) 
   uint32_t id = t->nallocs++;
   t->sizes[id] = size;
   t->streams[id] = stream;
+  if (stream > 1) t->off_legacy++;
   if (r->spare) {
     lp = r->spare;
     r->spare = lp->hh.next;

@@ -44,6 +44,10 @@ typedef struct vs_trace {
   uint64_t nfrees;
   uint64_t failures_skipped;  /* `allocate failure` lines */
   uint64_t live_at_end;       /* allocations never freed in the trace */
+  /* Allocations on a stream other than the legacy default stream (Stream
+   * 0x0, or 0x1: CU_STREAM_LEGACY). 0: the program used only the legacy
+   * stream, so the shim keeps the arena in stream order (docs/arena.md). */
+  uint64_t off_legacy;
 } vs_trace;
 
 /* Reads `path`. 0 on success; -1 with a message ("file:line: reason") in err. */

@@ -1,0 +1,51 @@
+/* Stream order: whether every piece of device work the program can enqueue
+ * is ordered after every earlier free, so that the arena may hand a freed
+ * block out again at once, with no synchronisation (docs/arena.md,
+ * "Stream order").
+ *
+ * The CUDA Driver API serialises the legacy default stream: all work on it
+ * runs in the order it was enqueued, and a block's last use was enqueued
+ * before its cuMemFree. So while a program has made no stream of its own
+ * (cuStreamCreate*, cuGreenCtxStreamCreate), has shown no sign of the
+ * per-thread default stream (a cuGetProcAddress with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, a dlsym of a _ptsz/_ptds
+ * entry point, a call of one the shim hooks, CU_STREAM_PER_THREAD given to
+ * a hook) and has at most one context (each has its own legacy stream, and
+ * a green context its own streams), the next use of a reused block runs
+ * after the last use of its previous owner. The first sign to the
+ * contrary leaves stream order for good: every arena syncs once (what was
+ * freed in order is idle before the new stream exists) and from then on
+ * waits for a sync before reusing a freed block, as before.
+ *
+ * What the shim cannot see: a program that calls per-thread entry points
+ * it never looked up through dlsym or cuGetProcAddress (linked directly to
+ * libcuda with CUDA_API_PER_THREAD_DEFAULT_STREAM) or passes
+ * CU_STREAM_PER_THREAD to an entry point the shim does not hook, from two
+ * threads at once. VRAMSHIM_STREAM_ORDER=off turns stream order off from
+ * the start for such a program.
+ * Thread safety: every function may be called from any thread at once. */
+#ifndef VS_STREAM_ORDER_H
+#define VS_STREAM_ORDER_H
+
+#include <stdint.h>
+
+/* 1 while the process is in stream order. */
+int vs_stream_order_on(void);
+/* The program did something that may put work off the legacy stream:
+ * leave stream order (once; returns after every arena has synced). `why`
+ * is logged. */
+void vs_stream_order_leave(const char *why);
+/* A context began: leave stream order when the process now has two. */
+void vs_stream_order_ctx_begun(void);
+/* dlsym(name) of a cu* name: a _ptsz/_ptds entry point leaves stream order. */
+void vs_stream_order_lookup(const char *name);
+
+/* In a hook that takes a stream: a _ptsz variant (ptsz 1) or the
+ * CU_STREAM_PER_THREAD handle (0x2) ends stream order before the call. */
+#define VS_STREAM_SEEN(stream, ptsz)                                          \
+  do {                                                                        \
+    if ((ptsz) || (uintptr_t)(stream) == 0x2)                                 \
+      vs_stream_order_leave("the per-thread default stream is in use");       \
+  } while (0)
+
+#endif
