@@ -84,6 +84,58 @@ static void arena_stream_medium_vmm(void **s) { (void)s; stream_case(VS_ARENA_VM
 static void arena_stream_large_vmm(void **s) { (void)s; stream_case(VS_ARENA_VMM, 300 * MiB); }
 static void arena_stream_large_chunks(void **s) { (void)s; stream_case(VS_ARENA_CHUNKS, 300 * MiB); }
 
+/* Stream order (the program's work is all on one serialised stream): a
+ * freed block is the next allocation of its size at once, slab, heap and
+ * large, with no sync at all; leaving stream order syncs exactly once, and
+ * from then on a freed block is pending again until a sync. Fails if
+ * stream order still syncs (every reuse then costs a sync), or if leaving
+ * it does not sync, or if it leaves frees reusable at once afterwards. */
+static void ordered_case(vs_arena_mode mode) {
+  fixture f;
+  device d = {0};
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  vs_arena_set_stream_ordered(f.a, 1);
+  assert_int_equal(vs_arena_stream_ordered(f.a), 1);
+  const uint64_t sizes[] = {512, 4096, 48 << 10, 300 << 10, 3 * MiB + 5, 64 * MiB, 300 * MiB};
+  for (int r = 0; r < 200; r++)
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      uint64_t p, q;
+      assert_int_equal(vs_arena_alloc(f.a, sizes[i], &p), 0);
+      assert_int_equal(vs_arena_free(f.a, p), 0);
+      assert_int_equal(vs_arena_alloc(f.a, sizes[i], &q), 0);
+      assert_true(q == p);   /* in stream order the freed block is reusable at once */
+      assert_int_equal(vs_arena_free(f.a, q), 0);
+      if (r < 2) CHECK(f.a);
+    }
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(d.syncs, 0);
+  assert_int_equal(st.syncs, 0);
+  assert_int_equal(st.pending_bytes, 0);
+  /* Leaving: one sync, at once (what was freed in order is idle before any
+   * other stream can see it). */
+  uint64_t held, p;
+  assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &held), 0);
+  vs_arena_set_stream_ordered(f.a, 0);
+  assert_int_equal(d.syncs, 1);
+  vs_arena_set_stream_ordered(f.a, 0);   /* again: nothing more */
+  assert_int_equal(d.syncs, 1);
+  /* Out of order: the free is in flight; nothing of it comes back unsynced. */
+  in_flight_free(&f, &d, held, 8 * MiB);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.pending_bytes, 8 * MiB);
+  for (int i = 0; i < 64; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &p), 0);
+    assert_not_in_flight(&d, p, 8 * MiB);
+    assert_int_equal(vs_arena_free(f.a, p), 0);
+  }
+  CHECK(f.a);
+  fx_close(&f);
+}
+static void arena_stream_ordered_vmm(void **s) { (void)s; ordered_case(VS_ARENA_VMM); }
+static void arena_stream_ordered_chunks(void **s) { (void)s; ordered_case(VS_ARENA_CHUNKS); }
+
 /* One sync makes a whole batch of pending frees reusable together. */
 static void arena_stream_batch(void **s) {
   (void)s;
@@ -387,6 +439,7 @@ int main(void) {
       cmocka_unit_test(arena_decay_burst_vmm),       cmocka_unit_test(arena_decay_burst_chunks),
       cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
       cmocka_unit_test(arena_nodecay_swing_churns),
+      cmocka_unit_test(arena_stream_ordered_vmm),    cmocka_unit_test(arena_stream_ordered_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,17 @@
  *
  * `safe`: no damage, and reuse did happen (else this proves nothing).
  * `unsafe` (run with VRAMSHIM_DEBUG_UNSAFE_REUSE=1, reuse without waiting):
- * the damage must be seen, which shows this test catches early reuse. */
+ * the damage must be seen, which shows this test catches early reuse.
+ *
+ * The second argument says which streams (stream order, docs/arena.md):
+ * `nonblocking` (default) as above; `blocking`: two streams created
+ * without flags, the slow work on the first and the new bytes written by
+ * async copies on the second (two blocking streams are not ordered with
+ * each other, so the program's streams still need the arena's sync);
+ * `legacy`: everything on the legacy default stream, which the driver
+ * serialises: the freed block must be reused by the very next allocation
+ * with no cuCtxSynchronize at all, and the stream still reads its bytes;
+ * then a stream is created, and that must cost exactly one sync. */
 #include "shim_test.h"
 
 #include <stdatomic.h>
@@ -33,8 +43,9 @@ static void fill(unsigned char *b, size_t n, unsigned char seed) {
   for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed + i * 7);
 }
 
-/* 1 when the freed block's bytes were damaged before the stream read them. */
-static int one_case(CUstream s, size_t n, int *reused) {
+/* 1 when the freed block's bytes were damaged before the stream read them.
+ * w: the stream the new bytes are written on (NULL: synchronous copies). */
+static int one_case(CUstream s, CUstream w, size_t n, int *reused, int *tries) {
   unsigned char *a = malloc(n), *b = malloc(n), *got = malloc(n);
   fill(a, n, 0x11);
   fill(b, n, 0xb2);
@@ -51,7 +62,12 @@ static int one_case(CUstream s, size_t n, int *reused) {
   *reused = 0;
   while (k < MAX_TRIES && !*reused) {
     T_CU(cuMemAlloc(&p[k], n));
-    T_CU(cuMemcpyHtoD(p[k], b, n));
+    if (w) {
+      T_CU(cuMemcpyHtoDAsync(p[k], b, n, w));
+      T_CU(cuStreamSynchronize(w));
+    } else {
+      T_CU(cuMemcpyHtoD(p[k], b, n));
+    }
     *reused = p[k] < x + n && x < p[k] + n;
     k++;
   }
@@ -60,6 +76,7 @@ static int one_case(CUstream s, size_t n, int *reused) {
   int damaged = memcmp(got, a, n) != 0;
   T_SAY("%zu bytes: freed block %s after %d allocations; the stream read %s", n,
         *reused ? "reused" : "not reused", k, damaged ? "the NEW bytes (early reuse)" : "its original bytes");
+  *tries = k;
   for (int i = 0; i < k; i++) T_CU(cuMemFree(p[i]));
   free(a);
   free(b);
@@ -67,26 +84,47 @@ static int one_case(CUstream s, size_t n, int *reused) {
   return damaged;
 }
 
+static shim_api g_shim;
+
+/* The shim's cuCtxSynchronize calls on card 0 so far. */
+static uint64_t ctx_syncs(void) { return t_stats(&g_shim, 0).driver_calls[VRAMSHIM_CALL_SYNC]; }
+
 int main(int argc, char **argv) {
   int unsafe = argc > 1 && !strcmp(argv[1], "unsafe");
-  t_shim();
+  const char *kind = argc > 2 ? argv[2] : "nonblocking";
+  int legacy = !strcmp(kind, "legacy"), blocking = !strcmp(kind, "blocking");
+  g_shim = t_shim();
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
-  CUstream s;
-  T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUstream s = NULL, w = NULL;
+  if (blocking) {
+    T_CU(cuStreamCreate(&s, CU_STREAM_DEFAULT));
+    T_CU(cuStreamCreate(&w, CU_STREAM_DEFAULT));
+  } else if (!legacy) {
+    T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  }
   const size_t sizes[] = {4096, 300 << 10, 24 << 20};   /* slab, heap, large */
-  int damaged_any = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    int reused = 0;
-    int damaged = one_case(s, sizes[i], &reused);
-    damaged_any |= damaged;
+    int reused = 0, tries = 0;
+    int damaged = one_case(s, w, sizes[i], &reused, &tries);
     if (unsafe) T_CHECK(damaged, "with reuse made immediate the test must see the damage (%zu bytes)", sizes[i]);
     else {
       T_CHECK(!damaged, "slow work on a freed %zu-byte block saw bytes written after the free", sizes[i]);
       T_CHECK(reused, "the arena never reused the freed %zu-byte block: the test proves nothing", sizes[i]);
     }
+    if (legacy) T_CHECK(tries == 1, "in stream order the freed %zu-byte block is the next allocation (took %d)", sizes[i], tries);
   }
-  (void)damaged_any;
-  T_CU(cuStreamDestroy(s));
-  T_SAY("%s: PASS", unsafe ? "unsafe reuse caught" : "stream-safe reuse");
+  if (legacy) {
+    T_EQ_U64(ctx_syncs(), 0, "cuCtxSynchronize calls of a program on the legacy stream only");
+    T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    T_EQ_U64(ctx_syncs(), 1, "cuCtxSynchronize calls once the program created a stream");
+    int reused = 0, tries = 0;
+    T_CHECK(!one_case(s, NULL, 4096, &reused, &tries), "after the stream: a freed block was reused early");
+    T_CHECK(reused, "after the stream: the freed block was never reused");
+  } else if (!unsafe) {
+    T_CHECK(ctx_syncs() >= 1, "a program with its own streams got no sync");
+  }
+  if (s) T_CU(cuStreamDestroy(s));
+  if (w) T_CU(cuStreamDestroy(w));
+  T_SAY("%s (%s streams): PASS", unsafe ? "unsafe reuse caught" : "stream-safe reuse", kind);
   return 0;
 }
