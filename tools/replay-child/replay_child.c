@@ -80,6 +80,13 @@ int main(int argc, char **argv) {
   if ((r = cuDeviceGet(&dev, 0)) != CUDA_SUCCESS) return cu_fail("cuDeviceGet", r);
   if ((r = cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS) return cu_fail("cuDevicePrimaryCtxRetain", r);
   if ((r = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) return cu_fail("cuCtxSetCurrent", r);
+  /* A trace with allocations on other streams than the legacy one came
+   * from a program with streams of its own: make one, as it did before its
+   * first allocation (the simulated policies assume the same), so the
+   * shim leaves stream order (docs/arena.md) before the replay begins. */
+  CUstream own = NULL;
+  if (t.off_legacy && (r = cuStreamCreate(&own, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    return cu_fail("cuStreamCreate", r);
 
   CUdeviceptr *addr = calloc(t.nallocs ? t.nallocs : 1, sizeof *addr);
   unsigned char *held = calloc(t.nallocs ? t.nallocs : 1, 1);

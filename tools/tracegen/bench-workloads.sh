@@ -18,3 +18,9 @@ $gen --workload concat --model small --requests 1000 --max-batch 32 --lengths bi
 # vLLM-like: one KV pool at start, activations per engine step
 $gen --workload paged --model 7b --requests 2000 --max-batch 64 --lengths zipf --arrival bursty --kv-pool-gib 40 \
   -o "$dir/serve-paged-7b.csv"
+# a server with a copy stream (input ids staged on a second stream): the
+# shim then cannot rely on stream order, and the arena syncs as before
+$gen --workload paged --model 7b --requests 2000 --max-batch 64 --lengths zipf --arrival bursty --kv-pool-gib 40 \
+  --copy-stream -o "$dir/serve-paged-7b-copystream.csv"
+$gen --workload concat --model small --requests 1000 --max-batch 32 --lengths bimodal --arrival diurnal --seed 7 \
+  --copy-stream -o "$dir/serve-concat-small-copystream.csv"

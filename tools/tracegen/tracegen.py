@@ -44,6 +44,9 @@ MODELS = {
     "13b": dict(layers=40, hidden=5120, kv=2 * 5120 * 2, vocab=32000),
 }
 BLOCK_TOKENS = 16  # paged KV block (vLLM's default block size)
+# --copy-stream: the Stream column of the copy stream's blocks (a stream the
+# program created: any handle but 0x0, 0x1 legacy and 0x2 per-thread).
+COPY_STREAM = 0x7F5A00001000
 
 
 class Writer:
@@ -64,17 +67,19 @@ class Writer:
         h, m = divmod(m, 60)
         return "%02d:%02d:%02d.%06d" % (h, m, s, f)
 
-    def alloc(self, size):
+    def alloc(self, size, stream=None):
+        """stream: the Stream column (default the writer's); a block is freed on its own."""
         size = max(1, int(size))
         p = self.next_ptr
         self.next_ptr += (size + 4095) // 4096 * 4096 + 4096
-        self.buf.append("0,%s,allocate,0x%x,%d,%s\n" % (self.time(), p, size, self.stream))
+        st = self.stream if stream is None else "0x%x" % stream
+        self.buf.append("0,%s,allocate,0x%x,%d,%s\n" % (self.time(), p, size, st))
         self.flush_maybe()
-        return (p, size)
+        return (p, size, st)
 
     def free(self, blk):
-        p, size = blk
-        self.buf.append("0,%s,free,0x%x,%d,%s\n" % (self.time(), p, size, self.stream))
+        p, size, st = blk
+        self.buf.append("0,%s,free,0x%x,%d,%s\n" % (self.time(), p, size, st))
         self.flush_maybe()
 
     def flush_maybe(self):
@@ -216,6 +221,10 @@ def generate(a, out):
         # One engine step (coarse: --step-tokens decode tokens per request at once).
         adv = a.step_tokens if coarse else 1
         tokens = prefill + len(running) * adv
+        # --copy-stream: the step's input ids are staged by a host-to-device
+        # copy on a stream of their own (allocated while it is current, as
+        # PyTorch does), used by the step on the main stream, freed after it.
+        staged = w.alloc(tokens * 8, COPY_STREAM) if a.copy_stream else None
         ids = step_activations(w, m, tokens, len(running), coarse)
         still = []
         for r in running:
@@ -242,6 +251,8 @@ def generate(a, out):
                 still.append(r)
         running = still
         w.free(ids)
+        if staged:
+            w.free(staged)
         w.t_us += step_us + (tokens * a.us_per_token)
     if a.teardown:
         for blk in reversed(weights):
@@ -274,6 +285,8 @@ def main(argv=None):
     ap.add_argument("--no-teardown", dest="teardown", action="store_false", default=None,
                     help="leave the weights (and KV pool) live at the end: a server that keeps running "
                          "(the default for --day)")
+    ap.add_argument("--copy-stream", action="store_true",
+                    help="stage each step's input ids on a second (copy) stream; default: one stream (0x0)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args(argv)
