@@ -387,6 +387,7 @@ void vs_arena_glue_atfork_child(void) {
   for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) atomic_store(&g_state[c], CARD_UNKNOWN);
   atomic_store(&g_any, 0);
   pthread_mutex_init(&g_create_lock, NULL);
+  vs_stream_order_atfork_child();
   vs_backend_atfork_child();
   vs_ipc_atfork_child();
   vs_ipc_vmm_atfork_child();

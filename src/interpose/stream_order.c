@@ -54,6 +54,12 @@ void vs_stream_order_ctx_begun(void) {
   if (n > 1) vs_stream_order_leave("a second CUDA context");
 }
 
+void vs_stream_order_atfork_child(void) {
+  /* A parent thread may have held the lock across fork; the decision
+   * itself is kept (the child's arenas are new, made by its own rules). */
+  pthread_mutex_init(&g_leave_lock, NULL);
+}
+
 static int pt_suffix(const char *name) {
   size_t n = strlen(name);
   return n > 5 && (!strcmp(name + n - 5, "_ptsz") || !strcmp(name + n - 5, "_ptds"));

@@ -37,6 +37,8 @@ int vs_stream_order_on(void);
 void vs_stream_order_leave(const char *why);
 /* A context began: leave stream order when the process now has two. */
 void vs_stream_order_ctx_begun(void);
+/* fork: the child's lock is fresh (arena_glue.c's fork handler calls it). */
+void vs_stream_order_atfork_child(void);
 /* dlsym(name) of a cu* name: a _ptsz/_ptds entry point leaves stream order. */
 void vs_stream_order_lookup(const char *name);
 
