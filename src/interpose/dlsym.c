@@ -15,7 +15,6 @@
 #include "export.h"
 #include "hooks.h"
 #include "log.h"
-#include "stream_order.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -85,7 +84,6 @@ VS_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict
   const char *n = name;
   __asm__("" : "+r"(n));
   if (n && n[0] == 'c' && n[1] == 'u') {
-    vs_stream_order_lookup(n);   /* a _ptsz/_ptds entry point ends stream order */
     void *hook = hook_answer(n);
     if (hook) return hook;
   }

@@ -19,6 +19,8 @@
 #ifndef VS_HOOK_LIST_H
 #define VS_HOOK_LIST_H
 
+#include "hook_list_ptds.h"
+
 #define VS_HOOKS(X)                                                                                   \
   /* allocation and free: classic, pitch, managed */                                                 \
   X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                           \
@@ -97,7 +99,9 @@
   X(cuGetProcAddress_v2,                                                                              \
     (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), \
     (symbol, pfn, cudaVersion, flags, symbolStatus))                                                  \
-  X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags))
+  X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags)) \
+  /* every other per-thread default stream variant: a call ends stream order (hook_list_ptds.h) */   \
+  VS_PTDS_HOOKS(X)
 
 /* Driver functions the shim calls for itself but does not hook. */
 #define VS_DRIVER_EXTRAS(X)                                                                        \

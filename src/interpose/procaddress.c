@@ -13,7 +13,6 @@
  * rules name, which forwards to the exported variant. */
 #include "hook_common.h"
 #include "log.h"
-#include "stream_order.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,11 +48,9 @@ static int variant_by_rule(const char *symbol, int version, cuuint64_t flags) {
 static _Atomic int g_said_by_rule;
 
 static void answer(const char *symbol, int version, cuuint64_t flags, void **pfn) {
-  /* A per-thread default stream variant asked for: stream order ends
-   * (stream_order.h), whatever the function. */
-  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
-    vs_stream_order_leave("cuGetProcAddress asked for a per-thread default stream entry point");
-  else vs_stream_order_lookup(symbol);
+  /* Not a sign of the per-thread default stream: the runtime asks for
+   * those variants at start in every program (hook_list_ptds.h); their
+   * hooks, which the caller gets below, say when one is called. */
   int id = vs_hook_by_real(*pfn);
   if (id < 0) id = vs_hook_by_addr(*pfn);
   if (id < 0) {

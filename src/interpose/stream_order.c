@@ -60,16 +60,6 @@ void vs_stream_order_atfork_child(void) {
   pthread_mutex_init(&g_leave_lock, NULL);
 }
 
-static int pt_suffix(const char *name) {
-  size_t n = strlen(name);
-  return n > 5 && (!strcmp(name + n - 5, "_ptsz") || !strcmp(name + n - 5, "_ptds"));
-}
-
-void vs_stream_order_lookup(const char *name) {
-  if (name && !atomic_load_explicit(&g_settled, memory_order_relaxed) && pt_suffix(name))
-    vs_stream_order_leave("a per-thread default stream entry point was looked up");
-}
-
 /* ---- Hooks: stream creation ---------------------------------------------
  * The driver's answer, unchanged; on success the process leaves stream
  * order before the new stream is returned. */
@@ -93,3 +83,15 @@ CUresult vs_hook_cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUd
 CUresult vs_hook_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority) {
   STREAM_BODY(cuGreenCtxStreamCreate, (phStream, greenCtx, flags, priority), "the program created a CUDA stream");
 }
+
+/* ---- Hooks: every other per-thread default stream variant ----------------
+ * (hook_list_ptds.h) A call, not a lookup, is the sign: the runtime looks
+ * them all up at start. The driver's answer, unchanged. */
+#define PTDS_BODY(name, params, args)                                               \
+  CUresult vs_hook_##name params {                                                  \
+    VS_HOOK_ENTER(name, args);                                                      \
+    vs_stream_order_leave("the program used the per-thread default stream (" #name ")"); \
+    VS_FORWARD(name, args);                                                         \
+  }
+VS_PTDS_HOOKS(PTDS_BODY)
+#undef PTDS_BODY

@@ -6,22 +6,21 @@
  * The CUDA Driver API serialises the legacy default stream: all work on it
  * runs in the order it was enqueued, and a block's last use was enqueued
  * before its cuMemFree. So while a program has made no stream of its own
- * (cuStreamCreate*, cuGreenCtxStreamCreate), has shown no sign of the
- * per-thread default stream (a cuGetProcAddress with
- * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, a dlsym of a _ptsz/_ptds
- * entry point, a call of one the shim hooks, CU_STREAM_PER_THREAD given to
- * a hook) and has at most one context (each has its own legacy stream, and
- * a green context its own streams), the next use of a reused block runs
- * after the last use of its previous owner. The first sign to the
+ * (cuStreamCreate*, cuGreenCtxStreamCreate, cuGreenCtxCreate), has not
+ * used the per-thread default stream (a call of any _ptsz/_ptds entry
+ * point, all hooked for this: hook_list_ptds.h; CU_STREAM_PER_THREAD given
+ * to a hooked stream-ordered allocation) and has at most one context (each
+ * has its own legacy stream), the next use of a reused block runs after the
+ * last use of its previous owner. A lookup is no sign: the CUDA runtime
+ * looks up the per-thread variants at start in every program. The first sign to the
  * contrary leaves stream order for good: every arena syncs once (what was
  * freed in order is idle before the new stream exists) and from then on
  * waits for a sync before reusing a freed block, as before.
  *
- * What the shim cannot see: a program that calls per-thread entry points
- * it never looked up through dlsym or cuGetProcAddress (linked directly to
- * libcuda with CUDA_API_PER_THREAD_DEFAULT_STREAM) or passes
- * CU_STREAM_PER_THREAD to an entry point the shim does not hook, from two
- * threads at once. VRAMSHIM_STREAM_ORDER=off turns stream order off from
+ * What the shim cannot see: a program that passes the CU_STREAM_PER_THREAD
+ * handle to a legacy entry point the shim does not hook (a kernel launch, a
+ * copy) from two threads at once, or work another process does on this
+ * memory through IPC. VRAMSHIM_STREAM_ORDER=off turns stream order off from
  * the start for such a program.
  * Thread safety: every function may be called from any thread at once. */
 #ifndef VS_STREAM_ORDER_H
@@ -39,8 +38,6 @@ void vs_stream_order_leave(const char *why);
 void vs_stream_order_ctx_begun(void);
 /* fork: the child's lock is fresh (arena_glue.c's fork handler calls it). */
 void vs_stream_order_atfork_child(void);
-/* dlsym(name) of a cu* name: a _ptsz/_ptds entry point leaves stream order. */
-void vs_stream_order_lookup(const char *name);
 
 /* In a hook that takes a stream: a _ptsz variant (ptsz 1) or the
  * CU_STREAM_PER_THREAD handle (0x2) ends stream order before the call. */

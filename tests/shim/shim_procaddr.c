@@ -1,7 +1,9 @@
 /* Test 3: every request the CUDA 13 runtime makes of cuGetProcAddress_v2
  * (../shared/data/cudart13-getprocaddress.txt: symbol, version, flags),
  * made through the shim in the same order. Each memory function must come
- * back as the shim's hook of exactly the variant the driver chose; every
+ * back as the shim's hook of exactly the variant the driver chose; a
+ * per-thread default stream request may come back as the shim's hook of a
+ * per-thread variant of its family (the arena's stream order); every
  * other function must be the driver's own pointer; failures (symbols the
  * driver lacks, the empty symbol) must be the driver's, with its status.
  *
@@ -18,7 +20,20 @@ static const char *const memory_families[] = {
     "cuMemAddressFree", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle", "cuIpcGetMemHandle", "cuMemGetInfo",
     "cuDeviceTotalMem", "cuMemGetAddressRange", "cuPointerGetAttribute", "cuPointerGetAttributes",
     "cuGetProcAddress", "cuCtxCreate", "cuCtxDestroy", "cuCtxAttach", "cuCtxDetach", "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset"};
+    "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
+    /* stream creation ends the arena's stream order (issue 11) */
+    "cuStreamCreate", "cuStreamCreateWithPriority", "cuGreenCtxCreate", "cuGreenCtxStreamCreate"};
+
+/* A per-thread default stream variant (issue 11): asked for with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the
+ * runtime's list comes back as the shim's hook of a _ptsz/_ptds variant of
+ * its family (a call of one ends the arena's stream order), or as the
+ * driver's own pointer where the driver has no such variant. */
+static int per_thread_hook(const char *sym, const Dl_info *fi) {
+  size_t n = fi->dli_sname ? strlen(fi->dli_sname) : 0;
+  return n > 5 && strncmp(fi->dli_sname, sym, strlen(sym)) == 0 &&
+         (!strcmp(fi->dli_sname + n - 5, "_ptsz") || !strcmp(fi->dli_sname + n - 5, "_ptds"));
+}
 
 /* The variant the driver API defines for some requests (true of any driver). */
 static const struct {
@@ -74,7 +89,7 @@ int main(int argc, char **argv) {
   char sym[256];
   int version;
   unsigned long long flags;
-  int lines = 0, hooked = 0, driver_own = 0, not_found = 0, checked_variants = 0;
+  int lines = 0, hooked = 0, driver_own = 0, not_found = 0, checked_variants = 0, per_thread = 0;
   while (fscanf(f, "%255s %d %llu", sym, &version, &flags) == 3) {
     lines++;
     const char *s = strcmp(sym, "(empty)") == 0 ? "" : sym;
@@ -102,6 +117,12 @@ int main(int argc, char **argv) {
         checked_variants++;
       }
       hooked++;
+    } else if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && fi.dli_fbase == shim_obj.dli_fbase) {
+      T_CHECK(per_thread_hook(s, &fi), "line %d %s %d %llu: a per-thread hook of its family (got %s)", lines, sym,
+              version, flags, fi.dli_sname ? fi.dli_sname : "?");
+      T_CHECK(fn == dlsym(RTLD_DEFAULT, fi.dli_sname), "line %d %s: the same hook dlsym gives", lines, sym);
+      hooked++;
+      per_thread++;
     } else {
       T_CHECK(fi.dli_fbase == drv_obj.dli_fbase, "line %d %s: the driver's own pointer (got %s)", lines, sym,
               fi.dli_fname);
@@ -112,9 +133,9 @@ int main(int argc, char **argv) {
   T_CHECK(lines == 440, "read the whole list (%d lines)", lines);
   T_CHECK(hooked >= 8, "memory functions hooked: %d", hooked);
   T_EQ_U64(shim.hook_count(NULL, VRAMSHIM_PATH_PROCADDRESS), (uint64_t)hooked, "every hook answer counted");
-  T_SAY("%d requests: %d memory functions answered with hooks (%d variants checked), %d driver pointers, %d not "
-        "found by the driver",
-        lines, hooked, checked_variants, driver_own, not_found);
+  T_SAY("%d requests: %d memory functions answered with hooks (%d variants checked; %d per-thread variants), %d "
+        "driver pointers, %d not found by the driver",
+        lines, hooked, checked_variants, per_thread, driver_own, not_found);
   T_SAY("PASS");
   return 0;
 }

@@ -19,8 +19,11 @@
  * each other, so the program's streams still need the arena's sync);
  * `legacy`: everything on the legacy default stream, which the driver
  * serialises: the freed block must be reused by the very next allocation
- * with no cuCtxSynchronize at all, and the stream still reads its bytes;
- * then a stream is created, and that must cost exactly one sync. */
+ * with no cuCtxSynchronize at all, and the stream still reads its bytes; a
+ * per-thread lookup (which the runtime makes in every program) changes
+ * nothing; then a stream is created, and that must cost exactly one sync,
+ * after which frees wait again. `legacy-ptds`: the same, but instead of a
+ * stream the program calls the per-thread cuMemcpyHtoD it looked up. */
 #include "shim_test.h"
 
 #include <stdatomic.h>
@@ -92,7 +95,8 @@ static uint64_t ctx_syncs(void) { return t_stats(&g_shim, 0).driver_calls[VRAMSH
 int main(int argc, char **argv) {
   int unsafe = argc > 1 && !strcmp(argv[1], "unsafe");
   const char *kind = argc > 2 ? argv[2] : "nonblocking";
-  int legacy = !strcmp(kind, "legacy"), blocking = !strcmp(kind, "blocking");
+  int use_ptds = !strcmp(kind, "legacy-ptds");
+  int legacy = !strcmp(kind, "legacy") || use_ptds, blocking = !strcmp(kind, "blocking");
   g_shim = t_shim();
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
   CUstream s = NULL, w = NULL;
@@ -115,11 +119,32 @@ int main(int argc, char **argv) {
   }
   if (legacy) {
     T_EQ_U64(ctx_syncs(), 0, "cuCtxSynchronize calls of a program on the legacy stream only");
-    T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    T_EQ_U64(ctx_syncs(), 1, "cuCtxSynchronize calls once the program created a stream");
+    /* The runtime looks up per-thread variants at start in every program:
+     * a lookup is no sign, and stream order holds. */
+    typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t);
+    htod_fn ptds = NULL;
+    CUdriverProcAddressQueryResult st;
+    T_CU(cuGetProcAddress("cuMemcpyHtoD", (void **)&ptds, 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    T_CHECK(ptds != NULL, "cuGetProcAddress(cuMemcpyHtoD, per-thread) found nothing");
     int reused = 0, tries = 0;
-    T_CHECK(!one_case(s, NULL, 4096, &reused, &tries), "after the stream: a freed block was reused early");
-    T_CHECK(reused, "after the stream: the freed block was never reused");
+    T_CHECK(!one_case(NULL, NULL, 4096, &reused, &tries), "after a per-thread lookup: a freed block was reused early");
+    T_CHECK(tries == 1, "a per-thread lookup alone ended stream order (took %d allocations)", tries);
+    T_EQ_U64(ctx_syncs(), 0, "cuCtxSynchronize calls after a per-thread lookup");
+    if (use_ptds) {
+      /* A call of a per-thread variant is the sign: one sync, then frees wait. */
+      CUdeviceptr x;
+      unsigned char byte = 7;
+      T_CU(cuMemAlloc(&x, 512));
+      T_CU(ptds(x, &byte, 1));
+      T_EQ_U64(ctx_syncs(), 1, "cuCtxSynchronize calls once the program used the per-thread default stream");
+      T_CU(cuMemFree(x));
+    } else {
+      T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+      T_EQ_U64(ctx_syncs(), 1, "cuCtxSynchronize calls once the program created a stream");
+    }
+    T_CHECK(!one_case(s, NULL, 4096, &reused, &tries), "out of stream order: a freed block was reused early");
+    T_CHECK(reused, "out of stream order: the freed block was never reused");
+    T_CHECK(tries > 1, "out of stream order the freed block came back unsynced (at once)");
   } else if (!unsafe) {
     T_CHECK(ctx_syncs() >= 1, "a program with its own streams got no sync");
   }
