@@ -36,9 +36,10 @@ static uint64_t rand_size(uint64_t *seed) {
   }
 }
 
-static void churn(vs_arena_mode mode, uint64_t capacity, int steps, uint64_t seed) {
+static void churn_ordered(vs_arena_mode mode, uint64_t capacity, int steps, uint64_t seed, int ordered) {
   fixture f;
   fx_open(&f, mode, capacity, 256 * MiB);
+  vs_arena_set_stream_ordered(f.a, ordered);   /* frees reusable at once (docs/arena.md) */
   enum { MAXLIVE = 400 };
   blk live[MAXLIVE];
   int n = 0;
@@ -97,7 +98,20 @@ static void churn(vs_arena_mode mode, uint64_t capacity, int steps, uint64_t see
   fx_close(&f);
 }
 
+static void churn(vs_arena_mode mode, uint64_t capacity, int steps, uint64_t seed) {
+  churn_ordered(mode, capacity, steps, seed, 0);
+}
+
 static void arena_random_vmm(void **s) { (void)s; churn(VS_ARENA_VMM, UINT64_MAX, 10000, 1); }
+/* The same in stream order: every free reusable at once (leaving stream
+ * order is covered by test_arena_stream.c). */
+static void arena_random_vmm_ordered(void **s) { (void)s; churn_ordered(VS_ARENA_VMM, UINT64_MAX, 10000, 5, 1); }
+static void arena_random_chunks_ordered(void **s) { (void)s; churn_ordered(VS_ARENA_CHUNKS, UINT64_MAX, 10000, 6, 1); }
+static void arena_random_vmm_limited_ordered(void **s) { (void)s; churn_ordered(VS_ARENA_VMM, 2 * GiB, 10000, 7, 1); }
+static void arena_random_chunks_limited_ordered(void **s) {
+  (void)s;
+  churn_ordered(VS_ARENA_CHUNKS, 2 * GiB, 10000, 8, 1);
+}
 static void arena_random_chunks(void **s) { (void)s; churn(VS_ARENA_CHUNKS, UINT64_MAX, 10000, 2); }
 static void arena_random_vmm_limited(void **s) { (void)s; churn(VS_ARENA_VMM, 2 * GiB, 10000, 3); }
 static void arena_random_chunks_limited(void **s) { (void)s; churn(VS_ARENA_CHUNKS, 2 * GiB, 10000, 4); }
@@ -108,6 +122,10 @@ int main(void) {
       cmocka_unit_test(arena_random_chunks),
       cmocka_unit_test(arena_random_vmm_limited),
       cmocka_unit_test(arena_random_chunks_limited),
+      cmocka_unit_test(arena_random_vmm_ordered),
+      cmocka_unit_test(arena_random_chunks_ordered),
+      cmocka_unit_test(arena_random_vmm_limited_ordered),
+      cmocka_unit_test(arena_random_chunks_limited_ordered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

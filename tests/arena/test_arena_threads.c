@@ -60,9 +60,10 @@ static int by_addr(const void *x, const void *y) {
   return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
-static void threads_case(vs_arena_mode mode) {
+static void threads_case_ordered(vs_arena_mode mode, int ordered) {
   fixture f;
   fx_open(&f, mode, UINT64_MAX, 256 * MiB);
+  vs_arena_set_stream_ordered(f.a, ordered);   /* stream order: frees reusable at once */
   g_arena = f.a;
   pthread_mutex_init(&g_box.mu, NULL);
   g_box.n = 0;
@@ -96,10 +97,15 @@ static void threads_case(vs_arena_mode mode) {
   fx_close(&f);
 }
 
+static void threads_case(vs_arena_mode mode) { threads_case_ordered(mode, 0); }
 static void arena_threads_vmm(void **s) { (void)s; threads_case(VS_ARENA_VMM); }
 static void arena_threads_chunks(void **s) { (void)s; threads_case(VS_ARENA_CHUNKS); }
+static void arena_threads_vmm_ordered(void **s) { (void)s; threads_case_ordered(VS_ARENA_VMM, 1); }
+static void arena_threads_chunks_ordered(void **s) { (void)s; threads_case_ordered(VS_ARENA_CHUNKS, 1); }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(arena_threads_vmm), cmocka_unit_test(arena_threads_chunks)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(arena_threads_vmm), cmocka_unit_test(arena_threads_chunks),
+                                     cmocka_unit_test(arena_threads_vmm_ordered),
+                                     cmocka_unit_test(arena_threads_chunks_ordered)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
