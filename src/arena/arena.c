@@ -4,9 +4,10 @@
  * small request when no slab can be had, to the heap (heap.c), rounded to
  * 512 B.
  *
- * Stream safety. Out of stream order (vs_arena_set_stream_ordered: in it a
- * free is reusable at once), a free never makes memory reusable by itself: the block
- * becomes PENDING, stamped with the number of syncs started so far. A
+ * Stream safety. Out of stream order (vs_arena_set_stream_ordered: in it
+ * a free is reusable at once), a free never makes memory reusable by
+ * itself: the block becomes PENDING, stamped with the number of syncs
+ * started so far. A
  * pending block is reusable once a sync that started after its free has
  * returned, i.e. when stamp < sync_done (sync_done holds the generation of
  * the newest sync that returned; generations count syncs started). Syncs
