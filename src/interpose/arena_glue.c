@@ -22,6 +22,10 @@ enum { CARD_UNKNOWN = 0, CARD_ARENA, CARD_OFF };
 static _Atomic int g_state[VRAMSHIM_MAX_CARDS];
 static vs_cfg_arena g_mode[VRAMSHIM_MAX_CARDS];   /* when CARD_ARENA: vmm or chunks, as configured */
 static int g_said[VRAMSHIM_MAX_CARDS];             /* the mode was logged for this card */
+/* The card reaches host page tables (ATS: Grace Hopper and its kind): the
+ * host may then touch device memory outside any stream, so a free is never
+ * taken as ordered there (stream_order.h). Set with g_state. */
+static int g_coherent[VRAMSHIM_MAX_CARDS];
 static _Atomic int g_any;   /* some context has an arena: range lookups need to look */
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -61,6 +65,15 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
     vs_guard_leave();
     if (r != CUDA_SUCCESS) return r;
   }
+  int ats = 0;
+  if (real->cuDeviceGetAttribute) {
+    vs_guard_enter();
+    if (real->cuDeviceGetAttribute(&ats, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, card) !=
+        CUDA_SUCCESS)
+      ats = 0;   /* a driver that cannot say predates such cards */
+    vs_guard_leave();
+  }
+  g_coherent[card] = ats != 0;
   *mode = vs_settings_arena(has_vmm);
   if (*mode == VS_CFG_ARENA_OFF) {
     VS_INFO("card %d: arena off, every allocation goes to the driver", card);
@@ -137,7 +150,10 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
    * looked at again after, so that an arena published while the process
    * leaves stream order is either walked by the leaver or sees the flag
    * down here (no block of it has been handed out yet). */
-  vs_arena_set_stream_ordered(a, vs_stream_order_on());
+  if (g_coherent[card] && vs_stream_order_on())
+    VS_INFO("card %d reaches host page tables (the host may touch device memory outside any stream): freed "
+            "memory is reused only after a synchronisation", card);
+  vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[card]);
   atomic_store(&ctx->arena, a);
   atomic_store(&g_any, 1);
   if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
@@ -206,7 +222,7 @@ static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
         VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", ctx->card);
         ctx->retired = failed;   /* a thread may still be inside it; it holds nothing */
         atomic_store(&ctx->arena_vmm, 0);
-        vs_arena_set_stream_ordered(a, vs_stream_order_on());   /* as in create() */
+        vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);   /* as in create() */
         atomic_store(&ctx->arena, a);
         if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
       }
