@@ -1,4 +1,4 @@
-#include "file_open.h"
+#include "file.h"
 #include "log.h"
 
 #include <errno.h>
@@ -29,9 +29,9 @@ static void parse_env(void) {
     else if (!strcmp(tok, "info")) g_level = VS_LOG_INFO;
     else if (!strcmp(tok, "debug")) g_level = VS_LOG_DEBUG;
     else if (!strncmp(tok, "file:", 5)) {
-      int fd = vs_open_regular(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0640);
+      int fd = vs_plat_open_regular(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0640);
       if (fd >= 0) g_fd = fd;
-      else dprintf(2, "vramshim: cannot open log file %s (%s), logging to stderr\n", tok + 5, vs_open_strerror(errno));
+      else dprintf(2, "vramshim: cannot open log file %s (%s), logging to stderr\n", tok + 5, vs_plat_open_strerror(errno));
     } else {
       dprintf(2, "vramshim: unknown VRAMSHIM_LOG item '%s' ignored\n", tok);
     }

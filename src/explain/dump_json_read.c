@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_open.h"
+#include "file.h"
 #include "dump_json.h"
 #include "json.h"
 
@@ -312,9 +312,9 @@ int vs_dump_from_json(const char *text, size_t len, vs_dump *out, char *err, siz
 }
 
 int vs_dump_read_file(const char *path, vs_dump *out, char *err, size_t errlen) {
-  int fd = vs_open_regular(path, O_RDONLY, 0);
+  int fd = vs_plat_open_regular(path, O_RDONLY, 0);
   if (fd < 0) {
-    snprintf(err, errlen, "cannot open: %s", vs_open_strerror(errno));
+    snprintf(err, errlen, "cannot open: %s", vs_plat_open_strerror(errno));
     return -1;
   }
   struct stat st;

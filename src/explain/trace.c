@@ -1,5 +1,5 @@
 /* Buffered RMM-CSV trace recorders; see trace.h. */
-#include "file_open.h"
+#include "file.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -221,7 +221,7 @@ vs_trace *vs_trace_create(const char *pattern, int card, char *err, size_t errle
 /* Under t->lock. */
 static int open_file(vs_trace *t) {
   if (vs_trace_expand(t->pattern, (long)getpid(), t->card, t->path, sizeof t->path)) return -1;
-  t->fd = vs_open_regular(t->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0640);
+  t->fd = vs_plat_open_regular(t->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0640);
   if (t->fd < 0) return -1;
   struct stat st;
   if (fstat(t->fd, &st) == 0 && st.st_size == 0) {

@@ -2,7 +2,7 @@
  * line at a time, so we know each line's number, see section headers (inih
  * reports no line numbers and calls nothing for an empty section), and strip
  * leading blanks (an indented line is a key, not inih's continuation). */
-#include "file_open.h"
+#include "file.h"
 #include "config.h"
 
 #include <ctype.h>
@@ -489,13 +489,13 @@ static int parse_file(const char *path, vs_config *cfg, int all, char *err, size
   vs_config_defaults(cfg);
   /* Never blocks: a FIFO (or device) named as the config is refused
    * before anything is read (file_open.h). */
-  int fd = vs_open_regular(path, O_RDONLY, 0);
+  int fd = vs_plat_open_regular(path, O_RDONLY, 0);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) || st.st_size > MAX_CONFIG_BYTES) {
     int e = fd < 0 ? errno : 0;
     if (fd >= 0) close(fd);
     snprintf(err, errlen, "%s: cannot read the config file: %s", path,
-             e ? vs_open_strerror(e) : "larger than 1 MiB");
+             e ? vs_plat_open_strerror(e) : "larger than 1 MiB");
     return -1;
   }
   char *buf = malloc((size_t)st.st_size + 1);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file_open.h"
+#include "file.h"
 #include "commands.h"
 #include "dump_json.h"
 #include "dump_views.h"
@@ -58,9 +58,9 @@ static int write_svg(const vs_dump *d, const char *out, size_t count) {
     fprintf(stderr, "vramshim: out of memory drawing the SVG\n");
     return -1;
   }
-  FILE *f = vs_fopen_regular(path, "w");
+  FILE *f = vs_plat_fopen_regular(path, "w");
   if (!f) {
-    fprintf(stderr, "vramshim: cannot write %s: %s\n", path, vs_open_strerror(errno));
+    fprintf(stderr, "vramshim: cannot write %s: %s\n", path, vs_plat_open_strerror(errno));
     free(svg);
     return -1;
   }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file_open.h"
+#include "file.h"
 #include "commands.h"
 #include "log.h"
 #include "replay.h"
@@ -399,9 +399,9 @@ int cmd_replay(int argc, char **argv) {
       }
       continue;
     }
-    FILE *probe = vs_fopen_regular(paths[i], "r");
+    FILE *probe = vs_plat_fopen_regular(paths[i], "r");
     if (!probe) {
-      fprintf(stderr, "vramshim: cannot open trace %s: %s\n", paths[i], vs_open_strerror(errno));
+      fprintf(stderr, "vramshim: cannot open trace %s: %s\n", paths[i], vs_plat_open_strerror(errno));
       status = 2;
       break;
     }

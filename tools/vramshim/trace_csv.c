@@ -1,5 +1,5 @@
 /* RMM logging CSV reader: see trace_csv.h for the format and the contract. */
-#include "file_open.h"
+#include "file.h"
 #include "trace_csv.h"
 
 #include <errno.h>
@@ -288,10 +288,10 @@ int vs_trace_read(FILE *f, const char *name, vs_trace *t, char *err, size_t errl
 }
 
 int vs_trace_load(const char *path, vs_trace *t, char *err, size_t errlen) {
-  FILE *f = vs_fopen_regular(path, "r");
+  FILE *f = vs_plat_fopen_regular(path, "r");
   if (!f) {
     memset(t, 0, sizeof *t);
-    snprintf(err, errlen, "%s: cannot open: %s", path, vs_open_strerror(errno));
+    snprintf(err, errlen, "%s: cannot open: %s", path, vs_plat_open_strerror(errno));
     return -1;
   }
   int rc = vs_trace_read(f, path, t, err, errlen);

@@ -1,9 +1,9 @@
-#include "thread.h"
+#include "bgthread.h"
 
 #include <pthread.h>
 #include <signal.h>
 
-int vs_thread_spawn(void *(*fn)(void *), void *arg, const char *name) {
+int vs_plat_thread_spawn(void *(*fn)(void *), void *arg, const char *name) {
   sigset_t all, old;
   sigfillset(&all);
   sigdelset(&all, SIGBUS);

@@ -1,4 +1,4 @@
-#include "file_open.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -6,18 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int vs_open_regular(const char *path, int flags, mode_t mode) {
+int vs_plat_open_regular(const char *path, int flags, mode_t mode) {
+  /* O_NONBLOCK: a FIFO or device opens at once; the type is checked next. */
   int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {
     /* A FIFO with no reader, opened for writing without blocking. */
-    if (errno == ENXIO) errno = EFTYPE_VS;
+    if (errno == ENXIO) errno = VS_EFTYPE;
     return -1;
   }
   struct stat st;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
     int e = errno;
     close(fd);
-    errno = S_ISREG(st.st_mode) ? e : EFTYPE_VS;
+    errno = S_ISREG(st.st_mode) ? e : VS_EFTYPE;
     return -1;
   }
   int fl = fcntl(fd, F_GETFL);
@@ -25,13 +26,13 @@ int vs_open_regular(const char *path, int flags, mode_t mode) {
   return fd;
 }
 
-const char *vs_open_strerror(int e) {
-  return e == EFTYPE_VS ? "not a regular file (a FIFO, a device or a directory)" : strerror(e);
+const char *vs_plat_open_strerror(int e) {
+  return e == VS_EFTYPE ? "not a regular file (a FIFO, a device or a directory)" : strerror(e);
 }
 
-FILE *vs_fopen_regular(const char *path, const char *mode) {
+FILE *vs_plat_fopen_regular(const char *path, const char *mode) {
   int w = mode[0] == 'w';
-  int fd = vs_open_regular(path, w ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
+  int fd = vs_plat_open_regular(path, w ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
   if (fd < 0) return NULL;
   FILE *f = fdopen(fd, w ? "w" : "r");
   if (!f) close(fd);
