@@ -24,6 +24,7 @@
  * heap's OOM ladder returns empty slabs through a->ladder_trim, set here,
  * not by calling slab.c. */
 #include "arena_internal.h"
+#include "mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
     return NULL;
   if (cfg->mode != VS_ARENA_VMM && cfg->mode != VS_ARENA_CHUNKS) return NULL;
   /* Over-aligned (cache-line members): calloc's 16 bytes are not enough. */
-  vs_arena *a = aligned_alloc(_Alignof(vs_arena), sizeof *a);
+  vs_arena *a = vs_plat_aligned_alloc(_Alignof(vs_arena), sizeof *a);
   if (a) memset(a, 0, sizeof *a);
   if (!a) return NULL;
   a->cfg = *cfg;
@@ -73,7 +74,7 @@ void vs_arena_destroy(vs_arena *a) {
   vs_heap_fini(a);    /* returns every region and handle, live or not */
   vs_slab_fini(a);
   pthread_mutex_destroy(&a->slab_mu);
-  free(a);
+  vs_plat_aligned_free(a);
 }
 
 static uint64_t batch_limit(vs_arena *a) {

@@ -21,6 +21,7 @@
  * slab is on its bin's pending list iff npend > 0; the page map maps each
  * slab page to its slab; the slab's heap block is LIVE with no request. */
 #include "arena_internal.h"
+#include "mem.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -99,12 +100,12 @@ static vs_slab *desc_get(vs_arena *a) {
   if (s) a->spare_slabs = s->pnext;
   pthread_mutex_unlock(&a->slab_mu);
   if (s) return s;
-  s = aligned_alloc(_Alignof(vs_slab), sizeof *s);   /* sizeof is a multiple of the alignment */
+  s = vs_plat_aligned_alloc(_Alignof(vs_slab), sizeof *s);   /* sizeof is a multiple of the alignment */
   if (!s) return NULL;
   memset(s, 0, sizeof *s);
   s->free_bm = calloc(3 * MAX_WORDS, sizeof(uint64_t));
   s->req = calloc(MAX_SLOTS, sizeof(uint32_t));
-  if (!s->free_bm || !s->req) { free(s->free_bm); free(s->req); free(s); return NULL; }
+  if (!s->free_bm || !s->req) { free(s->free_bm); free(s->req); vs_plat_aligned_free(s); return NULL; }
   s->live_bm = s->free_bm + MAX_WORDS;
   s->pend_bm = s->live_bm + MAX_WORDS;
   pthread_mutex_lock(&a->slab_mu);
@@ -365,7 +366,7 @@ void vs_slab_fini(vs_arena *a) {
     n = s->all;
     free(s->free_bm);
     free(s->req);
-    free(s);
+    vs_plat_aligned_free(s);
   }
   a->all_slabs = NULL;
 }

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "plat_types.h" /* CLOCK_MONOTONIC_COARSE where the system lacks it */
+
 /* The clock clk (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) in nanoseconds. */
 static inline uint64_t vs_clock_ns(clockid_t clk) {
   struct timespec ts;

@@ -17,6 +17,19 @@ static int g_fd = 2;
 static int g_ready;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* A line to stderr before logging is set up (dprintf, which Windows' C
+ * library lacks). */
+static void early(const char *fmt, ...) {
+  char line[640];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n <= 0) return;
+  ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  (void)w;
+}
+
 static void parse_env(void) {
   const char *env = getenv("VRAMSHIM_LOG");
   if (!env || !*env) return;
@@ -31,9 +44,9 @@ static void parse_env(void) {
     else if (!strncmp(tok, "file:", 5)) {
       int fd = vs_plat_open_regular(tok + 5, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0640);
       if (fd >= 0) g_fd = fd;
-      else dprintf(2, "vramshim: cannot open log file %s (%s), logging to stderr\n", tok + 5, vs_plat_open_strerror(errno));
+      else early("vramshim: cannot open log file %s (%s), logging to stderr\n", tok + 5, vs_plat_open_strerror(errno));
     } else {
-      dprintf(2, "vramshim: unknown VRAMSHIM_LOG item '%s' ignored\n", tok);
+      early("vramshim: unknown VRAMSHIM_LOG item '%s' ignored\n", tok);
     }
   }
 }

@@ -8,13 +8,14 @@
 #ifndef VS_LOG_H
 #define VS_LOG_H
 #include <stddef.h>
+#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
 
 typedef enum { VS_LOG_ERROR = 0, VS_LOG_WARN = 1, VS_LOG_INFO = 2, VS_LOG_DEBUG = 3 } vs_log_level;
 
 void vs_log_init(void);                 /* (re)reads $VRAMSHIM_LOG */
 int vs_log_enabled(vs_log_level level);
-void vs_log(vs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vs_log(vs_log_level level, const char *fmt, ...) VS_PRINTF(2, 3);
 
 #define VS_ERROR(...) vs_log(VS_LOG_ERROR, __VA_ARGS__)
 #define VS_WARN(...) vs_log(VS_LOG_WARN, __VA_ARGS__)

@@ -2,6 +2,7 @@
  * numbers in range, names known, and the map's invariants (vs_dump_check).
  * Errors name the field by path: "cards[0].regions[2].blocks[5].size". */
 #include <errno.h>
+#include "plat_types.h" /* VS_PRINTF */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ typedef struct rd {
 } rd;
 
 /* A field path, cut short rather than overflowing (paths are for messages). */
-static void pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *out, size_t cap, const char *fmt, ...) VS_PRINTF(3, 4);
 static void pathf(char *out, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -31,7 +32,7 @@ static void pathf(char *out, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) VS_PRINTF(4, 5);
 static int bad(rd *r, const char *path, const vs_json *v, const char *fmt, ...) {
   if (!r->err || !r->errlen) return -1;
   int n = v ? snprintf(r->err, r->errlen, "%s (line %u, column %u): ", path, v->line, v->col)

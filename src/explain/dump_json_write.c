@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timeutil.h"
 #include "dump_json.h"
 #include "sbuf.h"
 
@@ -25,7 +26,7 @@ static void iso_time(vs_sbuf *b, uint64_t ms) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;
   char s[40];
-  gmtime_r(&t, &tm);
+  vs_plat_gmtime(t, &tm);
   strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
   vs_sb_puts(b, s);
   vs_sb_printf(b, ".%03uZ", (unsigned)(ms % 1000));

@@ -1,5 +1,6 @@
 /* The dump model: lifetime, filling, derived free-space figures, checks. */
 #include "dump_model.h"
+#include "plat_types.h" /* VS_PRINTF */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,7 +182,7 @@ int vs_dump_block_state_parse(const char *s, vs_dump_block_state *out) {
   return -1;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...) VS_PRINTF(3, 4);
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -1,5 +1,8 @@
 /* Strict recursive-descent JSON parser; see json.h. */
 #include "json.h"
+#include "plat_types.h" /* VS_PRINTF */
+
+#include "cnum.h"
 #include "sbuf.h"
 
 #include <errno.h>
@@ -20,7 +23,7 @@ typedef struct parser {
   int failed;
 } parser;
 
-static int perr(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int perr(parser *p, const char *fmt, ...) VS_PRINTF(2, 3);
 static int perr(parser *p, const char *fmt, ...) {
   if (p->failed) return -1;
   p->failed = 1;
@@ -355,18 +358,14 @@ int vs_json_i64(const vs_json *v, int64_t *out) {
   return 0;
 }
 
-static locale_t c_locale;
-static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
-
 int vs_json_double(const vs_json *v, double *out) {
   if (!v || v->type != VS_JSON_NUMBER) return -1;
   /* The C locale: a program under the shim may have set another one. */
-  pthread_once(&c_locale_once, make_c_locale);
-  if (!c_locale) return -1;
   errno = 0;
   char *end;
-  double d = strtod_l(v->str, &end, c_locale);
+  int ok;
+  double d = vs_plat_strtod_c(v->str, &end, &ok);
+  if (!ok) return -1;
   if (*end || errno == ERANGE || !isfinite(d)) return -1;
   *out = d;
   return 0;

@@ -2,6 +2,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "timeutil.h"
 #include "render.h"
 
 static void signed_bytes(char *buf, size_t len, uint64_t a, uint64_t b) {
@@ -122,7 +123,7 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
 static void when(uint64_t ms, char *buf, size_t len) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;
-  gmtime_r(&t, &tm);
+  vs_plat_gmtime(t, &tm);
   strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
 }
 

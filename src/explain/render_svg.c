@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "timeutil.h"
 #include "render.h"
 #include "sbuf.h"
 
@@ -306,7 +307,7 @@ char *vs_render_svg(const vs_dump *d, size_t *len) {
   time_t t = (time_t)(d->time_unix_ms / 1000);
   struct tm tm;
   char when[40];
-  gmtime_r(&t, &tm);
+  vs_plat_gmtime(t, &tm);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
   snprintf(line1, sizeof line1, "vramshim dump: pid %lld (%s), tenant %s", (long long)d->pid, d->exe[0] ? d->exe : "?",
            d->tenant[0] ? d->tenant : "?");

@@ -2,6 +2,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "timeutil.h"
 #include "log.h"
 #include "render.h"
 
@@ -198,7 +199,7 @@ int vs_render_text(FILE *out, const vs_dump *d) {
   time_t t = (time_t)(d->time_unix_ms / 1000);
   struct tm tm;
   char when[40];
-  gmtime_r(&t, &tm);
+  vs_plat_gmtime(t, &tm);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
   fprintf(out, "vramshim: dump of pid %lld (%s), tenant %s, %s, reason %s, schema %u.%u\n", (long long)d->pid,
           d->exe[0] ? d->exe : "?", d->tenant[0] ? d->tenant : "?", when, d->reason, d->schema_major, d->schema_minor);

@@ -5,13 +5,14 @@
 #define VS_SBUF_H
 
 #include <stddef.h>
+#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
 
 typedef struct vs_sbuf { char *p; size_t len, cap; int failed; } vs_sbuf;
 
 void vs_sb_put(vs_sbuf *b, const char *s, size_t n);
 void vs_sb_puts(vs_sbuf *b, const char *s);
-void vs_sb_printf(vs_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vs_sb_printf(vs_sbuf *b, const char *fmt, ...) VS_PRINTF(2, 3);
 void vs_sb_u64(vs_sbuf *b, uint64_t v);
 void vs_sb_i64(vs_sbuf *b, int64_t v);
 void vs_sb_hex(vs_sbuf *b, uint64_t v);           /* 0x..., lower case */

@@ -5,20 +5,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
 
+#include "bgthread.h"
 #include "clock.h"
+#include "proc.h"
+#include "timeutil.h"
 #include "log.h"
 
 /* One event as the hot path stores it: no formatting there. */
@@ -84,7 +84,7 @@ static __thread long t_tid;
 static long thread_id(void) {
   unsigned gen = atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
   if (t_gen != gen) {
-    t_tid = (long)syscall(SYS_gettid);
+    t_tid = vs_plat_tid();
     t_gen = gen;
   }
   return t_tid;
@@ -145,26 +145,11 @@ static inline uint64_t ticks_now(void) {
   return vs_mono_ns();
 }
 
-static void detect_tsc(void) {
-#if defined(__x86_64__)
-  FILE *f = fopen("/proc/cpuinfo", "re");
-  if (!f) return;
-  char line[4096];
-  int constant = 0, nonstop = 0;
-  while (fgets(line, sizeof line, f) && !(constant && nonstop)) {
-    if (strncmp(line, "flags", 5)) continue;
-    constant = strstr(line, " constant_tsc") != NULL;
-    nonstop = strstr(line, " nonstop_tsc") != NULL;
-    break;
-  }
-  fclose(f);
-  g_use_tsc = constant && nonstop && !getenv("VRAMSHIM_TRACE_NO_TSC");
-#endif
-}
+static void detect_tsc(void) { g_use_tsc = vs_plat_tsc_invariant() && !getenv("VRAMSHIM_TRACE_NO_TSC"); }
 
 static void init_once(void) {
   detect_tsc();
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+  vs_plat_atfork(atfork_prepare, atfork_parent, atfork_child);
   atexit(at_exit);
 }
 
@@ -220,11 +205,10 @@ vs_trace *vs_trace_create(const char *pattern, int card, char *err, size_t errle
 
 /* Under t->lock. */
 static int open_file(vs_trace *t) {
-  if (vs_trace_expand(t->pattern, (long)getpid(), t->card, t->path, sizeof t->path)) return -1;
+  if (vs_trace_expand(t->pattern, (long)vs_plat_pid(), t->card, t->path, sizeof t->path)) return -1;
   t->fd = vs_plat_open_regular(t->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0640);
   if (t->fd < 0) return -1;
-  struct stat st;
-  if (fstat(t->fd, &st) == 0 && st.st_size == 0) {
+  if (vs_plat_file_size(t->fd) == 0) {
     static const char hdr[] = "Thread,Time,Action,Pointer,Size,Stream\n";
     if (write(t->fd, hdr, sizeof hdr - 1) != (ssize_t)(sizeof hdr - 1)) return -1;
   }
@@ -383,16 +367,7 @@ static void *writer_main(void *arg) {
 /* Under g_wq_lock: starts the writer once; its signals are blocked so the
  * program's handlers never run on it. */
 static void start_writer(void) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  g_writer = pthread_create(&th, &at, writer_main, NULL) == 0 ? 1 : -1;
-  pthread_attr_destroy(&at);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  g_writer = vs_plat_thread_spawn(writer_main, NULL, NULL) == 0 ? 1 : -1;
 }
 
 /* Under t->lock: hands buf[active] to the writer (waiting while the other
@@ -493,7 +468,7 @@ void vs_trace_flush_all(void) {
 
 const char *vs_trace_path(vs_trace *t) {
   pthread_mutex_lock(&t->lock);
-  vs_trace_expand(t->pattern, (long)getpid(), t->card, t->shown, sizeof t->shown);
+  vs_trace_expand(t->pattern, (long)vs_plat_pid(), t->card, t->shown, sizeof t->shown);
   pthread_mutex_unlock(&t->lock);
   return t->shown;
 }

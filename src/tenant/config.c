@@ -3,6 +3,7 @@
  * reports no line numbers and calls nothing for an empty section), and strip
  * leading blanks (an indented line is a key, not inih's continuation). */
 #include "file.h"
+#include "plat_types.h" /* VS_PRINTF */
 #include "config.h"
 
 #include <ctype.h>
@@ -44,7 +45,7 @@ struct parser {
   int tkey_line[VS_CFG_MAX_TENANTS][TK_N];
 };
 
-static void fail(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct parser *ps, int line, const char *fmt, ...) VS_PRINTF(3, 4);
 static void fail(struct parser *ps, int line, const char *fmt, ...) {
   if (ps->err_line && !ps->all) return; /* the first error is the one reported */
   if (!ps->err_line) ps->err_line = line ? line : -1;
@@ -279,7 +280,7 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
     case GK_LEDGER:
     case GK_DUMPDIR: {
       char *dst = k == GK_LEDGER ? cfg->ledger_dir : cfg->dump_dir;
-      if (value[0] != '/') fail(ps, ps->line, "'%s' must be an absolute path, not '%s'", name, value);
+      if (!vs_plat_path_absolute(value)) fail(ps, ps->line, "'%s' must be an absolute path, not '%s'", name, value);
       else if (strlen(value) >= VS_PATH_MAX - 32) fail(ps, ps->line, "'%s' is too long", name);
       else snprintf(dst, VS_PATH_MAX, "%s", value);
       if (k == GK_LEDGER) cfg->has_ledger_dir = 1;
@@ -490,18 +491,18 @@ static int parse_file(const char *path, vs_config *cfg, int all, char *err, size
   /* Never blocks: a FIFO (or device) named as the config is refused
    * before anything is read (file_open.h). */
   int fd = vs_plat_open_regular(path, O_RDONLY, 0);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) || st.st_size > MAX_CONFIG_BYTES) {
+  int64_t size = fd < 0 ? -1 : vs_plat_file_size(fd);
+  if (fd < 0 || size < 0 || size > MAX_CONFIG_BYTES) {
     int e = fd < 0 ? errno : 0;
     if (fd >= 0) close(fd);
     snprintf(err, errlen, "%s: cannot read the config file: %s", path,
              e ? vs_plat_open_strerror(e) : "larger than 1 MiB");
     return -1;
   }
-  char *buf = malloc((size_t)st.st_size + 1);
+  char *buf = malloc((size_t)size + 1);
   size_t got = 0;
-  while (buf && got < (size_t)st.st_size) {
-    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+  while (buf && got < (size_t)size) {
+    ssize_t n = read(fd, buf + got, (size_t)size - got);
     if (n <= 0) break;
     got += (size_t)n;
   }

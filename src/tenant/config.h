@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dir.h" /* vs_plat_system_ledger_dir */
 #include "units.h"
 
 #define VS_CFG_MAX_TENANTS 32
@@ -21,9 +22,11 @@
 #define VS_ERR_MAX 512          /* a good size for error buffers */
 #define VS_NO_LIMIT UINT64_MAX
 #define VS_DEFAULT_TENANT "default"
-#define VS_DEFAULT_LEDGER_DIR "/run/vramshim" /* root:vramshim 2770, packaging/tmpfiles.d */
+/* /run/vramshim (root:vramshim 2770, packaging/tmpfiles.d), or
+ * %ProgramData%\vramshim on Windows: src/platform/dir.h. */
+#define VS_DEFAULT_LEDGER_DIR vs_plat_system_ledger_dir()
 #define VS_DEFAULT_DUMP_DIR "/var/tmp/vramshim"
-#define VS_DEFAULT_CONFIG "/etc/vramshim.conf"
+#define VS_DEFAULT_CONFIG vs_plat_system_config_path() /* /etc/vramshim.conf, %ProgramData%\vramshim\vramshim.conf */
 #define VS_CFG_MAX_WAIT_MS (24ull * 3600 * 1000) /* on_limit = wait:D at most 24 h */
 #define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */
 

@@ -4,23 +4,24 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "ledger_guard.h"
+#include "dir.h"
+#include "file.h"
+#include "filelock.h"
 #include "ledger_shm.h"
 #include "log.h"
+#include "map_guard.h"
+#include "proc.h"
+#include "shm.h"
+#include "wake.h"
+#include "xlock.h"
 
 #define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
@@ -39,14 +40,12 @@ struct vs_ledger {
   char dir[VS_PATH_MAX];
   char name[VS_NAME_MAX + 16];
   char card_id[VS_NAME_MAX];
-  dev_t dev;
-  ino_t ino;
   uint64_t mine_held, mine_peak; /* this process's charge, kept outside the file */
   uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
   uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
   int reattach_failed;           /* logged once until a re-attach succeeds */
   int exited;                    /* vs_ledger_exit ran: every call is a no-op (under mu) */
-  pid_t pid;                    /* the owner process */
+  int pid;                      /* the owner process */
   int slot;
   uint32_t tenant;              /* index in shm->tenants */
   vs_plan plan;                 /* kept for the life of the process */
@@ -78,24 +77,9 @@ static void atfork_child(void) {
   g_handles = NULL;
   pthread_mutex_unlock(&g_handles_lock);
 }
-static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+static void register_atfork(void) { vs_plat_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
-uint64_t vs_ledger_self_start_time(void) {
-  char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  /* Field 22 (starttime), counting from the one after the ")" of comm. */
-  char *p = strrchr(buf, ')');
-  if (!p) return 0;
-  int field = 2;
-  for (; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  return strtoull(p, NULL, 10);
-}
+uint64_t vs_ledger_self_start_time(void) { return vs_plat_self_start_time(); }
 
 /* ---- Seqlock and lock ------------------------------------------------------ */
 static void write_begin(vs_ledger_shm *s) {
@@ -136,51 +120,27 @@ static void free_slot_locked(vs_ledger_shm *s, vs_ledger_slot *sl) {
   memset(sl, 0, sizeof *sl);
 }
 
-/* Never an unbounded wait: glibc's unlock wakes one waiter, and if that
- * waiter is killed before it takes the lock while a third process takes it
- * on the fast path (no waiters bit), the other sleepers are never woken.
- * Sleeping in slices of LOCK_SLICE_NS bounds that lost wake-up; the
- * uncontended path is one trylock. */
-#define LOCK_SLICE_NS 20000000l
-#if defined(__SANITIZE_THREAD__)
-#define VS_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define VS_TSAN 1
-#endif
-#endif
+/* The lock (xlock.h) is robust: a process that died holding it may have
+ * left the totals half-written; they are rebuilt from the slots. */
 static int lock_shm(vs_ledger_shm *s) {
-  int r = pthread_mutex_trylock(&s->lock);
-#ifdef VS_TSAN
-  /* ThreadSanitizer's timedlock does not record a lock taken with
-   * EOWNERDEAD (its trylock does): a TSan build polls instead. */
-  while (r == EBUSY) {
-    struct timespec nap = {0, 50000};
-    nanosleep(&nap, NULL);
-    r = pthread_mutex_trylock(&s->lock);
-  }
-#else
-  while (r == EBUSY || r == ETIMEDOUT) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += LOCK_SLICE_NS;
-    if (ts.tv_nsec >= 1000000000l) ts.tv_sec++, ts.tv_nsec -= 1000000000l;
-    r = pthread_mutex_timedlock(&s->lock, &ts);
-  }
-#endif
-  if (r == EOWNERDEAD) {
+  int r = vs_plat_xlock_acquire(&s->lock);
+  if (r == VS_PLAT_OWNER_DIED) {
     rebuild_locked(s);
-    pthread_mutex_consistent(&s->lock);
+    vs_plat_xlock_consistent(&s->lock);
     VS_INFO("ledger of card %s: a process died holding the lock; totals rebuilt from process slots", s->card_id);
     return 0;
   }
-  return r ? -r : 0;
+  return r;
 }
-static void unlock_shm(vs_ledger_shm *s) { pthread_mutex_unlock(&s->lock); }
+static void unlock_shm(vs_ledger_shm *s) { vs_plat_xlock_release(&s->lock); }
 
 static void wake_waiters(vs_ledger_shm *s) {
   if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
-    syscall(SYS_futex, &s->gen, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+  {
+    char key[40];
+    vs_plat_xlock_key(&s->lock, key, sizeof key);
+    vs_plat_wake(&s->gen, key, "gen");
+  }
 }
 
 /* ---- Events ------------------------------------------------------------------ */
@@ -201,9 +161,7 @@ static void add_event_locked(vs_ledger_shm *s, int kind, int32_t pid, uint32_t t
 
 /* ---- Dead processes ------------------------------------------------------- */
 int vs_ledger_slot_alive(int fd, int slot) {
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE + slot, .l_len = 1};
-  if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return 1; /* cannot tell: assume alive, never steal */
-  return fl.l_type != F_UNLCK;
+  return vs_plat_range_held(fd, VS_SLOT_LOCK_BASE + slot, 1); /* cannot tell: alive, never steal */
 }
 
 static int sweep_locked(vs_ledger *h) {
@@ -288,11 +246,7 @@ static void refresh_map_locked(vs_ledger *h) {
 
 /* ---- Opening ---------------------------------------------------------------- */
 /* Whether any process holds a slot lock on the file (uses it). */
-static int in_use(int fd) {
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE, .l_len = VS_LEDGER_SLOTS};
-  if (fcntl(fd, F_OFD_GETLK, &fl) != 0) return 1;
-  return fl.l_type != F_UNLCK;
-}
+static int in_use(int fd) { return vs_plat_range_held(fd, VS_SLOT_LOCK_BASE, VS_LEDGER_SLOTS); }
 
 /* A damaged ledger that processes still use is never re-initialised: it is
  * renamed aside (they notice the replacement and carry their usage into the
@@ -301,13 +255,10 @@ static int move_aside(int fd, int dfd, const char *name, const char *path, const
                       size_t errlen) {
   /* Only the file we opened: another process may have moved it aside and
    * started a new one at the path meanwhile (then open the path again). */
-  struct stat mine, now;
-  if (fstat(fd, &mine) || fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) || mine.st_ino != now.st_ino ||
-      mine.st_dev != now.st_dev)
-    return 1;
+  if (vs_plat_path_is_file(path, fd) != 1) return 1;
   char aside[VS_NAME_MAX + 64];
-  snprintf(aside, sizeof aside, "%s.damaged-%lld-%d", name, (long long)time(NULL), (int)getpid());
-  if (renameat(dfd, name, dfd, aside)) {
+  snprintf(aside, sizeof aside, "%s.damaged-%lld-%d", name, (long long)time(NULL), vs_plat_pid());
+  if (vs_plat_renameat(dfd, name, aside)) {
     snprintf(err, errlen, "ledger %s is %s while in use and cannot be moved aside: %s", path, what, strerror(errno));
     return -1;
   }
@@ -322,20 +273,16 @@ static int move_aside(int fd, int dfd, const char *name, const char *path, const
  * whatever the file now at the path says). */
 static int init_file(int fd, int dfd, const char *name, const char *path, const vs_plan *plan, const char *card_id,
                      int again, char *err, size_t errlen) {
-  struct stat st;
-  if (fstat(fd, &st)) {
+  /* Type and owner: checked by the caller (vs_plat_shared_file_check). */
+  int64_t size = vs_plat_file_size(fd);
+  if (size < 0) {
     snprintf(err, errlen, "ledger %s: %s", path, strerror(errno));
     return -1;
   }
-  if (!S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH)) {
-    snprintf(err, errlen, "ledger %s is %s; refusing to use it", path,
-             S_ISREG(st.st_mode) ? "world-writable" : "not a regular file");
-    return -1;
-  }
   int used = again || in_use(fd);
-  if (st.st_size != 0 && st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+  if (size != 0 && size != (int64_t)sizeof(vs_ledger_shm)) {
     uint64_t magic = 0;
-    int other_version = pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == VS_LEDGER_MAGIC;
+    int other_version = vs_plat_pread(fd, &magic, sizeof magic, 0) == (long)sizeof magic && magic == VS_LEDGER_MAGIC;
     /* Another vramshim's ledger that its processes still use cannot be
      * shared (nor moved under them); one nobody uses (left by an upgrade)
      * is moved aside, as is a damaged one. */
@@ -343,13 +290,13 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
       snprintf(err, errlen,
                "ledger %s has another layout (%lld bytes, this vramshim uses %zu) and is in use: an older or newer "
                "vramshim runs on this card; restart its processes, or set another ledger_dir",
-               path, (long long)st.st_size, sizeof(vs_ledger_shm));
+               path, (long long)size, sizeof(vs_ledger_shm));
       return -1;
     }
     return move_aside(fd, dfd, name, path, other_version ? "left by another vramshim version" : "truncated or resized", err,
                       errlen);
   }
-  if (st.st_size == 0 && ftruncate(fd, (off_t)sizeof(vs_ledger_shm))) {
+  if (size == 0 && vs_plat_truncate(fd, (int64_t)sizeof(vs_ledger_shm))) {
     snprintf(err, errlen, "ledger %s: cannot size it: %s", path, strerror(errno));
     return -1;
   }
@@ -357,9 +304,9 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
    * truncate the file at any moment (a mapping would fault). */
   vs_ledger_shm hdr;
   memset(&hdr, 0, sizeof hdr);
-  ssize_t got = pread(fd, &hdr, offsetof(vs_ledger_shm, lock), 0);
-  int fresh = st.st_size == 0;
-  if (got == (ssize_t)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
+  long got = vs_plat_pread(fd, &hdr, offsetof(vs_ledger_shm, lock), 0);
+  int fresh = size == 0;
+  if (got == (long)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
     if (hdr.version != VS_LEDGER_VERSION || hdr.size != sizeof hdr) {
       if (!used) return move_aside(fd, dfd, name, path, "left by another vramshim version", err, errlen);
       snprintf(err, errlen,
@@ -377,28 +324,23 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
     VS_INFO("ledger %s was truncated while processes used it: re-initialised; running processes carry their usage "
             "into it",
             path);
-  vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (s == MAP_FAILED) {
+  vs_ledger_shm *s = vs_plat_map_shared(fd, sizeof *s);
+  if (!s) {
     snprintf(err, errlen, "ledger %s: cannot map it: %s", path, strerror(errno));
     return -1;
   }
-  vs_guard_add(s, sizeof *s);
+  vs_plat_guard_add(s, sizeof *s);
   memset(s, 0, sizeof *s);
   s->version = VS_LEDGER_VERSION;
   s->size = (uint32_t)sizeof *s;
-  pthread_mutexattr_t a;
-  pthread_mutexattr_init(&a);
-  pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-  pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-  pthread_mutex_init(&s->lock, &a);
-  pthread_mutexattr_destroy(&a);
+  vs_plat_xlock_init(&s->lock);
   s->card_index = plan->card;
   snprintf(s->card_id, sizeof s->card_id, "%s", card_id);
   s->capacity = plan->capacity;
   s->headroom = plan->headroom;
   __atomic_store_n(&s->magic, VS_LEDGER_MAGIC, __ATOMIC_RELEASE);
-  vs_guard_remove(s);
-  munmap(s, sizeof *s);
+  vs_plat_guard_remove(s);
+  vs_plat_unmap(s, sizeof *s);
   return 0;
 }
 
@@ -406,8 +348,7 @@ static int claim_slot_locked(vs_ledger *h) {
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
       if (h->shm->slots[i].state != VS_SLOT_FREE) continue;
-      struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = VS_SLOT_LOCK_BASE + i, .l_len = 1};
-      if (fcntl(h->fd, F_OFD_SETLK, &fl) == 0) return i;
+      if (vs_plat_range_trylock(h->fd, VS_SLOT_LOCK_BASE + i, 1) == 0) return i;
       /* Held: a process is between freeing the slot and dropping its lock. */
     }
     h->slot = -1;
@@ -427,7 +368,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   for (int tries = 0; tries < 3 && bad; tries++) {
     int dfd = vs_ledger_open_dir(h->dir, 1, err, errlen);
     if (dfd < 0) return -1;
-    fd = openat(dfd, h->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0660);
+    fd = vs_plat_openat(dfd, h->name, O_RDWR | O_CREAT | O_NOFOLLOW, 0660);
     if (fd < 0) {
       int e = errno;
       close(dfd);
@@ -439,9 +380,9 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
       close(fd);
       return -1;
     }
-    flock(fd, LOCK_EX); /* serialises creation only */
+    vs_plat_file_lock(fd); /* serialises creation only */
     bad = init_file(fd, dfd, h->name, path, plan, h->card_id, h->shm != NULL, err, errlen);
-    flock(fd, LOCK_UN);
+    vs_plat_file_unlock(fd);
     close(dfd);
     if (bad) {
       close(fd);
@@ -450,21 +391,18 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
     }
   }
   if (fd < 0) return -1;
-  struct stat st;
-  vs_ledger_shm *s = fstat(fd, &st) ? MAP_FAILED : mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (s == MAP_FAILED) {
+  vs_ledger_shm *s = vs_plat_map_shared(fd, sizeof *s);
+  if (!s) {
     snprintf(err, errlen, "ledger %s: cannot map it", path);
     close(fd);
     return -1;
   }
-  vs_guard_add(s, sizeof *s);
+  vs_plat_guard_add(s, sizeof *s);
   int old_fd = h->fd;
   vs_ledger_shm *old_shm = h->shm;
   h->fd = fd;
   h->slot = -1;
   __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
-  h->dev = st.st_dev;
-  h->ino = st.st_ino;
 
   uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
   if (lock_shm(s)) {
@@ -533,8 +471,8 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   if (reclaimed) wake_waiters(s);
   return 0;
 fail:
-  vs_guard_remove(s);
-  munmap(s, sizeof *s);
+  vs_plat_guard_remove(s);
+  vs_plat_unmap(s, sizeof *s);
   close(fd);
   h->fd = old_fd;
   __atomic_store_n(&h->shm, old_shm, __ATOMIC_RELEASE);
@@ -560,7 +498,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   snprintf(h->name, sizeof h->name, "%s", name);
   snprintf(h->card_id, sizeof h->card_id, "%s", card_id);
   h->fd = -1;
-  h->pid = getpid();
+  h->pid = vs_plat_pid();
   h->slot = -1;
   h->plan = *plan;
   snprintf(h->tenant_name, sizeof h->tenant_name, "%s", tenant);
@@ -589,7 +527,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
 /* Caller holds h->mu. What is wrong with the file under this handle, or NULL. */
 static const char *file_trouble(vs_ledger *h, int force) {
   vs_ledger_shm *s = h->shm;
-  if (vs_guard_broken(s)) return "truncated (the mapping faulted)";
+  if (vs_plat_guard_broken(s)) return "truncated (the mapping faulted)";
   if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION ||
       s->size != sizeof *s)
     return "damaged (bad header)";
@@ -597,12 +535,13 @@ static const char *file_trouble(vs_ledger *h, int force) {
   uint64_t now = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
   if (!force && now < h->next_check_ns) return NULL;
   h->next_check_ns = now + FILE_CHECK_NS;
-  struct stat st, ps;
-  if (fstat(h->fd, &st) == 0 && st.st_size < (off_t)sizeof *s) return "truncated";
+  int64_t size = vs_plat_file_size(h->fd);
+  if (size >= 0 && size < (int64_t)sizeof *s) return "truncated";
   char path[VS_PATH_MAX + VS_NAME_MAX + 16];
   snprintf(path, sizeof path, "%s/%s", h->dir, h->name);
-  if (lstat(path, &ps) != 0) return errno == ENOENT ? "deleted" : NULL;
-  if (ps.st_dev != h->dev || ps.st_ino != h->ino) return "replaced by another file";
+  int same = vs_plat_path_is_file(path, h->fd);
+  if (same == -1) return "deleted";
+  if (same == 0) return "replaced by another file";
   return NULL;
 }
 
@@ -628,7 +567,7 @@ static void reattach(vs_ledger *h, const char *why) {
   }
   /* The old file, when still sound (deleted or replaced, not damaged), no
    * longer lists this process: its dump mailbox there is given up too. */
-  if (!vs_guard_broken(old) && __atomic_load_n(&old->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+  if (!vs_plat_guard_broken(old) && __atomic_load_n(&old->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
       old->slots[old_slot].pid == h->pid && lock_shm(old) == 0) {
     vs_ledger_slot *sl = &old->slots[old_slot];
     write_begin(old);
@@ -639,7 +578,7 @@ static void reattach(vs_ledger *h, const char *why) {
     write_end(old);
     unlock_shm(old);
   }
-  vs_guard_retire(old, sizeof *old);
+  vs_plat_guard_retire(old, sizeof *old);
   close(old_fd);
   h->reattach_failed = 0;
   VS_WARN("ledger %s/%s was %s: tenant '%s' re-attached to the ledger now there, carrying this process's %s", h->dir,
@@ -665,7 +604,7 @@ void vs_ledger_exit(vs_ledger *h) {
   if (!h || h->fd < 0) return;
   pthread_mutex_lock(&h->mu);
   vs_ledger_shm *s = h->shm;
-  int sound = !h->exited && !vs_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+  int sound = !h->exited && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
               s->slots[h->slot].pid == h->pid;
   h->exited = 1;
   if (sound && lock_shm(s) == 0) {
@@ -709,7 +648,7 @@ void vs_ledger_close(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   /* A damaged or truncated file is left alone: its slot lock goes with the
    * descriptor, and the others reclaim the slot. */
-  int sound = h->fd >= 0 && !vs_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
+  int sound = h->fd >= 0 && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
               s->slots[h->slot].pid == h->pid;
   if (sound && lock_shm(s) == 0) {
     vs_ledger_slot *sl = &s->slots[h->slot];
@@ -723,8 +662,8 @@ void vs_ledger_close(vs_ledger *h) {
     unlock_shm(s);
     wake_waiters(s);
   }
-  vs_guard_remove(s);
-  munmap(s, sizeof *s);
+  vs_plat_guard_remove(s);
+  vs_plat_unmap(s, sizeof *s);
   if (h->fd >= 0) {
     close(h->fd); /* drops the slot lock after the slot is free */
     pthread_mutex_unlock(&h->mu);
@@ -803,7 +742,7 @@ static vs_refusal_kind admit_locked(vs_ledger *h, uint64_t n, vs_refusal *w, int
 }
 
 static void stall_hook(vs_ledger *h) {
-  if (h->hook == VS_LEDGER_HOOK_STOP) raise(SIGSTOP);
+  if (h->hook == VS_LEDGER_HOOK_STOP) vs_plat_stop_self();
   else if (h->hook == VS_LEDGER_HOOK_SLEEP) sleep(3600);
 }
 
@@ -939,8 +878,9 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
     }
     uint64_t left = deadline_ns - now, slice = WAIT_SLICE_MS * 1000000ull;
     if (left > slice) left = slice;
-    struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ull), .tv_nsec = (long)(left % 1000000000ull)};
-    syscall(SYS_futex, &s->gen, FUTEX_WAIT, g, &ts, NULL, 0);
+    char key[40];
+    vs_plat_xlock_key(&s->lock, key, sizeof key);
+    vs_plat_wait(&s->gen, g, left, key, "gen");
   }
   __atomic_sub_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
   return r;

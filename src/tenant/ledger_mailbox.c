@@ -5,37 +5,62 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "ledger_guard.h"
+#include "dir.h"
+#include "file.h"
+#include "map_guard.h"
+#include "shm.h"
+#include "wake.h"
+#include "xlock.h"
 #include "ledger_shm.h"
 
 #define ALOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define ASTORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-/* Not FUTEX_PRIVATE_FLAG: the word lives in a file mapped by several
- * processes. On private memory the shared key is the same as the private
- * one, so in-process wakes work too. */
+/* The word lives in a file mapped by several processes (wake.h). Without
+ * a key (these two) a Windows wait is a plain sleep of the slice and a
+ * wake reaches nobody: callers with the map use the keyed ones below. */
 void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns) {
-  struct timespec ts = {(time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull)};
   int e = errno;
-  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+  vs_plat_wait(word, expected, timeout_ns, NULL, NULL);
   errno = e;
 }
 
 void vs_mailbox_futex_wake(uint32_t *word) {
   int e = errno;   /* also called from a signal handler */
-  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+  vs_plat_wake(word, NULL, NULL);
   errno = e;
+}
+
+static void slot_tag(int slot, const char *what, char *out, size_t len) { snprintf(out, len, "%s%d", what, slot); }
+
+static void keyed_wait(vs_mailbox_map *m, int slot, const char *what, uint32_t *word, uint32_t expected,
+                       uint64_t timeout_ns) {
+  char key[40], tag[24];
+  vs_plat_xlock_key(&m->shm->lock, key, sizeof key);
+  slot_tag(slot, what, tag, sizeof tag);
+  int e = errno;
+  vs_plat_wait(word, expected, timeout_ns, key, tag);
+  errno = e;
+}
+
+static void keyed_wake(vs_mailbox_map *m, int slot, const char *what, uint32_t *word) {
+  char key[40], tag[24];
+  vs_plat_xlock_key(&m->shm->lock, key, sizeof key);
+  slot_tag(slot, what, tag, sizeof tag);
+  int e = errno;
+  vs_plat_wake(word, key, tag);
+  errno = e;
+}
+
+void vs_mailbox_req_wait(vs_mailbox_map *m, int slot, uint32_t expected, uint64_t timeout_ns) {
+  keyed_wait(m, slot, "req", &m->shm->slots[slot].dump_req, expected, timeout_ns);
 }
 
 int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m, char *err, size_t errlen) {
@@ -48,33 +73,31 @@ int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m,
   }
   int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
   if (dfd < 0) return -1;
-  int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd = vs_plat_openat(dfd, name, O_RDWR | O_NOFOLLOW, 0);
   int e = errno;
   close(dfd);
   if (fd < 0) {
     snprintf(err, errlen, "ledger %s/%s: %s", dir, name, strerror(e));
     return -1;
   }
-  struct stat st;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH) ||
-      st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+  if (!vs_plat_file_not_public(fd) || vs_plat_file_size(fd) != (int64_t)sizeof(vs_ledger_shm)) {
     snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim (layout version %u)", dir, name,
              VS_LEDGER_VERSION);
     close(fd);
     return -1;
   }
-  vs_ledger_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (s == MAP_FAILED) {
+  vs_ledger_shm *s = vs_plat_map_shared(fd, sizeof *s);
+  if (!s) {
     snprintf(err, errlen, "ledger %s/%s: cannot map it: %s", dir, name, strerror(errno));
     close(fd);
     return -1;
   }
-  vs_guard_add(s, sizeof *s); /* a truncation must not fault this process (ledger_guard.h) */
+  vs_plat_guard_add(s, sizeof *s); /* a truncation must not fault this process (map_guard.h) */
   if (ALOAD(&s->magic) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION || s->size != sizeof *s) {
     snprintf(err, errlen, "ledger %s/%s: not a ledger of this vramshim (layout version %u)", dir, name,
              VS_LEDGER_VERSION);
-    vs_guard_remove(s);
-    munmap(s, sizeof *s);
+    vs_plat_guard_remove(s);
+    vs_plat_unmap(s, sizeof *s);
     close(fd);
     return -1;
   }
@@ -87,8 +110,8 @@ int vs_mailbox_map_open(const char *dir, const char *card_id, vs_mailbox_map *m,
 
 void vs_mailbox_map_close(vs_mailbox_map *m) {
   if (m->shm) {
-    vs_guard_remove(m->shm);
-    munmap(m->shm, sizeof *m->shm);
+    vs_plat_guard_remove(m->shm);
+    vs_plat_unmap(m->shm, sizeof *m->shm);
   }
   if (m->fd >= 0) close(m->fd);
   m->shm = NULL;
@@ -139,7 +162,7 @@ void vs_mailbox_tenant_spill(const vs_mailbox_map *m, int slot, uint64_t *spille
 uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {
   uint32_t *w = &m->shm->slots[slot].dump_req;
   uint32_t seq = __atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
-  vs_mailbox_futex_wake(w);
+  keyed_wake(m, slot, "req", w);
   return seq;
 }
 
@@ -168,7 +191,7 @@ int vs_mailbox_await(vs_mailbox_map *m, int slot, int32_t pid, uint32_t seq, uin
     if (now >= deadline_ns) return 1;
     uint64_t left = deadline_ns - now;
     /* Short slices: the owner may die without answering. */
-    vs_mailbox_futex_wait(&sl->dump_done, done, left < 50000000ull ? left : 50000000ull);
+    keyed_wait(m, slot, "done", &sl->dump_done, done, left < 50000000ull ? left : 50000000ull);
   }
 }
 
@@ -194,5 +217,5 @@ void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *pa
   snprintf(sl->dump_path, sizeof sl->dump_path, "%s", path);
   __atomic_add_fetch(&sl->dump_pub, 1, __ATOMIC_SEQ_CST);
   ASTORE(&sl->dump_done, req);
-  vs_mailbox_futex_wake(&sl->dump_done);
+  keyed_wake(m, slot, "done", &sl->dump_done);
 }

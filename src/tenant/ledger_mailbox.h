@@ -67,5 +67,9 @@ void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *pa
 /* Process-shared futex on a 32-bit word (works on private memory too). */
 void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void vs_mailbox_futex_wake(uint32_t *word);
+/* Waits for the slot's request word to leave expected, keyed by the
+ * ledger (the one that works across processes on Windows too, wake.h);
+ * vs_mailbox_post wakes it. */
+void vs_mailbox_req_wait(vs_mailbox_map *m, int slot, uint32_t expected, uint64_t timeout_ns);
 
 #endif

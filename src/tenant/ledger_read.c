@@ -1,19 +1,18 @@
 #include "ledger_read.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "dir.h"
+#include "file.h"
+#include "proc.h"
 #include "ledger_shm.h"
 #include "log.h"
 
@@ -29,117 +28,20 @@ int vs_ledger_file_name(const char *card_id, char *out, size_t len) {
   return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
-/* Issue 10, the takeover of a ledger dir: another local user who made the
- * directory (or a file in it) first would see and could break the usage of
- * every shimmed process. Trusted: a directory owned by root or by us, not
- * writable by others; group-writable is fine (the packaged /run/vramshim is
- * root:vramshim 2770, shared by the users of one card). */
-static int check_dir(int dfd, const char *dir, char *err, size_t errlen) {
-  struct stat st;
-  if (fstat(dfd, &st)) {
-    snprintf(err, errlen, "ledger dir %s: %s", dir, strerror(errno));
-    return -1;
-  }
-  if (st.st_uid != 0 && st.st_uid != geteuid()) {
-    snprintf(err, errlen,
-             "ledger dir %s belongs to another user (uid %u); refusing to use it (another user could read and break "
-             "this process's accounting): remove it, or set ledger_dir to a directory of root or of uid %u",
-             dir, (unsigned)st.st_uid, (unsigned)geteuid());
-    return -1;
-  }
-  if (st.st_mode & S_IWOTH) {
-    snprintf(err, errlen, "ledger dir %s is world-writable; refusing to use it (chmod o-w it, or pick another)", dir);
-    return -1;
-  }
-  return 0;
-}
-
+/* Issue 10, the takeover of a ledger dir: the checks are the platform's
+ * (src/platform/dir.h). */
 int vs_ledger_open_dir(const char *dir, int create, char *err, size_t errlen) {
-  if (create && mkdir(dir, 0700) && errno != EEXIST) {
-    snprintf(err, errlen, "ledger dir %s: cannot create it: %s", dir, strerror(errno));
-    return -1;
-  }
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0) {
-    int e = errno;
-    snprintf(err, errlen, "ledger dir %s: cannot open it: %s", dir,
-             e == ELOOP ? "it is a symbolic link" : e == ENOTDIR ? "not a directory" : strerror(e));
-    return -1;
-  }
-  if (check_dir(dfd, dir, err, errlen)) {
-    close(dfd);
-    return -1;
-  }
-  return dfd;
+  return vs_plat_private_dir_open(dir, "ledger dir", create, err, errlen);
 }
 
 int vs_ledger_check_owner(int fd, const char *path, char *err, size_t errlen) {
-  struct stat st;
-  if (fstat(fd, &st)) {
-    snprintf(err, errlen, "ledger %s: %s", path, strerror(errno));
-    return -1;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "ledger %s is not a regular file; refusing to use it", path);
-    return -1;
-  }
-  if (st.st_mode & S_IWOTH) {
-    snprintf(err, errlen, "ledger %s is world-writable; refusing to use it", path);
-    return -1;
-  }
-  /* Another user's file is trusted only inside a root-owned, group-shared
-   * directory (its group is the directory's): the administrator put both
-   * users in that group to share the card. */
-  if (st.st_uid != 0 && st.st_uid != geteuid()) {
-    char dir[VS_PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    struct stat ds;
-    if (!slash || stat(dir, &ds) || ds.st_uid != 0 || !(ds.st_mode & S_ISGID) || ds.st_gid != st.st_gid) {
-      snprintf(err, errlen,
-               "ledger %s belongs to another user (uid %u); refusing to use it (another user could read and break "
-               "this process's accounting): remove it",
-               path, (unsigned)st.st_uid);
-      return -1;
-    }
-  }
-  /* Ours: group members of a shared directory must be able to write it
-   * whatever our umask. */
-  if (st.st_uid == geteuid() && (st.st_mode & 0660) != 0660) {
-    if (fchmod(fd, 0660)) {
-    }
-  }
-  return 0;
+  return vs_plat_shared_file_check(fd, path, err, errlen);
 }
 
-/* The default dir (issue 10): /run/vramshim, made at install time
- * (packaging/tmpfiles.d/vramshim.conf). Where it does not exist and cannot
- * be made, or this user may not use it, a per-user directory:
- * $XDG_RUNTIME_DIR/vramshim, else /tmp/vramshim-<uid>. */
-int vs_ledger_default_dir(char *out, size_t len, int *fallback) {
-  const char *d = VS_DEFAULT_LEDGER_DIR;
-  struct stat st;
-  *fallback = 0;
-  int there = lstat(d, &st) == 0 || (mkdir(d, 0700) == 0 && lstat(d, &st) == 0);
-  if (there) {
-    /* There but not trustworthy: refuse, never fall back silently past a takeover. */
-    if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & S_IWOTH)) return -1;
-    if (faccessat(AT_FDCWD, d, R_OK | W_OK | X_OK, AT_EACCESS) == 0) {
-      snprintf(out, len, "%s", d);
-      return 0;
-    }
-  }
-  *fallback = 1;
-  const char *xdg = getenv("XDG_RUNTIME_DIR");
-  struct stat xs;
-  if (xdg && xdg[0] == '/' && strlen(xdg) < len - 16 && stat(xdg, &xs) == 0 && S_ISDIR(xs.st_mode) &&
-      xs.st_uid == geteuid() && !(xs.st_mode & 022))
-    snprintf(out, len, "%s/vramshim", xdg);
-  else
-    snprintf(out, len, "/tmp/vramshim-%u", (unsigned)geteuid());
-  return 0;
-}
+/* The default dir (issue 10): the system's (/run/vramshim, made at install
+ * time by packaging/tmpfiles.d/vramshim.conf; %ProgramData%ramshim on
+ * Windows), else a per-user one (src/platform/dir.h). */
+int vs_ledger_default_dir(char *out, size_t len, int *fallback) { return vs_plat_default_ledger_dir(out, len, fallback); }
 
 /* Where the ledgers are, for the shim and the tools (declared in config.h;
  * here, not in select.c, so that the config parser needs no ledger code). */
@@ -153,10 +55,13 @@ int vs_config_resolve_ledger_dir(vs_config *cfg, int log, char *err, size_t errl
              VS_DEFAULT_LEDGER_DIR);
     return -1;
   }
-  if (fallback && log)
-    VS_WARN("ledger dir %s does not exist and cannot be made by uid %u (install the package's tmpfiles.d entry); "
+  if (fallback && log) {
+    char who[64];
+    vs_plat_user_desc(who, sizeof who);
+    VS_WARN("ledger dir %s does not exist and cannot be made by %s (install the package's tmpfiles.d entry); "
             "using %s: processes of other users are not counted on the cards",
-            VS_DEFAULT_LEDGER_DIR, (unsigned)geteuid(), cfg->ledger_dir);
+            VS_DEFAULT_LEDGER_DIR, who, cfg->ledger_dir);
+  }
   return 0;
 }
 
@@ -180,26 +85,30 @@ static int cmp_ids(const void *a, const void *b) {
   return strcmp(x, y);
 }
 
+struct list_ctx {
+  char (*ids)[VS_NAME_MAX];
+  int max, n;
+};
+static int list_one(const char *name, void *arg) {
+  struct list_ctx *c = arg;
+  if (c->n >= c->max) return 1;
+  size_t len = strlen(name);
+  if (len <= 12 || strncmp(name, "card-", 5) || strcmp(name + len - 7, ".ledger")) return 0;
+  if (len - 12 >= VS_NAME_MAX) return 0;
+  memcpy(c->ids[c->n], name + 5, len - 12);
+  c->ids[c->n][len - 12] = 0;
+  return ++c->n >= c->max;
+}
+
 int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err, size_t errlen) {
   int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
   if (dfd < 0) return -1;
-  DIR *d = fdopendir(dfd);
-  if (!d) {
-    close(dfd);
+  struct list_ctx c = {ids, max, 0};
+  if (vs_plat_dir_each(dfd, list_one, &c)) {
     snprintf(err, errlen, "ledger dir %s: %s", dir, strerror(errno));
     return -1;
   }
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && n < max) {
-    size_t len = strlen(e->d_name);
-    if (len <= 12 || strncmp(e->d_name, "card-", 5) || strcmp(e->d_name + len - 7, ".ledger")) continue;
-    if (len - 12 >= VS_NAME_MAX) continue;
-    memcpy(ids[n], e->d_name + 5, len - 12);
-    ids[n][len - 12] = 0;
-    n++;
-  }
-  closedir(d);
+  int n = c.n;
   qsort(ids, (size_t)n, VS_NAME_MAX, cmp_ids);
   return n;
 }
@@ -208,10 +117,10 @@ int vs_ledger_list(const char *dir, char ids[][VS_NAME_MAX], int max, char *err,
  * (a writer that died mid-write leaves seq odd until the next locker).
  * Read with pread, never through a mapping: a file truncated meanwhile
  * gives a short read (-1), not SIGBUS (issue 10). */
-static int pread_all(int fd, void *buf, size_t n, off_t off) {
+static int pread_all(int fd, void *buf, size_t n, int64_t off) {
   size_t got = 0;
   while (got < n) {
-    ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+    long r = vs_plat_pread(fd, (char *)buf + got, n - got, off + (int64_t)got);
     if (r <= 0) {
       if (r < 0 && errno == EINTR) continue;
       return -1;
@@ -223,7 +132,7 @@ static int pread_all(int fd, void *buf, size_t n, off_t off) {
 
 static int copy_consistent(int fd, vs_ledger_shm *copy) {
   uint64_t t0 = vs_mono_ns();
-  const off_t seq_at = (off_t)offsetof(vs_ledger_shm, seq);
+  const int64_t seq_at = (int64_t)offsetof(vs_ledger_shm, seq);
   for (unsigned tries = 0;; tries++) {
     uint32_t a, b;
     if (pread_all(fd, &a, sizeof a, seq_at) || pread_all(fd, copy, sizeof *copy, 0) ||
@@ -231,7 +140,10 @@ static int copy_consistent(int fd, vs_ledger_shm *copy) {
       return -1;
     if (a == b && !(a & 1)) return 1;
     if (vs_mono_ns() - t0 > 200000000ull) return 0;
-    if (tries > 100) sched_yield();
+    if (tries > 100) {
+      struct timespec nap = {0, 100000};
+      nanosleep(&nap, NULL);
+    }
   }
 }
 
@@ -253,11 +165,10 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
   }
   int dfd = vs_ledger_open_dir(dir, 0, err, errlen);
   if (dfd < 0) return -1;
-  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd = vs_plat_openat(dfd, name, O_RDONLY | O_NOFOLLOW, 0);
   int e = errno;
   close(dfd);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) || st.st_size != (off_t)sizeof(vs_ledger_shm)) {
+  if (fd < 0 || vs_plat_file_size(fd) != (int64_t)sizeof(vs_ledger_shm)) {
     snprintf(err, errlen, "ledger %s/%s: %s", dir, name,
              fd < 0 ? strerror(e) : "another layout (older or newer vramshim) or not initialised");
     if (fd >= 0) close(fd);

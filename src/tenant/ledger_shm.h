@@ -16,10 +16,10 @@
  * Changing this layout: bump VS_LEDGER_VERSION. */
 #ifndef VS_TENANT_LEDGER_SHM_H
 #define VS_TENANT_LEDGER_SHM_H
-#include <pthread.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
 #define VS_LEDGER_VERSION 4u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10) */
@@ -55,7 +55,7 @@ typedef struct vs_ledger_tenant {
 typedef struct vs_ledger_slot {
   uint32_t state;
   int32_t pid;               /* as seen by the process itself (display only) */
-  uint64_t start_time;       /* /proc/self/stat starttime: tells pid reuse apart */
+  uint64_t start_time;       /* vs_plat_self_start_time: tells pid reuse apart */
   uint32_t tenant;
   uint32_t pad;
   uint64_t held;             /* device bytes charged by the process */
@@ -95,7 +95,7 @@ typedef struct vs_ledger_shm {
   uint64_t magic;            /* written last at creation */
   uint32_t version;
   uint32_t size;
-  pthread_mutex_t lock;      /* robust, process-shared */
+  vs_plat_xlock lock;        /* robust, process-shared (src/platform/xlock.h) */
   uint32_t seq;              /* seqlock for lock-free readers */
   uint32_t gen;              /* futex word: bumped whenever memory is given back */
   uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */

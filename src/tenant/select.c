@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
+
 #include "config.h"
 #include "log.h"
 
@@ -42,12 +44,7 @@ const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant
 
 void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]) {
   char path[4096];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n > 0) {
-    path[n] = 0;
-    /* A deleted binary reads as "/usr/bin/x (deleted)". */
-    char *del = strstr(path, " (deleted)");
-    if (del && del[10] == 0) *del = 0;
+  if (vs_plat_self_exe(path, sizeof path) == 0) {
     copy_name(out, base_name(path));
     return;
   }

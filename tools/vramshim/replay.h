@@ -4,6 +4,7 @@
 #ifndef VS_REPLAY_H
 #define VS_REPLAY_H
 #include <stddef.h>
+#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
 
 #include "replay_cost.h"
@@ -108,7 +109,7 @@ typedef struct vs_progress {
   int shown;          /* an updating line is on screen */
 } vs_progress;
 void vs_progress_init(vs_progress *pr, int quiet);
-void vs_progress_update(vs_progress *pr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vs_progress_update(vs_progress *pr, const char *fmt, ...) VS_PRINTF(2, 3);
 void vs_progress_done(vs_progress *pr);
 
 /* Replays the whole trace on a card without limit, then (if resolution is

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "timeutil.h"
 #include "config.h"
 #include "ledger_read.h"
 #include "log.h"
@@ -33,7 +34,7 @@ static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, 
 static void fmt_time(uint64_t ns, char *buf, size_t len) {
   time_t t = (time_t)(ns / 1000000000ull);
   struct tm tm;
-  localtime_r(&t, &tm);
+  vs_plat_localtime(t, &tm);
   size_t n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
   snprintf(buf + n, len - n, ".%03u", (unsigned)(ns / 1000000ull % 1000));
 }

@@ -1,5 +1,6 @@
 /* RMM logging CSV reader: see trace_csv.h for the format and the contract. */
 #include "file.h"
+#include "plat_types.h" /* VS_PRINTF */
 #include "trace_csv.h"
 
 #include <errno.h>
@@ -32,7 +33,7 @@ typedef struct reader {
   char shown[48];   /* see show() */
 } reader;
 
-static int fail(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(reader *r, const char *fmt, ...) VS_PRINTF(2, 3);
 static int fail(reader *r, const char *fmt, ...) {
   int n = snprintf(r->err, r->errlen, "%s:%zu: ", r->name, r->line);
   if (n < 0 || (size_t)n >= r->errlen) return -1;
@@ -237,7 +238,7 @@ int vs_trace_read(FILE *f, const char *name, vs_trace *t, char *err, size_t errl
   size_t cap = 0;
   ssize_t got;
   int rc = 0, seen_header = 0;
-  while ((got = getline(&buf, &cap, f)) >= 0) {
+  while ((got = vs_plat_getline(&buf, &cap, f)) >= 0) {
     r.line++;
     size_t len = (size_t)got;
     int complete = len > 0 && buf[len - 1] == '\n';

@@ -38,3 +38,31 @@ FILE *vs_plat_fopen_regular(const char *path, const char *mode) {
   if (!f) close(fd);
   return f;
 }
+
+long vs_plat_pread(int fd, void *buf, size_t n, int64_t off) { return (long)pread(fd, buf, n, (off_t)off); }
+
+int64_t vs_plat_file_size(int fd) {
+  struct stat st;
+  return fstat(fd, &st) ? -1 : (int64_t)st.st_size;
+}
+
+int vs_plat_truncate(int fd, int64_t size) { return ftruncate(fd, (off_t)size); }
+
+int vs_plat_fsync(int fd) { return fsync(fd); }
+
+int vs_plat_rename(const char *from, const char *to) { return rename(from, to); }
+
+int vs_plat_path_absolute(const char *path) { return path[0] == '/'; }
+
+int vs_plat_self_exe(char *out, size_t len) {
+  if (len < 2) return -1;
+  ssize_t n = readlink("/proc/self/exe", out, len - 1);
+  if (n <= 0) return -1;
+  out[n] = 0;
+  /* A deleted binary reads as "/usr/bin/x (deleted)". */
+  char *del = strstr(out, " (deleted)");
+  if (del && del[10] == 0) *del = 0;
+  return 0;
+}
+
+long vs_plat_getline(char **buf, size_t *cap, FILE *f) { return (long)getline(buf, cap, f); }

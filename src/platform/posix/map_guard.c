@@ -1,4 +1,4 @@
-#include "ledger_guard.h"
+#include "map_guard.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -69,7 +69,7 @@ static void install(void) {
   sigaction(SIGBUS, &sa, &g_prev);
 }
 
-int vs_guard_add(void *addr, size_t len) {
+int vs_plat_guard_add(void *addr, size_t len) {
   pthread_once(&g_once, install);
   pthread_mutex_lock(&g_lock);
   int rc = -1;
@@ -85,21 +85,21 @@ int vs_guard_add(void *addr, size_t len) {
   return rc;
 }
 
-void vs_guard_remove(void *addr) {
+void vs_plat_guard_remove(void *addr) {
   pthread_mutex_lock(&g_lock);
   for (int i = 0; i < GUARD_RANGES; i++)
     if (g_ranges[i].base == (uintptr_t)addr) __atomic_store_n(&g_ranges[i].base, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&g_lock);
 }
 
-int vs_guard_broken(const void *addr) {
+int vs_plat_guard_broken(const void *addr) {
   for (int i = 0; i < GUARD_RANGES; i++)
     if (__atomic_load_n(&g_ranges[i].base, __ATOMIC_ACQUIRE) == (uintptr_t)addr)
       return __atomic_load_n(&g_ranges[i].broken, __ATOMIC_ACQUIRE);
   return 0;
 }
 
-void vs_guard_retire(void *addr, size_t len) {
-  vs_guard_remove(addr);
+void vs_plat_guard_retire(void *addr, size_t len) {
+  vs_plat_guard_remove(addr);
   mmap(addr, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 }

@@ -1,0 +1,99 @@
+#include "wutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <io.h>
+#include <stdio.h>
+#include <wchar.h>
+
+#include "plat_types.h"
+
+int vs_win_wide(const char *s, wchar_t *out, int n) {
+  if (!MultiByteToWideChar(CP_UTF8, 0, s, -1, out, n)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return 0;
+}
+
+int vs_win_utf8(const wchar_t *s, char *out, int n) {
+  return WideCharToMultiByte(CP_UTF8, 0, s, -1, out, n, NULL, NULL) ? 0 : -1;
+}
+
+int vs_win_errno(DWORD e) {
+  switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME: return ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_PRIVILEGE_NOT_HELD: return EACCES;
+    case ERROR_FILE_EXISTS:
+    case ERROR_ALREADY_EXISTS: return EEXIST;
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_LOCK_VIOLATION: return EBUSY;
+    case ERROR_DIRECTORY: return ENOTDIR;
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY: return ENOMEM;
+    case ERROR_DISK_FULL: return ENOSPC;
+    case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+    default: return EIO;
+  }
+}
+
+HANDLE vs_win_handle(int fd) { return (HANDLE)_get_osfhandle(fd); }
+
+int vs_win_open(const wchar_t *path, int flags) {
+  DWORD attrs = GetFileAttributesW(path);
+  if ((flags & O_NOFOLLOW) && attrs != INVALID_FILE_ATTRIBUTES && (attrs & FILE_ATTRIBUTE_REPARSE_POINT)) {
+    errno = ELOOP;
+    return -1;
+  }
+  int acc = flags & (O_RDONLY | O_WRONLY | O_RDWR);
+  DWORD access = acc == O_WRONLY ? GENERIC_WRITE : acc == O_RDWR ? GENERIC_READ | GENERIC_WRITE : GENERIC_READ;
+  DWORD disp = OPEN_EXISTING;
+  if ((flags & O_CREAT) && (flags & O_EXCL)) disp = CREATE_NEW;
+  else if ((flags & O_CREAT) && (flags & O_TRUNC)) disp = CREATE_ALWAYS;
+  else if (flags & O_CREAT) disp = OPEN_ALWAYS;
+  else if (flags & O_TRUNC) disp = TRUNCATE_EXISTING;
+  DWORD fl = FILE_ATTRIBUTE_NORMAL;
+  if (flags & O_NOFOLLOW) fl |= FILE_FLAG_OPEN_REPARSE_POINT;
+  if (flags & O_DIRECTORY) fl |= FILE_FLAG_BACKUP_SEMANTICS, access = GENERIC_READ;
+  HANDLE h = CreateFileW(path, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disp, fl, NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    errno = vs_win_errno(GetLastError());
+    return -1;
+  }
+  int crt = (acc == O_WRONLY ? _O_WRONLY : acc == O_RDWR ? _O_RDWR : _O_RDONLY) | _O_BINARY;
+  if (flags & O_APPEND) crt |= _O_APPEND;
+  int fd = _open_osfhandle((intptr_t)h, crt);
+  if (fd < 0) {
+    CloseHandle(h);
+    errno = EMFILE;
+    return -1;
+  }
+  return fd;
+}
+
+int vs_win_path_at(int dfd, const char *name, wchar_t *out, int n) {
+  HANDLE h = vs_win_handle(dfd);
+  DWORD len = h == INVALID_HANDLE_VALUE ? 0 : GetFinalPathNameByHandleW(h, out, (DWORD)n, FILE_NAME_NORMALIZED);
+  if (len == 0 || (int)len >= n - 2) {
+    errno = len ? ENAMETOOLONG : EBADF;
+    return -1;
+  }
+  out[len++] = L'\\';
+  return vs_win_wide(name, out + len, n - (int)len);
+}
+
+const wchar_t *vs_win_namespace(void) {
+  static const wchar_t *ns;
+  const wchar_t *v = __atomic_load_n(&ns, __ATOMIC_ACQUIRE);
+  if (v) return v;
+  wchar_t probe[64];
+  swprintf(probe, 64, L"Global\\vramshim-probe-%lu", (unsigned long)GetCurrentProcessId());
+  HANDLE e = CreateEventW(NULL, TRUE, FALSE, probe);
+  v = e ? L"Global\\" : L"Local\\";
+  if (e) CloseHandle(e);
+  __atomic_store_n(&ns, v, __ATOMIC_RELEASE);
+  return v;
+}
