@@ -1,0 +1,323 @@
+/* The ledger across Windows processes (under wine64 in CI): what the
+ * platform layer's Windows side must give the tenant concern.
+ *
+ *   win_ledger.exe TOOL CASE   the parent: runs CASE (two_procs, reclaim,
+ *                              lock_owner_killed, wait_wake, status) and
+ *                              exits 0 when every check holds
+ *   win_ledger.exe --child DIR ROLE TENANT BYTES
+ *                              a child: opens the ledger in DIR and plays
+ *                              ROLE until it is ended (TerminateProcess)
+ *
+ * Children are started with CreateProcess and ended with TerminateProcess
+ * (no clean-up runs in them: the death the ledger must detect). The parent
+ * observes through the ledger's lock-free snapshot, polling with a
+ * deadline (never a fixed sleep). */
+#include <windows.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "ledger.h"
+#include "ledger_read.h"
+#include "plan.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define EVENTUALLY_MS 20000
+
+static const char *CONF =
+    "[card 0]\nheadroom = 0\n"
+    "[tenant a]\nlimit = 900MiB\non_limit = wait:30s\n"
+    "[tenant b]\nreserve = 100MiB\nlimit = 1GiB\n";
+
+static int g_failed;
+static void check(int ok, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s: ", ok ? "ok" : "FAILED");
+  vprintf(fmt, ap);
+  printf("\n");
+  fflush(stdout);
+  va_end(ap);
+  if (!ok) g_failed = 1;
+}
+
+static void make_plan(vs_plan *plan) {
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX];
+  if (!cfg || vs_config_parse_string(CONF, "t.conf", cfg, err, sizeof err) ||
+      vs_plan_build(cfg, 0, NULL, 1 * GiB, plan, err, sizeof err)) {
+    printf("FAILED: plan: %s\n", cfg ? err : "out of memory");
+    exit(1);
+  }
+  free(cfg);
+}
+
+static vs_ledger *open_ledger(const char *dir, const char *tenant) {
+  static vs_plan plan;
+  char err[VS_ERR_MAX];
+  make_plan(&plan);
+  vs_ledger *h = vs_ledger_open(dir, "0", &plan, tenant, err, sizeof err);
+  if (!h) {
+    printf("FAILED: open the ledger in %s as %s: %s\n", dir, tenant, err);
+    exit(1);
+  }
+  return h;
+}
+
+/* ---- Children --------------------------------------------------------------- */
+static int child(const char *dir, const char *role, const char *tenant, uint64_t bytes) {
+  vs_ledger *h = open_ledger(dir, tenant);
+  vs_refusal why;
+  if (!strcmp(role, "hold")) {
+    if (vs_ledger_charge(h, bytes, &why)) return 3;
+  } else if (!strcmp(role, "lockhold")) {
+    /* Stops inside the ledger's lock during the charge (the test hook). */
+    vs_ledger_set_test_hook(h, VS_LEDGER_HOOK_STOP);
+    vs_ledger_charge(h, bytes, &why);
+    return 4; /* never reached while the hook stops the thread */
+  } else if (!strcmp(role, "holdfree")) {
+    if (vs_ledger_charge(h, bytes, &why)) return 3;
+    Sleep(1000);
+    vs_ledger_uncharge(h, bytes);
+  } else {
+    return 2;
+  }
+  for (;;) Sleep(1000); /* until TerminateProcess */
+}
+
+/* ---- Parent ------------------------------------------------------------------ */
+static char g_self[MAX_PATH], g_dir[MAX_PATH];
+
+static HANDLE start(const char *role, const char *tenant, uint64_t bytes) {
+  char cmd[3 * MAX_PATH];
+  snprintf(cmd, sizeof cmd, "\"%s\" --child \"%s\" %s %s %llu", g_self, g_dir, role, tenant, (unsigned long long)bytes);
+  STARTUPINFOA si;
+  PROCESS_INFORMATION pi;
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (!CreateProcessA(NULL, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi)) {
+    printf("FAILED: CreateProcess %s: error %lu\n", cmd, GetLastError());
+    exit(1);
+  }
+  CloseHandle(pi.hThread);
+  return pi.hProcess;
+}
+
+static void end(HANDLE p) {
+  TerminateProcess(p, 9);
+  WaitForSingleObject(p, INFINITE);
+  CloseHandle(p);
+}
+
+static vs_ledger_snapshot *g_snap;
+/* The tenant's usage by live processes (snapshot), or -1 when unreadable. */
+static long long used_of(const char *tenant, int *nprocs) {
+  char err[VS_ERR_MAX];
+  if (vs_ledger_snapshot_read(g_dir, "0", g_snap, err, sizeof err)) return -1;
+  for (int i = 0; i < g_snap->ntenants; i++)
+    if (!strcmp(g_snap->tenants[i].name, tenant)) {
+      if (nprocs) *nprocs = g_snap->tenants[i].nprocs;
+      return (long long)g_snap->tenants[i].used;
+    }
+  if (nprocs) *nprocs = 0;
+  return 0;
+}
+
+/* Polls until the tenant's live usage is want (and, when procs >= 0, it
+ * has that many live processes); returns the last value seen. */
+static long long await_used(const char *tenant, uint64_t want, int procs) {
+  long long u = -1;
+  int n = -1;
+  for (DWORD t0 = GetTickCount(); GetTickCount() - t0 < EVENTUALLY_MS; Sleep(20)) {
+    u = used_of(tenant, &n);
+    if (u == (long long)want && (procs < 0 || n == procs)) break;
+  }
+  return u;
+}
+
+static void case_two_procs(void) {
+  HANDLE p1 = start("hold", "a", 100 * MiB), p2 = start("hold", "a", 50 * MiB);
+  long long u = await_used("a", 150 * MiB, 2);
+  check(u == (long long)(150 * MiB), "two processes charge tenant a: 100 MiB + 50 MiB = %lld MiB", u / (long long)MiB);
+  end(p1);
+  end(p2);
+}
+
+static void case_reclaim(void) {
+  HANDLE p1 = start("hold", "a", 300 * MiB), p2 = start("hold", "a", 200 * MiB);
+  long long u = await_used("a", 500 * MiB, 2);
+  check(u == (long long)(500 * MiB), "before: tenant a holds %lld MiB", u / (long long)MiB);
+  end(p1); /* TerminateProcess: its slot lock goes with the process */
+  vs_ledger *h = open_ledger(g_dir, "b"); /* the next process to attach reclaims the dead */
+  u = await_used("a", 200 * MiB, 1);
+  check(u == (long long)(200 * MiB), "after TerminateProcess of the 300 MiB process: tenant a holds %lld MiB", u / (long long)MiB);
+  check(g_snap->dead_bytes == 0, "nothing of the dead process is left unreclaimed (%llu bytes)", (unsigned long long)g_snap->dead_bytes);
+  /* Admission sees the reclaimed bytes: 1 GiB card, a holds 200 MiB, b reserves 100 MiB. */
+  vs_refusal why;
+  check(vs_ledger_charge(h, 700 * MiB, &why) == 0, "tenant b may take 700 MiB of what was reclaimed");
+  vs_ledger_close(h);
+  end(p2);
+}
+
+struct charger {
+  vs_ledger *h;
+  uint64_t n;
+  volatile LONG done;
+  int rc;
+};
+static DWORD WINAPI charge_thread(void *arg) {
+  struct charger *c = arg;
+  vs_refusal why;
+  c->rc = vs_ledger_charge(c->h, c->n, &why);
+  InterlockedExchange(&c->done, 1);
+  return 0;
+}
+
+static void case_lock_owner_killed(void) {
+  char log[MAX_PATH + 32], logpath[MAX_PATH];
+  snprintf(logpath, sizeof logpath, "%s\\parent.log", g_dir);
+  snprintf(log, sizeof log, "info,file:%s", logpath);
+  SetEnvironmentVariableA("VRAMSHIM_LOG", log);
+  _putenv_s("VRAMSHIM_LOG", log);
+  vs_ledger *h = open_ledger(g_dir, "b"); /* the ledger exists before the child locks it */
+  HANDLE p = start("lockhold", "a", 10 * MiB);
+  /* The child is inside the lock once its slot is listed and a charge of
+   * ours cannot complete; then it is ended there. */
+  int n = 0;
+  for (DWORD t0 = GetTickCount(); GetTickCount() - t0 < EVENTUALLY_MS && n < 1; Sleep(20)) used_of("a", &n);
+  check(n == 1, "the locking child attached (%d process of tenant a)", n);
+  struct charger c = {h, 1 * MiB, 0, -1};
+  HANDLE t = CreateThread(NULL, 0, charge_thread, &c, 0, NULL);
+  Sleep(500);
+  int blocked = !InterlockedCompareExchange(&c.done, 0, 0);
+  check(blocked, "while the child stops inside the lock, our charge waits");
+  end(p); /* TerminateProcess inside the lock: the named mutex is abandoned */
+  DWORD w = WaitForSingleObject(t, EVENTUALLY_MS);
+  check(w == WAIT_OBJECT_0 && c.rc == 0, "after the owner was ended inside the lock, our charge completes (%s)",
+        w == WAIT_OBJECT_0 ? "done" : "still waiting");
+  vs_ledger_close(h);
+  FILE *f = fopen(logpath, "rb");
+  char text[8192] = "";
+  size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  text[got] = 0;
+  if (f) fclose(f);
+  check(strstr(text, "a process died holding the lock; totals rebuilt") != NULL,
+        "the next locker saw WAIT_ABANDONED and rebuilt the totals (log: %s)", got ? "present" : "empty");
+  long long u = await_used("a", 0, 0);
+  check(u == 0, "the ended child's usage is gone (%lld bytes)", u);
+  SetEnvironmentVariableA("VRAMSHIM_LOG", NULL);
+  _putenv_s("VRAMSHIM_LOG", "");
+  if (t) CloseHandle(t);
+}
+
+static void case_wait_wake(void) {
+  /* a may hold 900 MiB; a child holds 800 MiB for a second, then gives it back. */
+  HANDLE p = start("holdfree", "a", 800 * MiB);
+  long long u = await_used("a", 800 * MiB, 1);
+  check(u == (long long)(800 * MiB), "the child holds %lld MiB of tenant a", u / (long long)MiB);
+  vs_ledger *h = open_ledger(g_dir, "a");
+  vs_refusal why;
+  DWORD t0 = GetTickCount();
+  int rc = vs_ledger_wait_charge(h, 400 * MiB, EVENTUALLY_MS, &why);
+  DWORD ms = GetTickCount() - t0;
+  check(rc == 0, "a charge of 400 MiB over the limit waits and is admitted once the other process frees (after %lu ms)",
+        (unsigned long)ms);
+  vs_ledger_close(h);
+  end(p);
+}
+
+/* vramshim.exe status --json on a ledger with a live process. */
+static void case_status(const char *tool) {
+  HANDLE p = start("hold", "b", 64 * MiB);
+  long long u = await_used("b", 64 * MiB, 1);
+  check(u == (long long)(64 * MiB), "the child holds 64 MiB of tenant b");
+  char cmd[3 * MAX_PATH];
+  snprintf(cmd, sizeof cmd, "\"%s\" status --json", tool);
+  char env[MAX_PATH + 64];
+  char conf[MAX_PATH];
+  snprintf(conf, sizeof conf, "%s\\status.conf", g_dir);
+  FILE *cf = fopen(conf, "wb");
+  if (cf) {
+    fprintf(cf, "[global]\nledger_dir = %s\n", g_dir);
+    fclose(cf);
+  }
+  snprintf(env, sizeof env, "%s", conf);
+  SetEnvironmentVariableA("VRAMSHIM_CONFIG", env);
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+  HANDLE rd, wr;
+  CreatePipe(&rd, &wr, &sa, 0);
+  SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+  STARTUPINFOA si;
+  PROCESS_INFORMATION pi;
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  si.dwFlags = STARTF_USESTDHANDLES;
+  si.hStdOutput = wr;
+  si.hStdError = wr;
+  si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+  if (!CreateProcessA(NULL, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+    check(0, "start %s: error %lu", cmd, GetLastError());
+    end(p);
+    return;
+  }
+  CloseHandle(wr);
+  static char out[1 << 16];
+  DWORD n = 0, got;
+  while (n < sizeof out - 1 && ReadFile(rd, out + n, sizeof out - 1 - n, &got, NULL) && got) n += got;
+  out[n] = 0;
+  WaitForSingleObject(pi.hProcess, EVENTUALLY_MS);
+  DWORD code = 1;
+  GetExitCodeProcess(pi.hProcess, &code);
+  CloseHandle(pi.hProcess);
+  CloseHandle(pi.hThread);
+  CloseHandle(rd);
+  SetEnvironmentVariableA("VRAMSHIM_CONFIG", NULL);
+  check(code == 0, "vramshim status --json exits 0 (%lu)", (unsigned long)code);
+  char want[64];
+  snprintf(want, sizeof want, "%llu", (unsigned long long)(64 * MiB));
+  check(strstr(out, "\"b\"") && strstr(out, want), "status lists tenant b holding %s bytes", want);
+  if (g_failed) printf("status output:\n%s\n", out);
+  end(p);
+}
+
+/* A Unix path handed over by ctest ("/work/...") as Wine's Z: drive path. */
+static void win_path(const char *in, char *out, size_t len) {
+  if (in[0] == '/') snprintf(out, len, "Z:%s", in);
+  else snprintf(out, len, "%s", in);
+  for (char *s = out; *s; s++)
+    if (*s == '/') *s = '\\';
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc == 6 && !strcmp(argv[1], "--child")) return child(argv[2], argv[3], argv[4], strtoull(argv[5], NULL, 10));
+  if (argc != 3) {
+    fprintf(stderr, "usage: win_ledger TOOL CASE | --child DIR ROLE TENANT BYTES\n");
+    return 2;
+  }
+  GetModuleFileNameA(NULL, g_self, sizeof g_self);
+  char tmp[MAX_PATH];
+  GetTempPathA(sizeof tmp, tmp);
+  snprintf(g_dir, sizeof g_dir, "%svramshim-test-%lu-%s", tmp, (unsigned long)GetCurrentProcessId(), argv[2]);
+  g_snap = malloc(sizeof *g_snap);
+  char tool[MAX_PATH];
+  win_path(argv[1], tool, sizeof tool);
+  if (!strcmp(argv[2], "two_procs")) case_two_procs();
+  else if (!strcmp(argv[2], "reclaim")) case_reclaim();
+  else if (!strcmp(argv[2], "lock_owner_killed")) case_lock_owner_killed();
+  else if (!strcmp(argv[2], "wait_wake")) case_wait_wake();
+  else if (!strcmp(argv[2], "status")) case_status(tool);
+  else {
+    fprintf(stderr, "unknown case %s\n", argv[2]);
+    return 2;
+  }
+  char cmd[MAX_PATH + 32];
+  snprintf(cmd, sizeof cmd, "rmdir /s /q \"%s\" >nul 2>nul", g_dir);
+  system(cmd);
+  printf("%s\n", g_failed ? "FAILED" : "passed");
+  return g_failed;
+}
