@@ -37,6 +37,9 @@ int vs_plat_fsync(int fd);
 /* 1 when path is absolute: "/..." on POSIX; "C:\...", "C:/...",
  * "\\server\..." or "/..." on Windows. */
 int vs_plat_path_absolute(const char *path);
+/* What follows the last folder separator of path ('/'; on Windows also
+ * '\\' and a drive's ':'), or path itself. */
+const char *vs_plat_base_name(const char *path);
 /* The path of this process's program ("/usr/bin/x", "C:/x/app.exe": on
  * Windows with '/' between folders, so a base name is what follows the
  * last '/'); 0, or -1 when unknown. POSIX: a deleted binary's

@@ -18,10 +18,7 @@ static void copy_name(char out[VS_NAME_MAX], const char *s) {
   out[n] = 0;
 }
 
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
+static const char *base_name(const char *path) { return vs_plat_base_name(path); }
 
 const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
                                     char name[VS_NAME_MAX]) {

@@ -149,10 +149,7 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
   return 0;
 }
 
-static const char *base_name(const char *path) {
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
-}
+static const char *base_name(const char *path) { return vs_plat_base_name(path); }
 
 static void json_string(FILE *out, const char *s) {
   fputc('"', out);

@@ -66,3 +66,8 @@ int vs_plat_self_exe(char *out, size_t len) {
 }
 
 long vs_plat_getline(char **buf, size_t *cap, FILE *f) { return (long)getline(buf, cap, f); }
+
+const char *vs_plat_base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}

@@ -135,3 +135,10 @@ long vs_plat_getline(char **buf, size_t *cap, FILE *f) {
   (*buf)[n] = 0;
   return (long)n;
 }
+
+const char *vs_plat_base_name(const char *path) {
+  const char *b = path;
+  for (const char *s = path; *s; s++)
+    if (*s == '/' || *s == '\\' || *s == ':') b = s + 1;
+  return b;
+}
