@@ -7,7 +7,7 @@
 
 /* See wake.h: one manual-reset event per (key, tag, value waited on). */
 static void event_name(const char *key, const char *tag, uint32_t value, wchar_t *out, int n) {
-  swprintf(out, n, L"%lsvramshim-%hs-%hs-%08x", vs_win_namespace(), key, tag, value);
+  swprintf(out, n, L"vramshim-%hs-%hs-%08x", key, tag, value);
 }
 
 #define SLICE_NO_KEY_NS 50000000ull /* without a key: a plain sleep of at most this */
@@ -21,7 +21,7 @@ void vs_plat_wait(uint32_t *addr, uint32_t expected, uint64_t timeout_ns, const 
   }
   wchar_t name[128];
   event_name(key, tag, expected, name, 128);
-  HANDLE e = CreateEventW(NULL, TRUE, FALSE, name);
+  HANDLE e = vs_win_event(name);
   if (!e) {
     Sleep(1);
     return;
@@ -43,7 +43,7 @@ void vs_plat_wake(uint32_t *addr, const char *key, const char *tag) {
   for (uint32_t d = 1; d <= WAKE_BACK; d++) {
     wchar_t name[128];
     event_name(key, tag, v - d, name, 128);
-    HANDLE e = OpenEventW(EVENT_MODIFY_STATE, FALSE, name);
+    HANDLE e = vs_win_event_open(name);
     if (!e) continue;
     SetEvent(e);
     CloseHandle(e);

@@ -85,15 +85,24 @@ int vs_win_path_at(int dfd, const char *name, wchar_t *out, int n) {
   return vs_win_wide(name, out + len, n - (int)len);
 }
 
-const wchar_t *vs_win_namespace(void) {
-  static const wchar_t *ns;
-  const wchar_t *v = __atomic_load_n(&ns, __ATOMIC_ACQUIRE);
-  if (v) return v;
-  wchar_t probe[64];
-  swprintf(probe, 64, L"Global\\vramshim-probe-%lu", (unsigned long)GetCurrentProcessId());
-  HANDLE e = CreateEventW(NULL, TRUE, FALSE, probe);
-  v = e ? L"Global\\" : L"Local\\";
-  if (e) CloseHandle(e);
-  __atomic_store_n(&ns, v, __ATOMIC_RELEASE);
-  return v;
+enum { K_MUTEX, K_EVENT, K_OPEN };
+static HANDLE named(int kind, const wchar_t *name) {
+  static const wchar_t *const ns[] = {L"Global\\", L"Local\\"};
+  for (int i = 0; i < 2; i++) {
+    wchar_t full[160];
+    swprintf(full, 160, L"%ls%ls", ns[i], name);
+    HANDLE h = kind == K_MUTEX  ? CreateMutexW(NULL, FALSE, full)
+               : kind == K_EVENT ? CreateEventW(NULL, TRUE, FALSE, full)
+                                 : OpenEventW(EVENT_MODIFY_STATE, FALSE, full);
+    if (h) return h;
+    /* Local\ next only when Global\ is refused (or, to open, has none). */
+    DWORD e = GetLastError();
+    if (e != ERROR_ACCESS_DENIED && e != ERROR_PRIVILEGE_NOT_HELD && !(kind == K_OPEN && e == ERROR_FILE_NOT_FOUND))
+      return NULL;
+  }
+  return NULL;
 }
+
+HANDLE vs_win_mutex(const wchar_t *name) { return named(K_MUTEX, name); }
+HANDLE vs_win_event(const wchar_t *name) { return named(K_EVENT, name); }
+HANDLE vs_win_event_open(const wchar_t *name) { return named(K_OPEN, name); }

@@ -20,8 +20,12 @@ HANDLE vs_win_handle(int fd);
 int vs_win_open(const wchar_t *path, int flags);
 /* The full path of an open folder descriptor + "\\" + name. 0 or -1. */
 int vs_win_path_at(int dfd, const char *name, wchar_t *out, int n);
-/* L"Global\\" when this process may create objects in the global
- * namespace (a service and a logged-in user then share them), else
- * L"Local\\" (one session only). Decided once. */
-const wchar_t *vs_win_namespace(void);
+/* Named kernel objects of vramshim ("vramshim-..."), in the Global\\
+ * namespace where this process may create or open them (a service and a
+ * logged-in user then share them), else in Local\\ (this session). The
+ * choice is made per object, so one made in Global\\ by a privileged
+ * process is found there by the others that may open it. */
+HANDLE vs_win_mutex(const wchar_t *name);          /* CreateMutexW */
+HANDLE vs_win_event(const wchar_t *name);          /* CreateEventW, manual reset, not set */
+HANDLE vs_win_event_open(const wchar_t *name);     /* OpenEventW(EVENT_MODIFY_STATE), NULL if none */
 #endif

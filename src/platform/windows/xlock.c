@@ -35,8 +35,8 @@ static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static HANDLE open_mutex(uint64_t id) {
   wchar_t name[96];
-  swprintf(name, 96, L"%lsvramshim-lock-%016llx", vs_win_namespace(), (unsigned long long)id);
-  return CreateMutexW(NULL, FALSE, name);
+  swprintf(name, 96, L"vramshim-lock-%016llx", (unsigned long long)id);
+  return vs_win_mutex(name);
 }
 
 static HANDLE mutex_of(const vs_plat_xlock *l, int *owned) {
