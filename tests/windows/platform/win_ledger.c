@@ -2,7 +2,7 @@
  * platform layer's Windows side must give the tenant concern.
  *
  *   win_ledger.exe TOOL CASE   the parent: runs CASE (two_procs, reclaim,
- *                              lock_owner_killed, wait_wake, status) and
+ *                              lock_owner_killed, wait_wake, status, deleted) and
  *                              exits 0 when every check holds
  *   win_ledger.exe --child DIR ROLE TENANT BYTES
  *                              a child: opens the ledger in DIR and plays
@@ -79,6 +79,12 @@ static int child(const char *dir, const char *role, const char *tenant, uint64_t
     vs_ledger_set_test_hook(h, VS_LEDGER_HOOK_STOP);
     vs_ledger_charge(h, bytes, &why);
     return 4; /* never reached while the hook stops the thread */
+  } else if (!strcmp(role, "holdcheck")) {
+    if (vs_ledger_charge(h, bytes, &why)) return 3;
+    for (;;) {
+      vs_ledger_check(h);
+      Sleep(50);
+    }
   } else if (!strcmp(role, "holdfree")) {
     if (vs_ledger_charge(h, bytes, &why)) return 3;
     Sleep(1000);
@@ -230,6 +236,26 @@ static void case_wait_wake(void) {
   end(p);
 }
 
+/* The ledger file deleted while a process uses it: the next process makes
+ * a new one, and the user re-attaches to it carrying its usage (it checks
+ * the path at its next ledger call, or within a second by itself: here a
+ * "holdcheck" child calls vs_ledger_check every 50 ms). */
+static void case_deleted(void) {
+  HANDLE p = start("holdcheck", "a", 128 * MiB);
+  long long u = await_used("a", 128 * MiB, 1);
+  check(u == (long long)(128 * MiB), "the child holds %lld MiB of tenant a", u / (long long)MiB);
+  char path[MAX_PATH + 32];
+  snprintf(path, sizeof path, "%s\\card-0.ledger", g_dir);
+  BOOL del = DeleteFileA(path);
+  check(del, "the ledger file in use can be deleted (error %lu)", del ? 0ul : (unsigned long)GetLastError());
+  vs_ledger *h = open_ledger(g_dir, "b"); /* makes a new file at the path */
+  u = await_used("a", 128 * MiB, 1);
+  check(u == (long long)(128 * MiB), "the child re-attached to the new ledger with its 128 MiB (%lld MiB seen)",
+        u / (long long)MiB);
+  vs_ledger_close(h);
+  end(p);
+}
+
 /* vramshim.exe status --json on a ledger with a live process. */
 static void case_status(const char *tool) {
   HANDLE p = start("hold", "b", 64 * MiB);
@@ -311,6 +337,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[2], "lock_owner_killed")) case_lock_owner_killed();
   else if (!strcmp(argv[2], "wait_wake")) case_wait_wake();
   else if (!strcmp(argv[2], "status")) case_status(tool);
+  else if (!strcmp(argv[2], "deleted")) case_deleted();
   else {
     fprintf(stderr, "unknown case %s\n", argv[2]);
     return 2;
