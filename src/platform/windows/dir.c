@@ -9,17 +9,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
 
-/* Owner-only, as POSIX 0700: full access for the folder's owner, SYSTEM and
- * the Administrators, inherited by what is made inside; no other ACE. */
+/* Owner-only, as POSIX 0700: full access for this user, SYSTEM and the
+ * Administrators, inherited by what is made inside; no other entry
+ * ("protected": nothing inherited from the parent). The user is named by
+ * its SID (Wine's SDDL parser knows no "OW"). */
+static int user_sid(wchar_t *out, int n) {
+  HANDLE tok;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok)) return -1;
+  BYTE buf[512];
+  DWORD len = 0;
+  LPWSTR str = NULL;
+  int ok = GetTokenInformation(tok, TokenUser, buf, sizeof buf, &len) &&
+           ConvertSidToStringSidW(((TOKEN_USER *)buf)->User.Sid, &str);
+  CloseHandle(tok);
+  if (!ok) return -1;
+  int fits = (int)wcslen(str) < n;
+  if (fits) wcscpy(out, str);
+  LocalFree(str);
+  return fits ? 0 : -1;
+}
+
 static int make_private_dir(const wchar_t *w) {
   SECURITY_ATTRIBUTES sa;
   memset(&sa, 0, sizeof sa);
   sa.nLength = sizeof sa;
   PSECURITY_DESCRIPTOR sd = NULL;
-  if (ConvertStringSecurityDescriptorToSecurityDescriptorW(L"D:P(A;OICI;FA;;;OW)(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)",
-                                                           SDDL_REVISION_1, &sd, NULL))
-    sa.lpSecurityDescriptor = sd;
+  wchar_t sid[200], sddl[320];
+  if (user_sid(sid, 200) == 0) {
+    swprintf(sddl, 320, L"D:P(A;OICI;FA;;;%ls)(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", sid);
+    if (ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl, SDDL_REVISION_1, &sd, NULL))
+      sa.lpSecurityDescriptor = sd;
+  }
   BOOL ok = CreateDirectoryW(w, sd ? &sa : NULL);
   DWORD e = GetLastError();
   if (sd) LocalFree(sd);
