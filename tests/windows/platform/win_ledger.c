@@ -22,7 +22,10 @@
 #include <string.h>
 
 #include "config.h"
+#include "clock.h"
 #include "ledger.h"
+#include "ledger_mailbox.h"
+#include "proc.h"
 #include "ledger_read.h"
 #include "plan.h"
 
@@ -86,6 +89,24 @@ static int child(const char *dir, const char *role, const char *tenant, uint64_t
     for (;;) {
       vs_ledger_check(h);
       Sleep(50);
+    }
+  } else if (!strcmp(role, "answer")) {
+    /* The shim's side of a dump request, with waits of 60 s: an answer
+     * within the parent's 20 s comes only from a wake across processes. */
+    vs_mailbox_map m;
+    char err[VS_ERR_MAX];
+    if (vs_mailbox_map_open(dir, "0", &m, err, sizeof err)) return 5;
+    int slot = vs_mailbox_find(&m, vs_plat_pid(), vs_plat_self_start_time(), 0);
+    if (slot < 0) return 6;
+    for (;;) {
+      uint32_t req;
+      if (vs_mailbox_pending(&m, slot, &req)) {
+        char path[64];
+        snprintf(path, sizeof path, "C:\\dumps\\dump-%u.json", req);
+        vs_mailbox_answer(&m, slot, req, path);
+      } else {
+        vs_mailbox_req_wait(&m, slot, req, 60ull * 1000000000ull);
+      }
     }
   } else if (!strcmp(role, "holdfree")) {
     if (vs_ledger_charge(h, bytes, &why)) return 3;
@@ -302,6 +323,45 @@ static void case_dir_acl(void) {
   vs_ledger_close(h);
 }
 
+/* Dump requests through the ledger's mailbox (what `vramshim dump --pid`
+ * and the shim's thread do), woken across processes by wake.h's events. */
+static void case_mailbox(void) {
+  HANDLE p = start("answer", "a", 0);
+  int pid = (int)GetProcessId(p);
+  int n = 0;
+  for (DWORD t0 = GetTickCount(); GetTickCount() - t0 < EVENTUALLY_MS && n < 1; Sleep(20)) used_of("a", &n);
+  check(n == 1, "the answering child attached");
+  vs_mailbox_map m;
+  char err[VS_ERR_MAX];
+  check(vs_mailbox_map_open(g_dir, "0", &m, err, sizeof err) == 0, "the tool maps the ledger's mailboxes");
+  int slot = vs_mailbox_find(&m, pid, 0, 0);
+  check(slot >= 0, "the child's slot is found by its pid %d", pid);
+  Sleep(200); /* let the child reach its wait: the wake, not the first check, must answer */
+  unsigned long worst = 0;
+  int answered = 0;
+  for (int round = 0; round < 5 && slot >= 0; round++) {
+    uint32_t seq = vs_mailbox_post(&m, slot);
+    char path[512] = "", want[64];
+    DWORD t0 = GetTickCount();
+    int r = vs_mailbox_await(&m, slot, pid, seq, vs_mono_ns() + EVENTUALLY_MS * 1000000ull, path, sizeof path);
+    unsigned long ms = GetTickCount() - t0;
+    if (ms > worst) worst = ms;
+    snprintf(want, sizeof want, "C:\\dumps\\dump-%u.json", seq);
+    answered += r == 0 && !strcmp(path, want);
+    Sleep(100);
+  }
+  check(answered == 5, "5 of 5 requests answered with their own path (%d; slowest %lu ms, the child waits 60 s per sleep)",
+        answered, worst);
+  end(p);
+  if (slot >= 0) {
+    uint32_t seq = vs_mailbox_post(&m, slot);
+    char path[512];
+    int r = vs_mailbox_await(&m, slot, pid, seq, vs_mono_ns() + EVENTUALLY_MS * 1000000ull, path, sizeof path);
+    check(r == -1, "a request to the ended process says so (%d)", r);
+  }
+  vs_mailbox_map_close(&m);
+}
+
 /* Runs cmd with its output (stdout and stderr) into out: its exit code
  * (STILL_ACTIVE after EVENTUALLY_MS: it was ended then), or ~0 when it did
  * not start. */
@@ -426,6 +486,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[2], "truncate")) case_truncate();
   else if (!strcmp(argv[2], "dir_acl")) case_dir_acl();
   else if (!strcmp(argv[2], "pipe_config")) case_pipe_config(tool);
+  else if (!strcmp(argv[2], "mailbox")) case_mailbox();
   else {
     fprintf(stderr, "unknown case %s\n", argv[2]);
     return 2;
