@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +141,7 @@ static int copy_consistent(int fd, vs_ledger_shm *copy) {
       return -1;
     if (a == b && !(a & 1)) return 1;
     if (vs_mono_ns() - t0 > 200000000ull) return 0;
-    if (tries > 100) {
-      struct timespec nap = {0, 100000};
-      nanosleep(&nap, NULL);
-    }
+    if (tries > 100) sched_yield();
   }
 }
 
