@@ -1,5 +1,4 @@
 /* Dump files: a private directory, exclusive creation, no symlinks. */
-#include "timeutil.h"
 #include "dump_file.h"
 
 #include <errno.h>
@@ -13,6 +12,7 @@
 #include "dump_json.h"
 #include "file.h"
 #include "log.h"
+#include "timeutil.h"
 
 /* The folder: made owner-only, checked private (src/platform/dir.h). */
 static int prepare_dir(const char *dir, char *err, size_t errlen) { return vs_plat_own_dir_open(dir, err, errlen); }

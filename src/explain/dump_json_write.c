@@ -5,9 +5,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timeutil.h"
 #include "dump_json.h"
 #include "sbuf.h"
+#include "timeutil.h"
 
 static void key(vs_sbuf *b, int indent, const char *k) {
   static const char spaces[] = "                ";

@@ -2,8 +2,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeutil.h"
 #include "render.h"
+#include "timeutil.h"
 
 static void signed_bytes(char *buf, size_t len, uint64_t a, uint64_t b) {
   char t[32];

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeutil.h"
 #include "render.h"
 #include "sbuf.h"
+#include "timeutil.h"
 
 #define W 1200
 #define X0 280.0          /* left edge of map bars and plot */

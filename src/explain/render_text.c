@@ -2,9 +2,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeutil.h"
 #include "log.h"
 #include "render.h"
+#include "timeutil.h"
 
 /* arena = off: allocation lines shown before the rest is summed up. */
 #define VS_TEXT_MAX_ALLOCS 40

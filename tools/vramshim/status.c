@@ -8,11 +8,11 @@
 #include <time.h>
 
 #include "commands.h"
-#include "timeutil.h"
 #include "config.h"
 #include "ledger_read.h"
 #include "log.h"
 #include "sbuf.h"
+#include "timeutil.h"
 
 #define MAX_LEDGERS 64
 
