@@ -8,8 +8,9 @@
 #ifndef VS_LOG_H
 #define VS_LOG_H
 #include <stddef.h>
-#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 typedef enum { VS_LOG_ERROR = 0, VS_LOG_WARN = 1, VS_LOG_INFO = 2, VS_LOG_DEBUG = 3 } vs_log_level;
 

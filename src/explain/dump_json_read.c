@@ -2,7 +2,6 @@
  * numbers in range, names known, and the map's invariants (vs_dump_check).
  * Errors name the field by path: "cards[0].regions[2].blocks[5].size". */
 #include <errno.h>
-#include "plat_types.h" /* VS_PRINTF */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "file.h"
 #include "dump_json.h"
 #include "json.h"
+#include "plat_types.h" /* VS_PRINTF */
 
 /* Byte figures and counts above this are not plausible for any card. */
 #define MAX_FIGURE (1ull << 60)

@@ -1,11 +1,12 @@
 /* The dump model: lifetime, filling, derived free-space figures, checks. */
 #include "dump_model.h"
-#include "plat_types.h" /* VS_PRINTF */
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 static const char *const kind_names[] = {NULL, "slab", "chunk", "vmm_range", "dedicated", "allocation"};
 static const char *const state_names[] = {"free", "live", "pending"};

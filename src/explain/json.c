@@ -1,6 +1,5 @@
 /* Strict recursive-descent JSON parser; see json.h. */
 #include "json.h"
-#include "plat_types.h" /* VS_PRINTF */
 
 #include "cnum.h"
 #include "sbuf.h"
@@ -13,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 typedef struct parser {
   const char *s;

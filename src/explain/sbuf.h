@@ -5,8 +5,9 @@
 #define VS_SBUF_H
 
 #include <stddef.h>
-#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 typedef struct vs_sbuf { char *p; size_t len, cap; int failed; } vs_sbuf;
 

@@ -3,7 +3,6 @@
  * reports no line numbers and calls nothing for an empty section), and strip
  * leading blanks (an indented line is a key, not inih's continuation). */
 #include "file.h"
-#include "plat_types.h" /* VS_PRINTF */
 #include "config.h"
 
 #include <ctype.h>
@@ -17,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 #define MAX_CONFIG_BYTES (1u << 20)
 

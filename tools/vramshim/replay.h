@@ -4,9 +4,9 @@
 #ifndef VS_REPLAY_H
 #define VS_REPLAY_H
 #include <stddef.h>
-#include "plat_types.h" /* VS_PRINTF */
 #include <stdint.h>
 
+#include "plat_types.h" /* VS_PRINTF */
 #include "replay_cost.h"
 #include "trace_csv.h"
 

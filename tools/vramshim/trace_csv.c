@@ -1,6 +1,5 @@
 /* RMM logging CSV reader: see trace_csv.h for the format and the contract. */
 #include "file.h"
-#include "plat_types.h" /* VS_PRINTF */
 #include "trace_csv.h"
 
 #include <errno.h>
@@ -8,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
+
+#include "plat_types.h" /* VS_PRINTF */
 
 #define NCOLS 6
 static const char *const HEADER = "Thread,Time,Action,Pointer,Size,Stream";
