@@ -7,7 +7,11 @@
  * descriptor never conflicts with its own locks. Windows: LockFileEx on
  * the descriptor's handle (bytes past the end of the file may be locked);
  * a handle does conflict with its own locks, which no caller asks about
- * (a process never tests its own slot). */
+ * (a process never tests its own slot). Windows has no "who holds it"
+ * query, so vs_plat_range_held takes the range and lets go: for that
+ * instant another process's test sees it held (a dead slot is reclaimed
+ * at the next sweep) and a trylock of it fails (the claimer takes another
+ * free slot); neither is ever a false "dead". */
 #ifndef VS_PLAT_FILELOCK_H
 #define VS_PLAT_FILELOCK_H
 #include <stdint.h>
