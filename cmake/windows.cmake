@@ -40,6 +40,9 @@ add_subdirectory(tools/vramshim)
 if(NOT TARGET vramsim)   # another part may have added it already
   add_subdirectory(tools/sim)
 endif()
+# The shim (vramshim.dll, src/interpose) and vramshim.exe run: before the
+# tests, which use them.
+include(${PROJECT_SOURCE_DIR}/cmake/windows_interpose.cmake)
 add_subdirectory(examples/windows)   # the Wine demo's server
 enable_testing()
 add_subdirectory(tests/windows)

@@ -5,9 +5,9 @@
  * interposer source includes this header before anything that includes
  * cuda.h.
  *
- * The public dlsym is poisoned from here on: the shim overrides dlsym, so
- * calling it by name from inside the shim would call itself (and lose the
- * caller's RTLD_NEXT position). Use vs_real_dlsym() (dlsym_real.h). */
+ * The public dlsym is poisoned from here on: on POSIX the shim overrides
+ * dlsym, so calling it by name from inside the shim would call itself (and
+ * lose the caller's RTLD_NEXT position). Use vs_plat_dl_sym() (dynlib.h). */
 #ifndef VS_CUDA_API_H
 #define VS_CUDA_API_H
 
@@ -16,10 +16,7 @@
 #endif
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
-#include <dlfcn.h>
 
-#ifndef VS_DEFINES_DLSYM
 #pragma GCC poison dlsym
-#endif
 
 #endif

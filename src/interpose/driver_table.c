@@ -1,7 +1,7 @@
 /* Loading the real driver and its pointers (see driver_table.h). */
 #include "driver_table.h"
 
-#include "dlsym_real.h"
+#include "dynlib.h"
 #include "guard.h"
 #include "hooks.h"
 #include "init.h"
@@ -27,25 +27,24 @@ static char g_path[PATH_MAX];
 
 /* Does `fn` live in this very library? Then the "driver" is the shim. */
 static int is_own_code(void *fn) {
-  Dl_info mine, theirs;
-  if (!fn || !dladdr((void *)&vs_driver, &mine) || !dladdr(fn, &theirs)) return 0;
-  return mine.dli_fbase == theirs.dli_fbase;
+  const void *mine = vs_plat_dl_module_of((const void *)&vs_driver, NULL, 0);
+  return fn && mine && vs_plat_dl_module_of(fn, NULL, 0) == mine;
 }
 
 static void load(void) {
-  const char *env = secure_getenv("VRAMSHIM_DRIVER");
-  const char *path = (env && *env) ? env : "libcuda.so.1";
-  void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+  const char *env = vs_plat_getenv_secure("VRAMSHIM_DRIVER");
+  const char *path = (env && *env) ? env : vs_plat_driver_default();
+  char why[512];
+  void *h = vs_plat_dl_open(path, why, sizeof why);
   if (!h) {
-    const char *why = dlerror();
     VS_ERROR("cannot load the CUDA driver %s (%s); every CUDA memory call fails with "
-             "CUDA_ERROR_NOT_INITIALIZED", path, why ? why : "unknown error");
+             "CUDA_ERROR_NOT_INITIALIZED", path, why);
     atomic_store_explicit(&g_state, DRV_MISSING, memory_order_release);
     return;
   }
   vs_real_table t;
   memset(&t, 0, sizeof t);
-#define X(name, params, args) t.name = (CUresult(*) params)vs_real_dlsym(h, #name);
+#define X(name, params, args) t.name = (CUresult(*) params)vs_plat_dl_sym(h, #name);
   VS_HOOKS(X)
   VS_DRIVER_EXTRAS(X)
 #undef X
@@ -65,10 +64,7 @@ static void load(void) {
 #define X(name, params, args) g_real[VS_HOOK_##name] = (void *)t.name;
   VS_HOOKS(X)
 #undef X
-  Dl_info info;
-  if (t.cuMemAlloc_v2 && dladdr((void *)t.cuMemAlloc_v2, &info) && info.dli_fname)
-    snprintf(g_path, sizeof g_path, "%s", info.dli_fname);
-  else
+  if (!t.cuMemAlloc_v2 || !vs_plat_dl_module_of((const void *)t.cuMemAlloc_v2, g_path, sizeof g_path) || !g_path[0])
     snprintf(g_path, sizeof g_path, "%s", path);
   VS_DEBUG("driver %s loaded", g_path);
   atomic_store_explicit(&g_state, DRV_READY, memory_order_release);

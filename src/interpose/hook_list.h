@@ -7,7 +7,7 @@
  *   - the exported entry points (hooks.c), each checked by the compiler
  *     against its prototype in cuda.h;
  *   - the table of real driver pointers (driver_table.c);
- *   - the answer to dlsym (dlsym.c) and to cuGetProcAddress (procaddress.c),
+ *   - the answer to dlsym / GetProcAddress (lookup.c) and to cuGetProcAddress (procaddress.c),
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,

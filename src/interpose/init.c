@@ -1,4 +1,5 @@
-/* The constructor, lazy start-up, and fork.
+/* Lazy start-up and fork (the load-time start is the platform's: src/platform/interpose.h;
+ * fork handlers through proc.h).
  *
  * Nothing here needs the constructor to have run: every structure the
  * hooks touch is statically initialised and the driver is loaded by the
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "memory_service.h"
 #include "observe.h"
+#include "proc.h"
 #include "settings.h"
 
 #include <pthread.h>
@@ -43,13 +45,12 @@ static void atfork_child(void) {
 
 static void init_once(void) {
   vs_log_init();
-  if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
-    VS_WARN("cannot register fork handlers; a forked child may inherit the parent's accounting");
+  vs_plat_atfork(atfork_prepare, atfork_parent, atfork_child);
   /* The config is read at load: a bad file stops the program here (exit 78). */
   vs_settings_get();
   vs_observe_init();
 }
 
+/* Run by the platform as the shim is loaded where that is safe (POSIX's
+ * constructor, src/platform/interpose.h) and by the first hook. */
 void vs_init(void) { pthread_once(&g_once, init_once); }
-
-__attribute__((constructor)) static void vs_constructor(void) { vs_init(); }

@@ -1,21 +1,21 @@
 /* Shim IPC handles and their records (see ipc_record.h). */
 #include "ipc_record.h"
 
+#include "ipc_channel.h"
 #include "ipc_vmm.h"
 
+#include "interpose.h"
 #include "log.h"
+#include "random.h"
 #include "settings.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -63,18 +63,16 @@ static opened *g_opened;
 static void *g_orphans[2];   /* a forked child's inheritance, kept reachable */
 
 
-static void file_name(char *buf, size_t n, int pid) { snprintf(buf, n, "ipc-%d.rec", pid); }
-
 /* Under g_lock. The first export of this process starts a fresh file: one
  * left by a dead process with the same pid is stale. */
 static int export_fd(void) {
   if (g_fd >= 0) return g_fd;
   int dfd = vs_settings_ledger_dir_open(1);
   if (dfd < 0) return -1;
-  char name[64];
-  file_name(name, sizeof name, (int)getpid());
-  g_fd = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  g_fd = vs_plat_rec_create(dfd, (int)getpid());
+  int e = errno;
   close(dfd);
+  errno = e;
   return g_fd;
 }
 
@@ -104,14 +102,14 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
     }
     memset(&e->rec, 0, sizeof e->rec);
     memcpy(e->rec.magic, k_magic, sizeof k_magic);
-    if (getrandom(&e->rec.nonce, sizeof e->rec.nonce, 0) != (ssize_t)sizeof e->rec.nonce)
+    if (vs_plat_random(&e->rec.nonce, sizeof e->rec.nonce) != 0)
       e->rec.nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)e ^ g_next_seq;
     e->rec.offset = offset;
     e->rec.size = size;
     e->rec.card = card;
     e->rec.driver = *drv;
     e->seq = g_next_seq++;
-    if (pwrite(fd, &e->rec, sizeof e->rec, (off_t)(e->seq * sizeof e->rec)) != (ssize_t)sizeof e->rec) {
+    if (vs_plat_rec_write(fd, &e->rec, sizeof e->rec, (unsigned long long)(e->seq * sizeof e->rec)) != 0) {
       HASH_DEL(g_exported, e);
       free(e);
       pthread_mutex_unlock(&g_lock);
@@ -137,27 +135,25 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
   if (memcmp(t.magic, k_magic, sizeof k_magic) != 0) return 0;
   int dfd = vs_settings_ledger_dir_open(0);
   int fd = -1;
+  const char *why = NULL;
   if (dfd >= 0) {
-    char name[64];
-    file_name(name, sizeof name, t.pid);
-    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    fd = vs_plat_rec_open(dfd, t.pid, &why);
     close(dfd);
+  } else {
+    why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";
   }
   record rec;
-  struct stat st;
-  const char *why = NULL;
   int freed = 0;
-  if (fd < 0) why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";
-  else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-    why = "its record file is not this user's private file";
-  else if (pread(fd, &rec, sizeof rec, (off_t)(t.seq * sizeof rec)) != (ssize_t)sizeof rec ||
+  if (why) {
+    /* said by vs_plat_rec_open, or no folder */
+  } else if (vs_plat_rec_read(fd, &rec, sizeof rec, (unsigned long long)(t.seq * sizeof rec)) != 0 ||
            memcmp(rec.magic, k_magic, sizeof k_magic) != 0)
     why = "the exporter has no such record (a forged handle)";
   else if ((freed = rec.nonce == 0))
     why = "the exporter has freed the block";
   else if (rec.nonce != t.nonce)
     why = "the exporter's record does not match (a stale or forged handle)";
-  if (fd >= 0) close(fd);
+  vs_plat_rec_close(fd);
   if (why) {
     VS_WARN("cuIpcOpenMemHandle: a vramshim handle from process %d cannot be opened: %s", (int)t.pid, why);
     return freed ? -2 : -1;
@@ -220,7 +216,7 @@ void vs_ipc_block_freed(uint64_t base) {
      * fails instead of opening whatever the chunk holds there next. */
     static const uint64_t zero = 0;
     if (g_fd >= 0)
-      (void)pwrite(g_fd, &zero, sizeof zero, (off_t)(e->seq * sizeof e->rec + offsetof(record, nonce)));
+      (void)vs_plat_rec_write(g_fd, &zero, sizeof zero, (unsigned long long)(e->seq * sizeof e->rec + offsetof(record, nonce)));
     HASH_DEL(g_exported, e);
     free(e);
   }
@@ -234,7 +230,7 @@ void vs_ipc_atfork_child(void) {
   if (g_opened) g_orphans[1] = g_opened;
   g_exported = NULL;
   g_opened = NULL;
-  if (g_fd >= 0) close(g_fd);
+  vs_plat_rec_close(g_fd);
   g_fd = -1;
   g_next_seq = 0;
   pthread_mutex_init(&g_lock, NULL);
@@ -242,11 +238,9 @@ void vs_ipc_atfork_child(void) {
 
 /* The records die with their exporter (so does the memory they name). */
 __attribute__((destructor)) static void remove_records(void) {
-  if (g_fd < 0) return;
+  if (g_fd < 0 || !vs_plat_exit_work_ok()) return;
   int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) return;
-  char name[64];
-  file_name(name, sizeof name, (int)getpid());
-  unlinkat(dfd, name, 0);
+  vs_plat_rec_unlink(dfd, (int)getpid());
   close(dfd);
 }

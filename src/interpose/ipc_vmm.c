@@ -3,22 +3,19 @@
 
 #include "arena_glue.h"
 #include "guard.h"
+#include "ipc_channel.h"
+#include "interpose.h"
 #include "log.h"
+#include "random.h"
 #include "settings.h"
 #include "thread.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
@@ -70,75 +67,8 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static export_rec *g_by_base, *g_by_seq;
 static uint64_t g_next_seq = 1;
 static _Atomic int g_any_export;   /* lets a free skip the lock when nothing was exported */
-static int g_server = -1;          /* listening socket, once started */
+static int g_server = -1;          /* listening channel (ipc_channel.h), once started */
 static void *g_orphan;            /* a forked child's inheritance, kept reachable */
-
-/* A socket address naming <dir>/ipc-<pid>.sock through the folder's open
- * descriptor, so a long ledger_dir still fits sun_path. */
-static void sock_addr(struct sockaddr_un *sa, int dfd, int pid, char *name, size_t n) {
-  snprintf(name, n, "ipc-%d.sock", pid);
-  memset(sa, 0, sizeof *sa);
-  sa->sun_family = AF_UNIX;
-  snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", dfd, name);
-}
-
-static int send_all(int fd, const void *buf, size_t n, int pass_fd) {
-  struct iovec iov = {(void *)buf, n};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m;
-  memset(&m, 0, sizeof m);
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (pass_fd >= 0) {
-    memset(&u, 0, sizeof u);
-    m.msg_control = u.buf;
-    m.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
-  ssize_t w;
-  do w = sendmsg(fd, &m, MSG_NOSIGNAL);
-  while (w < 0 && errno == EINTR);
-  return w == (ssize_t)n ? 0 : -1;
-}
-
-/* Receives exactly n bytes, and the descriptor sent with them (or -1). */
-static int recv_all(int fd, void *buf, size_t n, int *got_fd) {
-  struct iovec iov = {buf, n};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr m;
-  memset(&m, 0, sizeof m);
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = u.buf;
-  m.msg_controllen = sizeof u.buf;
-  if (got_fd) *got_fd = -1;
-  ssize_t r;
-  do r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  while (r < 0 && errno == EINTR);
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int f;
-      memcpy(&f, CMSG_DATA(c), sizeof f);
-      if (got_fd && *got_fd < 0) *got_fd = f;
-      else close(f);
-    }
-  if (r != (ssize_t)n) {
-    if (got_fd && *got_fd >= 0) close(*got_fd);
-    if (got_fd) *got_fd = -1;
-    return -1;
-  }
-  return 0;
-}
 
 typedef struct collect {
   piece *p;
@@ -170,18 +100,16 @@ static void collect_piece(void *user, uint64_t va, uint64_t len, uint64_t handle
 
 /* Answers one request on connection fd. */
 static void serve(const vs_real_table *real, int fd) {
-  struct ucred cred;
-  socklen_t cl = sizeof cred;
   request q;
   reply rp;
   memset(&rp, 0, sizeof rp);
   rp.status = CUDA_ERROR_INVALID_HANDLE;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || (cred.uid != geteuid() && cred.uid != 0)) {
+  if (!vs_plat_chan_peer_ok(fd)) {
     rp.status = CUDA_ERROR_INVALID_VALUE;
-    (void)send_all(fd, &rp, sizeof rp, -1);
+    (void)vs_plat_chan_send(fd, &rp, sizeof rp, -1);
     return;
   }
-  if (recv_all(fd, &q, sizeof q, NULL) != 0 || memcmp(q.magic, k_magic, sizeof k_magic) != 0) return;
+  if (vs_plat_chan_recv(fd, &q, sizeof q, NULL) != 0 || memcmp(q.magic, k_magic, sizeof k_magic) != 0) return;
   collect c;
   memset(&c, 0, sizeof c);
   int *fds = NULL;
@@ -216,11 +144,11 @@ static void serve(const vs_real_table *real, int fd) {
   }
   pthread_mutex_unlock(&g_lock);
   if (rp.status != CUDA_SUCCESS) rp.npieces = 0;
-  if (send_all(fd, &rp, sizeof rp, -1) == 0)
+  if (vs_plat_chan_send(fd, &rp, sizeof rp, -1) == 0)
     for (uint32_t i = 0; i < rp.npieces; i++)
-      if (send_all(fd, &c.p[i], sizeof c.p[i], fds[i]) != 0) break;
+      if (vs_plat_chan_send(fd, &c.p[i], sizeof c.p[i], fds[i]) != 0) break;
   for (uint32_t i = 0; fds && i < c.n; i++)
-    if (fds[i] >= 0) close(fds[i]);
+    if (fds[i] >= 0) vs_plat_chan_close(fds[i]);
   free(fds);
   free(c.p);
   free(c.handle);
@@ -230,24 +158,15 @@ static void *server_main(void *arg) {
   int lfd = (int)(intptr_t)arg;
   vs_guard_enter();   /* the driver calls below are the shim's own */
   for (;;) {
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = vs_plat_chan_accept(lfd);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-          errno == ENOMEM) {
-        if (errno != EINTR && errno != ECONNABORTED) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-        continue;
-      }
       VS_WARN("the IPC export thread stops: accept failed (%s); later cuIpcOpenMemHandle of this process's "
               "blocks fail", strerror(errno));
       return NULL;
     }
-    /* A peer that sends nothing must not stall every other open. */
-    struct timeval tv = {5, 0};
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     const vs_real_table *real = vs_driver_if_loaded();
     if (real && real->cuMemExportToShareableHandle) serve(real, fd);
-    close(fd);
+    vs_plat_chan_close(fd);
   }
 }
 
@@ -256,32 +175,16 @@ static int start_server(void) {
   if (g_server >= 0) return 0;
   int dfd = vs_settings_ledger_dir_open(1);
   if (dfd < 0) return -1;
-  struct stat st;
-  if (fstat(dfd, &st) != 0 || st.st_uid != geteuid()) {
-    close(dfd);
-    errno = EPERM;
-    return -1;
-  }
-  struct sockaddr_un sa;
-  char name[64];
-  sock_addr(&sa, dfd, (int)getpid(), name, sizeof name);
-  (void)unlinkat(dfd, name, 0);   /* left by a dead process with this pid */
-  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int ok = lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0;
-  /* Private before it listens: nobody can connect in between. */
-  ok = ok && fchmodat(dfd, name, 0600, 0) == 0 && listen(lfd, 64) == 0;
+  int lfd = vs_plat_chan_listen(dfd, (int)getpid());
   int saved = errno;
-  if (!ok) {
-    if (lfd >= 0) close(lfd);
-    (void)unlinkat(dfd, name, 0);
-    close(dfd);
+  close(dfd);
+  if (lfd < 0) {
     errno = saved;
     return -1;
   }
-  close(dfd);
   int rc = vs_thread_spawn(server_main, (void *)(intptr_t)lfd, "vramshim-ipc");
   if (rc != 0) {
-    close(lfd);
+    vs_plat_chan_close(lfd);
     errno = rc;
     return -1;
   }
@@ -317,7 +220,7 @@ CUresult vs_ipc_vmm_export(uint64_t base, uint64_t size, int card, CUipcMemHandl
     e->size = size;
     e->card = card;
     e->seq = g_next_seq++;
-    if (getrandom(&e->nonce, sizeof e->nonce, 0) != (ssize_t)sizeof e->nonce)
+    if (vs_plat_random(&e->nonce, sizeof e->nonce) != 0)
       e->nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)e ^ ((uint64_t)time(NULL) << 16) ^ e->seq;
     HASH_ADD(hh, g_by_base, base, sizeof e->base, e);
     HASH_ADD(hs, g_by_seq, seq, sizeof e->seq, e);
@@ -369,37 +272,16 @@ static pthread_mutex_t g_imp_lock = PTHREAD_MUTEX_INITIALIZER;
 static import_rec *g_imp_by_key, *g_imp_by_ptr;
 static void *g_imp_orphan;
 
-/* Connects to pid's export socket after checking that it is this user's
- * private socket. -1 with *why set. */
+/* Connects to pid's export channel after checking that it is this user's
+ * private one. -1 with *why set. */
 static int connect_exporter(int pid, const char **why) {
   int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) {
     *why = "this process has no ledger folder (is the exporter running the shim with the same ledger_dir?)";
     return -1;
   }
-  struct sockaddr_un sa;
-  char name[64];
-  sock_addr(&sa, dfd, pid, name, sizeof name);
-  struct stat st;
-  int fd = -1;
-  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-    *why = "the exporting process has no IPC socket (it has exited, or it does not run the shim with the same "
-           "ledger_dir)";
-  else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-    *why = "its IPC socket is not this user's private socket";
-  else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-    *why = "no socket";
-  else if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    *why = errno == ECONNREFUSED ? "the exporting process has exited" : "cannot connect to the exporting process";
-    close(fd);
-    fd = -1;
-  }
+  int fd = vs_plat_chan_connect(dfd, pid, why);
   close(dfd);
-  if (fd >= 0) {
-    struct timeval tv = {10, 0};
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  }
   return fd;
 }
 
@@ -417,14 +299,14 @@ static CUresult map_import(const vs_real_table *real, int fd, const reply *rp, i
   uint32_t mapped = 0;
   for (uint32_t i = 0; i < rp->npieces && r == CUDA_SUCCESS; i++) {
     int pfd = -1;
-    if (recv_all(fd, &p[i], sizeof p[i], &pfd) != 0 || pfd < 0 || p[i].span_off + p[i].len > rp->span) {
-      if (pfd >= 0) close(pfd);
+    if (vs_plat_chan_recv(fd, &p[i], sizeof p[i], &pfd) != 0 || pfd < 0 || p[i].span_off + p[i].len > rp->span) {
+      if (pfd >= 0) vs_plat_chan_close(pfd);
       r = CUDA_ERROR_INVALID_HANDLE;   /* the exporter went away mid-answer */
       break;
     }
     CUmemGenericAllocationHandle h = 0;
     r = real->cuMemImportFromShareableHandle(&h, (void *)(intptr_t)pfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    close(pfd);
+    vs_plat_chan_close(pfd);
     if (r != CUDA_SUCCESS) break;
     r = real->cuMemMap(base + p[i].span_off, (size_t)p[i].len, (size_t)p[i].handle_off, h, 0);
     (void)real->cuMemRelease(h);   /* the mapping holds the memory now */
@@ -485,7 +367,7 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
   memcpy(q.magic, k_magic, sizeof k_magic);
   q.seq = t.seq;
   q.nonce = t.nonce;
-  if (fd >= 0 && (send_all(fd, &q, sizeof q, -1) != 0 || recv_all(fd, &rp, sizeof rp, NULL) != 0))
+  if (fd >= 0 && (vs_plat_chan_send(fd, &q, sizeof q, -1) != 0 || vs_plat_chan_recv(fd, &rp, sizeof rp, NULL) != 0))
     why = "the exporting process did not answer";
   r = CUDA_ERROR_INVALID_HANDLE;   /* the sim's word for a handle whose memory is gone */
   if (!why && rp.status != CUDA_SUCCESS) {
@@ -500,7 +382,7 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
     why = "out of host memory";
   }
   if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va)) != CUDA_SUCCESS) why = "mapping it failed";
-  if (fd >= 0) close(fd);
+  if (fd >= 0) vs_plat_chan_close(fd);
   if (!why && !(o = calloc(1, sizeof *o))) {
     unmap_import(real, va, rp.span, p, rp.npieces);
     r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -574,7 +456,7 @@ void vs_ipc_vmm_atfork_child(void) {
   g_imp_by_key = g_imp_by_ptr = NULL;
   g_next_seq = 1;
   atomic_store(&g_any_export, 0);
-  if (g_server >= 0) close(g_server);
+  if (g_server >= 0) vs_plat_chan_close(g_server);
   g_server = -1;
   pthread_mutex_init(&g_lock, NULL);
   pthread_mutex_init(&g_imp_lock, NULL);
@@ -583,11 +465,9 @@ void vs_ipc_vmm_atfork_child(void) {
 /* The socket goes with its exporter (a killed one leaves it: the next
  * process with that pid replaces it, an importer's connect is refused). */
 __attribute__((destructor)) static void remove_socket(void) {
-  if (g_server < 0) return;
+  if (g_server < 0 || !vs_plat_exit_work_ok()) return;
   int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) return;
-  char name[64];
-  snprintf(name, sizeof name, "ipc-%d.sock", (int)getpid());
-  unlinkat(dfd, name, 0);
+  vs_plat_chan_unlink(dfd, (int)getpid());
   close(dfd);
 }

@@ -387,8 +387,8 @@ static void sweep(vs_ctx *c) {
   vs_spill_ctx_end(c->id);   /* its spilled blocks (host memory) go with it too */
   if (n) {
     char b[32];
-    VS_DEBUG("card %d: context %#llx ends holding %zu allocations (%s) never freed; the driver frees them",
-             c->card, (unsigned long long)c->handle, n, vs_fmt_bytes(bytes, b, sizeof b));
+    VS_DEBUG("card %d: context %#llx ends holding %llu allocations (%s) never freed; the driver frees them",
+             c->card, (unsigned long long)c->handle, (unsigned long long)n, vs_fmt_bytes(bytes, b, sizeof b));
   }
 }
 

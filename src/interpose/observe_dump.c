@@ -4,6 +4,7 @@
  * tenant's figures from the ledger. Runs on the background thread. */
 #include "arena_glue.h"
 #include "driver_table.h"
+#include "file.h"
 #include "guard.h"
 #include "observe_internal.h"
 #include "settings.h"
@@ -49,8 +50,7 @@ static void ask_driver(int card) {
 
 int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of) {
   char exe[256];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = 0;
+  if (vs_plat_self_exe(exe, sizeof exe)) exe[0] = 0;
   const vs_settings *s = vs_settings_get();
   vs_dump_init(d, (int64_t)getpid(), exe, s->tenant, reason, vs_now_unix_ms());
   int rc = 0;

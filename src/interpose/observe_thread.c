@@ -8,9 +8,12 @@
  * word is enough. In-process wakes (refusal, signal) set a flag and wake
  * that word without changing it; a wake that slips in just before the
  * thread sleeps is picked up at the next timeout, which is at most 1 s.
- * Signals are blocked in the thread. A forked child has no thread: it
- * starts its own at its first event. */
+ * Signals are blocked in the thread; dump_signal arrives through
+ * src/platform/dump_signal.h (a signal on POSIX, a named event on
+ * Windows). A forked child has no thread: it starts its own at its first
+ * event. */
 #include "clock.h"
+#include "dump_signal.h"
 #include "ledger.h"
 #include "ledger_mailbox.h"
 #include "ledger_read.h"
@@ -23,7 +26,6 @@
 #include "dump_file.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,7 +268,11 @@ static void *thread_main(void *arg) {
     uint64_t sleep = next_sample > now ? next_sample - now : 0;
     if (sleep > MAX_SLEEP_NS) sleep = MAX_SLEEP_NS;
     if (unmatched && next_discover > now && next_discover - now < sleep) sleep = next_discover - now;
-    if (sleep) vs_mailbox_futex_wait(word, val, sleep);
+    /* Keyed by the ledger when a slot is known: the wait a tool's post wakes
+     * across processes on every system (wake.h); on Windows the unkeyed one
+     * is a plain sleep of the slice (in-process kicks wait for it, <= 1 s). */
+    if (sleep && g_nboxes) vs_mailbox_req_wait(&g_boxes[0].m, g_boxes[0].slot, val, sleep);
+    else if (sleep) vs_mailbox_futex_wait(word, val, sleep);
   }
   return NULL;
 }
@@ -293,20 +299,14 @@ void vs_obs_request_dump(vs_obs_auto kind, int card, uint64_t bytes) {
 }
 
 /* Async-signal-safe: an atomic store and a futex wake. */
-static void on_dump_signal(int sig) {
-  (void)sig;
+static void on_dump_signal(void) {
   atomic_store(&g_signal_flag, 1);
   kick();
 }
 
 void vs_obs_signal_install(int signo) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_dump_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(signo, &sa, NULL))
-    VS_WARN("dump_signal: cannot handle signal %d: %s", signo, strerror(errno));
+  int e = vs_plat_dump_signal_install(signo, on_dump_signal);
+  if (e) VS_WARN("dump_signal: cannot handle signal %d: %s", signo, strerror(e));
 }
 
 void vs_obs_thread_atfork_child(void) {

@@ -21,6 +21,7 @@
 #include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
+#include "interpose.h"
 #include "log.h"
 #include "memory_service.h"
 #include "session.h"
@@ -282,10 +283,12 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
 /* A process that exits normally gives its slots back at exit: status then
  * shows the truth at once instead of "(dead, reclaim pending)" until
  * another process allocates. Runs after the program's atexit handlers
- * (they were registered after this library loaded). A fork child whose
+ * (they were registered after this library loaded); not where the
+ * platform says other threads may have died inside the shim's locks
+ * (vs_plat_exit_work_ok: a Windows process ending). A fork child whose
  * handles are inherited gives back nothing of its parent's. */
 __attribute__((destructor)) static void quota_at_exit(void) {
-  if (g_session) vs_tenant_exit(g_session);
+  if (g_session && vs_plat_exit_work_ok()) vs_tenant_exit(g_session);
 }
 
 void vs_quota_check_ledgers(void) {

@@ -1,5 +1,6 @@
 #include "settings.h"
 
+#include "dir.h"
 #include "hami_env.h"
 #include "log.h"
 
@@ -63,7 +64,12 @@ vs_cfg_arena vs_settings_arena(int card_has_vmm) {
 }
 
 int vs_settings_ledger_dir_open(int create) {
-  const char *dir = vs_settings_get()->config.ledger_dir;
-  if (create && mkdir(dir, 0700) && errno != EEXIST) return -1;
-  return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* The ledger's own rules (dir.h): made owner-only, links refused, a
+   * folder another user could take over refused (the ledger itself opens
+   * it the same way, so IPC files never land where the ledger would not). */
+  char err[512];
+  errno = 0;
+  int dfd = vs_plat_private_dir_open(vs_settings_get()->config.ledger_dir, "ledger dir", create, err, sizeof err);
+  if (dfd < 0 && !errno) errno = EACCES;   /* refused by its checks: the callers say strerror(errno) */
+  return dfd;
 }

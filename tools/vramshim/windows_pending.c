@@ -1,20 +1,12 @@
-/* The Windows tool (cmake/windows.cmake) is built without run.c and
- * replay_shim.c: both start a program under the shim, which on Windows is
- * the injecting launcher of issue 12's interposer part (a suspended
- * CreateProcess + the shim DLL injected), not LD_PRELOAD + exec. Until that
- * launcher is in the build, these say so and fail; they are replaced by
- * the launcher's versions, never shipped as done. */
+/* The Windows tool (cmake/windows.cmake) is built without replay_shim.c:
+ * its policies run the replay child under LD_PRELOAD, and nobody has yet
+ * made it start that child through the injecting launcher (launch.h).
+ * Until then these say so and fail; never shipped as done. (`run` is
+ * run.c on both systems.) */
 #include <stdio.h>
 
 #include "commands.h"
 #include "replay.h"
-
-int cmd_run(int argc, char **argv) {
-  (void)argc, (void)argv;
-  fprintf(stderr, "vramshim: run: this Windows build has no launcher yet (it injects the shim DLL; see "
-                  "docs/windows.md)\n");
-  return 2;
-}
 
 static int shim_run(const vs_policy *self, const char *path, const vs_trace *t, const vs_replay_opts *o,
                     uint64_t resolution, struct vs_progress *pr, const char *label, struct vs_replay_result *out,

@@ -1,7 +1,7 @@
 /* glibc's own dlsym, found with dlvsym (never through the public name,
- * which the shim overrides). */
-#ifndef VS_DLSYM_REAL_H
-#define VS_DLSYM_REAL_H
+ * which the shim overrides in posix/interpose.c). POSIX-internal. */
+#ifndef VS_PLAT_POSIX_DLSYM_REAL_H
+#define VS_PLAT_POSIX_DLSYM_REAL_H
 
 typedef void *(*vs_dlsym_fn)(void *handle, const char *name);
 

@@ -1,23 +1,27 @@
-/* The dlsym override: the path of programs that dlopen("libcuda.so.1")
- * and look functions up on the handle (the CUDA runtime, ctypes, Numba).
- * A lookup on a handle never sees a preloaded library, so the shim has to
- * answer dlsym itself to be on this path at all.
+/* interpose.h on POSIX: LD_PRELOAD does the direct binding, this file the
+ * rest: the load-time constructor, and the dlsym override, the path of
+ * programs that dlopen("libcuda.so.1") and look functions up on the handle
+ * (the CUDA runtime, ctypes, Numba). A lookup on a handle never sees a
+ * preloaded library, so the shim has to answer dlsym itself to be on this
+ * path at all.
  *
- * A cu* name the shim hooks is answered with the hook, whatever the handle,
- * as long as the driver has that symbol (otherwise the caller gets what the
- * driver would give: nothing); with no driver at all, with the hook. Every other lookup goes to glibc's dlsym as
- * a tail call, so glibc still sees the caller's own return address and
- * RTLD_NEXT keeps meaning "next after the caller", not "after the shim". */
-#define VS_DEFINES_DLSYM 1
-#include "cuda_api.h"
-#include "dlsym_real.h"
-#include "driver_table.h"
-#include "export.h"
-#include "hooks.h"
-#include "log.h"
+ * A cu* name the shim hooks is answered by vs_shim_lookup (the hook, or
+ * nothing when the driver lacks the variant), whatever the handle. Every
+ * other lookup goes to glibc's dlsym as a tail call, so glibc still sees
+ * the caller's own return address and RTLD_NEXT keeps meaning "next after
+ * the caller", not "after the shim". */
+#include "interpose.h"
 
+#include "posix/dlsym_real.h"
+
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <unistd.h>
+
+/* The layer calls nothing of the project but the vs_shim_* callbacks: the
+ * export mark and the one message are written here. */
+#define VS_PLAT_EXPORT __attribute__((visibility("default")))
 
 static _Atomic(vs_dlsym_fn) g_real_dlsym;
 
@@ -41,7 +45,9 @@ VS_NO_SANITIZE vs_dlsym_fn vs_real_dlsym_fn(void) {
   for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !fn; i++)
     fn = (vs_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
   if (!fn) {
-    VS_ERROR("cannot find glibc's dlsym (dlvsym found no known version); lookups fail");
+    static const char msg[] = "vramshim: cannot find glibc's dlsym (dlvsym found no known version); lookups fail\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
     return NULL;
   }
   atomic_store_explicit(&g_real_dlsym, fn, memory_order_release);
@@ -53,21 +59,9 @@ void *vs_real_dlsym(void *handle, const char *name) {
   return fn ? fn(handle, name) : NULL;
 }
 
-/* The hook for `name`, or NULL when the shim does not answer this lookup. */
-static void *hook_answer(const char *name) {
-  int id = vs_hook_by_name(name);
-  if (id < 0) return NULL;
-  /* Loading the driver here is what a handle lookup implies anyway: the
-   * caller already has (or is about to have) the driver loaded. */
-  /* Without a driver (said once) the hook still answers, and fails with
-   * CUDA_ERROR_NOT_INITIALIZED: a lookup must never slip past the shim to
-   * a driver the program loaded by other means. With one, a variant the
-   * driver lacks is answered as the driver would: nothing. */
-  if (vs_driver() && !vs_driver_real(id)) return NULL;
-  vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_DLSYM);
-  VS_DEBUG("dlsym(%s) answered with the hook", name);
-  return vs_hook_addr((vs_hook_id)id);
-}
+int vs_plat_interpose_active(void) { return 1; }
+
+int vs_plat_exit_work_ok(void) { return 1; }
 
 #if defined(__has_attribute)
 #if __has_attribute(musttail)
@@ -78,13 +72,13 @@ static void *hook_answer(const char *name) {
 #define VS_MUSTTAIL /* gcc emits the sibling call at -O1 and above; tests check RTLD_NEXT */
 #endif
 
-VS_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict name) {
+VS_PLAT_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict name) {
   /* glibc declares name nonnull, so the compiler would drop a plain NULL
    * check; a NULL name still must not crash here (glibc reports it). */
   const char *n = name;
   __asm__("" : "+r"(n));
   if (n && n[0] == 'c' && n[1] == 'u') {
-    void *hook = hook_answer(n);
+    void *hook = vs_shim_lookup(n);
     if (hook) return hook;
   }
   vs_dlsym_fn fn = atomic_load_explicit(&g_real_dlsym, memory_order_acquire);
@@ -92,3 +86,7 @@ VS_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict
   if (!fn) return NULL;
   VS_MUSTTAIL return fn(handle, name);
 }
+
+/* The shim starts as it is loaded; nothing needs this to have run first
+ * (every hook starts it too). */
+__attribute__((constructor)) static void vs_plat_on_load(void) { vs_shim_start(); }

@@ -1,0 +1,53 @@
+/* A private channel between processes of one user that carries bytes and
+ * descriptors: how the shim hands the physical memory of a VMM arena block
+ * to an importing process (src/interpose/ipc_vmm.c).
+ *
+ * POSIX: the Unix socket <ledger_dir>/ipc-<pid>.sock, made 0600 before it
+ * listens, in a folder the caller opened (dfd) and that must be ours; a
+ * peer must be this user or root (SO_PEERCRED); descriptors travel as
+ * SCM_RIGHTS. Windows: not available (every call fails with ENOSYS): the
+ * CUDA handle type it carries (POSIX file descriptors) does not exist
+ * there, and drivers under WDDM support no CUDA IPC at all, so the shim's
+ * IPC hooks pass the driver's answer through. */
+#ifndef VS_PLAT_IPC_CHANNEL_H
+#define VS_PLAT_IPC_CHANNEL_H
+#include <stddef.h>
+
+/* The server of this process (pid): a listening channel, or -1 with errno
+ * (EPERM when the folder open as dfd is not ours). */
+int vs_plat_chan_listen(int dfd, int pid);
+/* The next connection, with 5 s send/receive timeouts; retries transient
+ * failures itself. -1 with errno when the server cannot go on. */
+int vs_plat_chan_accept(int lfd);
+/* 1 when the peer of connection fd runs as this user or as root. */
+int vs_plat_chan_peer_ok(int fd);
+/* Connects to process pid's server after checking it is this user's
+ * private channel (10 s timeouts). -1 with *why, a sentence. */
+int vs_plat_chan_connect(int dfd, int pid, const char **why);
+/* Sends exactly n bytes, with descriptor pass_fd when >= 0. 0 or -1. */
+int vs_plat_chan_send(int fd, const void *buf, size_t n, int pass_fd);
+/* Receives exactly n bytes, and the descriptor sent with them into *got_fd
+ * (-1 when none; got_fd may be NULL: any descriptor is closed). 0 or -1. */
+int vs_plat_chan_recv(int fd, void *buf, size_t n, int *got_fd);
+/* Closes a connection, a listening channel, or a received descriptor. */
+void vs_plat_chan_close(int fd);
+/* Removes process pid's server name from the folder (at exit). */
+void vs_plat_chan_unlink(int dfd, int pid);
+
+/* The record file of an exporting process, <dir>/ipc-<pid>.rec, which
+ * names blocks inside driver chunks (src/interpose/ipc_record.c). Same
+ * availability as the channel (Windows: ENOSYS; a WDDM driver refuses the
+ * chunk's own cuIpcGetMemHandle before a record would be needed). */
+/* Made fresh (0600, truncated: one left by a dead process with this pid is
+ * stale), read-write. A descriptor, or -1 with errno. */
+int vs_plat_rec_create(int dfd, int pid);
+/* Process pid's record file, read-only, after checking it is a regular
+ * file of this user that nobody else may write. -1 with *why. */
+int vs_plat_rec_open(int dfd, int pid, const char **why);
+/* Exactly n bytes at offset off; 0 or -1 with errno. */
+int vs_plat_rec_write(int fd, const void *buf, size_t n, unsigned long long off);
+int vs_plat_rec_read(int fd, void *buf, size_t n, unsigned long long off);
+void vs_plat_rec_close(int fd);
+void vs_plat_rec_unlink(int dfd, int pid);
+
+#endif

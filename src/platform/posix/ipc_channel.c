@@ -1,0 +1,204 @@
+/* ipc_channel.h on POSIX: a Unix socket per exporting process. */
+#include "ipc_channel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A socket address naming <dir>/ipc-<pid>.sock through the folder's open
+ * descriptor, so a long ledger_dir still fits sun_path. */
+static void sock_addr(struct sockaddr_un *sa, int dfd, int pid, char *name, size_t n) {
+  snprintf(name, n, "ipc-%d.sock", pid);
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", dfd, name);
+}
+
+static void timeouts(int fd, long s) {
+  struct timeval tv = {s, 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+int vs_plat_chan_listen(int dfd, int pid) {
+  struct stat st;
+  if (fstat(dfd, &st) != 0 || st.st_uid != geteuid()) {
+    errno = EPERM;
+    return -1;
+  }
+  struct sockaddr_un sa;
+  char name[64];
+  sock_addr(&sa, dfd, pid, name, sizeof name);
+  (void)unlinkat(dfd, name, 0);   /* left by a dead process with this pid */
+  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int ok = lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  /* Private before it listens: nobody can connect in between. */
+  ok = ok && fchmodat(dfd, name, 0600, 0) == 0 && listen(lfd, 64) == 0;
+  if (!ok) {
+    int saved = errno;
+    if (lfd >= 0) close(lfd);
+    (void)unlinkat(dfd, name, 0);
+    errno = saved;
+    return -1;
+  }
+  return lfd;
+}
+
+int vs_plat_chan_accept(int lfd) {
+  for (;;) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      /* A peer that sends nothing must not stall every other open. */
+      timeouts(fd, 5);
+      return fd;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+      continue;
+    }
+    return -1;
+  }
+}
+
+int vs_plat_chan_peer_ok(int fd) {
+  struct ucred cred;
+  socklen_t cl = sizeof cred;
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && (cred.uid == geteuid() || cred.uid == 0);
+}
+
+int vs_plat_chan_connect(int dfd, int pid, const char **why) {
+  struct sockaddr_un sa;
+  char name[64];
+  sock_addr(&sa, dfd, pid, name, sizeof name);
+  struct stat st;
+  int fd = -1;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    *why = "the exporting process has no IPC socket (it has exited, or it does not run the shim with the same "
+           "ledger_dir)";
+  else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+    *why = "its IPC socket is not this user's private socket";
+  else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+    *why = "no socket";
+  else if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    *why = errno == ECONNREFUSED ? "the exporting process has exited" : "cannot connect to the exporting process";
+    close(fd);
+    fd = -1;
+  }
+  if (fd >= 0) timeouts(fd, 10);
+  return fd;
+}
+
+int vs_plat_chan_send(int fd, const void *buf, size_t n, int pass_fd) {
+  struct iovec iov = {(void *)buf, n};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  if (pass_fd >= 0) {
+    memset(&u, 0, sizeof u);
+    m.msg_control = u.buf;
+    m.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  ssize_t w;
+  do w = sendmsg(fd, &m, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n ? 0 : -1;
+}
+
+int vs_plat_chan_recv(int fd, void *buf, size_t n, int *got_fd) {
+  struct iovec iov = {buf, n};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = u.buf;
+  m.msg_controllen = sizeof u.buf;
+  if (got_fd) *got_fd = -1;
+  ssize_t r;
+  do r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  while (r < 0 && errno == EINTR);
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int f;
+      memcpy(&f, CMSG_DATA(c), sizeof f);
+      if (got_fd && *got_fd < 0) *got_fd = f;
+      else close(f);
+    }
+  if (r != (ssize_t)n) {
+    if (got_fd && *got_fd >= 0) close(*got_fd);
+    if (got_fd) *got_fd = -1;
+    return -1;
+  }
+  return 0;
+}
+
+void vs_plat_chan_close(int fd) {
+  if (fd >= 0) close(fd);
+}
+
+void vs_plat_chan_unlink(int dfd, int pid) {
+  char name[64];
+  snprintf(name, sizeof name, "ipc-%d.sock", pid);
+  (void)unlinkat(dfd, name, 0);
+}
+
+static void rec_name(char *buf, size_t n, int pid) { snprintf(buf, n, "ipc-%d.rec", pid); }
+
+int vs_plat_rec_create(int dfd, int pid) {
+  char name[64];
+  rec_name(name, sizeof name, pid);
+  return openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+}
+
+int vs_plat_rec_open(int dfd, int pid, const char **why) {
+  char name[64];
+  rec_name(name, sizeof name, pid);
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) {
+    *why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";
+  } else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+    *why = "its record file is not this user's private file";
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+int vs_plat_rec_write(int fd, const void *buf, size_t n, unsigned long long off) {
+  return pwrite(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+}
+
+int vs_plat_rec_read(int fd, void *buf, size_t n, unsigned long long off) {
+  return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+}
+
+void vs_plat_rec_close(int fd) {
+  if (fd >= 0) close(fd);
+}
+
+void vs_plat_rec_unlink(int dfd, int pid) {
+  char name[64];
+  rec_name(name, sizeof name, pid);
+  (void)unlinkat(dfd, name, 0);
+}

@@ -1,0 +1,154 @@
+/* launch.h on Windows: the injecting launcher. The program is created
+ * suspended (its first instruction not yet run), the shim is loaded into
+ * it (inject.c; its DllMain patches the import tables), then it is resumed
+ * and waited for; its exit code is the tool's. Ctrl-C reaches the program
+ * (same console); the launcher ignores it and keeps waiting. */
+#include "launch.h"
+
+#include "windows/inject.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+#include <windows.h>
+
+const char vs_plat_shim_file[] = "vramshim.dll";
+const char vs_plat_launch_how[] = "it is started suspended, vramshim.dll is injected, then it runs; children too";
+
+void vs_plat_self_dir(char *out, size_t len) {
+  char path[MAX_PATH];
+  DWORD n = GetModuleFileNameA(NULL, path, MAX_PATH);
+  out[0] = 0;
+  if (n == 0 || n >= MAX_PATH) return;
+  char *sep = NULL;
+  for (char *p = path; *p; p++)
+    if (*p == '\\' || *p == '/') sep = p;
+  if (!sep) return;
+  sep[1] = 0;
+  snprintf(out, len, "%s", path);
+}
+
+int vs_plat_readable(const char *path) {
+  if (!path || !*path) return 0;
+  DWORD a = GetFileAttributesA(path);
+  return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+int vs_plat_canonical(const char *path, char *out, size_t len) {
+  DWORD n = GetFullPathNameA(path, (DWORD)len, out, NULL);
+  if (n == 0 || n >= len) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return 0;
+}
+
+int vs_plat_realpath(const char *path, char *out, size_t len) {
+  if (vs_plat_canonical(path, out, len)) return -1;
+  if (GetFileAttributesA(out) == INVALID_FILE_ATTRIBUTES) {
+    errno = ENOENT;
+    return -1;
+  }
+  return 0;
+}
+
+int vs_plat_setenv(const char *name, const char *value) {
+  /* The process environment block is what CreateProcess hands on. */
+  return SetEnvironmentVariableA(name, value) ? 0 : -1;
+}
+
+/* Appends one argument quoted by the rules the C runtime parses with:
+ * backslashes are literal unless they precede a quote. */
+static int append_arg(wchar_t *cmd, size_t cap, size_t *at, const wchar_t *arg) {
+#define PUT(c)                          \
+  do {                                  \
+    if (*at + 1 >= cap) return -1;      \
+    cmd[(*at)++] = (c);                 \
+  } while (0)
+  if (*at) PUT(L' ');
+  int plain = *arg && !wcspbrk(arg, L" \t\n\v\"");
+  if (plain) {
+    for (const wchar_t *p = arg; *p; p++) PUT(*p);
+  } else {
+    PUT(L'"');
+    for (const wchar_t *p = arg;; p++) {
+      size_t slashes = 0;
+      while (*p == L'\\') p++, slashes++;
+      if (!*p) {
+        for (size_t k = 0; k < slashes * 2; k++) PUT(L'\\');
+        break;
+      }
+      if (*p == L'"') {
+        for (size_t k = 0; k < slashes * 2 + 1; k++) PUT(L'\\');
+      } else {
+        for (size_t k = 0; k < slashes; k++) PUT(L'\\');
+      }
+      PUT(*p);
+    }
+    PUT(L'"');
+  }
+  cmd[*at] = 0;
+  return 0;
+#undef PUT
+}
+
+int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *why, size_t len) {
+  wchar_t wshim_in[MAX_PATH], wshim[MAX_PATH];
+  if (!MultiByteToWideChar(CP_ACP, 0, shim, -1, wshim_in, MAX_PATH) ||
+      !GetFullPathNameW(wshim_in, MAX_PATH, wshim, NULL)) {
+    snprintf(why, len, "the shim's path %s is too long", shim);
+    return -1;
+  }
+  size_t cap = 32768, at = 0;   /* CreateProcess's limit */
+  wchar_t *cmd = calloc(cap, sizeof *cmd);
+  if (!cmd) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  for (int i = 0; argv[i]; i++) {
+    wchar_t warg[4096];
+    if (!MultiByteToWideChar(CP_ACP, 0, argv[i], -1, warg, 4096) || append_arg(cmd, cap, &at, warg)) {
+      snprintf(why, len, "the command line of '%s' is too long", argv[0]);
+      free(cmd);
+      return -1;
+    }
+  }
+  STARTUPINFOW si;
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  si.dwFlags = STARTF_USESTDHANDLES;
+  si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+  si.hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
+  si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+  PROCESS_INFORMATION pi;
+  fflush(NULL);
+  if (!CreateProcessW(NULL, cmd, NULL, NULL, TRUE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
+    DWORD e = GetLastError();
+    snprintf(why, len, "cannot run '%s': %s (error %lu)", argv[0],
+             e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND ? "no such program" : "CreateProcess failed",
+             (unsigned long)e);
+    free(cmd);
+    return -1;
+  }
+  free(cmd);
+  char err[512];
+  if (vs_win_inject(pi.hProcess, wshim, 60000, err, sizeof err)) {
+    TerminateProcess(pi.hProcess, 127);
+    WaitForSingleObject(pi.hProcess, 10000);
+    CloseHandle(pi.hThread);
+    CloseHandle(pi.hProcess);
+    snprintf(why, len, "cannot load the shim %s into '%s': %s", shim, argv[0], err);
+    return -1;
+  }
+  SetConsoleCtrlHandler(NULL, TRUE);
+  ResumeThread(pi.hThread);
+  CloseHandle(pi.hThread);
+  WaitForSingleObject(pi.hProcess, INFINITE);
+  DWORD code = 0;
+  GetExitCodeProcess(pi.hProcess, &code);
+  CloseHandle(pi.hProcess);
+  *exit_code = (int)code;
+  return 0;
+}
