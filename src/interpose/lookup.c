@@ -8,6 +8,7 @@
 #include "hooks.h"
 #include "init.h"
 #include "log.h"
+#include "quota.h"
 
 void *vs_shim_hook_for(const char *name) {
   int id = vs_hook_by_name(name);
@@ -30,3 +31,5 @@ void *vs_shim_lookup(const char *name) {
 }
 
 void vs_shim_start(void) { vs_init(); }
+
+void vs_shim_exit(void) { vs_quota_exit(); }

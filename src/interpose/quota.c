@@ -287,8 +287,13 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
  * platform says other threads may have died inside the shim's locks
  * (vs_plat_exit_work_ok: a Windows process ending). A fork child whose
  * handles are inherited gives back nothing of its parent's. */
+void vs_quota_exit(void) {
+  static _Atomic int done;
+  if (g_session && !atomic_exchange(&done, 1)) vs_tenant_exit(g_session);
+}
+
 __attribute__((destructor)) static void quota_at_exit(void) {
-  if (g_session && vs_plat_exit_work_ok()) vs_tenant_exit(g_session);
+  if (vs_plat_exit_work_ok()) vs_quota_exit();
 }
 
 void vs_quota_check_ledgers(void) {

@@ -35,6 +35,9 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns);
  * e.g. a pitch allocation larger than its estimate). */
 void vs_quota_force(int card, uint64_t n);
 void vs_quota_uncharge(int card, uint64_t n);
+/* Gives this process's ledger slots back (once): at exit, while the other
+ * threads still run (POSIX: the destructor; Windows: vs_shim_exit). */
+void vs_quota_exit(void);
 
 /* The tenant's view of a card (cuMemGetInfo / cuDeviceTotalMem):
  * VS_MEM_DONE with the figures, or VS_MEM_PASS to ask the driver.

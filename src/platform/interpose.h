@@ -31,6 +31,12 @@ void *vs_shim_lookup(const char *name);
  * hook (never under the loader lock). */
 void vs_shim_start(void);
 
+/* The process is about to end while its other threads still run (Windows:
+ * the program's call of ExitProcess, hooked): the shim's exit work, done
+ * there because the destructors will run too late (vs_plat_exit_work_ok).
+ * POSIX never calls it: its destructors run while threads still run. */
+void vs_shim_exit(void);
+
 /* --- provided by the platform --- */
 
 /* 1 when the shim's exit-time work (its destructors: giving ledger slots

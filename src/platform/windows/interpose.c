@@ -45,6 +45,8 @@ static load_ex_w_fn real_LoadLibraryExW;
 static get_proc_fn real_GetProcAddress;
 static create_a_fn real_CreateProcessA;
 static create_w_fn real_CreateProcessW;
+typedef VOID(WINAPI *exit_fn)(UINT);
+static exit_fn real_ExitProcess;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
@@ -160,6 +162,13 @@ static BOOL WINAPI hook_CreateProcessW(LPCWSTR app, LPWSTR cmd, LPSECURITY_ATTRI
   return ok;
 }
 
+/* The program ends: its other threads still run here (they are ended
+ * inside the real ExitProcess), so the shim's exit work may take its locks. */
+static VOID WINAPI hook_ExitProcess(UINT code) {
+  vs_shim_exit();
+  real_ExitProcess(code);
+}
+
 static void *loader_hook(const char *fn) {
   static const struct {
     const char *name;
@@ -168,7 +177,7 @@ static void *loader_hook(const char *fn) {
       {"LoadLibraryA", (void *)hook_LoadLibraryA},     {"LoadLibraryW", (void *)hook_LoadLibraryW},
       {"LoadLibraryExA", (void *)hook_LoadLibraryExA}, {"LoadLibraryExW", (void *)hook_LoadLibraryExW},
       {"GetProcAddress", (void *)hook_GetProcAddress}, {"CreateProcessA", (void *)hook_CreateProcessA},
-      {"CreateProcessW", (void *)hook_CreateProcessW},
+      {"CreateProcessW", (void *)hook_CreateProcessW}, {"ExitProcess", (void *)hook_ExitProcess},
   };
   for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
     if (!strcmp(fn, hooks[i].name)) return hooks[i].hook;
@@ -259,8 +268,9 @@ static void attach(HMODULE self) {
   real_GetProcAddress = (get_proc_fn)(void *)vs_win_real_proc("GetProcAddress");
   real_CreateProcessA = (create_a_fn)(void *)vs_win_real_proc("CreateProcessA");
   real_CreateProcessW = (create_w_fn)(void *)vs_win_real_proc("CreateProcessW");
+  real_ExitProcess = (exit_fn)(void *)vs_win_real_proc("ExitProcess");
   if (!real_LoadLibraryA || !real_LoadLibraryW || !real_LoadLibraryExA || !real_LoadLibraryExW ||
-      !real_GetProcAddress || !real_CreateProcessA || !real_CreateProcessW || !g_self_path[0]) {
+      !real_GetProcAddress || !real_CreateProcessA || !real_CreateProcessW || !real_ExitProcess || !g_self_path[0]) {
     say("cannot find the loader functions in kernelbase.dll/kernel32.dll: the shim stays out of this process");
     return;
   }
