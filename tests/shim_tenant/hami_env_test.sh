@@ -4,8 +4,36 @@
 # no config file; a config file wins, with one line naming the conflict.
 #   hami_env_test.sh WORKDIR PRELOAD SIM_DIR LIMIT_VIEW VRAMSHIM_TOOL
 set -uo pipefail
+# The ledger folder. Without a config file (this test's subject) the shim uses
+# the default one, /run/vramshim as root, so no config can name a folder of
+# our own, and the machine's real one would keep what each run leaves there
+# (and earlier runs' leftovers, or another vramshim version's ledgers in use,
+# would decide this run's result). So it must stay the default path, made
+# private: as root, in a mount namespace of our own with a fresh tmpfs on
+# /run/vramshim (gone when the test ends); as another user, /run/vramshim is
+# not writable and the shim falls back to $XDG_RUNTIME_DIR/vramshim, which we
+# point into WORKDIR. Where neither holds (root without mount namespaces), the
+# real folder is used with one fixed tenant name, so runs share one tenant
+# entry instead of taking a new one each.
+if [ -z "${VS_HAMI_PRIVATE:-}" ] && [ "$(id -u)" = 0 ] &&
+   unshare -m --propagation private true 2>/dev/null; then
+  mkdir -p /run/vramshim
+  exec unshare -m --propagation private env VS_HAMI_PRIVATE=tmpfs bash -c \
+    'mount -t tmpfs -o mode=0755,size=16m vramshim-test /run/vramshim && exec bash "$0" "$@"' "$0" "$@"
+fi
 work=$1 preload=$2 simdir=$3 view=$4 tool=$5
 rm -rf "$work" && mkdir -p "$work"
+private=${VS_HAMI_PRIVATE:-}
+xdg=()
+if [ -z "$private" ] && [ "$(id -u)" != 0 ] && [ ! -w /run/vramshim ]; then
+  mkdir -m 0700 "$work/xdg" && xdg=(XDG_RUNTIME_DIR="$work/xdg") && private=xdg
+fi
+if [ -n "$private" ]; then
+  echo "vramshim-test: default ledger folder made private ($private)"
+else
+  echo "vramshim-test: NOTE: no private ledger folder here (root without mount namespaces): using the real" \
+       "/run/vramshim, tenant 'hami-test'"
+fi
 if [ -e /etc/vramshim.conf ]; then
   echo "vramshim-test: SKIP: /etc/vramshim.conf exists here, so there is never 'no config file'"
   exit 77
@@ -14,10 +42,11 @@ GiB=$((1 << 30)) MiB=$((1 << 20))
 # Cards of their own: the sim's UUIDs carry the capacity in GiB, so 5 and 6 GiB
 # cards share no ledger with the other tests' cards (default ledger_dir: no config).
 C0=$((5 * GiB)) C1=$((6 * GiB))
+# One tenant name for every run (a pid in it took a new ledger entry per run).
 base_env=(env -u LD_PRELOAD -u VRAMSHIM_CONFIG -u VRAMSHIM_ON_ERROR -u CUDA_DEVICE_MEMORY_LIMIT
-          -u CUDA_DEVICE_MEMORY_LIMIT_0 -u CUDA_DEVICE_MEMORY_LIMIT_1
+          -u CUDA_DEVICE_MEMORY_LIMIT_0 -u CUDA_DEVICE_MEMORY_LIMIT_1 "${xdg[@]}"
           LD_LIBRARY_PATH="$simdir" VRAMSIM_STATE="$work/sim.state" VRAMSIM_CARDS=5GiB,6GiB
-          VRAMSHIM_TENANT="hami-test-$$")
+          VRAMSHIM_TENANT=hami-test)
 fails=0
 n=0
 # run NAME WANT_STATUS [VAR=VALUE...] -- CARD=TOTAL...
@@ -62,7 +91,7 @@ grep -q 'WITHOUT quota enforcement' "$work/malformed_pass.err" || {
 cat >"$work/vramshim.conf" <<EOF
 [global]
 ledger_dir = $work/ledger
-[tenant hami-test-$$]
+[tenant hami-test]
 limit = 2GiB
 EOF
 run file_wins 0 VRAMSHIM_CONFIG="$work/vramshim.conf" CUDA_DEVICE_MEMORY_LIMIT=1g CUDA_DEVICE_MEMORY_LIMIT_1=3g -- \
@@ -86,6 +115,19 @@ if [ $st != 0 ]; then
   echo "vramshim-test: FAIL vramshim run: exit $st"; cat "$work/run.out" "$work/run.err"; fails=$((fails + 1))
 else
   echo "vramshim-test: ok vramshim run with CUDA_DEVICE_MEMORY_LIMIT_0=256m"
+fi
+
+# The processes without a config file used the private folder, not the machine's.
+if [ -n "$private" ]; then
+  n=$((n + 1))
+  dflt=/run/vramshim
+  [ "$private" = xdg ] && dflt=$work/xdg/vramshim
+  if ls "$dflt"/card-*-000000000500.ledger >/dev/null 2>&1; then
+    echo "vramshim-test: ok the default ledger folder in use was the private one ($dflt)"
+  else
+    echo "vramshim-test: FAIL no ledger of the 5 GiB card in the private default folder $dflt:"; ls -la "$dflt"
+    fails=$((fails + 1))
+  fi
 fi
 
 echo "vramshim-test: $((n - fails)) of $n cases pass"
