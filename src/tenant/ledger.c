@@ -54,6 +54,7 @@ struct vs_ledger {
   uint64_t total;               /* what the tenant could ever hold here (vs_plan_total) */
   int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
   uint32_t known;               /* reserve_of[] is filled for tenants below this */
+  uint32_t reuses_seen;         /* shm->tenant_reuses when reserve_of[] was filled */
   vs_ledger_hook hook;
   uint64_t last_refusal_log_ns, refusals_unlogged;
   char tenant_name[VS_NAME_MAX];
@@ -217,10 +218,73 @@ int vs_ledger_sweep(vs_ledger *h) {
 }
 
 /* ---- Tenants ------------------------------------------------------------------ */
-static int find_tenant_locked(vs_ledger_shm *s, const char *name, int create) {
+/* Whether nothing uses tenant entry t (ledger_shm.h): no slot that is not
+ * FREE names it (a dead process's too: its bytes are not reclaimed yet) or
+ * has its bit in reserve_mask, and its totals are zero. Under the lock. */
+static int entry_unused_locked(const vs_ledger_shm *s, uint32_t t) {
+  const vs_ledger_tenant *e = &s->tenants[t];
+  if (e->used || e->spilled || e->reserve_holders) return 0;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &s->slots[i];
+    if (sl->state != VS_SLOT_FREE && (sl->tenant == t || sl->reserve_mask >> t & 1)) return 0;
+  }
+  return 1;
+}
+
+/* The table is full: gives the first entry nothing uses (after reclaiming
+ * the dead, when none is) to `name`, never one in keep (entries the caller
+ * took in this attach, whose slot is not ACTIVE yet). -1 when every entry is
+ * in use.
+ * Why only when full: until then an index names one tenant for the life of
+ * the file, as before, so status keeps every tenant's peak and events their
+ * names; only the table's limit (VS_LEDGER_TENANTS) makes us forget one, and
+ * forgetting an unused entry beats refusing every new tenant name (with
+ * HAMi's variables a tenant per pod: 64 pods, then exit 78 for ever).
+ * Safe because nothing that caches the index can still need it: a process's
+ * own tenant and its reservations are pinned by its slot, totals are zero;
+ * what processes cache about other indexes (reserve_of[]) is refilled when
+ * they see tenant_reuses change; events naming the index lose the name
+ * (VS_EVENT_NO_TENANT) rather than show the new one. The old tenant's peak
+ * and history go with the entry. */
+static int take_unused_locked(vs_ledger *h, const char *name, uint64_t keep) {
+  vs_ledger_shm *s = h->shm;
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t t = 0; t < VS_LEDGER_TENANTS; t++) {
+      if (keep >> t & 1 || !entry_unused_locked(s, t)) continue;
+      vs_ledger_tenant *e = &s->tenants[t];
+      char old[VS_NAME_MAX];
+      snprintf(old, sizeof old, "%s", e->name);
+      write_begin(s);
+      /* Lock-free readers (vs_ledger_view) load these: atomic stores. */
+      VS_STORE(&e->reserve, 0);
+      VS_STORE(&e->limit, VS_NO_LIMIT);
+      VS_STORE(&e->spill_max, 0);
+      e->peak = e->spill_peak = e->last_warn_ns = e->generation = 0;
+      memset(e->name, 0, sizeof e->name);
+      snprintf(e->name, sizeof e->name, "%s", name);
+      for (int i = 0; i < VS_LEDGER_EVENTS; i++)
+        if (s->events[i].tenant == t) s->events[i].tenant = (uint16_t)VS_EVENT_NO_TENANT;
+      VS_STORE(&s->tenant_reuses, s->tenant_reuses + 1);
+      write_end(s);
+      VS_INFO("ledger of card %s: all %d tenant entries taken; the unused entry of tenant '%s' now serves tenant '%s' "
+              "(status no longer shows '%s' or its peak)",
+              s->card_id, VS_LEDGER_TENANTS, old, name, old);
+      return (int)t;
+    }
+    if (pass || !sweep_locked(h)) break; /* dead processes may be what holds entries */
+  }
+  return -1;
+}
+
+/* The index of tenant `name`, creating its entry when asked (appended, or
+ * when the table is full an unused one: take_unused_locked). keep: see
+ * there. Outside any write section (it opens its own). */
+static int find_tenant_locked(vs_ledger *h, const char *name, int create, uint64_t keep) {
+  vs_ledger_shm *s = h->shm;
   for (uint32_t i = 0; i < s->ntenants && i < VS_LEDGER_TENANTS; i++)
     if (!strcmp(s->tenants[i].name, name)) return (int)i;
-  if (!create || s->ntenants >= VS_LEDGER_TENANTS) return -1;
+  if (!create) return -1;
+  if (s->ntenants >= VS_LEDGER_TENANTS) return take_unused_locked(h, name, keep);
   vs_ledger_tenant *t = &s->tenants[s->ntenants];
   write_begin(s);
   memset(t, 0, sizeof *t);
@@ -232,16 +296,21 @@ static int find_tenant_locked(vs_ledger_shm *s, const char *name, int create) {
 }
 
 /* Our plan's reservation for every ledger tenant (new ones appear as other
- * processes join). */
+ * processes join). An entry given to another name (tenant_reuses changed)
+ * makes every cached one suspect: all are filled again. */
 static void refresh_map_locked(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   uint32_t k = h->known;
+  uint32_t reuses = s->tenant_reuses;
+  int again = reuses != h->reuses_seen;
+  if (again) k = 0;
   for (; k < s->ntenants && k < VS_LEDGER_TENANTS; k++) {
     const vs_plan_tenant *p = vs_plan_find(&h->plan, s->tenants[k].name);
     __atomic_store_n(&h->reserve_of[k], p ? (int64_t)p->reserve : -1, __ATOMIC_RELAXED);
   }
+  if (again) __atomic_store_n(&h->reuses_seen, reuses, __ATOMIC_RELAXED);
   /* Release: a lock-free reader (view) that sees known also sees reserve_of. */
-  if (k != h->known) __atomic_store_n(&h->known, k, __ATOMIC_RELEASE);
+  if (again || k != h->known) __atomic_store_n(&h->known, k, __ATOMIC_RELEASE);
 }
 
 /* ---- Opening ---------------------------------------------------------------- */
@@ -410,21 +479,31 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
     goto fail;
   }
   int slot = claim_slot_locked(h);
-  int t = slot < 0 ? -1 : find_tenant_locked(s, h->tenant_name, 1);
+  int t = slot < 0 ? -1 : find_tenant_locked(h, h->tenant_name, 1, 0);
   if (slot < 0 || t < 0) {
     unlock_shm(s);
-    snprintf(err, errlen, "ledger %s is full (%d processes, %d tenants at most)", path, VS_LEDGER_SLOTS,
-             VS_LEDGER_TENANTS);
+    if (slot < 0)
+      snprintf(err, errlen, "ledger %s is full (%d processes at most)", path, VS_LEDGER_SLOTS);
+    else
+      snprintf(err, errlen,
+               "ledger %s is full (%d tenants at most, each with a live process, a reservation a live process's "
+               "config holds, or memory charged)",
+               path, VS_LEDGER_TENANTS);
     goto fail;
   }
   h->slot = slot;
   __atomic_store_n(&h->tenant, (uint32_t)t, __ATOMIC_RELAXED);
   __atomic_store_n(&h->known, 0, __ATOMIC_RELEASE);  /* tenant indexes are the new file's */
+  __atomic_store_n(&h->reuses_seen, s->tenant_reuses, __ATOMIC_RELAXED);
   /* The newest process's plan is what status shows; each process still
    * enforces its own (see refresh_map_locked). Entries first: creating one
    * is a write section of its own, and sections do not nest. */
   int idx[VS_CFG_MAX_TENANTS];
-  for (int i = 0; i < plan->ntenants; i++) idx[i] = find_tenant_locked(s, plan->tenants[i].name, 1);
+  uint64_t keep = 1ull << t; /* taken here, not yet pinned by our slot: never handed on in this loop */
+  for (int i = 0; i < plan->ntenants; i++) {
+    idx[i] = find_tenant_locked(h, plan->tenants[i].name, 1, keep);
+    if (idx[i] >= 0) keep |= 1ull << idx[i];
+  }
   write_begin(s);
   uint64_t mask = 0;
   for (int i = 0; i < plan->ntenants; i++) {
@@ -1011,6 +1090,8 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
   if (h && h->fd >= 0) {
     const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
+    /* An entry changed name since reserve_of[] was filled: the ledger's values until the next refresh. */
+    if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
     uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = others_of(h, known, nt);

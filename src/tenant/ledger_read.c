@@ -256,6 +256,7 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     vs_snap_event *o = &out->events[out->nevents++];
     o->time_ns = ev->time_ns;
     o->pid = ev->pid;
+    /* VS_EVENT_NO_TENANT (its entry went to another tenant since): no name. */
     if (ev->tenant < nt) memcpy(o->tenant, out->tenants[ev->tenant].name, VS_NAME_MAX);
     o->kind = event_kind(ev->kind);
     o->bytes = ev->bytes;

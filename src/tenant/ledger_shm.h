@@ -13,6 +13,13 @@
  *   reserve_mask has bit t (their plan reserves memory for t);
  * a process whose own plan does not name t counts tenants[t].reserve only
  * while that number is above 0 (rebuilt from slots like the totals).
+ * Tenant entries (version 5): an index names one tenant for as long as
+ * anything uses the entry (an ACTIVE slot with that tenant, dead or alive;
+ * a slot whose reserve_mask has its bit; used, spilled or reserve_holders
+ * above 0). Only when the table is full may an entry nothing uses be given
+ * to a new name (ledger.c, take_unused_locked); that bumps tenant_reuses,
+ * so a process's cached per-index facts (reserve_of[]) are refilled, and
+ * events naming the index are re-pointed at VS_EVENT_NO_TENANT.
  * Changing this layout: bump VS_LEDGER_VERSION. */
 #ifndef VS_TENANT_LEDGER_SHM_H
 #define VS_TENANT_LEDGER_SHM_H
@@ -22,13 +29,15 @@
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 4u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10) */
+#define VS_LEDGER_VERSION 5u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
 #define VS_SLOT_LOCK_BASE (1ll << 30) /* lock bytes lie past the end of the file */
 
 enum { VS_SLOT_FREE = 0, VS_SLOT_ACTIVE = 1 };
+/* An event's tenant after its entry went to another name (see above). */
+#define VS_EVENT_NO_TENANT 0xffffu
 enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3, VS_EVENT_SPILL = 4 };
 
 typedef struct vs_ledger_tenant {
@@ -99,7 +108,8 @@ typedef struct vs_ledger_shm {
   uint32_t seq;              /* seqlock for lock-free readers */
   uint32_t gen;              /* futex word: bumped whenever memory is given back */
   uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */
-  uint32_t ntenants;         /* entries only ever appended: indexes are stable */
+  uint32_t ntenants;         /* entries appended until full; then unused ones are reused (see above) */
+  uint32_t tenant_reuses;    /* bumped (under the lock, in a write section) whenever an entry changes name */
   int32_t card_index;
   int32_t plan_pid;          /* the newest process that set the plan below */
   char card_id[VS_NAME_MAX];

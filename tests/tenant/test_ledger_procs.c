@@ -491,6 +491,212 @@ static void wait_mode(void **state) {
   reap_all(&waiter, 1);
 }
 
+
+/* ---- Tenant entries reused when the table is full ------------------------ */
+/* 64 entries (VS_LEDGER_TENANTS); a tenant per pod under HAMi's variables
+ * would have filled them for ever. */
+#define NAMES 200
+static vs_ledger_snapshot g_snap;
+
+static void snap(void) {
+  char err[VS_ERR_MAX];
+  if (vs_ledger_snapshot_read(g_dir, "0", &g_snap, err, sizeof err)) fail_msg("%s", err);
+}
+static const vs_snap_tenant *snap_tenant(const char *name) {
+  for (int t = 0; t < g_snap.ntenants; t++)
+    if (!strcmp(g_snap.tenants[t].name, name)) return &g_snap.tenants[t];
+  return NULL;
+}
+
+/* One process in its own tenant "<prefix><i>": opens, charges a MiB, and
+ * leaves by closing (even i) or by exiting without closing (odd i: a dead
+ * slot that the next process reclaims). Waited for; 0 when it succeeded. */
+static int one_pod(const vs_plan *plan, const char *prefix, int i, pid_t *pid_out) {
+  pid_t pid = spawn();
+  if (pid == 0) {
+    char name[64];
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    vs_ledger *h = child_open(plan, name);
+    if (vs_ledger_charge(h, MiB, NULL)) _exit(5);
+    if (i % 2 == 0) vs_ledger_close(h);
+    _exit(0);
+  }
+  if (pid_out) *pid_out = pid;
+  int status;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Reclaim events (of the odd, dead pods) name their own tenant or, once that
+ * entry went to another name, none: never the new one. */
+static void check_events(const pid_t *pids, const char *prefix) {
+  int named = 0, unnamed = 0;
+  for (int e = 0; e < g_snap.nevents; e++) {
+    const vs_snap_event *ev = &g_snap.events[e];
+    if (strcmp(ev->kind, "reclaim")) continue;
+    if (!ev->tenant[0]) {
+      unnamed++;
+      continue;
+    }
+    int i = -1;
+    if (sscanf(ev->tenant, "pod-%d", &i) != 1 || strncmp(ev->tenant, prefix, strlen(prefix)))
+      fail_msg("reclaim event of pid %d names tenant '%s'", ev->pid, ev->tenant);
+    if (i < 0 || i >= NAMES || pids[i] != ev->pid)
+      fail_msg("reclaim event of pid %d names tenant '%s' (that pod's pid: %d)", ev->pid, ev->tenant,
+               i >= 0 && i < NAMES ? pids[i] : -1);
+    named++;
+  }
+  print_message("reclaim events: %d naming their tenant, %d whose entry went to another\n", named, unnamed);
+  assert_true(named > 0);
+  assert_true(unnamed > 0);
+}
+
+static void reuse_sequence(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, "[card 0]\n", 4 * GiB);
+  static pid_t pids[NAMES];
+  for (int i = 0; i < NAMES; i++) {
+    int r = one_pod(&plan, "pod-", i, &pids[i]);
+    if (r) fail_msg("pod %d of %d (tenant pod-%d) failed: status %d", i, NAMES, i, r);
+  }
+  snap();
+  assert_int_equal(g_snap.ntenants, 64);
+  /* The newest names are there (the last is dead, not yet reclaimed: its
+   * entry is pinned), and the table holds no name twice. */
+  assert_non_null(snap_tenant("pod-199"));
+  assert_non_null(snap_tenant("pod-198"));
+  assert_null(snap_tenant("pod-0"));
+  for (int a = 0; a < g_snap.ntenants; a++)
+    for (int b = a + 1; b < g_snap.ntenants; b++) assert_string_not_equal(g_snap.tenants[a].name, g_snap.tenants[b].name);
+  check_events(pids, "pod-");
+}
+
+/* Tenants still used are never taken over: a live process holding memory, a
+ * live process holding nothing, a reservation a live process's config holds
+ * (no process of that tenant), spilled bytes. A process that cached its
+ * index (the parent's handle) keeps charging its own tenant, and its cached
+ * reservations of entries since reused are refilled (it must see the new
+ * tenant's reservation, not what its plan said of the old name). */
+static void reuse_spares_used(void **state) {
+  (void)state;
+  vs_plan mine, pods, holder, spiller;
+  /* p's plan names "old" (no reservation: cached as 0 for its index). */
+  tt_make_plan(&mine, "[card 0]\n[tenant p]\nlimit = 4GiB\n[tenant old]\nlimit = 1GiB\n", 4 * GiB);
+  tt_make_plan(&pods, "[card 0]\n", 4 * GiB);
+  tt_make_plan(&holder, "[card 0]\n[tenant resv]\nreserve = 256MiB\n", 4 * GiB);
+  tt_make_plan(&spiller, "[card 0]\n[tenant sp]\nlimit = 1MiB\non_limit = spill:64MiB\n", 4 * GiB);
+  char err[VS_ERR_MAX];
+  vs_ledger *hp = vs_ledger_open(g_dir, "0", &mine, "p", err, sizeof err); /* entries 0 (p), 1 (old) */
+  assert_non_null(hp);
+  assert_int_equal(vs_ledger_charge(hp, 8 * MiB, NULL), 0);
+  /* Live children: "busy" holds 3 MiB, "idle" nothing, "holder" reserves for
+   * "resv", "sp" has spilled 5 MiB. */
+  const char *names[] = {"busy", "idle", "holder", "sp"};
+  const vs_plan *plans[] = {&pods, &pods, &holder, &spiller};
+  pid_t live[4];
+  for (int i = 0; i < 4; i++) {
+    live[i] = spawn();
+    if (live[i] == 0) {
+      vs_ledger *h = child_open(plans[i], names[i]);
+      if (i == 0 && vs_ledger_charge(h, 3 * MiB, NULL)) _exit(5);
+      if (i == 3 && vs_ledger_spill(h, 5 * MiB, NULL)) _exit(5);
+      add(&g_sh->ready);
+      while (!ld(&g_sh->done)) usleep(1000);
+      vs_ledger_close(h);
+      _exit(0);
+    }
+  }
+  assert_true(wait_at_least(&g_sh->ready, 4, TT_EVENTUALLY_MS));
+  /* Fill the table (7 entries so far) with pods that leave. */
+  for (int i = 0; i < 57; i++) {
+    int r = one_pod(&pods, "fill-", i, NULL);
+    if (r) fail_msg("pod %d (tenant fill-%d) failed: status %d", i, i, r);
+  }
+  snap();
+  assert_int_equal(g_snap.ntenants, 64);
+  /* "big" takes the first unused entry: old's (index 1, which p's map cached
+   * as "in my plan, reserve 0"), and reserves 3 GiB while it lives. */
+  pid_t big = spawn();
+  if (big == 0) {
+    vs_plan bp;
+    tt_make_plan(&bp, "[card 0]\n[tenant big]\nreserve = 3GiB\n", 4 * GiB);
+    vs_ledger *h = child_open(&bp, "big");
+    add(&g_sh->ready);
+    while (!ld(&g_sh->done)) usleep(1000);
+    vs_ledger_close(h);
+    _exit(0);
+  }
+  assert_true(wait_at_least(&g_sh->ready, 5, TT_EVENTUALLY_MS));
+  snap();
+  assert_string_equal(g_snap.tenants[1].name, "big");
+  /* Then 200 more names, one after another. */
+  static pid_t pids[NAMES];
+  for (int i = 0; i < NAMES; i++) {
+    int r = one_pod(&pods, "pod-", i, &pids[i]);
+    if (r) fail_msg("pod %d (tenant pod-%d) failed: status %d", i, i, r);
+  }
+  assert_int_equal(vs_ledger_sweep(hp), 1); /* the last pod, dead (odd), holds its MiB until reclaimed */
+  snap();
+  assert_int_equal(g_snap.ntenants, 64);
+  const char *kept[] = {"p", "big", "busy", "idle", "holder", "resv", "sp"};
+  for (unsigned i = 0; i < sizeof kept / sizeof *kept; i++)
+    if (!snap_tenant(kept[i])) fail_msg("tenant '%s' (still used) lost its entry", kept[i]);
+  assert_string_equal(g_snap.tenants[0].name, "p");
+  assert_string_equal(g_snap.tenants[1].name, "big");
+  assert_null(snap_tenant("old"));
+  assert_int_equal(snap_tenant("p")->used, 8 * MiB);
+  assert_int_equal(snap_tenant("busy")->used, 3 * MiB);
+  assert_int_equal(snap_tenant("idle")->nprocs, 1);
+  assert_int_equal(snap_tenant("resv")->reserve, 256 * MiB);
+  assert_int_equal(snap_tenant("big")->reserve, 3 * GiB);
+  assert_int_equal(snap_tenant("sp")->spilled, 5 * MiB);
+  /* Card 4 GiB: p 8 MiB, busy 3 MiB, resv 256 MiB, big 3 GiB reserved. The
+   * view sees the reuse before any charge refreshes p's map. */
+  uint64_t others = 3 * MiB + 256 * MiB + 3 * GiB, free_b = 0, total_b = 0;
+  vs_ledger_view(hp, 0, &free_b, &total_b);
+  assert_int_equal(free_b, 4 * GiB - 8 * MiB - others);
+  /* 1 GiB no longer fits (a stale "old: reserve 0" would admit it). */
+  vs_refusal why;
+  assert_int_equal(vs_ledger_charge(hp, GiB, &why), 1);
+  assert_int_equal(why.kind, VS_REFUSE_CAPACITY);
+  assert_int_equal(why.others, others);
+  assert_int_equal(vs_ledger_charge(hp, 2 * MiB, NULL), 0);
+  snap();
+  assert_int_equal(snap_tenant("p")->used, 10 * MiB);
+  assert_int_equal(snap_tenant("big")->used, 0);
+  st(&g_sh->done, 1);
+  reap_all(live, 4);
+  reap_all(&big, 1);
+  vs_ledger_close(hp);
+}
+
+/* Every entry in use: a new name is refused (exit as before), with a message
+ * that says so; one freed entry lets it in. */
+static void reuse_full_refused(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, "[card 0]\n", 4 * GiB);
+  char err[VS_ERR_MAX], name[32];
+  vs_ledger *h[64];
+  for (int i = 0; i < 64; i++) {
+    snprintf(name, sizeof name, "t%d", i);
+    h[i] = vs_ledger_open(g_dir, "0", &plan, name, err, sizeof err);
+    assert_non_null(h[i]);
+  }
+  assert_null(vs_ledger_open(g_dir, "0", &plan, "one-more", err, sizeof err));
+  print_message("%s\n", err);
+  assert_non_null(strstr(err, "64 tenants at most"));
+  vs_ledger_close(h[17]);
+  vs_ledger *n = vs_ledger_open(g_dir, "0", &plan, "one-more", err, sizeof err);
+  assert_non_null(n);
+  snap();
+  assert_string_equal(g_snap.tenants[17].name, "one-more");
+  vs_ledger_close(n);
+  for (int i = 0; i < 64; i++)
+    if (i != 17) vs_ledger_close(h[i]);
+}
+
 static int setup(void **state) {
   tt_ledger_setup(state);
   g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -515,6 +721,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(kill9_in_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(racing, setup, teardown),
       cmocka_unit_test_setup_teardown(wait_mode, setup, teardown),
+      cmocka_unit_test_setup_teardown(reuse_sequence, setup, teardown),
+      cmocka_unit_test_setup_teardown(reuse_spares_used, setup, teardown),
+      cmocka_unit_test_setup_teardown(reuse_full_refused, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
