@@ -231,8 +231,10 @@ static int entry_unused_locked(const vs_ledger_shm *s, uint32_t t) {
   return 1;
 }
 
-/* The table is full: gives the first entry nothing uses (after reclaiming
- * the dead, when none is) to `name`, never one in keep (entries the caller
+/* The table is full: gives the next entry nothing uses, round the table
+ * from the last one reused (so the names used longest ago go first and
+ * status keeps the newest), after reclaiming the dead when none is, to
+ * `name`, never one in keep (entries the caller
  * took in this attach, whose slot is not ACTIVE yet). -1 when every entry is
  * in use.
  * Why only when full: until then an index names one tenant for the life of
@@ -249,7 +251,8 @@ static int entry_unused_locked(const vs_ledger_shm *s, uint32_t t) {
 static int take_unused_locked(vs_ledger *h, const char *name, uint64_t keep) {
   vs_ledger_shm *s = h->shm;
   for (int pass = 0; pass < 2; pass++) {
-    for (uint32_t t = 0; t < VS_LEDGER_TENANTS; t++) {
+    for (uint32_t k = 0; k < VS_LEDGER_TENANTS; k++) {
+      uint32_t t = (s->reuse_next + k) % VS_LEDGER_TENANTS;
       if (keep >> t & 1 || !entry_unused_locked(s, t)) continue;
       vs_ledger_tenant *e = &s->tenants[t];
       char old[VS_NAME_MAX];
@@ -265,6 +268,7 @@ static int take_unused_locked(vs_ledger *h, const char *name, uint64_t keep) {
       for (int i = 0; i < VS_LEDGER_EVENTS; i++)
         if (s->events[i].tenant == t) s->events[i].tenant = (uint16_t)VS_EVENT_NO_TENANT;
       VS_STORE(&s->tenant_reuses, s->tenant_reuses + 1);
+      s->reuse_next = (t + 1) % VS_LEDGER_TENANTS;
       write_end(s);
       VS_INFO("ledger of card %s: all %d tenant entries taken; the unused entry of tenant '%s' now serves tenant '%s' "
               "(status no longer shows '%s' or its peak)",

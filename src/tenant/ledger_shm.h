@@ -110,6 +110,7 @@ typedef struct vs_ledger_shm {
   uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */
   uint32_t ntenants;         /* entries appended until full; then unused ones are reused (see above) */
   uint32_t tenant_reuses;    /* bumped (under the lock, in a write section) whenever an entry changes name */
+  uint32_t reuse_next;       /* where the search for an unused entry starts: after the last one reused */
   int32_t card_index;
   int32_t plan_pid;          /* the newest process that set the plan below */
   char card_id[VS_NAME_MAX];

@@ -117,11 +117,37 @@ else
   echo "vramshim-test: ok vramshim run with CUDA_DEVICE_MEMORY_LIMIT_0=256m"
 fi
 
+dflt=/run/vramshim
+[ "$private" = xdg ] && dflt=$work/xdg/vramshim
+# A tenant per pod, as with HAMi's device plugin: more names, one after
+# another, than a card's ledger has tenant entries (64); each process must
+# start (entries nothing uses go to new names), and status shows the newest.
+# Only in the private folder: the machine's ledgers are not for churning.
+if [ -n "$private" ]; then
+  n=$((n + 1))
+  pods=70 bad=0
+  for i in $(seq 1 $pods); do
+    "${base_env[@]}" LD_PRELOAD="$preload" VRAMSHIM_TENANT="pod-$i" CUDA_DEVICE_MEMORY_LIMIT=1g "$view" 0=$GiB \
+      >"$work/pod.out" 2>"$work/pod.err" || { bad=$((bad + 1)); [ $bad = 1 ] && cp "$work/pod.err" "$work/pod-first-bad.err"; }
+  done
+  "$tool" status --ledger-dir "$dflt" >"$work/pods-status.out" 2>&1
+  if [ $bad != 0 ]; then
+    echo "vramshim-test: FAIL $bad of $pods processes with a new tenant each failed; the first:"
+    sed 's/^/    /' "$work/pod-first-bad.err"; fails=$((fails + 1))
+  # The names used longest ago gave their entries first: pod-1 (and the
+  # earlier cases' hami-test) went, pod-7..pod-70 are the 64 listed.
+  elif ! grep -qw "pod-$pods" "$work/pods-status.out" || ! grep -qw "pod-7" "$work/pods-status.out" ||
+       grep -qw "pod-1" "$work/pods-status.out"; then
+    echo "vramshim-test: FAIL status after $pods tenants: pod-$pods or pod-7 missing, or pod-1 still listed:"
+    sed 's/^/    /' "$work/pods-status.out"; fails=$((fails + 1))
+  else
+    echo "vramshim-test: ok $pods processes in turn, a new tenant each, on one card's ledger; status lists pod-$pods"
+  fi
+fi
+
 # The processes without a config file used the private folder, not the machine's.
 if [ -n "$private" ]; then
   n=$((n + 1))
-  dflt=/run/vramshim
-  [ "$private" = xdg ] && dflt=$work/xdg/vramshim
   if ls "$dflt"/card-*-000000000500.ledger >/dev/null 2>&1; then
     echo "vramshim-test: ok the default ledger folder in use was the private one ($dflt)"
   else

@@ -522,7 +522,12 @@ static int case_cfgerr(void) {
    * not touched by an unenforced process (checked by its pid below). */
   CHECK(tp_snapshot(&g_snap) != 0, "no ledger in the bad file's ledger_dir");
 
-  /* No config at all: still in a ledger (tenant default, no limit). */
+  /* No config at all: still in a ledger (tenant default, no limit). This
+   * is about the default path, so it must use the machine's default ledger
+   * folder; one fixed tenant name (default) keeps runs from adding entries
+   * there, and a ledger of another vramshim version in use there (another
+   * build's tests running on this machine) is the documented refusal, not
+   * this test's failure: that case is skipped with a line. */
   if (access(VS_DEFAULT_CONFIG, F_OK) == 0) {
     SAY("%s exists here: the no-config run is skipped", VS_DEFAULT_CONFIG);
     return 0;
@@ -538,12 +543,24 @@ static int case_cfgerr(void) {
         const vs_snap_proc *pr = tp_proc(&g_snap, q);
         found = pr && !strcmp(pr->tenant, "default") && pr->held > 0;
       }
-    if (!found) tp_sleep_ms(10);
+    if (!found) {
+      char *so_far = tp_read("noconf.err");
+      int stopped = so_far && strstr(so_far, "vramshim: config error");
+      free(so_far);
+      if (stopped) break; /* it is ending (exit 78): no use waiting */
+      tp_sleep_ms(10);
+    }
   }
   kill(q, SIGTERM);
   st = tp_wait(q);
   err = tp_read("noconf.err");
   printf("%s", err);
+  if (st == 78 && err && strstr(err, "and is in use") &&
+      (strstr(err, "has layout version") || strstr(err, "has another layout"))) {
+    SAY("the default ledger of this card is in use by another vramshim version: the no-config run is skipped");
+    free(err);
+    return 0;
+  }
   free(err);
   CHECK(st == 0, "no-config run (%d)", st);
   CHECK(found, "without a config file the process is in %s as tenant default", VS_DEFAULT_LEDGER_DIR);
