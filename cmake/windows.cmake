@@ -40,6 +40,9 @@ add_subdirectory(tools/vramshim)
 if(NOT TARGET vramsim)   # another part may have added it already
   add_subdirectory(tools/sim)
 endif()
+# vramshim-replay-child.exe: `vramshim.exe replay --policy shim-*` runs it
+# with vramshim.dll injected over the sim (tools/vramshim/replay_shim.c).
+add_subdirectory(tools/replay-child)
 # The shim (vramshim.dll, src/interpose) and vramshim.exe run: before the
 # tests, which use them.
 include(${PROJECT_SOURCE_DIR}/cmake/windows_interpose.cmake)

@@ -1,7 +1,8 @@
 /* vramshim-replay-child: replays one allocation trace (RMM logging CSV)
  * with real driver calls, cuMemAlloc_v2 and cuMemFree_v2 on the primary
  * context of device 0, and prints one line of numbers read from the shim
- * preloaded under it (vramshim_stats, found with dlsym). `vramshim replay
+ * in it (vramshim_stats, found through the platform's vs_plat_shim_sym:
+ * dlsym on Linux, vramshim.dll's export on Windows). `vramshim replay
  * --policy shim-off,shim-vmm,shim-chunks` runs it over the simulated
  * driver; see docs/replay.md.
  *
@@ -20,12 +21,12 @@
  * With --stop-at-failure the replay ends at the first refused allocation.
  * Exit status: 0 done (refusals are counted, not errors); 1 anything else. */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "child.h"
 #include "trace_csv.h"
 #include "vramshim.h"
 
@@ -60,9 +61,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   stats_fn stats;
-  *(void **)&stats = dlsym(RTLD_DEFAULT, "vramshim_stats");
+  *(void **)&stats = vs_plat_shim_sym("vramshim_stats");
   if (!stats) {
-    fprintf(stderr, "vramshim: replay-child: libvramshim.so is not preloaded (no vramshim_stats)\n");
+    fprintf(stderr, "vramshim: replay-child: the shim is not in this process (no vramshim_stats)\n");
     return 1;
   }
   vs_trace t;

@@ -6,6 +6,7 @@
 #include "launch.h"
 
 #include "windows/inject.h"
+#include "windows/wutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,41 +60,6 @@ int vs_plat_setenv(const char *name, const char *value) {
   return SetEnvironmentVariableA(name, value) ? 0 : -1;
 }
 
-/* Appends one argument quoted by the rules the C runtime parses with:
- * backslashes are literal unless they precede a quote. */
-static int append_arg(wchar_t *cmd, size_t cap, size_t *at, const wchar_t *arg) {
-#define PUT(c)                          \
-  do {                                  \
-    if (*at + 1 >= cap) return -1;      \
-    cmd[(*at)++] = (c);                 \
-  } while (0)
-  if (*at) PUT(L' ');
-  int plain = *arg && !wcspbrk(arg, L" \t\n\v\"");
-  if (plain) {
-    for (const wchar_t *p = arg; *p; p++) PUT(*p);
-  } else {
-    PUT(L'"');
-    for (const wchar_t *p = arg;; p++) {
-      size_t slashes = 0;
-      while (*p == L'\\') p++, slashes++;
-      if (!*p) {
-        for (size_t k = 0; k < slashes * 2; k++) PUT(L'\\');
-        break;
-      }
-      if (*p == L'"') {
-        for (size_t k = 0; k < slashes * 2 + 1; k++) PUT(L'\\');
-      } else {
-        for (size_t k = 0; k < slashes; k++) PUT(L'\\');
-      }
-      PUT(*p);
-    }
-    PUT(L'"');
-  }
-  cmd[*at] = 0;
-  return 0;
-#undef PUT
-}
-
 int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *why, size_t len) {
   wchar_t wshim_in[MAX_PATH], wshim[MAX_PATH];
   if (!MultiByteToWideChar(CP_ACP, 0, shim, -1, wshim_in, MAX_PATH) ||
@@ -109,7 +75,7 @@ int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *w
   }
   for (int i = 0; argv[i]; i++) {
     wchar_t warg[4096];
-    if (!MultiByteToWideChar(CP_ACP, 0, argv[i], -1, warg, 4096) || append_arg(cmd, cap, &at, warg)) {
+    if (!MultiByteToWideChar(CP_ACP, 0, argv[i], -1, warg, 4096) || vs_win_cmdline_append(cmd, cap, &at, warg)) {
       snprintf(why, len, "the command line of '%s' is too long", argv[0]);
       free(cmd);
       return -1;

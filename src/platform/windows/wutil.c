@@ -106,3 +106,38 @@ static HANDLE named(int kind, const wchar_t *name) {
 HANDLE vs_win_mutex(const wchar_t *name) { return named(K_MUTEX, name); }
 HANDLE vs_win_event(const wchar_t *name) { return named(K_EVENT, name); }
 HANDLE vs_win_event_open(const wchar_t *name) { return named(K_OPEN, name); }
+
+/* Appends one argument quoted by the rules the C runtime parses with:
+ * backslashes are literal unless they precede a quote. */
+int vs_win_cmdline_append(wchar_t *cmd, size_t cap, size_t *at, const wchar_t *arg) {
+#define PUT(c)                          \
+  do {                                  \
+    if (*at + 1 >= cap) return -1;      \
+    cmd[(*at)++] = (c);                 \
+  } while (0)
+  if (*at) PUT(L' ');
+  int plain = *arg && !wcspbrk(arg, L" \t\n\v\"");
+  if (plain) {
+    for (const wchar_t *p = arg; *p; p++) PUT(*p);
+  } else {
+    PUT(L'"');
+    for (const wchar_t *p = arg;; p++) {
+      size_t slashes = 0;
+      while (*p == L'\\') p++, slashes++;
+      if (!*p) {
+        for (size_t k = 0; k < slashes * 2; k++) PUT(L'\\');
+        break;
+      }
+      if (*p == L'"') {
+        for (size_t k = 0; k < slashes * 2 + 1; k++) PUT(L'\\');
+      } else {
+        for (size_t k = 0; k < slashes; k++) PUT(L'\\');
+      }
+      PUT(*p);
+    }
+    PUT(L'"');
+  }
+  cmd[*at] = 0;
+  return 0;
+#undef PUT
+}

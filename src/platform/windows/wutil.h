@@ -28,4 +28,9 @@ int vs_win_path_at(int dfd, const char *name, wchar_t *out, int n);
 HANDLE vs_win_mutex(const wchar_t *name);          /* CreateMutexW */
 HANDLE vs_win_event(const wchar_t *name);          /* CreateEventW, manual reset, not set */
 HANDLE vs_win_event_open(const wchar_t *name);     /* OpenEventW(EVENT_MODIFY_STATE), NULL if none */
+/* Appends arg to the command line cmd (capacity cap, *at its length), a
+ * space first unless empty, quoted by the rules the C runtime parses with
+ * (backslashes are literal unless they precede a quote). 0, or -1 when it
+ * does not fit. */
+int vs_win_cmdline_append(wchar_t *cmd, size_t cap, size_t *at, const wchar_t *arg);
 #endif
