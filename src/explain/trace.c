@@ -129,7 +129,24 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&g_reg_lock);
 }
 
-static void at_exit(void) { vs_trace_flush_all(); }
+/* Set once vs_trace_exit flushed (the atexit handler then does nothing),
+ * and the shim's guard of the atexit flush (vs_trace_set_exit_guard). */
+static atomic_int g_exit_done;
+static int (*_Atomic g_exit_ok)(void);
+
+static void at_exit(void) {
+  if (atomic_load(&g_exit_done)) return;
+  int (*ok)(void) = atomic_load(&g_exit_ok);
+  if (ok && !ok()) return;   /* the other threads are gone, maybe inside our locks */
+  vs_trace_flush_all();
+}
+
+void vs_trace_exit(void) {
+  if (atomic_exchange(&g_exit_done, 1)) return;
+  vs_trace_flush_all();
+}
+
+void vs_trace_set_exit_guard(int (*ok)(void)) { atomic_store(&g_exit_ok, ok); }
 
 /* Timestamps. Reading CLOCK_MONOTONIC costs ~35 ns even through the vDSO
  * on a VM; the TSC costs half that. Where the TSC is invariant (x86-64,

@@ -52,6 +52,17 @@ void vs_trace_free(vs_trace *t, uint64_t ptr, uint64_t size, uint64_t stream);
 int vs_trace_flush(vs_trace *t);
 /* Every recorder of the process (what the atexit handler does). */
 void vs_trace_flush_all(void);
+/* The process is ending while its threads still run (the shim on Windows:
+ * its ExitProcess hook): every recorder is flushed now, and the atexit
+ * handler does nothing afterwards. Events recorded after it (by threads
+ * still running during the exit) are not written. */
+void vs_trace_exit(void);
+/* ok() tells the atexit handler whether it may take the recorder's locks
+ * and wait for its writer thread (the shim: vs_plat_exit_work_ok). On
+ * Windows a DLL's atexit handlers run after ExitProcess ended every other
+ * thread, the writer included, perhaps inside a lock: the flush would wait
+ * forever. Without ok (NULL, the default) it always flushes. */
+void vs_trace_set_exit_guard(int (*ok)(void));
 
 /* The path this process's recorder writes to (pattern expanded). */
 const char *vs_trace_path(vs_trace *t);

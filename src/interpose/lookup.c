@@ -8,6 +8,7 @@
 #include "hooks.h"
 #include "init.h"
 #include "log.h"
+#include "observe.h"
 #include "quota.h"
 
 void *vs_shim_hook_for(const char *name) {
@@ -32,4 +33,7 @@ void *vs_shim_lookup(const char *name) {
 
 void vs_shim_start(void) { vs_init(); }
 
-void vs_shim_exit(void) { vs_quota_exit(); }
+void vs_shim_exit(void) {
+  vs_observe_exit();   /* the traces: the writer thread still runs */
+  vs_quota_exit();
+}

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "observe_internal.h"
 #include "settings.h"
+#include "interpose.h"
 
 #include <stdlib.h>
 #include <uthash.h>
@@ -65,6 +66,10 @@ static inline obs_card *card_get(int card) {
 
 void vs_observe_init(void) {
   g_trace_pattern = getenv("VRAMSHIM_TRACE");
+  /* The recorder's atexit flush must not wait on threads that are gone
+   * (Windows: the DLL's handlers run after ExitProcess); vs_observe_exit
+   * flushes before that, while they still run. */
+  vs_trace_set_exit_guard(vs_plat_exit_work_ok);
   const vs_settings *s = vs_settings_get();
   /* A signal path needs the thread before any allocation: start it now. */
   if (s->config.dump_signal) {
@@ -175,3 +180,5 @@ void vs_observe_atfork_child(void) {
   pthread_mutex_init(&g_create_lock, NULL);
   vs_obs_thread_atfork_child();
 }
+
+void vs_observe_exit(void) { vs_trace_exit(); }

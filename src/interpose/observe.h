@@ -9,6 +9,9 @@
 
 /* Called once from the shim's start-up (after the settings are loaded). */
 void vs_observe_init(void);
+/* The process is ending while its threads still run (vs_shim_exit, the
+ * Windows ExitProcess hook): the traces are written now. */
+void vs_observe_exit(void);
 
 /* Device memory the program got (ptr, size) or gave back. */
 void vs_observe_alloc(int card, uint64_t ptr, uint64_t size);
