@@ -14,12 +14,15 @@
  * state, ledger and dump folders), removed afterwards. The smallest-card search runs one
  * child per step, each on a card of its own. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "child.h"
+#include "file.h"
 #include "launch.h"
 #include "log.h"
 #include "replay.h"
@@ -87,9 +90,11 @@ static int locate(const char *given, const char *rel, int want_dir, const char *
 
 static int write_config(const char *path, const char *mode, uint64_t release_threshold, const char *dir,
                         char *err, size_t errlen) {
-  /* "x": a new file (the folder is new and ours, so nothing may be there). */
-  FILE *f = fopen(path, "wbx");
+  /* A new file, never through a link (the folder is new and ours). */
+  int fd = vs_plat_open_regular(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (!f) {
+    if (fd >= 0) close(fd);
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return -1;
   }
