@@ -34,6 +34,10 @@ int vs_plat_file_not_public(int fd);
 /* The system's ledger folder: "/run/vramshim" (POSIX),
  * "%ProgramData%\vramshim" (Windows). */
 const char *vs_plat_system_ledger_dir(void);
+/* The default dump folder: "/var/tmp/vramshim" (POSIX: survives a reboot,
+ * as a post-mortem should), "%TEMP%\vramshim" (Windows: the per-user temp
+ * folder, C:\Windows\Temp for a service; GetTempPathW's answer). */
+const char *vs_plat_system_dump_dir(void);
 /* The system's config file: "/etc/vramshim.conf" (POSIX),
  * "%ProgramData%\vramshim\vramshim.conf" (Windows). */
 const char *vs_plat_system_config_path(void);

@@ -25,7 +25,7 @@
 /* /run/vramshim (root:vramshim 2770, packaging/tmpfiles.d), or
  * %ProgramData%\vramshim on Windows: src/platform/dir.h. */
 #define VS_DEFAULT_LEDGER_DIR vs_plat_system_ledger_dir()
-#define VS_DEFAULT_DUMP_DIR "/var/tmp/vramshim"
+#define VS_DEFAULT_DUMP_DIR vs_plat_system_dump_dir()
 #define VS_DEFAULT_CONFIG vs_plat_system_config_path() /* /etc/vramshim.conf, %ProgramData%\vramshim\vramshim.conf */
 #define VS_CFG_MAX_WAIT_MS (24ull * 3600 * 1000) /* on_limit = wait:D at most 24 h */
 #define VS_EXIT_CONFIG 78       /* EX_CONFIG of sysexits.h */

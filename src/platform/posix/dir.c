@@ -101,6 +101,8 @@ int vs_plat_file_not_public(int fd) {
 /* Made at install time (packaging/tmpfiles.d/vramshim.conf). */
 const char *vs_plat_system_ledger_dir(void) { return "/run/vramshim"; }
 
+const char *vs_plat_system_dump_dir(void) { return "/var/tmp/vramshim"; }
+
 const char *vs_plat_system_config_path(void) { return "/etc/vramshim.conf"; }
 
 int vs_plat_default_ledger_dir(char *out, size_t len, int *fallback) {

@@ -105,6 +105,23 @@ const char *vs_plat_system_ledger_dir(void) {
   return dir;
 }
 
+const char *vs_plat_system_dump_dir(void) {
+  static char dir[VS_WPATH];
+  if (!__atomic_load_n(&dir[0], __ATOMIC_ACQUIRE)) {
+    char tmp[VS_WPATH];
+    wchar_t w[VS_WPATH];
+    DWORD n = GetTempPathW(VS_WPATH - 16, w);   /* ends in a backslash */
+    char t[VS_WPATH];
+    if (n == 0 || n >= VS_WPATH - 16 ||
+        !WideCharToMultiByte(CP_UTF8, 0, w, -1, t, (int)sizeof t - 16, NULL, NULL))
+      snprintf(t, sizeof t, "C:\\Windows\\Temp\\");
+    snprintf(tmp, sizeof tmp, "%svramshim", t);
+    memcpy(dir + 1, tmp + 1, strlen(tmp));
+    __atomic_store_n(&dir[0], tmp[0], __ATOMIC_RELEASE);
+  }
+  return dir;
+}
+
 const char *vs_plat_system_config_path(void) {
   static char path[VS_WPATH + 16];
   if (!__atomic_load_n(&path[0], __ATOMIC_ACQUIRE)) {
