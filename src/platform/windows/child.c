@@ -199,11 +199,7 @@ int vs_plat_run_child(const char *shim, const char *driver_dir, const char *scra
     return -1;
   }
   char err[512];
-  if (vs_win_inject(pi.hProcess, wshim, 60000, err, sizeof err)) {
-    TerminateProcess(pi.hProcess, 127);
-    WaitForSingleObject(pi.hProcess, 10000);
-    CloseHandle(pi.hThread);
-    CloseHandle(pi.hProcess);
+  if (vs_win_inject_or_end(&pi, wshim, err, sizeof err)) {
     CloseHandle(rd);
     snprintf(why, whylen, "cannot load the shim %s into %s: %s", shim, argv[0], err);
     return -1;

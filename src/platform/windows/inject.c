@@ -66,3 +66,12 @@ out:
   if (finished) VirtualFreeEx(process, remote, 0, MEM_RELEASE);
   return rc;
 }
+
+int vs_win_inject_or_end(PROCESS_INFORMATION *pi, const wchar_t *dll, char *why, size_t len) {
+  if (!vs_win_inject(pi->hProcess, dll, 60000, why, len)) return 0;
+  TerminateProcess(pi->hProcess, 127);
+  WaitForSingleObject(pi->hProcess, 10000);
+  CloseHandle(pi->hThread);
+  CloseHandle(pi->hProcess);
+  return -1;
+}

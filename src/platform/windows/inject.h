@@ -19,6 +19,12 @@
  * as it was (suspended or not). */
 int vs_win_inject(HANDLE process, const wchar_t *dll, DWORD timeout_ms, char *why, size_t len);
 
+/* For a launcher's own suspended child (launch.c, child.c): vs_win_inject,
+ * and when that fails the child is ended (exit code 127, as a program that
+ * could not start) and both of its handles closed, so no half-started
+ * program is left behind. 0 with pi untouched, or -1 with why. */
+int vs_win_inject_or_end(PROCESS_INFORMATION *pi, const wchar_t *dll, char *why, size_t len);
+
 /* The real LoadLibraryW, GetProcAddress...: kernelbase's exports (kernel32's
  * may be stubs that jump through kernel32's own imports, which a patcher
  * must never touch), else kernel32's. NULL only if neither exports it. */

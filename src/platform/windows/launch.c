@@ -100,11 +100,7 @@ int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *w
   }
   free(cmd);
   char err[512];
-  if (vs_win_inject(pi.hProcess, wshim, 60000, err, sizeof err)) {
-    TerminateProcess(pi.hProcess, 127);
-    WaitForSingleObject(pi.hProcess, 10000);
-    CloseHandle(pi.hThread);
-    CloseHandle(pi.hProcess);
+  if (vs_win_inject_or_end(&pi, wshim, err, sizeof err)) {
     snprintf(why, len, "cannot load the shim %s into '%s': %s", shim, argv[0], err);
     return -1;
   }
