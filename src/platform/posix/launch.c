@@ -1,4 +1,5 @@
 /* launch.h on POSIX: LD_PRELOAD and exec. */
+#include "file.h"
 #include "launch.h"
 
 #include <errno.h>
@@ -13,14 +14,10 @@ const char vs_plat_launch_how[] = "LD_PRELOAD gets libvramshim.so first, then ex
 
 void vs_plat_self_dir(char *out, size_t len) {
   char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   out[0] = 0;
-  if (n <= 0) return;
-  path[n] = 0;
-  char *slash = strrchr(path, '/');
-  if (!slash) return;
-  slash[1] = 0;
-  snprintf(out, len, "%s", path);
+  if (vs_plat_self_exe(path, sizeof path)) return;
+  size_t dir = (size_t)(vs_plat_base_name(path) - path);
+  if (dir) snprintf(out, len, "%.*s", (int)dir, path);
 }
 
 int vs_plat_readable(const char *path) { return path && *path && access(path, R_OK) == 0; }
