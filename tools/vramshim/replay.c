@@ -47,6 +47,9 @@ static void usage(FILE *out) {
           "                 (--costs; docs/driver-costs.md)\n"
           "  end/warm       reserved at the end / reserved after warm-up (the first\n"
           "                 10%% of the events): growth in the steady state\n"
+          "  live end/warm  peak live / the live high-water mark after warm-up: how\n"
+          "                 far the workload itself climbs later (no policy can\n"
+          "                 hold less than live, so end/warm follows it)\n"
           "  late calls     driver calls after warm-up outside allocations that raise\n"
           "                 the high-water mark of live bytes\n"
           "  ns/request     wall time of the replay loop (allocations and their frees)\n"
@@ -70,7 +73,7 @@ static void usage(FILE *out) {
           "                            driver_calls, ns_per_request, release_threshold,\n"
           "                            calls (by driver call), modeled_driver_ms,\n"
           "                            reserved_warm, reserved_end, calls_after_warm_hwm,\n"
-          "                            calls_after_warm_other\n"
+          "                            calls_after_warm_other, peak_live_warm\n"
           "  --costs FILE              per-call driver costs (default: data/driver-costs.csv\n"
           "                            of the source tree; 'none' skips the model)\n"
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
@@ -194,6 +197,7 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
     fprintf(out, "}");
     if (o->costs) fprintf(out, ",\"modeled_driver_ms\":%.3f", r->stats.tally.ns / 1e6);
   }
+  if (r->peak_live_warm) fprintf(out, ",\"peak_live_warm\":%llu", (unsigned long long)r->peak_live_warm);
   if (r->have_probe)
     fprintf(out, ",\"reserved_warm\":%llu,\"reserved_end\":%llu,\"calls_after_warm_hwm\":%llu,\"calls_after_warm_other\":%llu",
             (unsigned long long)r->reserved_warm, (unsigned long long)r->reserved_end,
@@ -206,11 +210,11 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
 }
 
 /* ---- Text table --------------------------------------------------------- */
-#define NCOL 15
+#define NCOL 16
 static const char *const col_head[NCOL] = {"trace",     "policy",        "requests",  "peak live",
                                            "peak reserved", "res/live", "smallest card", "card/live",
                                            "from cache", "steady",      "driver calls", "driver time",
-                                           "end/warm", "late calls", "ns/request"};
+                                           "end/warm", "live end/warm", "late calls", "ns/request"};
 
 typedef struct row {
   char cell[NCOL][48];
@@ -239,12 +243,14 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
   else snprintf(w->cell[11], sizeof w->cell[11], "-");
   if (r->have_probe) {
     snprintf(w->cell[12], sizeof w->cell[12], "%.3f", ratio(r->reserved_end, r->reserved_warm));
-    snprintf(w->cell[13], sizeof w->cell[13], "%llu", (unsigned long long)r->calls_other_after);
+    snprintf(w->cell[14], sizeof w->cell[14], "%llu", (unsigned long long)r->calls_other_after);
   } else {
     snprintf(w->cell[12], sizeof w->cell[12], "-");
-    snprintf(w->cell[13], sizeof w->cell[13], "-");
+    snprintf(w->cell[14], sizeof w->cell[14], "-");
   }
-  snprintf(w->cell[14], sizeof w->cell[14], "%.0f", r->ns_per_request);
+  if (r->peak_live_warm) snprintf(w->cell[13], sizeof w->cell[13], "%.3f", ratio(r->peak_live, r->peak_live_warm));
+  else snprintf(w->cell[13], sizeof w->cell[13], "-"); /* shim policies: not measured */
+  snprintf(w->cell[15], sizeof w->cell[15], "%.0f", r->ns_per_request);
 }
 
 static void print_table(FILE *out, const row *rows, size_t n) {

@@ -94,6 +94,10 @@ typedef struct vs_replay_result {
    * high-water mark of live bytes and all the others. */
   int have_probe;
   uint64_t reserved_warm, reserved_end, calls_warm, calls_hwm_after, calls_other_after;
+  /* The high-water mark of live bytes at the end of warm-up (every policy):
+   * peak_live / peak_live_warm is how far the workload itself still climbs
+   * after warm-up, the growth no policy can avoid. */
+  uint64_t peak_live_warm;
   vs_policy_stats stats;
   double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
   uint64_t smallest_card;  /* 0 when not searched */

@@ -86,6 +86,7 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     uint32_t id = t->ev[i].id;
     uint64_t size = t->sizes[id];
     if (pol->clock && t->time_us && t->time_us[i] != last_us) pol->clock(p, last_us = t->time_us[i]);
+    if (i == warm_at) r->peak_live_warm = peak;
     if (probing && i == warm_at) {
       pol->probe(p, &r->reserved_warm, &r->calls_warm);
       warm = 1;
@@ -134,6 +135,7 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     r->calls_other_after = calls - r->calls_warm - r->calls_hwm_after;
   }
   r->peak_live = peak;
+  if (t->nev <= warm_at) r->peak_live_warm = peak;
   r->ns_per_request = r->requests ? (t1 - t0) * 1e9 / (double)r->requests : 0.0;
   memset(&r->stats, 0, sizeof r->stats);
   pol->stats(p, &r->stats);
