@@ -1,5 +1,6 @@
 #include "file.h"
 #include "log.h"
+#include "procenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,7 @@ static void early(const char *fmt, ...) {
 }
 
 static void parse_env(void) {
-  const char *env = getenv("VRAMSHIM_LOG");
+  const char *env = vs_plat_getenv("VRAMSHIM_LOG");
   if (!env || !*env) return;
   char spec[512];
   snprintf(spec, sizeof spec, "%s", env);

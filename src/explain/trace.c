@@ -20,6 +20,7 @@
 #include "proc.h"
 #include "timeutil.h"
 #include "log.h"
+#include "procenv.h"
 
 /* One event as the hot path stores it: no formatting there. */
 typedef struct trace_rec {
@@ -162,7 +163,7 @@ static inline uint64_t ticks_now(void) {
   return vs_mono_ns();
 }
 
-static void detect_tsc(void) { g_use_tsc = vs_plat_tsc_invariant() && !getenv("VRAMSHIM_TRACE_NO_TSC"); }
+static void detect_tsc(void) { g_use_tsc = vs_plat_tsc_invariant() && !vs_plat_getenv("VRAMSHIM_TRACE_NO_TSC"); }
 
 static void init_once(void) {
   detect_tsc();

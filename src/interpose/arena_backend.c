@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "log.h"
 #include "quota.h"
+#include "procenv.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -311,7 +312,7 @@ void vs_backend_free(void *backend) { free(backend); }
  * so freed blocks are reused while device work may still touch them. The
  * stream-safety test uses it to show that it catches exactly that. */
 static int unsafe_reuse(void) {
-  const char *e = getenv("VRAMSHIM_DEBUG_UNSAFE_REUSE");
+  const char *e = vs_plat_getenv("VRAMSHIM_DEBUG_UNSAFE_REUSE");
   return e && *e && strcmp(e, "0") != 0;
 }
 

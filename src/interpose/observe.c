@@ -13,6 +13,7 @@
 #include "observe_internal.h"
 #include "settings.h"
 #include "interpose.h"
+#include "procenv.h"
 
 #include <stdlib.h>
 #include <uthash.h>
@@ -65,7 +66,7 @@ static inline obs_card *card_get(int card) {
 }
 
 void vs_observe_init(void) {
-  g_trace_pattern = getenv("VRAMSHIM_TRACE");
+  g_trace_pattern = vs_plat_getenv("VRAMSHIM_TRACE");
   /* The recorder's atexit flush must not wait on threads that are gone
    * (Windows: the DLL's handlers run after ExitProcess); vs_observe_exit
    * flushes before that, while they still run. */

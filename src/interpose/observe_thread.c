@@ -24,6 +24,7 @@
 #include "thread.h"
 #include "arena_glue.h"
 #include "dump_file.h"
+#include "procenv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -235,7 +236,7 @@ static int pending_any(void) {
 static void *thread_main(void *arg) {
   (void)arg;
   g_start_time = vs_ledger_self_start_time();
-  const char *iv = getenv("VRAMSHIM_TEST_DUMP_INTERVAL_MS");
+  const char *iv = vs_plat_getenv("VRAMSHIM_TEST_DUMP_INTERVAL_MS");
   if (iv && *iv) g_min_interval_ns = strtoull(iv, NULL, 10) * 1000000ull;
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;

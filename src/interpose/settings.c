@@ -3,6 +3,7 @@
 #include "dir.h"
 #include "hami_env.h"
 #include "log.h"
+#include "procenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +32,7 @@ static void load(void) {
   s->from_file = r == 0;
   char exe[VS_NAME_MAX];
   vs_self_exe(NULL, exe);
-  s->tenant_how = vs_config_select_tenant(&s->config, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  s->tenant_how = vs_config_select_tenant(&s->config, vs_plat_getenv("VRAMSHIM_TENANT"), exe, s->tenant);
   /* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<i>]: the config when there is no file. */
   int hami = vs_hami_apply_env(environ, &s->config, r != 1, s->tenant, err, sizeof err);
   if (hami < 0) {

@@ -6,6 +6,7 @@
 #include "contexts.h"
 #include "log.h"
 #include "stream_order.h"
+#include "procenv.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,7 +21,7 @@ static pthread_mutex_t g_leave_lock = PTHREAD_MUTEX_INITIALIZER;
 int vs_stream_order_on(void) {
   int on = atomic_load_explicit(&g_on, memory_order_acquire);
   if (__builtin_expect(on >= 0, 1)) return on;
-  const char *e = getenv("VRAMSHIM_STREAM_ORDER");
+  const char *e = vs_plat_getenv("VRAMSHIM_STREAM_ORDER");
   int want = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
   int expect = -1;
   atomic_compare_exchange_strong(&g_on, &expect, want);

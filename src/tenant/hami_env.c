@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "procenv.h"
 
 int vs_hami_parse_size(const char *text, uint64_t *bytes) {
   if (!text || !isdigit((unsigned char)text[0])) return -1;
@@ -104,7 +105,7 @@ int vs_hami_apply_env(char *const *envp, vs_config *cfg, int from_file, const ch
   if (!h->nvars) return 0;
   if (from_file) {
     /* After a config error under passthrough cfg holds the defaults: name the file that failed. */
-    const char *file = cfg->file, *env = getenv("VRAMSHIM_CONFIG");
+    const char *file = cfg->file, *env = vs_plat_getenv("VRAMSHIM_CONFIG");
     if (!strcmp(file, "<defaults>")) file = env && *env ? env : VS_DEFAULT_CONFIG;
     VS_WARN("%s ignored: the config file %s sets the limits (a config file wins over HAMi-core's variables)",
             h->text, file);

@@ -22,6 +22,7 @@
 #include "shm.h"
 #include "wake.h"
 #include "xlock.h"
+#include "procenv.h"
 
 #define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
@@ -590,7 +591,7 @@ vs_ledger *vs_ledger_open(const char *dir, const char *card_id, const vs_plan *p
   h->spill_max = me ? me->spill_max : 0;
   h->total = vs_plan_total(plan, tenant);
   h->warn_at = me && me->warn_ppm ? (uint64_t)((vs_u128)h->total * me->warn_ppm / VS_PPM_100) : 0;
-  const char *hook = getenv("VRAMSHIM_TEST_LEDGER_STALL");
+  const char *hook = vs_plat_getenv("VRAMSHIM_TEST_LEDGER_STALL");
   if (hook && !strcmp(hook, "stop")) h->hook = VS_LEDGER_HOOK_STOP;
   if (hook && !strcmp(hook, "sleep")) h->hook = VS_LEDGER_HOOK_SLEEP;
   if (attach(h, 0, err, errlen)) {

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "procenv.h"
 
 /* Copies at most VS_NAME_MAX - 1 bytes: longer names are cut, not rejected. */
 static void copy_name(char out[VS_NAME_MAX], const char *s) {
@@ -49,7 +50,7 @@ void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]) {
 }
 
 int vs_config_load_env(vs_config *cfg, char *err, size_t errlen) {
-  const char *path = getenv("VRAMSHIM_CONFIG");
+  const char *path = vs_plat_getenv("VRAMSHIM_CONFIG");
   if (!path || !*path) {
     if (access(VS_DEFAULT_CONFIG, F_OK) != 0 && errno == ENOENT) {
       vs_config_defaults(cfg);
@@ -61,7 +62,7 @@ int vs_config_load_env(vs_config *cfg, char *err, size_t errlen) {
 }
 
 int vs_config_on_error(const char *err) {
-  const char *mode = getenv("VRAMSHIM_ON_ERROR");
+  const char *mode = vs_plat_getenv("VRAMSHIM_ON_ERROR");
   if (mode && !strcmp(mode, "passthrough")) {
     vs_log(VS_LOG_ERROR, "%s", err);
     vs_log(VS_LOG_ERROR, "config error: VRAMSHIM_ON_ERROR=passthrough, running WITHOUT quota enforcement");

@@ -10,6 +10,7 @@ extern char **environ;
 #include "hami_env.h"
 #include "log.h"
 #include "plan.h"
+#include "procenv.h"
 
 struct vs_tenant_session {
   vs_config cfg;
@@ -41,7 +42,7 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   }
   char exe[VS_NAME_MAX];
   vs_self_exe(argv0, exe);
-  const char *how = vs_config_select_tenant(&s->cfg, getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  const char *how = vs_config_select_tenant(&s->cfg, vs_plat_getenv("VRAMSHIM_TENANT"), exe, s->tenant);
   int hami = vs_hami_apply_env(environ, &s->cfg, r != 1, s->tenant, err, sizeof err);
   if (hami < 0) {
     vs_config_on_error(err); /* returns only with passthrough */

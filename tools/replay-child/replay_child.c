@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "child.h"
+#include "procenv.h"
 #include "trace_csv.h"
 #include "vramshim.h"
 
@@ -54,6 +55,7 @@ static int cu_fail(const char *what, CUresult r) {
 }
 
 int main(int argc, char **argv) {
+  vs_plat_utf8_args(&argc, &argv);
   int stop = argc == 3 && !strcmp(argv[2], "--stop-at-failure");
   if ((argc != 2 && !stop) || argv[1][0] == '-') {
     fprintf(stderr, "usage: vramshim-replay-child TRACE.csv [--stop-at-failure]  (run by 'vramshim replay "

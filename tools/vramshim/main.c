@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "procenv.h"
 
 struct command {
   const char *name;
@@ -26,6 +27,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  vs_plat_utf8_args(&argc, &argv); /* Windows: names and paths beyond the ANSI code page */
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -26,6 +26,7 @@
 #include "launch.h"
 #include "log.h"
 #include "replay.h"
+#include "procenv.h"
 
 /* VS_REPLAY_SHIM_REL, VS_REPLAY_SIM_REL, VS_REPLAY_CHILD_REL: the build
  * tree's layout relative to this tool (the shim, the sim's folder, the
@@ -191,7 +192,7 @@ static int run_child(const child_setup *cs, uint64_t card, int stop, vs_replay_r
   snprintf(e_cards, sizeof e_cards, "VRAMSIM_CARDS=%lluB", (unsigned long long)card);
   snprintf(e_state, sizeof e_state, "VRAMSIM_STATE=%s/sim.state", dir);
   snprintf(e_config, sizeof e_config, "VRAMSHIM_CONFIG=%s", conf);
-  char *add[] = {e_cards, e_state, e_config, stop && !getenv("VRAMSHIM_LOG") ? e_log : NULL, NULL};
+  char *add[] = {e_cards, e_state, e_config, stop && !vs_plat_getenv("VRAMSHIM_LOG") ? e_log : NULL, NULL};
   char stop_flag[] = "--stop-at-failure";
   char *argv[] = {(char *)cs->child, (char *)cs->trace, stop ? stop_flag : NULL, NULL};
   /* The child prints one line; keep the last 4 KiB of whatever it says. */

@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "launch.h"
+#include "procenv.h"
 
 #ifndef VS_RUN_BIN_TO_SHIM
 #error "VS_RUN_BIN_TO_SHIM: the shim relative to the tool's folder (tools/vramshim/CMakeLists.txt)"
@@ -45,7 +46,7 @@ static void usage(FILE *out) {
 
 /* The shim to load into out; -1 when none is found (out names where it looked). */
 static int find_shim(char *out, size_t len) {
-  const char *env = getenv("VRAMSHIM_LIBRARY");
+  const char *env = vs_plat_getenv("VRAMSHIM_LIBRARY");
   if (env && *env) {
     snprintf(out, len, "%s", env);
     return 0;

@@ -8,18 +8,22 @@
 #include <stdlib.h>
 #include <windows.h>
 
+#include "procenv.h"
+#include "wutil.h"
+
 const char *vs_plat_driver_default(void) {
-  static char path[MAX_PATH + 16];
+  static char path[MAX_PATH * 3 + 16];
   if (!path[0]) {
-    char sys[MAX_PATH];
-    UINT n = GetSystemDirectoryA(sys, sizeof sys);
-    if (n == 0 || n >= sizeof sys) snprintf(path, sizeof path, "nvcuda.dll");
+    wchar_t wsys[MAX_PATH];
+    char sys[MAX_PATH * 3];
+    UINT n = GetSystemDirectoryW(wsys, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH || vs_win_utf8(wsys, sys, (int)sizeof sys)) snprintf(path, sizeof path, "nvcuda.dll");
     else snprintf(path, sizeof path, "%s\\nvcuda.dll", sys);
   }
   return path;
 }
 
-const char *vs_plat_getenv_secure(const char *name) { return getenv(name); }
+const char *vs_plat_getenv_secure(const char *name) { return vs_plat_getenv(name); }
 
 void *vs_plat_dl_open(const char *path, char *err, size_t errlen) {
   wchar_t wpath[MAX_PATH * 2];
@@ -45,8 +49,9 @@ const void *vs_plat_dl_module_of(const void *fn, char *path, size_t len) {
                                  (LPCSTR)fn, &m))
     return NULL;
   if (path && len) {
-    DWORD n = GetModuleFileNameA(m, path, (DWORD)len);
-    if (n == 0 || n >= len) path[0] = 0;
+    wchar_t w[VS_WPATH];
+    DWORD n = GetModuleFileNameW(m, w, VS_WPATH);
+    if (n == 0 || n >= VS_WPATH || vs_win_utf8(w, path, (int)len)) path[0] = 0;
   }
   return (const void *)m;
 }

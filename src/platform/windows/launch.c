@@ -19,10 +19,11 @@ const char vs_plat_shim_file[] = "vramshim.dll";
 const char vs_plat_launch_how[] = "it is started suspended, vramshim.dll is injected, then it runs; children too";
 
 void vs_plat_self_dir(char *out, size_t len) {
-  char path[MAX_PATH];
-  DWORD n = GetModuleFileNameA(NULL, path, MAX_PATH);
+  wchar_t w[VS_WPATH];
+  char path[VS_WPATH * 3];
+  DWORD n = GetModuleFileNameW(NULL, w, VS_WPATH);
   out[0] = 0;
-  if (n == 0 || n >= MAX_PATH) return;
+  if (n == 0 || n >= VS_WPATH || vs_win_utf8(w, path, (int)sizeof path)) return;
   char *sep = NULL;
   for (char *p = path; *p; p++)
     if (*p == '\\' || *p == '/') sep = p;
@@ -31,15 +32,23 @@ void vs_plat_self_dir(char *out, size_t len) {
   snprintf(out, len, "%s", path);
 }
 
+/* GetFileAttributesW of a UTF-8 path. */
+static DWORD attributes(const char *path) {
+  wchar_t w[VS_WPATH];
+  return vs_win_wide(path, w, VS_WPATH) ? INVALID_FILE_ATTRIBUTES : GetFileAttributesW(w);
+}
+
 int vs_plat_readable(const char *path) {
   if (!path || !*path) return 0;
-  DWORD a = GetFileAttributesA(path);
+  DWORD a = attributes(path);
   return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
 }
 
 int vs_plat_canonical(const char *path, char *out, size_t len) {
-  DWORD n = GetFullPathNameA(path, (DWORD)len, out, NULL);
-  if (n == 0 || n >= len) {
+  wchar_t w[VS_WPATH], full[VS_WPATH];
+  if (vs_win_wide(path, w, VS_WPATH)) return -1;
+  DWORD n = GetFullPathNameW(w, VS_WPATH, full, NULL);
+  if (n == 0 || n >= VS_WPATH || vs_win_utf8(full, out, (int)len)) {
     errno = ENAMETOOLONG;
     return -1;
   }
@@ -48,7 +57,7 @@ int vs_plat_canonical(const char *path, char *out, size_t len) {
 
 int vs_plat_realpath(const char *path, char *out, size_t len) {
   if (vs_plat_canonical(path, out, len)) return -1;
-  if (GetFileAttributesA(out) == INVALID_FILE_ATTRIBUTES) {
+  if (attributes(out) == INVALID_FILE_ATTRIBUTES) {
     errno = ENOENT;
     return -1;
   }
@@ -57,12 +66,15 @@ int vs_plat_realpath(const char *path, char *out, size_t len) {
 
 int vs_plat_setenv(const char *name, const char *value) {
   /* The process environment block is what CreateProcess hands on. */
-  return SetEnvironmentVariableA(name, value) ? 0 : -1;
+  wchar_t wn[256], *wv = malloc(32768 * sizeof *wv); /* an environment value's limit */
+  int ok = wv && !vs_win_wide(name, wn, 256) && !vs_win_wide(value, wv, 32768) && SetEnvironmentVariableW(wn, wv);
+  free(wv);
+  return ok ? 0 : -1;
 }
 
 int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *why, size_t len) {
   wchar_t wshim_in[MAX_PATH], wshim[MAX_PATH];
-  if (!MultiByteToWideChar(CP_ACP, 0, shim, -1, wshim_in, MAX_PATH) ||
+  if (!MultiByteToWideChar(CP_UTF8, 0, shim, -1, wshim_in, MAX_PATH) ||
       !GetFullPathNameW(wshim_in, MAX_PATH, wshim, NULL)) {
     snprintf(why, len, "the shim's path %s is too long", shim);
     return -1;
@@ -75,7 +87,7 @@ int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *w
   }
   for (int i = 0; argv[i]; i++) {
     wchar_t warg[4096];
-    if (!MultiByteToWideChar(CP_ACP, 0, argv[i], -1, warg, 4096) || vs_win_cmdline_append(cmd, cap, &at, warg)) {
+    if (!MultiByteToWideChar(CP_UTF8, 0, argv[i], -1, warg, 4096) || vs_win_cmdline_append(cmd, cap, &at, warg)) {
       snprintf(why, len, "the command line of '%s' is too long", argv[0]);
       free(cmd);
       return -1;
