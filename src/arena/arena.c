@@ -194,8 +194,13 @@ void vs_arena_set_stream_ordered(vs_arena *a, int on) {
    * on the legacy stream, which a stream created from now on (a
    * non-blocking one) would not wait for. One sync, begun after the flag
    * is down, settles it: a free that still read the flag up was made
-   * before, and so was the last use of its block. */
-  if (was && !on) vs_arena_sync(a);
+   * before, and so was the last use of its block. Frees in stream order
+   * take no stamp: one is taken here, so that the sync is not skipped as
+   * one that could make nothing reusable (core.c). */
+  if (was && !on) {
+    (void)vs_arena_stamp(a);
+    vs_arena_sync(a);
+  }
 }
 
 int vs_arena_stream_ordered(vs_arena *a) { return a && atomic_load(&a->ordered); }

@@ -99,6 +99,23 @@ void vs_arena_destroy(vs_arena *a);   /* returns every byte to the backend */
 void vs_arena_set_stream_ordered(vs_arena *a, int on);
 int vs_arena_stream_ordered(vs_arena *a);
 
+/* The program's own synchronisations. Out of stream order a freed block
+ * waits for a sync begun after its free; a sync the program makes itself
+ * does as well as the backend's, if the caller can vouch for it. Before
+ * the program's sync is forwarded, take a ticket (every block freed before
+ * this call has a smaller stamp; 0 for a NULL arena); once the caller
+ * knows that all device work that could use the arena's memory and was
+ * enqueued before the ticket was taken has finished, vs_arena_synced_to
+ * makes every block freed before it reusable, with no backend call. The
+ * caller vouches for every stream that could touch the memory (the shim:
+ * a context-wide sync, or the oldest ticket over all its streams'
+ * syncs). Tickets may be marked in any order, more than once, or never;
+ * 0 and tickets never handed out do nothing beyond the newest one taken.
+ * A backend sync that could make nothing reusable (every pending block
+ * is already marked) is then not made. */
+uint64_t vs_arena_sync_ticket(vs_arena *a);
+void vs_arena_synced_to(vs_arena *a, uint64_t ticket);
+
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every
  * pointer is at least 512-byte aligned. size 0 is refused with ERROR. */

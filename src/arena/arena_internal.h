@@ -177,6 +177,7 @@ struct vs_arena {
    * hot path (bins keep their own and fold live bytes in by the MiB). */
   _Alignas(64) _Atomic uint64_t sync_started;
   _Alignas(64) _Atomic uint64_t sync_done;
+  _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
   _Alignas(64) _Atomic uint64_t backend_calls;
   _Atomic uint64_t syncs, unserved, refused, peak_reserved;
   _Alignas(64) _Atomic uint64_t live_bytes;

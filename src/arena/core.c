@@ -21,10 +21,35 @@ uint64_t vs_arena_now(vs_arena *a) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t vs_arena_stamp(vs_arena *a) { return atomic_load(&a->sync_started); }
+/* A free's stamp. `stamped` keeps the newest one handed out (written only
+ * when the generation moved on, so the hot path mostly reads a line no one
+ * writes): a sync can then tell that every pending block is already ready. */
+uint64_t vs_arena_stamp(vs_arena *a) {
+  uint64_t s = atomic_load(&a->sync_started);
+  uint64_t cur = atomic_load_explicit(&a->stamped, memory_order_relaxed);
+  while (cur < s && !atomic_compare_exchange_weak(&a->stamped, &cur, s)) {}
+  return s;
+}
 int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
 
+/* The program's own synchronisations (arena.h). A ticket is a generation
+ * as vs_arena_sync's own: every block freed before it has a smaller
+ * stamp, so marking it done makes exactly those blocks reusable. */
+uint64_t vs_arena_sync_ticket(vs_arena *a) { return a ? atomic_fetch_add(&a->sync_started, 1) + 1 : 0; }
+
+void vs_arena_synced_to(vs_arena *a, uint64_t ticket) {
+  if (!a || !ticket) return;
+  /* A ticket never handed out would mark blocks freed later: cap it. */
+  uint64_t started = atomic_load(&a->sync_started);
+  if (ticket > started) ticket = started;
+  uint64_t done = atomic_load(&a->sync_done);
+  while (ticket > done && !atomic_compare_exchange_weak(&a->sync_done, &done, ticket)) {}
+}
+
 void vs_arena_sync(vs_arena *a) {
+  /* Every pending block is ready already (the program's own syncs made it
+   * so): a sync would make nothing reusable, so none is made. */
+  if (atomic_load(&a->stamped) < atomic_load(&a->sync_done)) return;
   uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
   vs_arena_call_done(a);
   atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
