@@ -11,7 +11,7 @@
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
- * procaddress.c, stream_order.c);
+ * procaddress.c, stream_order.c, stream_syncs.c);
  * a missing body is a link error.
  *
  * X(name, params, args): params as declared in cuda.h (with
@@ -95,6 +95,20 @@
     (phCtx, desc, dev, flags))                                                                        \
   X(cuGreenCtxStreamCreate, (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority), \
     (phStream, greenCtx, flags, priority))                                                            \
+  /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \
+  X(cuCtxSynchronize, (void), ())                                                                     \
+  X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                      \
+  X(cuStreamSynchronize, (CUstream hStream), (hStream))                                               \
+  X(cuStreamQuery, (CUstream hStream), (hStream))                                                     \
+  X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                                \
+  X(cuStreamDestroy, (CUstream hStream), (hStream))                                                   \
+  X(cuEventCreate, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags))                         \
+  X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream))                             \
+  X(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags)) \
+  X(cuEventSynchronize, (CUevent hEvent), (hEvent))                                                   \
+  X(cuEventQuery, (CUevent hEvent), (hEvent))                                                         \
+  X(cuEventDestroy_v2, (CUevent hEvent), (hEvent))                                                    \
+  X(cuEventDestroy, (CUevent hEvent), (hEvent))                                                       \
   /* the lookup path itself */                                                                        \
   X(cuGetProcAddress_v2,                                                                              \
     (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), \
@@ -112,8 +126,9 @@
   /* an arena's sync in its own context, from a thread where another is current */                 \
   X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                                   \
   X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                                \
-  /* the arena's backend (arena_backend.c) */                                                      \
-  X(cuCtxSynchronize, (void), ())                                                                  \
+  /* (the arena's backend syncs with cuCtxSynchronize, a hook: hook_list above) */                 \
+  /* stream_syncs.c: an event recorded during stream capture does not count */                     \
+  X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus), (hStream, captureStatus)) \
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
   X(cuMemGetAllocationGranularity,                                                                 \
     (size_t * granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option), \

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "stream_order.h"
 #include "procenv.h"
+#include "stream_syncs.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,6 +47,15 @@ void vs_stream_order_leave(const char *why) {
   pthread_mutex_unlock(&g_leave_lock);
 }
 
+static _Atomic int g_ptds;
+
+void vs_stream_order_ptds(const char *why) {
+  atomic_store(&g_ptds, 1);
+  vs_stream_order_leave(why);
+}
+
+int vs_stream_order_ptds_used(void) { return atomic_load_explicit(&g_ptds, memory_order_acquire); }
+
 void vs_stream_order_ctx_begun(void) {
   if (atomic_load_explicit(&g_settled, memory_order_acquire)) return;
   int n = 0;
@@ -59,30 +69,40 @@ void vs_stream_order_atfork_child(void) {
   /* A parent thread may have held the lock across fork; the decision
    * itself is kept (the child's arenas are new, made by its own rules). */
   pthread_mutex_init(&g_leave_lock, NULL);
+  vs_stream_syncs_atfork_child();
 }
 
 /* ---- Hooks: stream creation ---------------------------------------------
  * The driver's answer, unchanged; on success the process leaves stream
- * order before the new stream is returned. */
-#define STREAM_BODY(name, args, why)                     \
-  VS_HOOK_ENTER(name, args);                             \
-  vs_guard_enter();                                      \
-  CUresult r = real->name args;                          \
-  vs_guard_leave();                                      \
-  if (r == CUDA_SUCCESS) vs_stream_order_leave(why);     \
+ * order before the new stream is returned. A stream of the current context
+ * is recorded for stream_syncs.c; a green context, or a stream of one,
+ * makes per-stream syncs count no more (its streams are not the current
+ * context's). */
+#define STREAM_BODY(name, args, why, out, green)                              \
+  VS_HOOK_ENTER(name, args);                                                  \
+  vs_stream_note note;                                                        \
+  vs_guard_enter();                                                           \
+  if (!(green)) vs_stream_syncs_before_create(&note);                         \
+  CUresult r = real->name args;                                               \
+  if (!(green)) vs_stream_syncs_created(r, r == CUDA_SUCCESS ? (out) : NULL, &note); \
+  else if (r == CUDA_SUCCESS) vs_stream_syncs_off(why);                       \
+  vs_guard_leave();                                                           \
+  if (r == CUDA_SUCCESS) vs_stream_order_leave(why);                          \
   return r
 
 CUresult vs_hook_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
-  STREAM_BODY(cuStreamCreate, (phStream, Flags), "the program created a CUDA stream");
+  STREAM_BODY(cuStreamCreate, (phStream, Flags), "the program created a CUDA stream", *phStream, 0);
 }
 CUresult vs_hook_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
-  STREAM_BODY(cuStreamCreateWithPriority, (phStream, flags, priority), "the program created a CUDA stream");
+  STREAM_BODY(cuStreamCreateWithPriority, (phStream, flags, priority), "the program created a CUDA stream",
+              *phStream, 0);
 }
 CUresult vs_hook_cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
-  STREAM_BODY(cuGreenCtxCreate, (phCtx, desc, dev, flags), "the program created a green context");
+  STREAM_BODY(cuGreenCtxCreate, (phCtx, desc, dev, flags), "the program created a green context", NULL, 1);
 }
 CUresult vs_hook_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority) {
-  STREAM_BODY(cuGreenCtxStreamCreate, (phStream, greenCtx, flags, priority), "the program created a CUDA stream");
+  STREAM_BODY(cuGreenCtxStreamCreate, (phStream, greenCtx, flags, priority), "the program created a CUDA stream",
+              NULL, 1);
 }
 
 /* ---- Hooks: every other per-thread default stream variant ----------------
@@ -91,7 +111,7 @@ CUresult vs_hook_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,
 #define PTDS_BODY(name, params, args)                                               \
   CUresult vs_hook_##name params {                                                  \
     VS_HOOK_ENTER(name, args);                                                      \
-    vs_stream_order_leave("the program used the per-thread default stream (" #name ")"); \
+    vs_stream_order_ptds("the program used the per-thread default stream (" #name ")"); \
     VS_FORWARD(name, args);                                                         \
   }
 VS_PTDS_HOOKS(PTDS_BODY)

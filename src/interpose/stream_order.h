@@ -39,12 +39,20 @@ void vs_stream_order_ctx_begun(void);
 /* fork: the child's lock is fresh (arena_glue.c's fork handler calls it). */
 void vs_stream_order_atfork_child(void);
 
+/* The per-thread default stream is in use (a _ptsz/_ptds call, or the
+ * CU_STREAM_PER_THREAD handle given to a hooked function): leaves stream
+ * order, and from then on vs_stream_order_ptds_used is 1 (stream_syncs.h:
+ * per-thread streams cannot be enumerated, so only context-wide syncs
+ * count for the arena). */
+void vs_stream_order_ptds(const char *why);
+int vs_stream_order_ptds_used(void);
+
 /* In a hook that takes a stream: a _ptsz variant (ptsz 1) or the
  * CU_STREAM_PER_THREAD handle (0x2) ends stream order before the call. */
 #define VS_STREAM_SEEN(stream, ptsz)                                          \
   do {                                                                        \
     if ((ptsz) || (uintptr_t)(stream) == 0x2)                                 \
-      vs_stream_order_leave("the per-thread default stream is in use");       \
+      vs_stream_order_ptds("the per-thread default stream is in use");        \
   } while (0)
 
 #endif

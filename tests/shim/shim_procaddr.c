@@ -22,7 +22,10 @@ static const char *const memory_families[] = {
     "cuGetProcAddress", "cuCtxCreate", "cuCtxDestroy", "cuCtxAttach", "cuCtxDetach", "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
     /* stream creation ends the arena's stream order (issue 11) */
-    "cuStreamCreate", "cuStreamCreateWithPriority", "cuGreenCtxCreate", "cuGreenCtxStreamCreate"};
+    "cuStreamCreate", "cuStreamCreateWithPriority", "cuGreenCtxCreate", "cuGreenCtxStreamCreate",
+    /* the program's own synchronisations count as the arena's (issue 11, stream_syncs.c) */
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamDestroy", "cuEventCreate", "cuEventRecord",
+    "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the
@@ -53,6 +56,11 @@ static const struct {
     {"cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2"},
     {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
     {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+    {"cuCtxSynchronize", 2000, 0, "cuCtxSynchronize"},
+    {"cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2"},
+    {"cuStreamDestroy", 4000, 0, "cuStreamDestroy_v2"},
+    {"cuEventDestroy", 4000, 0, "cuEventDestroy_v2"},
+    {"cuStreamSynchronize", 7000, 2, "cuStreamSynchronize_ptsz"},
 };
 
 static int is_memory(const char *sym) {
