@@ -51,12 +51,36 @@ grep -q "<stdin>\|^-" "$tmp/out" || grep -q "off" "$tmp/out" || { echo "FAIL: no
 # Stream, freed on their own stream) is not in stream order, so the arena
 # syncs before reusing freed memory. Fails if the replay ignores the
 # Stream column either way.
+# (--no-syncs: without the sidecar of the program's synchronisations.)
 for cs in "" --copy-stream; do
-  python3 "$gen" --workload concat --model tiny --requests 40 --max-batch 8 --seed 4 $cs -o "$tmp/s$cs.csv" 2>/dev/null
+  python3 "$gen" --workload concat --model tiny --requests 40 --max-batch 8 --seed 4 $cs --no-syncs \
+    -o "$tmp/s$cs.csv" 2>/dev/null
+  [ -e "$tmp/s$cs.csv.syncs" ] && { echo "FAIL: --no-syncs wrote a sidecar"; failed=1; }
   "$tool" replay -q --json --no-search --policy vmm,chunks "$tmp/s$cs.csv" >"$tmp/s$cs.json" 2>&1 ||
     { echo "FAIL: replay of the ${cs:-one-stream} server"; cat "$tmp/s$cs.json"; failed=1; }
 done
-python3 - "$tmp/s.csv" "$tmp/s.json" "$tmp/s--copy-stream.csv" "$tmp/s--copy-stream.json" <<'PY' || failed=1
+# The program's own synchronisations (docs/replay.md, TRACE.syncs): the
+# copy-stream server with its sidecar (it syncs both streams every step)
+# needs fewer syncs of the arena's own, on the same trace bytes; a sidecar
+# that syncs only the copy stream, never the legacy one, must change
+# nothing (a block is idle only once every stream synced after its free).
+python3 "$gen" --workload concat --model tiny --requests 40 --max-batch 8 --seed 4 --copy-stream \
+  -o "$tmp/p.csv" 2>/dev/null
+cmp -s "$tmp/p.csv" "$tmp/s--copy-stream.csv" || { echo "FAIL: the sidecar changed the trace itself"; failed=1; }
+head -1 "$tmp/p.csv.syncs" | grep -qx "After,Sync,Stream" || { echo "FAIL: no sidecar beside the copy-stream trace"; failed=1; }
+"$tool" replay -q --json --no-search --policy vmm,chunks "$tmp/p.csv" >"$tmp/p.json" 2>&1 ||
+  { echo "FAIL: replay with the sidecar"; cat "$tmp/p.json"; failed=1; }
+cp "$tmp/p.csv" "$tmp/q.csv"
+grep -v ",0x0$" "$tmp/p.csv.syncs" >"$tmp/q.csv.syncs"
+"$tool" replay -q --json --no-search --policy vmm,chunks "$tmp/q.csv" >"$tmp/q.json" 2>&1 ||
+  { echo "FAIL: replay with the copy-stream-only sidecar"; cat "$tmp/q.json"; failed=1; }
+# A malformed sidecar stops the replay with file:line.
+cp "$tmp/p.csv" "$tmp/r.csv"
+printf 'After,Sync,Stream\n5,stream,0x0\n3,context,\n' >"$tmp/r.csv.syncs"
+"$tool" replay -q --no-search --policy vmm "$tmp/r.csv" >"$tmp/r.out" 2>&1 && { echo "FAIL: a decreasing After was accepted"; failed=1; }
+grep -q "r.csv.syncs:3: After 3 is before" "$tmp/r.out" || { echo "FAIL: no file:line for a bad sidecar"; cat "$tmp/r.out"; failed=1; }
+python3 - "$tmp/s.csv" "$tmp/s.json" "$tmp/s--copy-stream.csv" "$tmp/s--copy-stream.json" "$tmp/p.json" \
+  "$tmp/q.json" <<'PY' || failed=1
 import json, sys
 def syncs(path):
     out = {}
@@ -75,12 +99,16 @@ def streams(path):
         else: assert own.pop(p) == st, f"{path}: a block freed on another stream than its own"
     return seen
 one, two = syncs(sys.argv[2]), syncs(sys.argv[4])
+own, half = syncs(sys.argv[5]), syncs(sys.argv[6])
 assert streams(sys.argv[1]) == {"0x0"}, "the one-stream server uses another stream"
 assert len(streams(sys.argv[3])) == 2, "the copy-stream server does not use two streams"
 for pol in ("vmm", "chunks"):
     assert one[pol] == 0, f"{pol}: {one[pol]} syncs on a legacy-stream-only trace (stream order ignored)"
     assert two[pol] > 0, f"{pol}: no sync on a two-stream trace (stream safety lost)"
-print("stream order: syncs one-stream", one, "copy stream", two)
+    assert own[pol] < two[pol], f"{pol}: the program's syncs saved none of the arena's ({own[pol]} vs {two[pol]})"
+    assert half[pol] == two[pol], f"{pol}: syncs of the copy stream alone counted ({half[pol]} vs {two[pol]})"
+print("stream order: syncs one-stream", one, "copy stream", two, "with the program's syncs", own,
+      "copy stream synced alone", half)
 PY
 [ $failed = 0 ] && echo "tracegen_test: ok"
 exit $failed

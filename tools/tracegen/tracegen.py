@@ -163,7 +163,9 @@ def step_activations(w, m, tokens, batch, coarse):
     return ids
 
 
-def generate(a, out):
+def generate(a, out, syncs=None):
+    """syncs: an open file for the program's synchronisations (the sidecar
+    TRACE.syncs of docs/replay.md), or None."""
     rng = random.Random(a.seed)
     m = dict(MODELS[a.model])
     if a.layers:
@@ -253,6 +255,12 @@ def generate(a, out):
         w.free(ids)
         if staged:
             w.free(staged)
+            if syncs is not None:
+                # The step ends as such a server's does: it waits for the
+                # copy stream before it refills the pinned staging buffer,
+                # and reads the sampled tokens back on the main stream.
+                n = w.lines + len(w.buf)
+                syncs.write("%d,stream,0x%x\n%d,stream,0x0\n" % (n, COPY_STREAM, n))
         w.t_us += step_us + (tokens * a.us_per_token)
     if a.teardown:
         for blk in reversed(weights):
@@ -287,6 +295,9 @@ def main(argv=None):
                          "(the default for --day)")
     ap.add_argument("--copy-stream", action="store_true",
                     help="stage each step's input ids on a second (copy) stream; default: one stream (0x0)")
+    ap.add_argument("--no-syncs", dest="syncs", action="store_false", default=True,
+                    help="--copy-stream with -o FILE: do not write the program's synchronisations to "
+                         "FILE.syncs (docs/replay.md)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args(argv)
@@ -305,12 +316,18 @@ def main(argv=None):
     if a.rate <= 0:
         ap.error("--rate must be above 0")
     out = sys.stdout if a.output == "-" else open(a.output, "w")
+    syncs = None
+    if a.copy_stream and a.syncs and a.output != "-":
+        syncs = open(a.output + ".syncs", "w")
+        syncs.write("After,Sync,Stream\n")
     try:
-        n = generate(a, out)
+        n = generate(a, out, syncs)
     except BrokenPipeError:
         return 1
     if out is not sys.stdout:
         out.close()
+    if syncs:
+        syncs.close()
     print("vramshim-tracegen: %d events, %d requests (%s, %s lengths, %s arrivals, seed %d)"
           % (n, a.requests, a.workload, a.lengths, a.arrival, a.seed), file=sys.stderr)
     return 0

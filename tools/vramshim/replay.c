@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "log.h"
 #include "replay.h"
+#include "trace_syncs.h"
 
 #define MIB (1024ULL * 1024ULL)
 #define GIB (1024ULL * MIB)
@@ -412,6 +413,18 @@ int cmd_replay(int argc, char **argv) {
     if (vs_trace_load(paths[i], &traces[i], err, sizeof err)) {
       fprintf(stderr, "vramshim: %s\n", err);
       status = 1;
+      break;
+    }
+    /* The program's synchronisations, when a sidecar lies beside it. */
+    char side[4096];
+    if (snprintf(side, sizeof side, "%s.syncs", paths[i]) < (int)sizeof side &&
+        vs_trace_syncs_load(side, &traces[i], err, sizeof err)) {
+      fprintf(stderr, "vramshim: %s\n", err);
+      status = 1;
+    } else if (traces[i].nsyncs && !quiet) {
+      fprintf(stderr, "vramshim: %s: %zu program synchronisations from %s (the arena policies count them as "
+              "their own; shim-* policies do not replay them)\n", base_name(paths[i]), traces[i].nsyncs,
+              base_name(side));
     }
   }
 

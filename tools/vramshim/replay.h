@@ -28,6 +28,9 @@ typedef struct vs_replay_opts {
    * trace used only the legacy stream, so the arena policies run in stream
    * order, as the shim would (vs_arena_set_stream_ordered). */
   int stream_ordered;
+  /* Set per trace by the replay as well: the trace, for policies that read
+   * its streams and the program's synchronisations (trace_syncs.h). */
+  const vs_trace *trace;
 } vs_replay_opts;
 
 struct vs_replay_result;
@@ -59,6 +62,10 @@ typedef struct vs_policy {
   /* Optional. Bytes held from the driver now, and driver calls so far (for
    * the steady-state columns). */
   void (*probe)(void *p, uint64_t *reserved, uint64_t *calls);
+  /* Optional. The program synchronised (the trace's sidecar, trace_syncs.h):
+   * context-wide, or the stream `stream` (legacy: 0). Not a driver call of
+   * the policy's: the program makes it with or without an allocator. */
+  void (*program_sync)(void *p, int context, uint64_t stream);
   /* Set only by policies that replay the whole trace elsewhere (through the
    * real shim, in a child process): they fill `out` themselves, without the
    * callbacks above, searching the smallest card when resolution is not 0.

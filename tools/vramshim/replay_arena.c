@@ -13,6 +13,9 @@
 #include "arena.h"
 #include "replay.h"
 #include "space_backend.h"
+#include "trace_syncs.h"
+
+#define AR_MAX_STREAMS 64
 
 typedef struct ar_state {
   vs_space_backend *sb;
@@ -24,6 +27,13 @@ typedef struct ar_state {
   const vs_cost_table *costs;
   vs_call_tally tally;  /* the calls by kind; map counts cuMemMap and cuMemSetAccess */
   uint64_t now_ns;      /* the trace's clock, read by the arena (cfg.clock) */
+  /* The program's synchronisations (program_sync), as the shim counts them
+   * (src/interpose/stream_syncs.c): every stream the trace names (its Stream
+   * column and its sidecar) and the legacy one, each with the ticket it has
+   * synced to; a block is idle once all of them synced after its free.
+   * nstreams 0: too many streams to follow, only context syncs count. */
+  uint64_t stream[AR_MAX_STREAMS], synced[AR_MAX_STREAMS];
+  int nstreams;
 } ar_state;
 
 /* The table the arena sees: each entry counts, then forwards. */
@@ -98,6 +108,18 @@ static vs_arena_backend counting_table(ar_state *s) {
   return b;
 }
 
+static void ar_add_stream(ar_state *s, uint64_t stream) {
+  if (stream == 1) stream = 0;   /* CU_STREAM_LEGACY */
+  for (int i = 0; i < s->nstreams; i++)
+    if (s->stream[i] == stream) return;
+  if (s->nstreams == AR_MAX_STREAMS) {
+    s->nstreams = 0;   /* too many to follow: per-stream syncs count for nothing */
+    return;
+  }
+  s->stream[s->nstreams] = stream;
+  s->synced[s->nstreams++] = 0;
+}
+
 static void ar_destroy(void *p) {
   ar_state *s = p;
   if (!s) return;
@@ -139,8 +161,37 @@ static void *ar_create(vs_arena_mode mode, uint64_t capacity, uint32_t nallocs, 
    * creation events, so a trace with any other stream is taken as a
    * program that made its streams before its first allocation. */
   vs_arena_set_stream_ordered(s->a, o->stream_ordered);
+  /* The streams the program may have work on (the trace has no creation
+   * events: all of them from the start, the cautious reading). */
+  s->nstreams = 1;   /* stream[0] = 0: the legacy stream */
+  const vs_trace *t = o->trace;
+  if (t && t->nsyncs) {
+    for (uint32_t id = 0; id < t->nallocs && s->nstreams; id++) ar_add_stream(s, t->streams[id]);
+    for (size_t i = 0; i < t->nsyncs && s->nstreams; i++)
+      if (!t->syncs[i].context) ar_add_stream(s, t->syncs[i].stream);
+  }
   if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT) vs_arena_set_decay(s->a, o->decay_ms);
   return s;
+}
+
+static void ar_program_sync(void *p, int context, uint64_t stream) {
+  ar_state *s = p;
+  /* The device of the replay has no work in flight: the sync returns at
+   * once, so the ticket is marked right after it is taken. */
+  uint64_t t = vs_arena_sync_ticket(s->a);
+  if (context) {
+    vs_arena_synced_to(s->a, t);
+    for (int i = 0; i < s->nstreams; i++) s->synced[i] = t;
+    return;
+  }
+  if (stream == 1) stream = 0;
+  uint64_t m = UINT64_MAX;
+  int found = 0;
+  for (int i = 0; i < s->nstreams; i++) {
+    if (s->stream[i] == stream) s->synced[i] = t, found = 1;
+    if (s->synced[i] < m) m = s->synced[i];
+  }
+  if (found && m != UINT64_MAX) vs_arena_synced_to(s->a, m);
 }
 
 static void *chunks_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
@@ -201,6 +252,7 @@ const vs_policy vs_policy_chunks = {
     .destroy = ar_destroy,
     .probe = ar_probe,
     .clock = ar_clock,
+    .program_sync = ar_program_sync,
 };
 const vs_policy vs_policy_vmm = {
     .name = "vmm",
@@ -212,4 +264,5 @@ const vs_policy vs_policy_vmm = {
     .destroy = ar_destroy,
     .probe = ar_probe,
     .clock = ar_clock,
+    .program_sync = ar_program_sync,
 };

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "replay.h"
+#include "trace_syncs.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -65,6 +66,7 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   memset(r, 0, sizeof *r);
   vs_replay_opts ot = *o;
   ot.stream_ordered = t->off_legacy == 0;
+  ot.trace = t;
   o = &ot;
   void *p = pol->create(capacity, t->nallocs, o, err, errlen);
   if (!p) return -1;
@@ -82,7 +84,10 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
   int probing = pol->probe != NULL, warm = 0;
   r->have_probe = probing;
   double t0 = now_s();
+  size_t js = 0;   /* the next program synchronisation (t->syncs, by event index) */
   for (size_t i = 0; i < t->nev; i++) {
+    for (; js < t->nsyncs && t->syncs[js].after <= i; js++)
+      if (pol->program_sync) pol->program_sync(p, t->syncs[js].context, t->syncs[js].stream);
     uint32_t id = t->ev[i].id;
     uint64_t size = t->sizes[id];
     if (pol->clock && t->time_us && t->time_us[i] != last_us) pol->clock(p, last_us = t->time_us[i]);

@@ -306,5 +306,6 @@ void vs_trace_free(vs_trace *t) {
   free(t->sizes);
   free(t->streams);
   free(t->time_us);
+  free(t->syncs);
   memset(t, 0, sizeof *t);
 }

@@ -48,6 +48,10 @@ typedef struct vs_trace {
    * 0x0, or 0x1: CU_STREAM_LEGACY). 0: the program used only the legacy
    * stream, so the shim keeps the arena in stream order (docs/arena.md). */
   uint64_t off_legacy;
+  /* The program's own synchronisations, from the sidecar file beside the
+   * trace (trace_syncs.h); none when it has none. */
+  struct vs_trace_sync *syncs;
+  size_t nsyncs;
 } vs_trace;
 
 /* Reads `path`. 0 on success; -1 with a message ("file:line: reason") in err. */
