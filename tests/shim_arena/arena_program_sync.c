@@ -25,7 +25,9 @@
  * a destroyed stream keeps its place until a context-wide sync. */
 #include "shim_test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <unistd.h>
 
 static shim_api g_shim;
@@ -214,6 +216,73 @@ static void one(int unsafe, int destroy) {
   if (!destroy) T_CU(cuStreamDestroy(s));
 }
 
+/* ---- `threads`: the stream table under concurrent use ---------------------
+ * Four threads, each with streams of its own that it creates, uses and
+ * destroys, allocate, write and read back on their stream, free, and
+ * synchronise by cuStreamSynchronize, cuStreamQuery polling or an event,
+ * while the main thread calls cuCtxSynchronize now and then. Every byte
+ * read back must be right (a block reused while another thread's work on
+ * it runs would show), and under ThreadSanitizer the table must be race
+ * free. */
+static CUcontext g_ctx;
+static _Atomic int g_bad, g_done;
+
+static void *worker(void *u) {
+  int id = (int)(intptr_t)u;
+  T_CU(cuCtxSetCurrent(g_ctx));
+  CUstream st;
+  CUevent ev;
+  T_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  T_CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  const size_t n = id % 2 ? 64 << 10 : 1 << 20;
+  unsigned char *want = malloc(n), *got = malloc(n);
+  for (int it = 0; it < 40; it++) {
+    CUdeviceptr p;
+    T_CU(cuMemAlloc(&p, n));
+    fill(want, n, (unsigned)(id * 1000 + it));
+    memset(got, 0, n);
+    T_CU(cuMemcpyHtoDAsync(p, want, n, st));
+    T_CU(cuMemcpyDtoHAsync(got, p, n, st));
+    T_CU(cuMemFree(p));   /* the stream's work on it still runs */
+    switch (it % 3) {
+      case 0: T_CU(cuStreamSynchronize(st)); break;
+      case 1: {
+        CUresult q;
+        while ((q = cuStreamQuery(st)) == CUDA_ERROR_NOT_READY) usleep(50);
+        T_CU(q);
+        break;
+      }
+      default:
+        T_CU(cuEventRecord(ev, st));
+        T_CU(cuEventSynchronize(ev));
+    }
+    if (memcmp(got, want, n)) atomic_fetch_add(&g_bad, 1);
+    if (it % 10 == 9) {   /* a new stream now and then; the old one's handle may come back */
+      T_CU(cuStreamDestroy(st));
+      T_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    }
+  }
+  T_CU(cuEventDestroy(ev));
+  T_CU(cuStreamDestroy(st));
+  free(want);
+  free(got);
+  atomic_fetch_add(&g_done, 1);
+  return NULL;
+}
+
+static void threads(void) {
+  T_CU(cuCtxGetCurrent(&g_ctx));
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) T_CHECK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i) == 0, "pthread_create");
+  while (atomic_load(&g_done) < 4) {
+    T_CU(cuCtxSynchronize());
+    usleep(2000);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  T_SAY("threads: 4 x 40 steps, %d wrong reads", atomic_load(&g_bad));
+  T_CHECK(atomic_load(&g_bad) == 0, "a thread read bytes another thread wrote into a block reused too early");
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "ctx";
   g_shim = t_shim();
@@ -221,6 +290,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "one")) one(0, 0);
   else if (!strcmp(mode, "one-unsafe")) one(1, 0);
   else if (!strcmp(mode, "one-destroyed")) one(0, 1);
+  else if (!strcmp(mode, "threads")) threads();
   else loop(mode);
   T_SAY("program syncs (%s): PASS", mode);
   return 0;
