@@ -19,7 +19,8 @@ $gen --workload concat --model small --requests 1000 --max-batch 32 --lengths bi
 $gen --workload paged --model 7b --requests 2000 --max-batch 64 --lengths zipf --arrival bursty --kv-pool-gib 40 \
   -o "$dir/serve-paged-7b.csv"
 # a server with a copy stream (input ids staged on a second stream): the
-# shim then cannot rely on stream order, and the arena syncs as before
+# shim then cannot rely on stream order; the server's own syncs go to
+# FILE.syncs beside each trace (docs/replay.md), which the replay counts
 $gen --workload paged --model 7b --requests 2000 --max-batch 64 --lengths zipf --arrival bursty --kv-pool-gib 40 \
   --copy-stream -o "$dir/serve-paged-7b-copystream.csv"
 $gen --workload concat --model small --requests 1000 --max-batch 32 --lengths bimodal --arrival diurnal --seed 7 \
