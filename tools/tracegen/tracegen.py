@@ -29,6 +29,11 @@ benchmarks. `--day` is the "simulated day": 10^7 requests over 24 h of trace
 time, coarse engine steps (--step-tokens) so that the output stays ~10 lines
 per request; write it to stdout and pipe it into `vramshim replay -`
 instead of keeping a multi-GB file.
+
+--copy-stream with -o FILE also writes FILE.syncs, the server's own
+synchronisations (docs/replay.md, "Program synchronisations"): at the end
+of each step it syncs the copy stream and the main stream. The trace bytes
+do not depend on it (--no-syncs leaves it out).
 """
 import argparse
 import collections
