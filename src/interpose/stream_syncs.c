@@ -380,6 +380,7 @@ static CUresult event_record(const vs_real_table *real, CUevent hEvent, CUstream
       HASH_ADD(hh, g_events, handle, sizeof ev->handle, ev);
     }
   }
+  int mine = ev != NULL;   /* this record is in ev's in-flight count */
   if (ev) {   /* a wait that reads the event from now on counts for nothing */
     if (ev->inflight++) ev->overlap = 1;
     ev->usable = 0;
@@ -388,7 +389,13 @@ static CUresult event_record(const vs_real_table *real, CUevent hEvent, CUstream
   CUresult r = with_flags ? real->cuEventRecordWithFlags(hEvent, hStream, flags) : real->cuEventRecord(hEvent, hStream);
   pthread_mutex_lock(&g_lock);
   HASH_FIND(hh, g_events, &hEvent, sizeof hEvent, ev);
-  if (ev && ev->inflight > 0) {   /* (an entry made by a create meanwhile has none in flight) */
+  if (ev && !mine) {
+    /* An entry another thread's record made meanwhile: this record, which
+     * it does not count, may be the one the driver kept. */
+    ev->seq++;
+    if (ev->inflight) ev->overlap = 1;
+    else ev->usable = 0;
+  } else if (ev && ev->inflight > 0) {
     ev->seq++;
     if (--ev->inflight == 0) {
       ev->usable = r == CUDA_SUCCESS && t && !ev->overlap;
