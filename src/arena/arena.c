@@ -64,6 +64,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   vs_heap_init(a);
   vs_slab_classes(a);
   a->ladder_trim = vs_slab_trim;   /* the heap's OOM ladder returns empty slabs too */
+  a->idle_trim = vs_slab_trim_idle;   /* and so does every growth, first */
   a->decay_ns = VS_ARENA_DECAY_DEFAULT_MS * 1000000ull;
   a->heap.dk_next = vs_arena_now(a);
   return a;

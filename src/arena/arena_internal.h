@@ -189,6 +189,7 @@ struct vs_arena {
   _Alignas(64) _Atomic int ordered;
   uint64_t decay_ns;                /* 0: release beyond the threshold at once */
   uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
+  uint64_t (*idle_trim)(vs_arena *a);    /* before a growth: empty slabs of idle bins back (slab.c's, set by arena.c) */
   uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
   void *clock_ctx;
 };
@@ -235,6 +236,7 @@ int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
 void vs_slab_fini(vs_arena *a);
 uint64_t vs_slab_trim(vs_arena *a);
+uint64_t vs_slab_trim_idle(vs_arena *a);                   /* try-locks only: safe under a bin lock */
 uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */                          /* empty slabs back to the heap */
 
 #endif

@@ -478,7 +478,7 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
 
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
   vs_heap *h = &a->heap;
-  int synced = 0, laddered = 0, rc = 0;
+  int synced = 0, laddered = 0, trimmed = 0, rc = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   /* Size bands (VS_HEAP_NT > 1): blocks of one band share handles and
    * chunks only with blocks of similar size. */
@@ -504,6 +504,16 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     /* held_only: from memory already held, or not at all (no growth, no
      * sync, no OOM ladder: the caller has a cheaper way out). */
     if (held_only && (need || !b)) { rc = VS_BACKEND_OOM; break; }
+    /* Before a growth (a driver call), the slabs' empty memory: an empty
+     * slab held by a bin (its current or spare one) is memory the heap
+     * cannot use; returning it costs no driver call. Once per request. */
+    if ((need || !b) && !trimmed && a->idle_trim) {
+      trimmed = 1;
+      pthread_mutex_unlock(&h->mu);
+      uint64_t got = a->idle_trim(a);
+      pthread_mutex_lock(&h->mu);
+      if (got) continue;
+    }
     uint64_t pend = atomic_load(&a->pend_total);
     if (need && !synced && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);

@@ -121,9 +121,15 @@ static vs_bin *my_bin(vs_arena *a, int cls) {
   return &a->classes[cls].bins[tl_bin];
 }
 
+/* The bin this thread holds while the heap serves it a slab: the heap's
+ * idle trim (vs_slab_trim_idle) skips it rather than try-lock it again. */
+static _Thread_local vs_bin *tl_growing;
+
 static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
   uint64_t base;
+  tl_growing = bin;
   *rc = vs_heap_alloc_mode(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, held_only, &base);
+  tl_growing = NULL;
   if (*rc) return NULL;
   vs_slab *s = desc_get(a);
   if (!s) { vs_heap_free(a, base, 1); *rc = VS_BACKEND_ERROR; return NULL; }
@@ -341,18 +347,43 @@ uint64_t vs_slab_pending(vs_arena *a) {
   return n;
 }
 
+/* Caller holds bin->mu: its empty slabs (the spare, an empty current one,
+ * and with reclaim the slabs its synced pending slots empty) back to the
+ * heap. */
+static uint64_t bin_trim(vs_arena *a, vs_bin *bin, int reclaim) {
+  uint64_t n = 0, before = bin->nslabs;
+  if (reclaim) bin_reclaim(a, bin, 1);
+  if (bin->spare) slab_release(a, bin, bin->spare);
+  if (bin->cur && bin->cur->nlive == 0 && bin->cur->npend == 0) slab_release(a, bin, bin->cur);
+  if (before > bin->nslabs) n = (before - bin->nslabs) * VS_SLAB_SIZE;
+  return n;
+}
+
 uint64_t vs_slab_trim(vs_arena *a) {
   uint64_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int b = 0; b < VS_NBINS; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
       pthread_mutex_lock(&bin->mu);
-      bin_reclaim(a, bin, 1);
-      if (bin->spare) { slab_release(a, bin, bin->spare); n += VS_SLAB_SIZE; }
-      if (bin->cur && bin->cur->nlive == 0 && bin->cur->npend == 0) {
-        slab_release(a, bin, bin->cur);
-        n += VS_SLAB_SIZE;
-      }
+      n += bin_trim(a, bin, 1);
+      pthread_mutex_unlock(&bin->mu);
+    }
+  return n;
+}
+
+/* Before the heap grows (a driver call): the slabs that are empty now (a
+ * bin's spare, an emptied current slab) of every bin whose lock is free at
+ * once. No reclaim: slots waiting for a sync belong to the stream-safety
+ * rules (slabs before syncs), which this must not change. Try-locks only:
+ * the heap may be growing for a slab of a bin this thread holds, and a bin
+ * busy now is in use anyway. */
+uint64_t vs_slab_trim_idle(vs_arena *a) {
+  uint64_t n = 0;
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int b = 0; b < VS_NBINS; b++) {
+      vs_bin *bin = &a->classes[c].bins[b];
+      if (bin == tl_growing || pthread_mutex_trylock(&bin->mu)) continue;
+      n += bin_trim(a, bin, 0);
       pthread_mutex_unlock(&bin->mu);
     }
   return n;

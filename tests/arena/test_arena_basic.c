@@ -168,6 +168,55 @@ static void arena_fullest_chunk_first(void **s) { (void)s; fullest_first(VS_AREN
 static void arena_fullest_handle_first(void **s) { (void)s; fullest_first(VS_ARENA_VMM); }
 
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
+/* Growth takes the slabs' empty memory first: a server whose small
+ * requests passed through many size classes leaves each class's emptied
+ * current slab (and a spare) held by its bin. Before the heap calls the
+ * driver to grow, those slabs go back to it: a request that fits in the
+ * memory they held is served with no growth. Without that rule each bin
+ * kept its empty slab for good and the request below grew the heap. */
+static void empty_slabs_before_growth(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, 8 * GiB, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);   /* frees reusable at once: empty slabs are empty now */
+  enum { N = 20 };
+  uint64_t p[N];
+  vs_arena_stats st;
+  /* One request in each of N size classes (512 B steps to 2 KiB, then four
+   * per doubling: docs/arena.md), all below 64 KiB. */
+  uint32_t n = 0;
+  for (uint64_t size = 512; n < N; n++) {
+    assert_int_equal(vs_arena_alloc(f.a, size, &p[n]), 0);
+    uint64_t top = 1;
+    while (top * 2 <= size) top *= 2;
+    size += size < 2048 ? 512 : top / 4;
+  }
+  CHECK(f.a);
+  for (uint32_t i = 0; i < n; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  const uint64_t held = st.reserved_bytes, calls = st.backend_calls;
+  assert_int_equal(st.live_bytes, 0);
+  assert_true(held >= N * 2 * MiB);   /* the slabs are still held */
+  /* 30 MiB: more than the heap holds outside the slabs (the heap grew by
+   * 32 MiB steps or chunks for the 40 MiB of slabs), less than a chunk: it
+   * fits only if the empty slabs come back to the heap. */
+  uint64_t big;
+  assert_true(held - N * 2 * MiB < 30 * MiB);
+  assert_int_equal(vs_arena_alloc(f.a, 30 * MiB, &big), 0);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(st.reserved_bytes, held);
+  assert_int_equal(st.backend_calls, calls);
+  /* Small requests still work afterwards (their bins take new slabs). */
+  uint64_t q;
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 512, &q), 0);
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  fx_close(&f);
+}
+static void arena_empty_slabs_before_growth_vmm(void **s) { (void)s; empty_slabs_before_growth(VS_ARENA_VMM); }
+static void arena_empty_slabs_before_growth_chunks(void **s) { (void)s; empty_slabs_before_growth(VS_ARENA_CHUNKS); }
+
 static void on_region(void *u, const vs_region_info *r) { walk_acc *w = u; w->regions++; w->last_end = 0; (void)r; }
 static void on_block(void *u, const vs_region_info *r, const vs_block_info *b) {
   walk_acc *w = u;
@@ -209,6 +258,7 @@ int main(void) {
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
+      cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
