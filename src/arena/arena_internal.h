@@ -26,7 +26,7 @@
 #define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
 #define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */
 #ifndef VS_GROW_DIV
-#define VS_GROW_DIV 64                  /* growth step: at least held / this ... */
+#define VS_GROW_DIV 64                  /* growth step: at least held / this (held / (this / 2) in a climb) ... */
 #endif
 #ifndef VS_STEP_MAX
 #define VS_STEP_MAX (256ull << 20)      /* ... and at most this (VMM): bounds what one handle can pin */
@@ -102,6 +102,7 @@ typedef struct vs_heap {
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   int pressure;                     /* set by the OOM ladder: small handles, no steps */
+  int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */

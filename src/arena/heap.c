@@ -559,10 +559,19 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
         free_handles(h, p, p + size, steal_one, a);
       }
       /* Map a growth step at once when the block sits in unmapped space
-       * (the end of the VA): later requests find it mapped. */
-      uint64_t span = size, step = h->pressure ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, h->G);
+       * (the end of the VA): later requests find it mapped. During a climb
+       * (no user block freed since the last growth: the live high is
+       * rising and the next growth is near) twice as far ahead, within the
+       * same bounds: a training step's forward pass or a server loading
+       * its weights grows in fewer steps, and what is left unused at the
+       * top of the climb stays below 1/32 of what is held (and below
+       * VS_STEP_MAX). After frees, demand moves both ways: the plain step.
+       * h->freed is set by every user free and cleared here only. */
+      uint64_t span = size, held = vs_heap_reserved(h);
+      uint64_t step = h->pressure ? 0 : up(held / (h->freed ? VS_GROW_DIV : VS_GROW_DIV / 2), h->G);
       if (step > VS_STEP_MAX) step = VS_STEP_MAX;
       if (!h->pressure && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
+      h->freed = 0;
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
@@ -621,6 +630,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     return -1;
   }
   if (b->req) {
+    h->freed = 1;
     h->live_req -= b->req;
     h->live_count--;
     h->waste -= b->size - b->req;
