@@ -105,6 +105,7 @@ typedef struct vs_heap {
   int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
+  uint64_t slabs;                   /* slab blocks the heap has handed out and not had back */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
   /* Decay: the heap's in-use high (live + pending bytes) per epoch of
    * decay / VS_DECAY_EPOCHS (epoch e = now / that), a ring indexed by e

@@ -504,16 +504,6 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     /* held_only: from memory already held, or not at all (no growth, no
      * sync, no OOM ladder: the caller has a cheaper way out). */
     if (held_only && (need || !b)) { rc = VS_BACKEND_OOM; break; }
-    /* Before a growth (a driver call), the slabs' empty memory: an empty
-     * slab held by a bin (its current or spare one) is memory the heap
-     * cannot use; returning it costs no driver call. Once per request. */
-    if ((need || !b) && !trimmed && a->idle_trim) {
-      trimmed = 1;
-      pthread_mutex_unlock(&h->mu);
-      uint64_t got = a->idle_trim(a);
-      pthread_mutex_lock(&h->mu);
-      if (got) continue;
-    }
     uint64_t pend = atomic_load(&a->pend_total);
     if (need && !synced && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);
@@ -521,6 +511,18 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       pthread_mutex_lock(&h->mu);
       synced = 1;
       continue;
+    }
+    /* Before a growth (a driver call; after the sync above, which is the
+     * cheaper way when pending bytes cover the need), the slabs' empty
+     * memory: an empty slab held by a bin (its current or spare one) is
+     * memory the heap cannot use; returning it costs no driver call. Once
+     * per request. */
+    if ((need || !b) && !trimmed && h->slabs && a->idle_trim) {
+      trimmed = 1;
+      pthread_mutex_unlock(&h->mu);
+      uint64_t got = a->idle_trim(a);
+      pthread_mutex_lock(&h->mu);
+      if (got) continue;
     }
     if (need && h->vmm && b && h->pressure) {   /* near a full card: use every mapped hole */
       uint64_t p2 = 0, n2 = need;
@@ -588,6 +590,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       if (u > h->dk_cur) decay_note(a, u, vs_arena_now(a));
     }
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
+    else h->slabs++;
     *addr = p;
     break;
   refused:
@@ -638,6 +641,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
   }
   if (how != VS_FREE_PEND) {
     int user = b->req != 0;
+    if (!user) h->slabs--;
     vs_tlsf_release(tlsf_of(h, b), b);
     if (user) release_check(a);   /* freed in stream order: as a reclaim would */
   } else {
