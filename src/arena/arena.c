@@ -21,8 +21,8 @@
  * over slab.c (size classes, which take their slabs from the heap) over
  * heap.c (TLSF, VMM, chunks, the OOM ladder) over core.c (sync
  * generations, call and live counters, the decay clock) and tlsf.c. The
- * heap's OOM ladder returns empty slabs through a->ladder_trim, set here,
- * not by calling slab.c. */
+ * heap's OOM ladder returns empty slabs through a->ladder_trim, and its
+ * growth through a->idle_trim, both set here, not by calling slab.c. */
 #include "arena_internal.h"
 #include "mem.h"
 
