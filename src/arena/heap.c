@@ -523,9 +523,9 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     if ((need || !b) && !trimmed && h->slabs && a->idle_trim && atomic_load(&a->ordered)) {
       trimmed = 1;
       pthread_mutex_unlock(&h->mu);
-      uint64_t got = a->idle_trim(a);
+      a->idle_trim(a);
       pthread_mutex_lock(&h->mu);
-      if (got) continue;
+      continue;   /* the lock was dropped: b, p and need may be stale, even if nothing came back */
     }
     if (need && h->vmm && b && h->pressure) {   /* near a full card: use every mapped hole */
       uint64_t p2 = 0, n2 = need;
