@@ -197,6 +197,11 @@ struct vs_arena {
 };
 
 /* core.c (below slab.c and heap.c; uses neither) */
+/* *v = max(*v, to), atomically: peaks and generations only ever rise. */
+static inline void vs_atomic_raise(_Atomic uint64_t *v, uint64_t to) {
+  uint64_t cur = atomic_load(v);
+  while (to > cur && !atomic_compare_exchange_weak(v, &cur, to)) {}
+}
 extern _Thread_local uint64_t vs_tl_calls;    /* backend calls made by this thread */
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
 uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */

@@ -26,8 +26,7 @@ uint64_t vs_arena_now(vs_arena *a) {
  * writes): a sync can then tell that every pending block is already ready. */
 uint64_t vs_arena_stamp(vs_arena *a) {
   uint64_t s = atomic_load(&a->sync_started);
-  uint64_t cur = atomic_load_explicit(&a->stamped, memory_order_relaxed);
-  while (cur < s && !atomic_compare_exchange_weak(&a->stamped, &cur, s)) {}
+  vs_atomic_raise(&a->stamped, s);
   return s;
 }
 int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
@@ -42,8 +41,7 @@ void vs_arena_synced_to(vs_arena *a, uint64_t ticket) {
   /* A ticket never handed out would mark blocks freed later: cap it. */
   uint64_t started = atomic_load(&a->sync_started);
   if (ticket > started) ticket = started;
-  uint64_t done = atomic_load(&a->sync_done);
-  while (ticket > done && !atomic_compare_exchange_weak(&a->sync_done, &done, ticket)) {}
+  vs_atomic_raise(&a->sync_done, ticket);
 }
 
 void vs_arena_sync(vs_arena *a) {
@@ -54,13 +52,11 @@ void vs_arena_sync(vs_arena *a) {
   vs_arena_call_done(a);
   atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
   if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return;   /* nothing becomes reusable */
-  uint64_t done = atomic_load(&a->sync_done);
-  while (gen > done && !atomic_compare_exchange_weak(&a->sync_done, &done, gen)) {}
+  vs_atomic_raise(&a->sync_done, gen);
 }
 
 void vs_arena_live_add(vs_arena *a, uint64_t req) {
   uint64_t live = atomic_fetch_add_explicit(&a->live_bytes, req, memory_order_relaxed) + req;
-  uint64_t peak = atomic_load_explicit(&a->peak_live, memory_order_relaxed);
-  while (live > peak && !atomic_compare_exchange_weak(&a->peak_live, &peak, live)) {}
+  vs_atomic_raise(&a->peak_live, live);
 }
 

@@ -28,8 +28,7 @@
 
 
 static void note_reserved(vs_arena *a) {
-  uint64_t r = vs_heap_reserved(&a->heap), p = atomic_load(&a->peak_reserved);
-  while (r > p && !atomic_compare_exchange_weak(&a->peak_reserved, &p, r)) {}
+  vs_atomic_raise(&a->peak_reserved, vs_heap_reserved(&a->heap));
 }
 
 uint64_t vs_heap_reserved(vs_heap *h) { return h->vmm ? h->mapped_bytes + h->pool_bytes : h->chunk_bytes; }
