@@ -132,7 +132,7 @@ static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
   tl_growing = NULL;
   if (*rc) return NULL;
   vs_slab *s = desc_get(a);
-  if (!s) { vs_heap_free(a, base, 1); *rc = VS_BACKEND_ERROR; return NULL; }
+  if (!s) { vs_heap_free(a, base, VS_FREE_INTERNAL); *rc = VS_BACKEND_ERROR; return NULL; }
   uint64_t size = a->classes[bin->cls].size;
   s->base = base;
   s->cls = bin->cls;
@@ -154,7 +154,7 @@ static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
     bin->slabs = s->next;
     if (s->next) s->next->prev = NULL;
     bin->nslabs--;
-    vs_heap_free(a, base, 1);
+    vs_heap_free(a, base, VS_FREE_INTERNAL);
     *rc = VS_BACKEND_ERROR;
     return NULL;
   }
@@ -176,7 +176,14 @@ static void slab_release(vs_arena *a, vs_bin *bin, vs_slab *s) {
   s->pnext = a->spare_slabs;
   a->spare_slabs = s;
   pthread_mutex_unlock(&a->slab_mu);
-  vs_heap_free(a, base, 1);
+  vs_heap_free(a, base, VS_FREE_INTERNAL);
+}
+
+/* Caller holds bin->mu; s is empty, not the current slab, and not pending:
+ * it becomes the bin's one spare (the next burst needs it), or goes back. */
+static void retire_empty(vs_arena *a, vs_bin *bin, vs_slab *s) {
+  if (!bin->spare) bin->spare = s;
+  else if (s != bin->spare) slab_release(a, bin, s);
 }
 
 /* Caller holds bin->mu: pending slots synced since become FREE. */
@@ -192,10 +199,8 @@ static void bin_reclaim(vs_arena *a, vs_bin *bin, int release_cur) {
     s->npend = 0;
     s->on_pend = 0;
     *pp = s->pnext;
-    if (s->nlive == 0 && (s != bin->cur || release_cur)) {
-      if (!release_cur && !bin->spare) bin->spare = s;   /* keep one: the next burst needs it */
-      else if (s != bin->spare || release_cur) slab_release(a, bin, s);
-    }
+    if (s->nlive == 0 && release_cur) slab_release(a, bin, s);
+    else if (s->nlive == 0 && s != bin->cur) retire_empty(a, bin, s);
   }
 }
 
@@ -243,10 +248,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
     if (bin->spare == s) bin->spare = NULL;
     /* The old current slab may have become empty in the reclaim above
      * (all its slots were pending): it is the spare now, or goes back. */
-    if (old && old != s && !old->nlive && !old->npend) {
-      if (!bin->spare) bin->spare = old;
-      else if (old != bin->spare) slab_release(a, bin, old);
-    }
+    if (old && old != s && !old->nlive && !old->npend) retire_empty(a, bin, old);
   }
   uint32_t w = 0;
   while (!s->free_bm[w]) w++;
@@ -311,10 +313,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
     bin->live_delta = 0;
   }
   /* Emptied in stream order: as bin_reclaim does with an emptied slab. */
-  if (ordered && s->nlive == 0 && s->npend == 0 && s != bin->cur) {
-    if (!bin->spare) bin->spare = s;
-    else if (s != bin->spare) slab_release(a, bin, s);
-  }
+  if (ordered && s->nlive == 0 && s->npend == 0 && s != bin->cur) retire_empty(a, bin, s);
   pthread_mutex_unlock(&bin->mu);
   return 0;
 }
