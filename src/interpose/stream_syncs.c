@@ -165,6 +165,12 @@ static uint64_t oldest(uint64_t ctx_id, vs_arena *a) {
 /* ---- Helpers ------------------------------------------------------------- */
 static vs_arena *arena_of(vs_ctx *c) { return c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL; }
 
+/* An arena whose pending blocks a sync could make reusable: none, or one in
+ * stream order (nothing pends there, and leaving it syncs the arena, so a
+ * ticket taken meanwhile could only mark blocks already ready), has no use
+ * for a ticket; the sync is then forwarded with no bookkeeping. */
+static int wants_tickets(vs_arena *a) { return a && !vs_arena_stream_ordered(a); }
+
 /* A stream handle as the program passed it: the context of the stream
  * (with a reference, or NULL) and its entry's serial (0: not one to count).
  * Legacy handles name the current context's legacy stream. */
@@ -212,12 +218,13 @@ static void stream_synced(vs_ctx *c, vs_arena *a, uint64_t serial, uint64_t tick
 /* A context-wide sync of c, forwarded by `call`; c referenced. */
 static CUresult ctx_sync(vs_ctx *c, CUresult (*call)(void *), void *arg) {
   vs_arena *a = arena_of(c);
+  if (!wants_tickets(a)) return call(arg);
   uint64_t t = vs_arena_sync_ticket(a);
   pthread_mutex_lock(&g_lock);
   uint64_t destroys = g_destroys;
   pthread_mutex_unlock(&g_lock);
   CUresult r = call(arg);
-  if (r != CUDA_SUCCESS || !a) return r;
+  if (r != CUDA_SUCCESS) return r;
   vs_arena_synced_to(a, t);
   /* Every stream of c is synced to t; a stream destroyed before the sync
    * began has no work left and leaves the table. */
@@ -318,7 +325,7 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
   uint64_t serial;                                                   \
   vs_ctx *c = resolve(real, h, &serial);                             \
   vs_arena *a = arena_of(c);                                         \
-  uint64_t t = serial ? vs_arena_sync_ticket(a) : 0;                 \
+  uint64_t t = serial && wants_tickets(a) ? vs_arena_sync_ticket(a) : 0; \
   CUresult r = real->name(h);                                        \
   if (r == CUDA_SUCCESS && t) stream_synced(c, a, serial, t);        \
   if (c) vs_ctx_put(c);                                              \
@@ -361,15 +368,19 @@ static CUresult event_record(const vs_real_table *real, CUevent hEvent, CUstream
                              int with_flags) {
   uint64_t serial = 0;
   vs_ctx *c = NULL;
-  /* Not capturing, asked before the record: a record during capture is a
-   * graph node. No answer (an old driver, an error): not counted. */
+  vs_arena *a = NULL;
   if (!disabled() && per_stream_on() && real->cuStreamIsCapturing) {
+    c = resolve(real, hStream, &serial);
+    a = arena_of(c);
+    /* Not capturing, asked before the record (only where a ticket has a
+     * use: the query is a driver call): a record during capture is a graph
+     * node. No answer (an old driver, an error): not counted. */
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    if (real->cuStreamIsCapturing(hStream, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_NONE)
-      c = resolve(real, hStream, &serial);
+    if (serial && wants_tickets(a) &&
+        (real->cuStreamIsCapturing(hStream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE))
+      serial = 0;
   }
-  vs_arena *a = arena_of(c);
-  uint64_t t = serial && a ? vs_arena_sync_ticket(a) : 0;
+  uint64_t t = serial && wants_tickets(a) ? vs_arena_sync_ticket(a) : 0;
   event_ent *ev = NULL;
   pthread_mutex_lock(&g_lock);
   HASH_FIND(hh, g_events, &hEvent, sizeof hEvent, ev);
