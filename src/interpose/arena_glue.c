@@ -88,6 +88,17 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
 /* Under g_create_lock. The arena of ctx, created now; NULL with *res set
  * when the driver cannot say what the card is yet, NULL with ctx marked
  * off when the arena is off for its card. */
+/* ctx's arena becomes a, with its stream order (stream_order.h): set before
+ * a is published, and looked at again after, so that an arena published
+ * while the process leaves stream order is either walked by the leaver or
+ * sees the flag down here (no block of it has been handed out yet). Caller
+ * holds g_create_lock. */
+static void publish(vs_ctx *ctx, vs_arena *a) {
+  vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);
+  atomic_store(&ctx->arena, a);
+  if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
+}
+
 static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   int card = ctx->card;
   const vs_real_table *real = vs_driver_if_loaded();
@@ -146,17 +157,11 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   }
   ctx->backend = be.ctx;
   atomic_store(&ctx->arena_vmm, mode == VS_CFG_ARENA_VMM);
-  /* Stream order (stream_order.h): set before the arena is published, and
-   * looked at again after, so that an arena published while the process
-   * leaves stream order is either walked by the leaver or sees the flag
-   * down here (no block of it has been handed out yet). */
   if (g_coherent[card] && vs_stream_order_on())
     VS_INFO("card %d reaches host page tables (the host may touch device memory outside any stream): freed "
             "memory is reused only after a synchronisation", card);
-  vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[card]);
-  atomic_store(&ctx->arena, a);
+  publish(ctx, a);
   atomic_store(&g_any, 1);
-  if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
   return a;
 }
 
@@ -222,9 +227,7 @@ static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
         VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", ctx->card);
         ctx->retired = failed;   /* a thread may still be inside it; it holds nothing */
         atomic_store(&ctx->arena_vmm, 0);
-        vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);   /* as in create() */
-        atomic_store(&ctx->arena, a);
-        if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
+        publish(ctx, a);
       }
     }
   }
