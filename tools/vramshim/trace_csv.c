@@ -45,9 +45,7 @@ static int fail(reader *r, const char *fmt, ...) {
   return -1;
 }
 
-/* Unsigned number, decimal or (if allow_hex) 0x-prefixed hex, the whole
- * field. 0 ok, -1 not a number, -2 too large for 64 bits. */
-static int parse_u64(const char *s, size_t len, int allow_hex, uint64_t *out) {
+int vs_trace_parse_u64(const char *s, size_t len, int allow_hex, uint64_t *out) {
   uint64_t v = 0;
   unsigned base = 10;
   size_t i = 0;
@@ -207,16 +205,16 @@ static int parse_line(reader *r, char *s, size_t len) {
   if (n != NCOLS) return fail(r, "expected %d columns (%s), found %zu", NCOLS, HEADER, n);
 
   uint64_t thread, ptr, size, stream;
-  if (parse_u64(f[0].s, f[0].len, 1, &thread))
+  if (vs_trace_parse_u64(f[0].s, f[0].len, 1, &thread))
     return fail(r, "bad Thread '%s': not an unsigned number", show(r, f[0]));
   if (!valid_time(f[1].s, f[1].len, &r->now_us)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
-  int rc = parse_u64(f[3].s, f[3].len, 1, &ptr);
+  int rc = vs_trace_parse_u64(f[3].s, f[3].len, 1, &ptr);
   if (rc) return fail(r, "bad Pointer '%s': %s", show(r, f[3]), rc == -2 ? "out of range" : "not a number");
-  rc = parse_u64(f[4].s, f[4].len, 0, &size);
+  rc = vs_trace_parse_u64(f[4].s, f[4].len, 0, &size);
   if (rc == -1) return fail(r, "bad Size '%s': not a decimal number of bytes", show(r, f[4]));
   if (rc == -2 || size > VS_TRACE_MAX_SIZE)
     return fail(r, "bad Size '%s': larger than %llu bytes (1 PiB)", show(r, f[4]), VS_TRACE_MAX_SIZE);
-  rc = parse_u64(f[5].s, f[5].len, 1, &stream);
+  rc = vs_trace_parse_u64(f[5].s, f[5].len, 1, &stream);
   if (rc) return fail(r, "bad Stream '%s': %s", show(r, f[5]), rc == -2 ? "out of range" : "not a number");
 
   const field *a = &f[2];

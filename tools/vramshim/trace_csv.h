@@ -54,6 +54,10 @@ typedef struct vs_trace {
   size_t nsyncs;
 } vs_trace;
 
+/* Unsigned number, decimal or (if allow_hex) 0x-prefixed hex, the whole of
+ * s[0..len). 0 ok, -1 not a number, -2 too large for 64 bits. */
+int vs_trace_parse_u64(const char *s, size_t len, int allow_hex, uint64_t *out);
+
 /* Reads `path`. 0 on success; -1 with a message ("file:line: reason") in err. */
 int vs_trace_load(const char *path, vs_trace *t, char *err, size_t errlen);
 /* Same, from an open stream; `name` is used in messages. */

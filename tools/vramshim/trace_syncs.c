@@ -8,15 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_num(const char *s, uint64_t *out) {
-  if (!*s) return -1;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10);
-  if (errno || *end || s[0] == '-' || s[0] == '+' || s[0] == ' ') return -1;
-  *out = v;
-  return 0;
-}
+/* A whole field: decimal, or 0x-prefixed hex (the trace's own rule). */
+static int parse_num(const char *s, uint64_t *out) { return vs_trace_parse_u64(s, strlen(s), 1, out) ? -1 : 0; }
 
 int vs_trace_syncs_load(const char *path, vs_trace *t, char *err, size_t errlen) {
   t->syncs = NULL;
