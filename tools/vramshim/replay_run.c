@@ -91,10 +91,12 @@ static int run_once(const vs_policy *pol, const vs_trace *t, const vs_replay_opt
     uint32_t id = t->ev[i].id;
     uint64_t size = t->sizes[id];
     if (pol->clock && t->time_us && t->time_us[i] != last_us) pol->clock(p, last_us = t->time_us[i]);
-    if (i == warm_at) r->peak_live_warm = peak;
-    if (probing && i == warm_at) {
-      pol->probe(p, &r->reserved_warm, &r->calls_warm);
-      warm = 1;
+    if (i == warm_at) {
+      r->peak_live_warm = peak;
+      if (probing) {
+        pol->probe(p, &r->reserved_warm, &r->calls_warm);
+        warm = 1;
+      }
     }
     if (t->ev[i].free) {
       if (!held[id]) continue;
