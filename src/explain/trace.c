@@ -17,10 +17,10 @@
 
 #include "bgthread.h"
 #include "clock.h"
-#include "proc.h"
-#include "timeutil.h"
 #include "log.h"
+#include "proc.h"
 #include "procenv.h"
+#include "timeutil.h"
 
 /* One event as the hot path stores it: no formatting there. */
 typedef struct trace_rec {

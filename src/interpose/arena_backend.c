@@ -5,8 +5,8 @@
 #include "driver_table.h"
 #include "guard.h"
 #include "log.h"
-#include "quota.h"
 #include "procenv.h"
+#include "quota.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

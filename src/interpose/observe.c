@@ -9,11 +9,11 @@
 #include "observe.h"
 
 #include "arena_glue.h"
+#include "interpose.h"
 #include "log.h"
 #include "observe_internal.h"
-#include "settings.h"
-#include "interpose.h"
 #include "procenv.h"
+#include "settings.h"
 
 #include <stdlib.h>
 #include <uthash.h>

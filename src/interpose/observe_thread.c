@@ -12,19 +12,19 @@
  * src/platform/dump_signal.h (a signal on POSIX, a named event on
  * Windows). A forked child has no thread: it starts its own at its first
  * event. */
+#include "arena_glue.h"
 #include "clock.h"
+#include "dump_file.h"
 #include "dump_signal.h"
 #include "ledger.h"
 #include "ledger_mailbox.h"
 #include "ledger_read.h"
 #include "log.h"
 #include "observe_internal.h"
+#include "procenv.h"
 #include "quota.h"
 #include "settings.h"
 #include "thread.h"
-#include "arena_glue.h"
-#include "dump_file.h"
-#include "procenv.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
 #include "arena_glue.h"
 #include "contexts.h"
 #include "log.h"
-#include "stream_order.h"
 #include "procenv.h"
+#include "stream_order.h"
 #include "stream_syncs.h"
 
 #include <pthread.h>

@@ -19,10 +19,10 @@
 #include "log.h"
 #include "map_guard.h"
 #include "proc.h"
+#include "procenv.h"
 #include "shm.h"
 #include "wake.h"
 #include "xlock.h"
-#include "procenv.h"
 
 #define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */

@@ -25,8 +25,8 @@
 #include "file.h"
 #include "launch.h"
 #include "log.h"
-#include "replay.h"
 #include "procenv.h"
+#include "replay.h"
 
 /* VS_REPLAY_SHIM_REL, VS_REPLAY_SIM_REL, VS_REPLAY_CHILD_REL: the build
  * tree's layout relative to this tool (the shim, the sim's folder, the
