@@ -64,6 +64,11 @@ vs_cfg_arena vs_settings_arena(int card_has_vmm) {
   return m;
 }
 
+int vs_settings_env_off(const char *name) {
+  const char *e = vs_plat_getenv(name);
+  return e && (!strcmp(e, "off") || !strcmp(e, "0"));
+}
+
 int vs_settings_ledger_dir_open(int create) {
   /* The ledger's own rules (dir.h): made owner-only, links refused, a
    * folder another user could take over refused (the ledger itself opens

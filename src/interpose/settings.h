@@ -27,6 +27,11 @@ const vs_settings *vs_settings_get(void);
  * when create is set. -1 with errno on failure. */
 int vs_settings_ledger_dir_open(int create);
 
+/* 1 when the environment variable `name` turns a mechanism off ("off" or
+ * "0"), for the switches read outside the config (VRAMSHIM_STREAM_ORDER,
+ * VRAMSHIM_PROGRAM_SYNCS). */
+int vs_settings_env_off(const char *name);
+
 /* The arena this process uses on a card that does (or does not) support
  * VMM: VS_CFG_ARENA_OFF, _VMM or _CHUNKS; `auto`, or `vmm` on a card
  * without VMM, resolves to what the card can do. */

@@ -5,7 +5,7 @@
 #include "arena_glue.h"
 #include "contexts.h"
 #include "log.h"
-#include "procenv.h"
+#include "settings.h"
 #include "stream_order.h"
 #include "stream_syncs.h"
 
@@ -22,8 +22,7 @@ static pthread_mutex_t g_leave_lock = PTHREAD_MUTEX_INITIALIZER;
 int vs_stream_order_on(void) {
   int on = atomic_load_explicit(&g_on, memory_order_acquire);
   if (__builtin_expect(on >= 0, 1)) return on;
-  const char *e = vs_plat_getenv("VRAMSHIM_STREAM_ORDER");
-  int want = !(e && (!strcmp(e, "off") || !strcmp(e, "0")));
+  int want = !vs_settings_env_off("VRAMSHIM_STREAM_ORDER");
   int expect = -1;
   atomic_compare_exchange_strong(&g_on, &expect, want);
   return atomic_load(&g_on);

@@ -39,7 +39,7 @@
 
 #include "contexts.h"
 #include "log.h"
-#include "procenv.h"
+#include "settings.h"
 #include "stream_order.h"
 #include "stream_syncs.h"
 
@@ -91,8 +91,7 @@ static _Atomic int g_disabled = -1;   /* VRAMSHIM_PROGRAM_SYNCS=off; -1 not read
 static int disabled(void) {
   int d = atomic_load_explicit(&g_disabled, memory_order_relaxed);
   if (__builtin_expect(d >= 0, 1)) return d;
-  const char *e = vs_plat_getenv("VRAMSHIM_PROGRAM_SYNCS");
-  d = e && (!strcmp(e, "off") || !strcmp(e, "0"));
+  d = vs_settings_env_off("VRAMSHIM_PROGRAM_SYNCS");
   atomic_store(&g_disabled, d);
   return d;
 }
