@@ -83,7 +83,26 @@ static uint64_t batch_limit(vs_arena *a) {
   return r > VS_BATCH_MIN ? r : VS_BATCH_MIN;
 }
 
-int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
+/* 1 when every lane free so far is behind a finished sync (or there was
+ * none): an allocation off the lane may then take any FREE block. */
+static int lane_synced(vs_arena *a) {
+  uint64_t l = atomic_load(&a->lane_pend);
+  return l == 0 || vs_arena_ready(a, l - 1);
+}
+
+static int free_block(vs_arena *a, uint64_t addr, int ordered);
+
+/* An allocation off the lane chose a block that a lane free may have made
+ * FREE while lane work on it still runs: one sync, begun now, covers every
+ * lane free made before the choice (their stamps are older). */
+static int settle_lane(vs_arena *a, uint64_t addr) {
+  vs_arena_sync(a);
+  if (lane_synced(a)) return VS_BACKEND_OK;
+  (void)free_block(a, addr, 1);   /* the sync failed: never handed out, so no use to wait for */
+  return VS_BACKEND_ERROR;
+}
+
+static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane) {
   if (!a || !addr || size == 0) return VS_BACKEND_ERROR;
   /* Beyond any card (64 TiB): refused as the driver refuses it, not an error. */
   if (size > (1ull << 46)) return VS_BACKEND_OOM;
@@ -97,14 +116,16 @@ int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) {
   int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr) : VS_BACKEND_OOM;
   /* Large, or small with no room for a whole slab: the heap may still fit this one request. */
   if (rc == VS_BACKEND_OOM) rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
+  if (rc == 0 && off_lane && !lane_synced(a)) rc = settle_lane(a, *addr);
   if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;
 }
 
-int vs_arena_free(vs_arena *a, uint64_t addr) {
-  if (!a) return -1;
-  int ordered = atomic_load(&a->ordered);
+int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 1); }
+int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 0); }
+
+static int free_block(vs_arena *a, uint64_t addr, int ordered) {
   int rc = vs_slab_free(a, addr, ordered);
   if (rc == 1) rc = vs_heap_free(a, addr, ordered ? VS_FREE_ORDERED : VS_FREE_PEND);
   /* Pending frees beyond both a batch and release_threshold are settled
@@ -119,6 +140,17 @@ int vs_arena_free(vs_arena *a, uint64_t addr) {
     }
   }
   return rc;
+}
+
+int vs_arena_free(vs_arena *a, uint64_t addr) { return a ? free_block(a, addr, atomic_load(&a->ordered)) : -1; }
+
+int vs_arena_free_lane(vs_arena *a, uint64_t addr) {
+  if (!a) return -1;
+  /* Out of stream order the raise comes first: an allocation off the lane
+   * that finds the block FREE then sees a lane free it must sync past
+   * (the stamp also tells vs_arena_sync that a sync is worth making). */
+  if (!atomic_load(&a->ordered)) vs_atomic_raise(&a->lane_pend, vs_arena_stamp(a) + 1);
+  return free_block(a, addr, 1);
 }
 
 /* Caller holds heap.mu: the live user allocation of the heap containing
@@ -208,7 +240,9 @@ int vs_arena_stream_ordered(vs_arena *a) { return a && atomic_load(&a->ordered);
 
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (!a) return 0;
-  if (atomic_load(&a->pend_total) || vs_slab_pending(a)) vs_arena_sync(a);
+  /* Lane frees too: their memory goes back to the driver only once the
+   * lane's work on it is done. */
+  if (atomic_load(&a->pend_total) || vs_slab_pending(a) || !lane_synced(a)) vs_arena_sync(a);
   vs_slab_trim(a);
   return vs_heap_trim(a, keep_bytes);
 }

@@ -116,6 +116,23 @@ int vs_arena_stream_ordered(vs_arena *a);
 uint64_t vs_arena_sync_ticket(vs_arena *a);
 void vs_arena_synced_to(vs_arena *a, uint64_t ticket);
 
+/* The lane: stream-ordered allocation on one stream (the shim's lane is the
+ * legacy default stream of the arena's context, named in cuMemAllocAsync /
+ * cuMemFreeAsync). Out of stream order, a lane free is reusable at once by
+ * a lane allocation, with no sync: the caller vouches for the contract of
+ * CUDA's stream-ordered allocator, i.e. every use of the block is ordered
+ * before its free on the lane, and every use of a lane allocation after
+ * the allocation on the lane (a use on another stream waits for an event
+ * recorded on the lane after it). An allocation off the lane
+ * (vs_arena_alloc: it may be used on any stream at once) is handed out only
+ * when every earlier lane free is behind a sync: the program's own
+ * (vs_arena_synced_to) or, if none covers them, one the arena makes after
+ * choosing the block. A block freed off the lane (vs_arena_free) stays
+ * pending as above, whichever way it was allocated. In stream order the
+ * whole program is one lane: these are vs_arena_alloc and vs_arena_free. */
+int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr);
+int vs_arena_free_lane(vs_arena *a, uint64_t addr);
+
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every
  * pointer is at least 512-byte aligned. size 0 is refused with ERROR. */

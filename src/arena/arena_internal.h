@@ -189,6 +189,10 @@ struct vs_arena {
   /* Stream order (vs_arena_set_stream_ordered): frees are reusable at once.
    * Read by every free, written once or twice in the arena's life. */
   _Alignas(64) _Atomic int ordered;
+  /* The lane (vs_arena_free_lane): 1 + the newest stamp a lane free took
+   * out of stream order, 0 before the first. Raised before the block turns
+   * FREE, so an allocation off the lane that chose it reads the raise. */
+  _Atomic uint64_t lane_pend;
   uint64_t decay_ns;                /* 0: release beyond the threshold at once */
   uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
   uint64_t (*idle_trim)(vs_arena *a);    /* before a growth: empty slabs of idle bins back (slab.c's, set by arena.c) */
