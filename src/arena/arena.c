@@ -61,6 +61,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   a->cfg = *cfg;
   a->be = *be;
   pthread_mutex_init(&a->slab_mu, NULL);
+  pthread_mutex_init(&a->off_mu, NULL);
   vs_heap_init(a);
   vs_slab_classes(a);
   a->ladder_trim = vs_slab_trim;   /* the heap's OOM ladder returns empty slabs too */
@@ -75,6 +76,7 @@ void vs_arena_destroy(vs_arena *a) {
   vs_heap_fini(a);    /* returns every region and handle, live or not */
   vs_slab_fini(a);
   pthread_mutex_destroy(&a->slab_mu);
+  pthread_mutex_destroy(&a->off_mu);
   vs_plat_aligned_free(a);
 }
 
@@ -113,10 +115,18 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane)
     return VS_BACKEND_OOM;
   }
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
-  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr) : VS_BACKEND_OOM;
+  /* Off the lane once the lane is in use, a small request takes its
+   * class's off-lane bin, whose slots no lane free makes reusable at once:
+   * only a slab new to that bin needs the lane settled. */
+  int off_bin = off_lane && atomic_load(&a->lane_pend) != 0, fresh = 1;
+  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr, off_bin, &fresh)
+                                : VS_BACKEND_OOM;
   /* Large, or small with no room for a whole slab: the heap may still fit this one request. */
-  if (rc == VS_BACKEND_OOM) rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
-  if (rc == 0 && off_lane && !lane_synced(a)) rc = settle_lane(a, *addr);
+  if (rc == VS_BACKEND_OOM) {
+    fresh = 1;
+    rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
+  }
+  if (rc == 0 && off_lane && (!off_bin || fresh) && !lane_synced(a)) rc = settle_lane(a, *addr);
   if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;

@@ -11,8 +11,14 @@
  * May change (docs/arena.md explains each; measured values in
  * docs/benchmarks-arena.md); each can be overridden with -D for experiments. */
 #define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
-#define VS_NBINS 2                      /* bins per class; vs_arena_check holds every bin
+#define VS_NBINS 2                      /* thread bins per class; vs_arena_check holds every bin
                                          * lock: classes x bins must stay < 64 (TSan) */
+/* Besides them, each class has one bin for allocations off the lane
+ * (arena.h) once the lane is in use: its slots are never reused at once,
+ * so such an allocation needs no sync past the lane's frees. The off-lane
+ * bins of all classes share one lock (a->off_mu; their traffic is small). */
+#define VS_BIN_OFF_LANE VS_NBINS
+#define VS_NBINS_ALL (VS_NBINS + 1)
 #ifndef VS_CHUNK_MEDIUM
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
 #endif
@@ -143,7 +149,9 @@ typedef struct vs_slab {
  * the bin's lock and counters, written on every allocation, must not share
  * a line with another thread's bin or with the class size everyone reads. */
 typedef struct vs_bin {
-  _Alignas(64) pthread_mutex_t mu;
+  _Alignas(64) pthread_mutex_t own;
+  pthread_mutex_t *mu;      /* &own, or the arena's off_mu for an off-lane bin */
+  int off_lane;             /* the class's off-lane bin: a free there always pends */
   uint32_t cls;
   vs_slab *slabs;           /* every slab of the bin */
   vs_slab *cur;             /* slab allocations come from */
@@ -156,7 +164,7 @@ typedef struct vs_bin {
 
 typedef struct vs_class {
   uint64_t size;
-  vs_bin bins[VS_NBINS];
+  vs_bin bins[VS_NBINS_ALL];
 } vs_class;
 
 /* Page map: slab lookup by address without a lock. Two levels over 48-bit
@@ -173,6 +181,7 @@ struct vs_arena {
   vs_class classes[VS_ARENA_MAX_CLASSES];
   _Atomic(vs_pm_leaf *) pm[1u << VS_PM_TOP_BITS];
   pthread_mutex_t slab_mu;          /* slab descriptor pool */
+  pthread_mutex_t off_mu;           /* every off-lane bin's (VS_BIN_OFF_LANE) */
   vs_slab *spare_slabs;
   vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
   /* Shared counters, each on its own line; none is written on the small
@@ -241,7 +250,10 @@ vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr);     /* the region hold
 /* slab.c */
 void vs_slab_classes(vs_arena *a);
 int vs_slab_class_of(vs_arena *a, uint64_t size);
-int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr);   /* VS_BACKEND_OOM: no room for a slab */
+/* VS_BACKEND_OOM: no room for a slab. off_lane: from the class's off-lane
+ * bin; *fresh is then 1 when the slot lies in a slab new to the bin (heap
+ * memory a lane free may have left with work in flight). */
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_lane, int *fresh);
 int vs_slab_free(vs_arena *a, uint64_t addr, int ordered);   /* -1 not a slab slot, 1 not a slab */
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);

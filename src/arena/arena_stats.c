@@ -43,9 +43,9 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   st->class_count = a->nclasses;
   for (uint32_t c = 0; c < a->nclasses; c++) {
     st->class_size[c] = a->classes[c].size;
-    for (int k = 0; k < VS_NBINS; k++) {
+    for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
-      pthread_mutex_lock(&bin->mu);
+      pthread_mutex_lock(bin->mu);
       uint64_t run = 0;
       for (vs_slab *s = bin->slabs; s; s = s->next) {
         st->class_slots[c] += s->nslots;
@@ -63,7 +63,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
       waste += bin->waste;
       live_req += bin->live_req;
       requests += bin->requests;
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
     }
   }
   vs_heap *h = &a->heap;
@@ -120,10 +120,10 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
   }
   pthread_mutex_unlock(&h->mu);
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int k = 0; k < VS_NBINS; k++) {
+    for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
       uint64_t cs = a->classes[c].size;
-      pthread_mutex_lock(&bin->mu);
+      pthread_mutex_lock(bin->mu);
       for (vs_slab *s = bin->slabs; s; s = s->next) {
         vs_region_info ri = {.base = s->base, .size = VS_SLAB_SIZE, .kind = VS_REGION_SLAB, .class_size = cs};
         if (w->region) w->region(w->user, &ri);
@@ -145,7 +145,7 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
           i = j;
         }
       }
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
     }
 }
 
@@ -166,7 +166,8 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   int rc = -1;
   /* Lock order: every bin (class, then bin), then the heap. */
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int k = 0; k < VS_NBINS; k++) pthread_mutex_lock(&a->classes[c].bins[k].mu);
+    for (int k = 0; k < VS_NBINS; k++) pthread_mutex_lock(a->classes[c].bins[k].mu);
+  pthread_mutex_lock(&a->off_mu);   /* every off-lane bin's */
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   if (vs_heap_check(a, err, len)) goto out;
@@ -175,7 +176,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   for (uint32_t c = 0; c < a->nclasses; c++) {
     uint64_t cs = a->classes[c].size;
     if (cs % 512) FAIL("slab: class %u size %llu not 512-aligned", c, (unsigned long long)cs);
-    for (int k = 0; k < VS_NBINS; k++) {
+    for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
       uint64_t blive = 0, bwaste = 0, bpend = 0, n = 0;
       int cur_found = !bin->cur;
@@ -234,7 +235,8 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   rc = 0;
 out:
   pthread_mutex_unlock(&h->mu);
+  pthread_mutex_unlock(&a->off_mu);
   for (uint32_t c = a->nclasses; c-- > 0;)
-    for (int k = VS_NBINS; k-- > 0;) pthread_mutex_unlock(&a->classes[c].bins[k].mu);
+    for (int k = VS_NBINS; k-- > 0;) pthread_mutex_unlock(a->classes[c].bins[k].mu);
   return rc;
 }

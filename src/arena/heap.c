@@ -515,11 +515,13 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
      * cheaper way when pending bytes cover the need), the slabs' empty
      * memory: an empty slab held by a bin (its current or spare one) is
      * memory the heap cannot use; returning it costs no driver call. Once
-     * per request, and in stream order only: out of it, a bin's empty
-     * slab is what lets it serve without a sync (slabs before syncs takes
-     * new slabs from held memory only), and taking it back traded syncs
-     * and placement on the copy-stream servers (docs/arena.md). */
-    if ((need || !b) && !trimmed && h->slabs && a->idle_trim && atomic_load(&a->ordered)) {
+     * per request, and in stream order or once the lane is in use (whose
+     * frees need no sync either) only: otherwise a bin's empty slab is
+     * what lets it serve without a sync (slabs before syncs takes new
+     * slabs from held memory only), and taking it back traded syncs and
+     * placement on the copy-stream servers (docs/arena.md). */
+    if ((need || !b) && !trimmed && h->slabs && a->idle_trim &&
+        (atomic_load(&a->ordered) || atomic_load(&a->lane_pend))) {
       trimmed = 1;
       pthread_mutex_unlock(&h->mu);
       a->idle_trim(a);

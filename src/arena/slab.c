@@ -54,9 +54,12 @@ void vs_slab_classes(vs_arena *a) {
   uint32_t n = 0;
   for (uint64_t s = 512; s <= VS_SMALL_MAX; s = next_class(s)) {
     a->classes[n].size = s;
-    for (int b = 0; b < VS_NBINS; b++) {
-      pthread_mutex_init(&a->classes[n].bins[b].mu, NULL);
-      a->classes[n].bins[b].cls = n;
+    for (int b = 0; b < VS_NBINS_ALL; b++) {
+      vs_bin *bin = &a->classes[n].bins[b];
+      pthread_mutex_init(&bin->own, NULL);
+      bin->off_lane = b == VS_BIN_OFF_LANE;
+      bin->mu = bin->off_lane ? &a->off_mu : &bin->own;
+      bin->cls = n;
     }
     n++;
   }
@@ -212,10 +215,11 @@ static vs_slab *pick(vs_bin *bin) {
   return best;
 }
 
-int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
-  vs_bin *bin = my_bin(a, cls);
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_lane, int *fresh) {
+  vs_bin *bin = off_lane ? &a->classes[cls].bins[VS_BIN_OFF_LANE] : my_bin(a, cls);
   int rc = 0;
-  pthread_mutex_lock(&bin->mu);
+  *fresh = 0;
+  pthread_mutex_lock(bin->mu);
   vs_slab *s = bin->cur;
   if (!s || !s->nfree) {
     s = pick(bin);
@@ -228,19 +232,20 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
     if (!s && bin->pend && bin->pend_bytes < VS_SLAB_PEND_MAX &&
         (bin->pend_bytes < VS_SLAB_SIZE || bin->pend_bytes < bin->live_req)) {
       s = slab_new(a, bin, 1, &rc);
+      *fresh = s != NULL;
       rc = 0;
     }
     if (!s && bin->pend) {
       /* Rather than grow, one sync makes every pending slot reusable. */
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
       vs_arena_sync(a);
-      pthread_mutex_lock(&bin->mu);
+      pthread_mutex_lock(bin->mu);
       bin_reclaim(a, bin, 0);
       s = pick(bin);
     }
-    if (!s) s = slab_new(a, bin, 0, &rc);
+    if (!s) *fresh = (s = slab_new(a, bin, 0, &rc)) != NULL;
     if (!s) {
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
       return rc;
     }
     vs_slab *old = bin->cur;
@@ -264,7 +269,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr) {
   bin->requests++;
   bin->live_delta += (int64_t)req;
   if (bin->live_delta >= (int64_t)VS_LIVE_FOLD) { vs_arena_live_add(a, (uint64_t)bin->live_delta); bin->live_delta = 0; }
-  pthread_mutex_unlock(&bin->mu);
+  pthread_mutex_unlock(bin->mu);
   *addr = s->base + (uint64_t)i * size;
   return 0;
 }
@@ -276,9 +281,9 @@ static vs_slab *lock_slab(vs_arena *a, uint64_t addr, vs_bin **out) {
     if (!s) return NULL;
     vs_bin *bin = __atomic_load_n(&s->bin, __ATOMIC_ACQUIRE);
     if (!bin) continue;   /* being released: the page map is about to say so */
-    pthread_mutex_lock(&bin->mu);
+    pthread_mutex_lock(bin->mu);
     if (vs_pm_get(a, addr) == s && __atomic_load_n(&s->bin, __ATOMIC_RELAXED) == bin) { *out = bin; return s; }
-    pthread_mutex_unlock(&bin->mu);
+    pthread_mutex_unlock(bin->mu);
   }
 }
 
@@ -289,11 +294,12 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   uint64_t size = a->classes[s->cls].size, off = addr - s->base;
   uint32_t i = (uint32_t)(off / size);
   if (off % size || i >= s->nslots || !(s->live_bm[i / 64] & (1ull << (i % 64)))) {
-    pthread_mutex_unlock(&bin->mu);
+    pthread_mutex_unlock(bin->mu);
     return -1;
   }
   s->live_bm[i / 64] &= ~(1ull << (i % 64));
   s->nlive--;
+  if (bin->off_lane) ordered = 0;   /* the bin's next owner may be off the lane */
   if (ordered) {
     /* In stream order the slot is reusable at once. */
     s->free_bm[i / 64] |= 1ull << (i % 64);
@@ -314,7 +320,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   }
   /* Emptied in stream order: as bin_reclaim does with an emptied slab. */
   if (ordered && s->nlive == 0 && s->npend == 0 && s != bin->cur) retire_empty(a, bin, s);
-  pthread_mutex_unlock(&bin->mu);
+  pthread_mutex_unlock(bin->mu);
   return 0;
 }
 
@@ -330,18 +336,18 @@ int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) 
     *size = s->req[i];
     rc = 0;
   }
-  pthread_mutex_unlock(&bin->mu);
+  pthread_mutex_unlock(bin->mu);
   return rc;
 }
 
 uint64_t vs_slab_pending(vs_arena *a) {
   uint64_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS; b++) {
+    for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      pthread_mutex_lock(&bin->mu);
+      pthread_mutex_lock(bin->mu);
       n += bin->pend_bytes;
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
     }
   return n;
 }
@@ -361,11 +367,11 @@ static uint64_t bin_trim(vs_arena *a, vs_bin *bin, int reclaim) {
 uint64_t vs_slab_trim(vs_arena *a) {
   uint64_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS; b++) {
+    for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      pthread_mutex_lock(&bin->mu);
+      pthread_mutex_lock(bin->mu);
       n += bin_trim(a, bin, 1);
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
     }
   return n;
 }
@@ -379,18 +385,18 @@ uint64_t vs_slab_trim(vs_arena *a) {
 uint64_t vs_slab_trim_idle(vs_arena *a) {
   uint64_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS; b++) {
+    for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      if (bin == tl_growing || pthread_mutex_trylock(&bin->mu)) continue;
+      if (bin == tl_growing || pthread_mutex_trylock(bin->mu)) continue;
       n += bin_trim(a, bin, 0);
-      pthread_mutex_unlock(&bin->mu);
+      pthread_mutex_unlock(bin->mu);
     }
   return n;
 }
 
 void vs_slab_fini(vs_arena *a) {
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS; b++) pthread_mutex_destroy(&a->classes[c].bins[b].mu);
+    for (int b = 0; b < VS_NBINS_ALL; b++) pthread_mutex_destroy(&a->classes[c].bins[b].own);
   for (uint32_t i = 0; i < (1u << VS_PM_TOP_BITS); i++) free(atomic_load(&a->pm[i]));
   for (vs_slab *s = a->all_slabs, *n; s; s = n) {
     n = s->all;

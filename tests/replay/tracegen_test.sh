@@ -56,7 +56,7 @@ for cs in "" --copy-stream; do
   python3 "$gen" --workload concat --model tiny --requests 40 --max-batch 8 --seed 4 $cs --no-syncs \
     -o "$tmp/s$cs.csv" 2>/dev/null
   [ -e "$tmp/s$cs.csv.syncs" ] && { echo "FAIL: --no-syncs wrote a sidecar"; failed=1; }
-  "$tool" replay -q --json --no-search --policy vmm,chunks "$tmp/s$cs.csv" >"$tmp/s$cs.json" 2>&1 ||
+  "$tool" replay -q --json --no-search --policy vmm,chunks,vmm-async,chunks-async "$tmp/s$cs.csv" >"$tmp/s$cs.json" 2>&1 ||
     { echo "FAIL: replay of the ${cs:-one-stream} server"; cat "$tmp/s$cs.json"; failed=1; }
 done
 # The program's own synchronisations (docs/replay.md, TRACE.syncs): the
@@ -68,7 +68,7 @@ python3 "$gen" --workload concat --model tiny --requests 40 --max-batch 8 --seed
   -o "$tmp/p.csv" 2>/dev/null
 cmp -s "$tmp/p.csv" "$tmp/s--copy-stream.csv" || { echo "FAIL: the sidecar changed the trace itself"; failed=1; }
 head -1 "$tmp/p.csv.syncs" | grep -qx "After,Sync,Stream" || { echo "FAIL: no sidecar beside the copy-stream trace"; failed=1; }
-"$tool" replay -q --json --no-search --policy vmm,chunks "$tmp/p.csv" >"$tmp/p.json" 2>&1 ||
+"$tool" replay -q --json --no-search --policy vmm,chunks,vmm-async,chunks-async "$tmp/p.csv" >"$tmp/p.json" 2>&1 ||
   { echo "FAIL: replay with the sidecar"; cat "$tmp/p.json"; failed=1; }
 cp "$tmp/p.csv" "$tmp/q.csv"
 grep -v ",0x0$" "$tmp/p.csv.syncs" >"$tmp/q.csv.syncs"
@@ -107,6 +107,25 @@ for pol in ("vmm", "chunks"):
     assert two[pol] > 0, f"{pol}: no sync on a two-stream trace (stream safety lost)"
     assert own[pol] < two[pol], f"{pol}: the program's syncs saved none of the arena's ({own[pol]} vs {two[pol]})"
     assert half[pol] == two[pol], f"{pol}: syncs of the copy stream alone counted ({half[pol]} vs {two[pol]})"
+# The program on the stream-ordered allocator (the -async policies,
+# docs/arena.md "The lane"): on the one-stream server exactly the plain
+# policies' run; with the copy stream, the legacy stream's blocks are
+# reused on the lane with no sync, so the arena syncs only for the copy
+# stream's allocations, and none at all where the program's own syncs
+# (both streams at the end of each step, before the next step's copy
+# allocation) cover them. Fails if the lane is ignored (the plain count),
+# or if reuse is taken for safe where it is not (a copy allocation right
+# after lane frees without the sidecar must still sync).
+def rows(path):
+    return {json.loads(l)["policy"]: json.loads(l) for l in open(path)}
+r1, r2, rp = rows(sys.argv[2]), rows(sys.argv[4]), rows(sys.argv[5])
+for pol in ("vmm", "chunks"):
+    for k in ("driver_calls", "peak_reserved", "calls"):
+        assert r1[pol + "-async"][k] == r1[pol][k], f"{pol}-async differs from {pol} on a one-stream trace ({k})"
+    assert one[pol + "-async"] == 0, f"{pol}-async: syncs on a legacy-stream-only trace"
+    assert own[pol + "-async"] == 0, f"{pol}-async: {own[pol + '-async']} syncs with the program's own"
+    assert 0 < two[pol + "-async"] < two[pol], f"{pol}-async: {two[pol + '-async']} syncs without the sidecar (plain {two[pol]})"
+    assert rp[pol + "-async"]["driver_calls"] < rp[pol]["driver_calls"], f"{pol}-async: no fewer calls"
 print("stream order: syncs one-stream", one, "copy stream", two, "with the program's syncs", own,
       "copy stream synced alone", half)
 PY

@@ -15,7 +15,7 @@
 
 #define MIB (1024ULL * 1024ULL)
 #define GIB (1024ULL * MIB)
-#define MAX_POLICIES 8
+#define MAX_POLICIES 12
 
 static const vs_policy *const all_policies[] = {&vs_policy_off, &vs_policy_chunks, &vs_policy_vmm,
                                                 &vs_policy_pytorch};
@@ -23,6 +23,9 @@ static const vs_policy *const all_policies[] = {&vs_policy_off, &vs_policy_chunk
 /* Through the real shim in a child process (replay_shim.c): only on request. */
 static const vs_policy *const shim_policies[] = {&vs_policy_shim_off, &vs_policy_shim_vmm, &vs_policy_shim_chunks};
 #define NSHIM (sizeof shim_policies / sizeof shim_policies[0])
+/* The arena under a program on the stream-ordered allocator: only on request. */
+static const vs_policy *const async_policies[] = {&vs_policy_chunks_async, &vs_policy_vmm_async};
+#define NASYNC (sizeof async_policies / sizeof async_policies[0])
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -59,6 +62,9 @@ static void usage(FILE *out) {
           "policies (default: all, in this order):\n");
   for (size_t i = 0; i < NPOLICIES; i++)
     fprintf(out, "  %-8s %s\n", all_policies[i]->name, all_policies[i]->summary);
+  fprintf(out, "\nthe program on cuMemAllocAsync/cuMemFreeAsync on each allocation's stream (only when named):\n");
+  for (size_t i = 0; i < NASYNC; i++)
+    fprintf(out, "  %-12s %s\n", async_policies[i]->name, async_policies[i]->summary);
   fprintf(out, "\nthrough the real libvramshim.so over the simulated driver (only when named):\n");
   for (size_t i = 0; i < NSHIM; i++)
     fprintf(out, "  %-11s %s\n", shim_policies[i]->name, shim_policies[i]->summary);
@@ -137,9 +143,11 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
       if (!strcmp(tok, all_policies[i]->name)) p = all_policies[i];
     for (size_t i = 0; i < NSHIM; i++)
       if (!strcmp(tok, shim_policies[i]->name)) p = shim_policies[i];
+    for (size_t i = 0; i < NASYNC; i++)
+      if (!strcmp(tok, async_policies[i]->name)) p = async_policies[i];
     if (!p) {
-      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch); through the real "
-                      "shim: shim-off, shim-vmm, shim-chunks\n", tok);
+      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch; chunks-async, "
+                      "vmm-async); through the real shim: shim-off, shim-vmm, shim-chunks\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)
@@ -167,7 +175,8 @@ static void json_string(FILE *out, const char *s) {
 }
 
 static int is_arena(const vs_policy *p) {
-  return p == &vs_policy_chunks || p == &vs_policy_vmm || p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks;
+  return p == &vs_policy_chunks || p == &vs_policy_vmm || p == &vs_policy_chunks_async || p == &vs_policy_vmm_async ||
+         p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks;
 }
 
 static double ratio(uint64_t a, uint64_t b) {

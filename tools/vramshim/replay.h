@@ -79,6 +79,8 @@ extern const vs_policy vs_policy_off;     /* replay_off.c */
 extern const vs_policy vs_policy_pytorch; /* replay_pytorch.c */
 extern const vs_policy vs_policy_chunks;  /* replay_arena.c */
 extern const vs_policy vs_policy_vmm;     /* replay_arena.c */
+extern const vs_policy vs_policy_chunks_async;  /* replay_arena.c: only when named */
+extern const vs_policy vs_policy_vmm_async;     /* replay_arena.c: only when named */
 extern const vs_policy vs_policy_shim_off;    /* replay_shim.c */
 extern const vs_policy vs_policy_shim_vmm;    /* replay_shim.c */
 extern const vs_policy vs_policy_shim_chunks; /* replay_shim.c */

@@ -1,4 +1,5 @@
-/* The arena replay policies, `chunks` and `vmm`: the real arena
+/* The arena replay policies, `chunks` and `vmm` (and their `-async`
+ * forms, below): the real arena
  * (src/arena/arena.h) over the simulated address space
  * (src/arena/space_backend.h), with VMM on (2 MiB granules) or off. Peak
  * reserved and driver calls are read from the backend, the same counters
@@ -34,7 +35,15 @@ typedef struct ar_state {
    * nstreams 0: too many streams to follow, only context syncs count. */
   uint64_t stream[AR_MAX_STREAMS], synced[AR_MAX_STREAMS];
   int nstreams;
+  /* The -async policies: the program allocates with cuMemAllocAsync and
+   * frees with cuMemFreeAsync on each allocation's Stream, so blocks on the
+   * legacy stream take the arena's lane (arena.h), as the shim serves them
+   * (memory_service.c); 0: cuMemAlloc / cuMemFree, which carry no stream. */
+  int async;
+  const uint64_t *streams;   /* per allocation id (the trace's) */
 } ar_state;
+
+static int on_lane(const ar_state *s, uint32_t id) { return s->async && s->streams && s->streams[id] <= 1; }
 
 /* The table the arena sees: each entry counts, then forwards. */
 static int c_chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
@@ -200,12 +209,27 @@ static void *chunks_create(uint64_t capacity, uint32_t nallocs, const vs_replay_
 static void *vmm_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
   return ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen);
 }
+static void *as_async(ar_state *s, const vs_replay_opts *o) {
+  if (s) {
+    s->async = 1;
+    s->streams = o->trace ? o->trace->streams : NULL;
+  }
+  return s;
+}
+static void *chunks_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
+                                 size_t errlen) {
+  return as_async(ar_create(VS_ARENA_CHUNKS, capacity, nallocs, o, err, errlen), o);
+}
+static void *vmm_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
+                              size_t errlen) {
+  return as_async(ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen), o);
+}
 
 static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
-  (void)stream; /* the arena sees no stream: cuMemAlloc carries none (stream order is per trace) */
+  (void)stream; /* cuMemAlloc carries none (stream order is per trace); -async reads streams[id] */
   ar_state *s = p;
   uint64_t before = s->calls;
-  int rc = vs_arena_alloc(s->a, size, &s->addr[id]);
+  int rc = on_lane(s, id) ? vs_arena_alloc_lane(s->a, size, &s->addr[id]) : vs_arena_alloc(s->a, size, &s->addr[id]);
   if (rc == VS_BACKEND_OK) return s->calls == before ? VS_POLICY_CACHED : VS_POLICY_DRIVER;
   return rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
 }
@@ -213,7 +237,9 @@ static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
 static void ar_free(void *p, uint32_t id, uint64_t size) {
   (void)size;
   ar_state *s = p;
-  if (vs_arena_free(s->a, s->addr[id])) s->bad_frees++;
+  /* -async: the free on its allocation's stream (the trace's frees are) */
+  if ((on_lane(s, id) ? vs_arena_free_lane(s->a, s->addr[id]) : vs_arena_free(s->a, s->addr[id])) != 0)
+    s->bad_frees++;
 }
 
 static void ar_stats(void *p, vs_policy_stats *out) {
@@ -258,6 +284,35 @@ const vs_policy vs_policy_vmm = {
     .name = "vmm",
     .summary = "the arena, large requests on VMM-stitched granules (arena = vmm)",
     .create = vmm_create,
+    .alloc = ar_alloc,
+    .free = ar_free,
+    .stats = ar_stats,
+    .destroy = ar_destroy,
+    .probe = ar_probe,
+    .clock = ar_clock,
+    .program_sync = ar_program_sync,
+};
+
+/* The program on CUDA's stream-ordered allocator (cuMemAllocAsync on the
+ * allocation's stream, cuMemFreeAsync on it), as PyTorch's cudaMallocAsync
+ * backend calls it; the same as vmm / chunks on a trace with the legacy
+ * stream alone. Only when named. */
+const vs_policy vs_policy_chunks_async = {
+    .name = "chunks-async",
+    .summary = "chunks, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
+    .create = chunks_async_create,
+    .alloc = ar_alloc,
+    .free = ar_free,
+    .stats = ar_stats,
+    .destroy = ar_destroy,
+    .probe = ar_probe,
+    .clock = ar_clock,
+    .program_sync = ar_program_sync,
+};
+const vs_policy vs_policy_vmm_async = {
+    .name = "vmm-async",
+    .summary = "vmm, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
+    .create = vmm_async_create,
     .alloc = ar_alloc,
     .free = ar_free,
     .stats = ar_stats,
