@@ -146,8 +146,8 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
     for (size_t i = 0; i < NASYNC; i++)
       if (!strcmp(tok, async_policies[i]->name)) p = async_policies[i];
     if (!p) {
-      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch; chunks-async, "
-                      "vmm-async); through the real shim: shim-off, shim-vmm, shim-chunks\n", tok);
+      fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch); on the stream-ordered "
+                      "allocator: chunks-async, vmm-async; through the real shim: shim-off, shim-vmm, shim-chunks\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)
