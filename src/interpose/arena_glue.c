@@ -236,7 +236,11 @@ static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
   return now;
 }
 
-int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *res) {
+static int arena_alloc(vs_arena *a, uint64_t size, int lane, uint64_t *addr) {
+  return lane ? vs_arena_alloc_lane(a, size, addr) : vs_arena_alloc(a, size, addr);
+}
+
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CUresult *res) {
   if (!ctx || ctx->card < 0 || ctx->card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
   CUresult why = CUDA_SUCCESS;
   vs_arena *a = arena_for(ctx, &why);
@@ -246,7 +250,7 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *re
     return VS_MEM_DONE;
   }
   vs_backend_clear_error();
-  int rc = vs_arena_alloc(a, size, addr);
+  int rc = arena_alloc(a, size, lane, addr);
   if (rc != VS_BACKEND_OK) {
     /* The VMM arena may have been refused its address range: by this
      * request (fall back now), or by another thread's, which already
@@ -256,7 +260,7 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *re
       now = fall_back_to_chunks(ctx, a);
     if (now != a) {
       vs_backend_clear_error();
-      rc = vs_arena_alloc(now, size, addr);
+      rc = arena_alloc(now, size, lane, addr);
     }
   }
   if (rc == VS_BACKEND_OK) {
@@ -272,9 +276,10 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *re
   return VS_MEM_DONE;
 }
 
-int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr) {
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane) {
   vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
-  return a ? vs_arena_free(a, addr) : -1;
+  if (!a) return -1;
+  return lane ? vs_arena_free_lane(a, addr) : vs_arena_free(a, addr);
 }
 
 void vs_arena_glue_trim(vs_ctx *ctx) {

@@ -14,12 +14,14 @@
 #include <stdint.h>
 
 /* Serves a cuMemAlloc of size bytes (> 0) in ctx (the caller's current
- * context, referenced) from its arena. VS_MEM_DONE: *res says how
+ * context, referenced) from its arena; lane 1: a cuMemAllocAsync on ctx's
+ * legacy stream (the arena's lane, arena.h). VS_MEM_DONE: *res says how
  * (CUDA_SUCCESS with *addr, or the refusal after the OOM ladder);
  * VS_MEM_PASS: the arena is off for this card. */
-int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, uint64_t *addr, CUresult *res);
-/* Returns a block of ctx's arena; 0 done, -1 not one of its blocks. */
-int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr);
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CUresult *res);
+/* Returns a block of ctx's arena; lane 1: a cuMemFreeAsync on ctx's legacy
+ * stream. 0 done, -1 not one of its blocks. */
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane);
 /* Gives every cached byte of ctx's arena back to the driver (one sync
  * first if blocks are pending). Called when another process waits. */
 void vs_arena_glue_trim(vs_ctx *ctx);

@@ -95,6 +95,16 @@
     (phCtx, desc, dev, flags))                                                                        \
   X(cuGreenCtxStreamCreate, (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority), \
     (phStream, greenCtx, flags, priority))                                                            \
+  /* stream-ordered allocation: a capture or a pool of the program's own (stream_alloc.c) */          \
+  X(cuStreamBeginCapture, (CUstream hStream), (hStream))                                              \
+  X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))           \
+  X(cuStreamBeginCaptureToGraph,                                                                      \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, \
+     size_t numDependencies, CUstreamCaptureMode mode),                                               \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))                           \
+  X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))                               \
+  X(cuMemSetMemPool, (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool),         \
+    (location, type, pool))                                                                           \
   /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \
   X(cuCtxSynchronize, (void), ())                                                                     \
   X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                      \

@@ -3,6 +3,7 @@
  * driver variant the program called, through the memory service. */
 #include "hook_common.h"
 
+#include "stream_alloc.h"
 #include "stream_order.h"
 
 #define CARD vs_driver_current_card(real)
@@ -29,16 +30,19 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 
 /* ---- cuMemAllocAsync / cuMemAllocFromPoolAsync -------------------------- */
 #define DRIVER_ARGS (dptr, bytesize, hStream)
+/* Served by the arena where stream_alloc.h says so (the legacy stream: its lane). */
+#define STREAM_BEGIN(ptsz) \
+  vs_mem_alloc_stream_begin(&op, CARD, bytesize, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, vs_stream_alloc_route(real, hStream, ptsz))
 CUresult vs_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
-  ALLOC_BODY(cuMemAllocAsync, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize, CARD,
-             real->cuMemAllocAsync(dptr, bytesize, hStream));
+  ALLOC_BODY_BEGIN(cuMemAllocAsync, STREAM_BEGIN(0), dptr, CUdeviceptr, real->cuMemAllocAsync(dptr, bytesize, hStream));
 }
 CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 1);
-  ALLOC_BODY(cuMemAllocAsync_ptsz, VS_MEM_ASYNC, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
-             CARD, real->cuMemAllocAsync_ptsz(dptr, bytesize, hStream));
+  ALLOC_BODY_BEGIN(cuMemAllocAsync_ptsz, STREAM_BEGIN(1), dptr, CUdeviceptr,
+                   real->cuMemAllocAsync_ptsz(dptr, bytesize, hStream));
 }
+#undef STREAM_BEGIN
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, bytesize, pool, hStream)
 CUresult vs_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
@@ -100,14 +104,16 @@ CUresult vs_hook_cuMemFree(CUdeviceptr_v1 dptr) {
 }
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, hStream)
+/* An arena block goes back on the lane from the legacy stream (stream_alloc.h). */
+#define STREAM_FREE(ptsz) \
+  vs_mem_free_stream_begin(&op, (uint64_t)dptr, VRAMSHIM_CALL_MEM_FREE_ASYNC, vs_stream_free_route(real, hStream, ptsz))
 CUresult vs_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
-  FREE_BODY(cuMemFreeAsync, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, (uint64_t)dptr,
-            real->cuMemFreeAsync(dptr, hStream));
+  FREE_BODY_BEGIN(cuMemFreeAsync, STREAM_FREE(0), real->cuMemFreeAsync(dptr, hStream));
 }
 CUresult vs_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 1);
-  FREE_BODY(cuMemFreeAsync_ptsz, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC,
-            (uint64_t)dptr, real->cuMemFreeAsync_ptsz(dptr, hStream));
+  FREE_BODY_BEGIN(cuMemFreeAsync_ptsz, STREAM_FREE(1), real->cuMemFreeAsync_ptsz(dptr, hStream));
 }
+#undef STREAM_FREE
 #undef DRIVER_ARGS

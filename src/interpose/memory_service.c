@@ -130,7 +130,10 @@ static int ended_while_waiting(vs_mem_op *op) {
   return 1;
 }
 
-int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
+/* serve: how the arena may serve it (VS_ROUTE_*; a cuMemAlloc is OFF_LANE:
+ * its memory may be used on any stream at once). */
+static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call,
+                       int serve) {
   op->space = space_of(kind);
   op->call = call;
   op->known = 0;
@@ -148,7 +151,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->zero = 0;
   /* The context the memory will belong to, held until the request is
    * recorded: an end of that context waits for it (contexts.h). */
-  if (VS_KIND_BIT(kind) & VS_CTX_OWNED) {
+  if ((VS_KIND_BIT(kind) & VS_CTX_OWNED) || serve != VS_ROUTE_DRIVER) {
     op->ctx = vs_ctx_acquire_current(vs_driver_if_loaded());
     if (op->ctx) op->rec.ctx_id = op->ctx->id;
   }
@@ -164,7 +167,7 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   /* cuMemAlloc is served by the arena of its context where the arena is
    * on for the card. With no current context the driver gives its own
    * answer. */
-  if (kind == VS_MEM_DEVICE && card >= 0 && op->ctx) {
+  if (serve != VS_ROUTE_DRIVER && card >= 0 && op->ctx) {
     uint64_t addr = 0, deadline = 0;
     CUresult res = CUDA_SUCCESS;
     int served;
@@ -173,9 +176,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
      * it is served from host memory; with fail (or spill past MAX),
      * vs_quota_wait logs the one refusal line and says stop. */
     for (;;) {
-      served = vs_arena_glue_alloc(op->ctx, size, &addr, &res);
+      served = vs_arena_glue_alloc(op->ctx, size, serve == VS_ROUTE_LANE, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
-      if (spilled(op, size, !vs_quota_refusal_pending())) return done(op);
+      if (kind == VS_MEM_DEVICE && spilled(op, size, !vs_quota_refusal_pending())) return done(op);
       if (!wait_unheld(op, size, &deadline)) break;
     }
     if (ended_while_waiting(op)) return done(op);
@@ -192,6 +195,13 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       }
       return done(op);
     }
+  }
+  /* A stream-ordered block the driver's pool serves after all (the arena
+   * is off for the card) belongs to the device, not to the context. */
+  if (!(VS_KIND_BIT(kind) & VS_CTX_OWNED) && op->ctx) {
+    vs_ctx_put(op->ctx);
+    op->ctx = NULL;
+    op->rec.ctx_id = 0;
   }
   /* Passed through: the tenant is charged before the driver is asked
    * (waiting for others to give memory back under on_limit = wait). */
@@ -211,6 +221,15 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   }
   op->rec.charged = 1;
   return VS_MEM_PASS;
+}
+
+int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
+  return alloc_begin(op, kind, card, size, call, kind == VS_MEM_DEVICE ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER);
+}
+
+int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route) {
+  if (route != VS_ROUTE_LANE && route != VS_ROUTE_OFF_LANE) route = VS_ROUTE_DRIVER;
+  return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route);
 }
 
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {
@@ -242,8 +261,39 @@ CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr) {
   return vs_mem_alloc_end_sized(op, r, addr, op->rec.size);
 }
 
+static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key, vramshim_driver_call call,
+                      int route);
+
 int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key,
                       vramshim_driver_call call) {
+  return free_begin(op, space, kind_mask, key, call, VS_ROUTE_OFF_LANE);
+}
+
+static _Atomic int g_said_captured_free;
+
+int vs_mem_free_stream_begin(vs_mem_op *op, uint64_t key, vramshim_driver_call call, int route) {
+  vs_alloc_info rec;
+  if (route == VS_ROUTE_CAPTURED && vs_tracker_find(VS_SPACE_DEVPTR, key, &rec) == 0 &&
+      rec.owner == VS_OWNER_ARENA) {
+    if (!atomic_exchange(&g_said_captured_free, 1))
+      VS_WARN("cuMemFreeAsync of arena block 0x%llx on a stream capturing a graph: the block stays allocated "
+              "(a graph cannot free memory the driver did not allocate); set VRAMSHIM_ARENA_ASYNC=off for this "
+              "program to give stream-ordered allocations to the driver's pool", (unsigned long long)key);
+    op->space = VS_SPACE_DEVPTR;
+    op->call = call;
+    op->known = 0;
+    op->ctx = NULL;
+    op->addr = 0;
+    op->result = CUDA_SUCCESS;
+    return VS_MEM_DONE;
+  }
+  return free_begin(op, VS_SPACE_DEVPTR, VS_FREE_MEM_FREE_ASYNC, key, call, route);
+}
+
+/* route VS_ROUTE_LANE: a cuMemFreeAsync on the current context's legacy
+ * stream; anything else frees off the lane. */
+static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key, vramshim_driver_call call,
+                      int route) {
   op->space = space;
   op->call = call;
   op->result = CUDA_SUCCESS;
@@ -279,7 +329,14 @@ int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
      * driver freed it, and says so. */
     vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
     vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
-    if (c && vs_arena_glue_free(c, key) != 0)
+    /* The lane is the legacy stream of the block's own context. */
+    int lane = 0;
+    if (route == VS_ROUTE_LANE && c) {
+      vs_ctx *cur = vs_ctx_acquire_current(vs_driver_if_loaded());
+      lane = cur == c;
+      vs_ctx_put(cur);
+    }
+    if (c && vs_arena_glue_free(c, key, lane) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
@@ -368,7 +425,7 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
  * meet a record of the old context. */
 static void sweep(vs_ctx *c) {
   vs_alloc_info *v = NULL;
-  size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_OWNED, &v);
+  size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_SWEPT, &v);
   uint64_t bytes = 0;
   for (size_t i = 0; i < n; i++) {
     account(&v[i], -1);

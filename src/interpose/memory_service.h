@@ -84,6 +84,9 @@ typedef enum vs_mem_kind {
 #define VS_CTX_OWNED                                                                         \
   (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
    VS_KIND_BIT(VS_MEM_DEVICE_V1) | VS_KIND_BIT(VS_MEM_IPC))
+/* What leaves with a context: the above, and stream-ordered blocks its
+ * arena served (only those carry the context's id). */
+#define VS_CTX_SWEPT (VS_CTX_OWNED | VS_KIND_BIT(VS_MEM_ASYNC))
 
 enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
 
@@ -112,6 +115,26 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
 /* Unknown keys pass to the driver unchanged and change no accounting. */
 int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key,
                       vramshim_driver_call call);
+
+/* Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync): which way
+ * the request goes, as stream_alloc.h decides from its stream. */
+enum {
+  VS_ROUTE_DRIVER = 0,  /* the driver's memory pool, as vs_mem_alloc_begin(VS_MEM_ASYNC) */
+  VS_ROUTE_OFF_LANE,    /* the current context's arena, on a stream of that context other than its legacy one */
+  VS_ROUTE_LANE,        /* the current context's arena, on its legacy stream: the arena's lane (arena.h) */
+  VS_ROUTE_CAPTURED     /* free only: the stream is capturing a graph */
+};
+/* A VS_MEM_ASYNC request: with VS_ROUTE_LANE or _OFF_LANE served by the
+ * current context's arena where it is on for the card (recorded as
+ * VS_MEM_ASYNC, owned by the arena and its context: the block goes with
+ * the context's arena), else as vs_mem_alloc_begin. */
+int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route);
+/* cuMemFreeAsync of key: an arena block goes back on the lane when route
+ * is VS_ROUTE_LANE and its context is the current one, else pending (as
+ * cuMemFree). VS_ROUTE_CAPTURED: an arena block is left allocated (the
+ * driver cannot record a graph free of memory it does not know; warned
+ * once) and the answer is CUDA_SUCCESS; other keys go to the driver. */
+int vs_mem_free_stream_begin(vs_mem_op *op, uint64_t key, vramshim_driver_call call, int route);
 CUresult vs_mem_free_end(vs_mem_op *op, CUresult r);
 
 /* The record of a live allocation starting exactly at key, 0 found / -1. */

@@ -270,6 +270,15 @@ void vs_stream_syncs_created(CUresult r, CUstream s, const vs_stream_note *n) {
   if (!e) vs_stream_syncs_off("out of host memory for the stream table");
 }
 
+uint64_t vs_stream_syncs_ctx_of(CUstream h) {
+  if (!h || (uintptr_t)h <= 0x2) return 0;
+  pthread_mutex_lock(&g_lock);
+  stream_ent *e = live_by_handle(h);
+  uint64_t id = e ? e->ctx_id : 0;
+  pthread_mutex_unlock(&g_lock);
+  return id;
+}
+
 /* ---- Hooks: context-wide ------------------------------------------------- */
 static CUresult call_sync(void *arg) {
   const vs_real_table *real = arg;

@@ -43,6 +43,10 @@ typedef struct vs_stream_note {
 } vs_stream_note;
 void vs_stream_syncs_before_create(vs_stream_note *n);
 void vs_stream_syncs_created(CUresult r, CUstream s, const vs_stream_note *n);
+/* The id of the context (contexts.h) a live stream the program created
+ * belongs to; 0 when the shim did not record it (made in a green context,
+ * before the shim, or with VRAMSHIM_PROGRAM_SYNCS=off). */
+uint64_t vs_stream_syncs_ctx_of(CUstream h);
 /* Per-stream syncs count no more (why is logged at debug level). */
 void vs_stream_syncs_off(const char *why);
 /* fork: the child's lock is fresh, its table empty of the parent's state

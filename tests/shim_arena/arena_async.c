@@ -1,0 +1,182 @@
+/* Stream-ordered allocation served by the arena (stream_alloc.h, docs/arena.md
+ * "The lane"), on the sim's asynchronous streams.
+ *
+ * `lane`: a program that made a stream of its own (so the process is out
+ * of stream order) allocates with cuMemAllocAsync and frees with
+ * cuMemFreeAsync on the legacy stream, each block freed while slow work on
+ * the legacy stream still reads it: the freed block is the very next
+ * allocation of its size, with no cuCtxSynchronize of the arena's and no
+ * call to the driver's pool, and every read still sees its own bytes (the
+ * new owner's writes queue behind it on the same stream).
+ * `off-lane`: a block freed on the legacy stream with slow work on it, then
+ * an allocation on the program's other stream, written there at once: that
+ * work must not overwrite the old bytes before the legacy stream read them
+ * (the arena syncs first). With VRAMSHIM_DEBUG_UNSAFE_REUSE=1 (the arena's
+ * sync a no-op) `off-lane-unsafe` must see the damage, so the test catches
+ * early reuse.
+ * `driver`: what stays with the driver's pool: VRAMSHIM_ARENA_ASYNC=off
+ * (run with it set), the per-thread default stream, and every request once
+ * the program chose a pool of its own (cuDeviceSetMemPool). */
+#include "shim_test.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <unistd.h>
+
+static shim_api g_shim;
+static sim_api g_sim;
+static uint64_t own_syncs(void) { return t_stats(&g_shim, 0).driver_calls[VRAMSHIM_CALL_SYNC]; }
+static uint64_t pool_allocs(void) { return g_sim.calls("cuMemAllocAsync") + g_sim.calls("cuMemAllocAsync_ptsz"); }
+
+static void fill(unsigned char *b, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 31 + i * 7);
+}
+
+static _Atomic int g_release;
+static void sleeper(void *user) {   /* slow work: until released, at most 1 s */
+  int ms_max = (int)(intptr_t)user;
+  for (int ms = 0; ms < ms_max && !atomic_load(&g_release); ms++) usleep(1000);
+}
+
+static const size_t sizes[] = {4096, 300 << 10, 24 << 20};   /* slab, heap, large */
+#define NS (sizeof sizes / sizeof sizes[0])
+
+static void lane(void) {
+  CUstream s;
+  T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));   /* out of stream order from here */
+  const int steps = 40;
+  unsigned char *want[NS][2], *got[NS][2];
+  for (size_t i = 0; i < NS; i++)
+    for (int k = 0; k < 2; k++) want[i][k] = malloc(sizes[i]), got[i][k] = malloc(sizes[i]);
+  uint64_t syncs0 = own_syncs(), pool0 = pool_allocs();
+  int reused[NS] = {0};
+  for (int step = 0; step < steps; step++) {
+    /* Slow work first, so everything after it on the stream is still in
+     * flight when the blocks are freed and allocated again. */
+    atomic_store(&g_release, 0);
+    T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)20));
+    for (size_t i = 0; i < NS; i++) {
+      CUdeviceptr p[2];
+      for (int k = 0; k < 2; k++) {
+        T_CU(cuMemAllocAsync(&p[k], sizes[i], NULL));
+        fill(want[i][k], sizes[i], (unsigned)(step * 7 + (int)i * 2 + k));
+        memset(got[i][k], 0, sizes[i]);
+        T_CU(cuMemcpyHtoDAsync(p[k], want[i][k], sizes[i], NULL));
+        T_CU(cuMemcpyDtoHAsync(got[i][k], p[k], sizes[i], NULL));
+        /* Freed while the copies above have not run: the second round
+         * gets this block back at once. */
+        if (k == 0) T_CU(cuMemFreeAsync(p[0], NULL));
+      }
+      if (p[1] == p[0]) reused[i]++;
+      T_CU(cuMemFreeAsync(p[1], NULL));
+    }
+    atomic_store(&g_release, 1);
+    T_CU(cuStreamSynchronize(NULL));
+    for (size_t i = 0; i < NS; i++)
+      for (int k = 0; k < 2; k++)
+        T_CHECK(!memcmp(got[i][k], want[i][k], sizes[i]), "step %d: %zu-byte block %d read wrong bytes", step,
+                sizes[i], k);
+  }
+  uint64_t syncs = own_syncs() - syncs0, pool = pool_allocs() - pool0;
+  T_SAY("lane: %d steps, reused at once %d/%d/%d, the arena's own syncs %llu, driver pool allocations %llu", steps,
+        reused[0], reused[1], reused[2], (unsigned long long)syncs, (unsigned long long)pool);
+  T_EQ_U64(syncs, 0, "the arena's cuCtxSynchronize calls for lane reuse");
+  T_EQ_U64(pool, 0, "cuMemAllocAsync calls that reached the driver's pool");
+  for (size_t i = 0; i < NS; i++)
+    T_CHECK(reused[i] == steps, "a %zu-byte block freed on the lane came back at once only %d times of %d", sizes[i],
+            reused[i], steps);
+  for (size_t i = 0; i < NS; i++)
+    for (int k = 0; k < 2; k++) free(want[i][k]), free(got[i][k]);
+  T_CU(cuStreamDestroy(s));
+}
+
+/* 1 when the legacy stream read bytes written after the free. */
+static int off_lane(int unsafe) {
+  CUstream s;
+  T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  size_t n = sizes[1];
+  unsigned char *a = malloc(n), *b = malloc(n), *got = malloc(n);
+  fill(a, n, 0x11);
+  fill(b, n, 0xb2);
+  memset(got, 0, n);
+  CUdeviceptr x, y;
+  T_CU(cuMemAllocAsync(&x, n, NULL));
+  T_CU(cuMemcpyHtoD(x, a, n));
+  atomic_store(&g_release, 0);
+  T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)1000));
+  T_CU(cuMemcpyDtoHAsync(got, x, n, NULL));
+  T_CU(cuMemFreeAsync(x, NULL));
+  uint64_t syncs0 = own_syncs();
+  T_CU(cuMemAllocAsync(&y, n, s));   /* off the lane: may be used on s at once */
+  T_CU(cuMemcpyHtoDAsync(y, b, n, s));
+  T_CU(cuStreamSynchronize(s));
+  atomic_store(&g_release, 1);
+  T_CU(cuStreamSynchronize(NULL));
+  int overlap = y < x + n && x < y + n, damaged = memcmp(got, a, n) != 0;
+  T_SAY("off-lane: the block freed on the lane %s; the arena's own syncs %llu; the legacy stream read %s",
+        overlap ? "came back on the other stream" : "did not come back", (unsigned long long)(own_syncs() - syncs0),
+        damaged ? "the NEW bytes (early reuse)" : "its original bytes");
+  if (unsafe) T_CHECK(overlap, "the freed block never came back: the unsafe run proves nothing");
+  else T_CHECK(own_syncs() > syncs0 || !overlap, "the block came back off the lane with no sync");
+  T_CU(cuMemFreeAsync(y, s));
+  T_CU(cuStreamSynchronize(s));
+  T_CU(cuStreamDestroy(s));
+  free(a);
+  free(b);
+  free(got);
+  return damaged;
+}
+
+static void driver(void) {
+  CUdeviceptr p;
+  uint64_t pool0 = pool_allocs();
+  if (getenv("VRAMSHIM_ARENA_ASYNC")) {   /* =off: every request to the driver's pool */
+    T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+    T_CU(cuMemFreeAsync(p, NULL));
+    T_CU(cuStreamSynchronize(NULL));
+    T_EQ_U64(pool_allocs() - pool0, 1, "cuMemAllocAsync calls that reached the driver with VRAMSHIM_ARENA_ASYNC=off");
+    return;
+  }
+  /* Served by the arena: the driver's pool sees nothing. */
+  T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  T_CU(cuMemFreeAsync(p, NULL));
+  T_EQ_U64(pool_allocs() - pool0, 0, "cuMemAllocAsync calls that reached the driver on the legacy stream");
+  /* The per-thread default stream: the driver's. */
+  T_CU(cuMemAllocAsync(&p, 1 << 20, CU_STREAM_PER_THREAD));
+  T_CU(cuMemFreeAsync(p, CU_STREAM_PER_THREAD));
+  T_CU(cuStreamSynchronize(NULL));
+  T_EQ_U64(pool_allocs() - pool0, 1, "per-thread-stream cuMemAllocAsync calls that reached the driver");
+  /* A pool of the program's choosing: the driver's from then on. */
+  CUmemoryPool pool;
+  T_CU(cuDeviceGetDefaultMemPool(&pool, 0));
+  T_CU(cuDeviceSetMemPool(0, pool));
+  T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  T_CU(cuMemFreeAsync(p, NULL));
+  T_CU(cuStreamSynchronize(NULL));
+  T_EQ_U64(pool_allocs() - pool0, 2, "cuMemAllocAsync calls that reached the driver after cuDeviceSetMemPool");
+  T_SAY("driver: the per-thread stream and a chosen pool go to the driver's pool");
+}
+
+int main(int argc, char **argv) {
+  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver", argv[0]);
+  g_shim = t_shim();
+  g_sim = t_sim(RTLD_DEFAULT);
+  T_CHECK(g_sim.calls, "needs the simulated driver's counters");
+  CUcontext ctx = t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  const char *mode = argv[1];
+  if (!strcmp(mode, "lane")) {
+    lane();
+  } else if (!strcmp(mode, "off-lane")) {
+    T_CHECK(!off_lane(0), "the legacy stream read bytes written on the other stream after the free");
+  } else if (!strcmp(mode, "off-lane-unsafe")) {
+    T_CHECK(off_lane(1), "with the arena's sync a no-op the early reuse was not seen: the test proves nothing");
+  } else if (!strcmp(mode, "driver")) {
+    driver();
+  } else {
+    T_CHECK(0, "unknown mode %s", mode);
+  }
+  (void)ctx;
+  T_CU(cuDevicePrimaryCtxRelease(0));
+  T_SAY("ok");
+  return 0;
+}
