@@ -78,15 +78,29 @@ CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
 /* ---- pointer attributes -------------------------------------------------
  * An arena block is described as the driver describes a cuMemAlloc block
  * of its size: its own range, the context it was allocated in, its own
- * buffer id, device memory of its card, IPC-capable, no VMM handle types.
+ * buffer id, device memory of its card, IPC-capable, no VMM handle types;
+ * a block served for a cuMemAllocAsync as the driver describes one from the
+ * device's default pool (that pool's handle, not legacy IPC-capable).
  * The attributes that describe the memory underneath rather than the
  * allocation (sync_memops, access flags, RDMA, the mapping, P2P tokens)
  * are the driver's answer at the same address. A pointer in arena memory
  * outside every live block is unknown, as the driver says of a freed one. */
 enum { ATTR_DRIVER = 0, ATTR_SET };
 
-static int block_attr(CUpointer_attribute a, void *data, CUdeviceptr ptr, const vs_mem_block *b, CUresult *err) {
+static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *data, CUdeviceptr ptr,
+                      const vs_mem_block *b, CUresult *err) {
   *err = CUDA_SUCCESS;
+  if (b->stream_ordered && a == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE) {
+    CUmemoryPool pool = NULL;
+    if (!real->cuDeviceGetDefaultMemPool || real->cuDeviceGetDefaultMemPool(&pool, (CUdevice)b->card) != CUDA_SUCCESS)
+      return ATTR_DRIVER;
+    *(CUmemoryPool *)data = pool;
+    return ATTR_SET;
+  }
+  if (b->stream_ordered && a == CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE) {
+    *(unsigned char *)data = 0;
+    return ATTR_SET;
+  }
   switch (a) {
   case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = (CUcontext)(uintptr_t)b->ctx_handle; break;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE; break;
@@ -114,7 +128,7 @@ CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute
   vs_mem_block b;
   CUresult r;
   int k = vs_mem_block_at((uint64_t)ptr, &b);
-  if (k == VS_AT_BLOCK && block_attr(attribute, data, ptr, &b, &r) == ATTR_SET) {
+  if (k == VS_AT_BLOCK && block_attr(real, attribute, data, ptr, &b, &r) == ATTR_SET) {
     /* r: the block's answer */
   } else if (k == VS_AT_GAP) {
     r = CUDA_ERROR_INVALID_VALUE;   /* the driver's word for a pointer it does not know */
@@ -137,7 +151,7 @@ CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
   if (r == CUDA_SUCCESS && k == VS_AT_BLOCK) {
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
       CUresult e;
-      if (data[i] && block_attr(attributes[i], data[i], ptr, &b, &e) == ATTR_SET) r = e;
+      if (data[i] && block_attr(real, attributes[i], data[i], ptr, &b, &e) == ATTR_SET) r = e;
     }
   }
   vs_guard_leave();

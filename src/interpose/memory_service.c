@@ -413,7 +413,9 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
     out->ctx_handle = h;
     out->card = card;
     /* 0 only if a racing free took it in between (the program's race). */
-    out->buffer_id = vs_tracker_find(VS_SPACE_DEVPTR, b, &rec) == 0 ? rec.buffer_id : 0;
+    int found = vs_tracker_find(VS_SPACE_DEVPTR, b, &rec) == 0;
+    out->buffer_id = found ? rec.buffer_id : 0;
+    out->stream_ordered = found && rec.kind == VS_MEM_ASYNC;
     return VS_AT_BLOCK;
   }
   return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;

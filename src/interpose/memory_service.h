@@ -157,6 +157,7 @@ typedef struct vs_mem_block {
   uint64_t ctx_handle;   /* the CUcontext it was allocated in */
   uint64_t buffer_id;    /* unique per allocation, never repeated */
   int card;
+  int stream_ordered;    /* served for a cuMemAllocAsync (its pool is the device's default one) */
 } vs_mem_block;
 enum { VS_AT_DRIVER = 0, VS_AT_BLOCK, VS_AT_GAP };
 /* VS_AT_BLOCK with *out: ptr is in an arena block. VS_AT_GAP: ptr is

@@ -25,7 +25,9 @@ static const char *const memory_families[] = {
     "cuStreamCreate", "cuStreamCreateWithPriority", "cuGreenCtxCreate", "cuGreenCtxStreamCreate",
     /* the program's own synchronisations count as the arena's (issue 11, stream_syncs.c) */
     "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamDestroy", "cuEventCreate", "cuEventRecord",
-    "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy"};
+    "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy",
+    /* stream-ordered allocation served by the arena: a capture or a pool of the program's own (stream_alloc.c) */
+    "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the

@@ -137,8 +137,16 @@ static void driver(void) {
     T_EQ_U64(pool_allocs() - pool0, 1, "cuMemAllocAsync calls that reached the driver with VRAMSHIM_ARENA_ASYNC=off");
     return;
   }
-  /* Served by the arena: the driver's pool sees nothing. */
+  /* Served by the arena: the driver's pool sees nothing, and the block
+   * describes itself as one from the device's default pool would. */
   T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  CUmemoryPool def, got = NULL;
+  unsigned char ipc = 1;
+  T_CU(cuDeviceGetDefaultMemPool(&def, 0));
+  T_CU(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
+  T_CU(cuPointerGetAttribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p));
+  T_CHECK(got == def, "the block's pool is %p, the device's default pool %p", (void *)got, (void *)def);
+  T_CHECK(ipc == 0, "a stream-ordered block said it is legacy-IPC capable");
   T_CU(cuMemFreeAsync(p, NULL));
   T_EQ_U64(pool_allocs() - pool0, 0, "cuMemAllocAsync calls that reached the driver on the legacy stream");
   /* The per-thread default stream: the driver's. */
