@@ -7,7 +7,9 @@
  *
  * Each class has VS_NBINS bins, each with its own lock and slabs; a thread
  * sticks to one bin, so threads rarely share a lock. A free goes to the bin
- * that owns the slab.
+ * that owns the slab. Besides them, the class's off-lane bin
+ * (VS_BIN_OFF_LANE) serves allocations off the arena's lane once the lane
+ * is in use (arena.c); a free there always pends, so no lane free feeds it.
  *
  * A slot is FREE, LIVE or PENDING (freed, waiting for a sync). A slab keeps
  * the newest stamp of its pending slots: once a sync newer than that stamp
