@@ -91,21 +91,21 @@ static uint64_t batch_limit(vs_arena *a) {
   return r > VS_BATCH_MIN ? r : VS_BATCH_MIN;
 }
 
-/* 1 when every lane free so far is behind a finished sync (or there was
- * none): an allocation off the lane may then take any FREE block. */
-static int lane_synced(vs_arena *a) {
-  uint64_t l = atomic_load(&a->lane_pend);
-  return l == 0 || vs_arena_ready(a, l - 1);
-}
+/* 1 when every lane free up to lane_pend value l is behind a finished sync
+ * (or there was none). */
+static int lane_ready(vs_arena *a, uint64_t l) { return l == 0 || vs_arena_ready(a, l - 1); }
+/* The same for every lane free so far: an allocation off the lane may then take any FREE block. */
+static int lane_synced(vs_arena *a) { return lane_ready(a, atomic_load(&a->lane_pend)); }
 
 static int free_block(vs_arena *a, uint64_t addr, int ordered);
 
 /* An allocation off the lane chose a block that a lane free may have made
  * FREE while lane work on it still runs: one sync, begun now, covers every
- * lane free made before the choice (their stamps are older). */
-static int settle_lane(vs_arena *a, uint64_t addr) {
+ * lane free made before the choice (`seen`, read after it: their stamps are
+ * older). Lane frees made since, by other threads, are not this block's. */
+static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen) {
   vs_arena_sync(a);
-  if (lane_synced(a)) return VS_BACKEND_OK;
+  if (lane_ready(a, seen)) return VS_BACKEND_OK;
   (void)free_block(a, addr, 1);   /* the sync failed: never handed out, so no use to wait for */
   return VS_BACKEND_ERROR;
 }
@@ -132,11 +132,16 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane)
     fresh = 1;
     rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
   }
-  if (rc == 0 && off_lane && (!off_bin || fresh) && !lane_synced(a)) rc = settle_lane(a, *addr);
+  if (rc == 0 && off_lane && (!off_bin || fresh)) {
+    uint64_t seen = atomic_load(&a->lane_pend);
+    if (!lane_ready(a, seen)) rc = settle_lane(a, *addr, seen);
+  }
   if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;
 }
+
+uint64_t vs_arena_off_lane_max(void) { return VS_SMALL_MAX; }
 
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 1); }
 int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 0); }

@@ -132,6 +132,13 @@ void vs_arena_synced_to(vs_arena *a, uint64_t ticket);
  * whole program is one lane: these are vs_arena_alloc and vs_arena_free. */
 int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr);
 int vs_arena_free_lane(vs_arena *a, uint64_t addr);
+/* The largest request an allocation off the lane is served without
+ * waiting for the lane: up to it, requests come from bins that lane frees
+ * never feed (only a slab new to such a bin waits, once); a larger one
+ * waits with a sync whenever a lane free came since the last. A caller
+ * that can send large off-lane requests elsewhere (the shim: the driver's
+ * pool, for cuMemAllocAsync on another stream) adds no sync that way. */
+uint64_t vs_arena_off_lane_max(void);
 
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every

@@ -3,6 +3,7 @@
  * may be in use. */
 #include "hook_common.h"
 
+#include "arena.h"
 #include "contexts.h"
 #include "settings.h"
 #include "stream_alloc.h"
@@ -39,10 +40,10 @@ static int capturing(const vs_real_table *real, CUstream h) {
   return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz) {
+int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz, uint64_t size) {
   if (off() || atomic_load_explicit(&g_own_pool, memory_order_acquire)) return VS_ROUTE_DRIVER;
   if (is_legacy(h, ptsz)) return VS_ROUTE_LANE;
-  if (ptsz || (uintptr_t)h == 0x2) return VS_ROUTE_DRIVER;
+  if (ptsz || (uintptr_t)h == 0x2 || size > vs_arena_off_lane_max()) return VS_ROUTE_DRIVER;
   uint64_t id = vs_stream_syncs_ctx_of(h);
   if (!id) return VS_ROUTE_DRIVER;
   vs_ctx *cur = vs_ctx_acquire_current(real);

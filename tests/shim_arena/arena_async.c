@@ -9,11 +9,14 @@
  * call to the driver's pool, and every read still sees its own bytes (the
  * new owner's writes queue behind it on the same stream).
  * `off-lane`: a block freed on the legacy stream with slow work on it, then
- * an allocation on the program's other stream, written there at once: that
- * work must not overwrite the old bytes before the legacy stream read them
- * (the arena syncs first). With VRAMSHIM_DEBUG_UNSAFE_REUSE=1 (the arena's
- * sync a no-op) `off-lane-unsafe` must see the damage, so the test catches
- * early reuse.
+ * a cuMemAlloc (usable on any stream at once), written on the program's
+ * other stream at once: that work must not overwrite the old bytes before
+ * the legacy stream read them (the arena syncs first). With
+ * VRAMSHIM_DEBUG_UNSAFE_REUSE=1 (the arena's sync a no-op)
+ * `off-lane-unsafe` must see the damage, so the test catches early reuse.
+ * Then cuMemAllocAsync on the other stream: a small request is the arena's
+ * (its off-lane bin), a large one the driver's pool's, so that no request
+ * on a stream waits for a sync the program never asked for.
  * `driver`: what stays with the driver's pool: VRAMSHIM_ARENA_ASYNC=off
  * (run with it set), the per-thread default stream, and every request once
  * the program chose a pool of its own (cuDeviceSetMemPool). */
@@ -107,18 +110,27 @@ static int off_lane(int unsafe) {
   T_CU(cuMemcpyDtoHAsync(got, x, n, NULL));
   T_CU(cuMemFreeAsync(x, NULL));
   uint64_t syncs0 = own_syncs();
-  T_CU(cuMemAllocAsync(&y, n, s));   /* off the lane: may be used on s at once */
+  T_CU(cuMemAlloc(&y, n));   /* off the lane: may be used on any stream at once */
   T_CU(cuMemcpyHtoDAsync(y, b, n, s));
   T_CU(cuStreamSynchronize(s));
   atomic_store(&g_release, 1);
   T_CU(cuStreamSynchronize(NULL));
   int overlap = y < x + n && x < y + n, damaged = memcmp(got, a, n) != 0;
   T_SAY("off-lane: the block freed on the lane %s; the arena's own syncs %llu; the legacy stream read %s",
-        overlap ? "came back on the other stream" : "did not come back", (unsigned long long)(own_syncs() - syncs0),
+        overlap ? "came back to cuMemAlloc" : "did not come back", (unsigned long long)(own_syncs() - syncs0),
         damaged ? "the NEW bytes (early reuse)" : "its original bytes");
   if (unsafe) T_CHECK(overlap, "the freed block never came back: the unsafe run proves nothing");
   else T_CHECK(own_syncs() > syncs0 || !overlap, "the block came back off the lane with no sync");
-  T_CU(cuMemFreeAsync(y, s));
+  T_CU(cuMemFree(y));
+  /* Stream-ordered on s: small from the arena, large from the pool. */
+  CUdeviceptr small, large;
+  uint64_t pool0 = pool_allocs();
+  T_CU(cuMemAllocAsync(&small, 4096, s));
+  T_EQ_U64(pool_allocs() - pool0, 0, "pool allocations for a 4 KiB cuMemAllocAsync on the program's stream");
+  T_CU(cuMemAllocAsync(&large, n, s));
+  T_EQ_U64(pool_allocs() - pool0, 1, "pool allocations for a large cuMemAllocAsync on the program's stream");
+  T_CU(cuMemFreeAsync(small, s));
+  T_CU(cuMemFreeAsync(large, s));
   T_CU(cuStreamSynchronize(s));
   T_CU(cuStreamDestroy(s));
   free(a);

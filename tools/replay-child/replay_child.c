@@ -19,6 +19,10 @@
  * live_after is the shim's live bytes once every allocation still live at
  * the end of the trace has been freed (0 unless the shim lost one).
  * With --stop-at-failure the replay ends at the first refused allocation.
+ * With --async every allocation is a cuMemAllocAsync on its Stream (the
+ * legacy stream for 0x0/0x1, the stream made below for any other) and its
+ * free a cuMemFreeAsync on the same stream, as a program on the
+ * stream-ordered allocator makes them.
  * Exit status: 0 done (refusals are counted, not errors); 1 anything else. */
 #include <cuda.h>
 #include <stdio.h>
@@ -56,10 +60,15 @@ static int cu_fail(const char *what, CUresult r) {
 
 int main(int argc, char **argv) {
   vs_plat_utf8_args(&argc, &argv);
-  int stop = argc == 3 && !strcmp(argv[2], "--stop-at-failure");
-  if ((argc != 2 && !stop) || argv[1][0] == '-') {
-    fprintf(stderr, "usage: vramshim-replay-child TRACE.csv [--stop-at-failure]  (run by 'vramshim replay "
-                    "--policy shim-...')\n");
+  int stop = 0, async = 0, bad = argc < 2 || argv[1][0] == '-';
+  for (int i = 2; i < argc && !bad; i++) {
+    if (!strcmp(argv[i], "--stop-at-failure")) stop = 1;
+    else if (!strcmp(argv[i], "--async")) async = 1;
+    else bad = 1;
+  }
+  if (bad) {
+    fprintf(stderr, "usage: vramshim-replay-child TRACE.csv [--async] [--stop-at-failure]  (run by 'vramshim "
+                    "replay --policy shim-...')\n");
     return 1;
   }
   stats_fn stats;
@@ -99,17 +108,18 @@ int main(int argc, char **argv) {
   }
   uint64_t requests = 0, frees = 0, failed = 0, cached = 0, steady = 0, steady_cached = 0;
   uint64_t live = 0, peak = 0;
-  double in_driver = 0; /* ns spent inside cuMemAlloc_v2 / cuMemFree_v2 */
+  double in_driver = 0; /* ns spent inside the allocation and free calls */
   uint64_t calls0 = calls_of(stats);
   for (size_t i = 0; i < t.nev; i++) {
     uint32_t id = t.ev[i].id;
     uint64_t size = t.sizes[id];
+    CUstream on = t.streams[id] <= 1 ? NULL : own;
     if (t.ev[i].free) {
       if (!held[id]) continue; /* its allocation was refused */
       double a = now_ns();
-      r = cuMemFree_v2(addr[id]);
+      r = async ? cuMemFreeAsync(addr[id], on) : cuMemFree_v2(addr[id]);
       in_driver += now_ns() - a;
-      if (r != CUDA_SUCCESS) return cu_fail("cuMemFree_v2", r);
+      if (r != CUDA_SUCCESS) return cu_fail(async ? "cuMemFreeAsync" : "cuMemFree_v2", r);
       held[id] = 0;
       live -= size;
       frees++;
@@ -120,14 +130,14 @@ int main(int argc, char **argv) {
      * by the shim's own per-card counters. */
     uint64_t before = calls_of(stats);
     double a = now_ns();
-    r = cuMemAlloc_v2(&addr[id], (size_t)size);
+    r = async ? cuMemAllocAsync(&addr[id], (size_t)size, on) : cuMemAlloc_v2(&addr[id], (size_t)size);
     in_driver += now_ns() - a;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       failed++;
       if (stop) break; /* a smallest-card search only needs yes or no */
       continue;
     }
-    if (r != CUDA_SUCCESS) return cu_fail("cuMemAlloc_v2", r);
+    if (r != CUDA_SUCCESS) return cu_fail(async ? "cuMemAllocAsync" : "cuMemAlloc_v2", r);
     int from_cache = calls_of(stats) == before;
     held[id] = 1;
     live += size;

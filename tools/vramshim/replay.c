@@ -21,7 +21,8 @@ static const vs_policy *const all_policies[] = {&vs_policy_off, &vs_policy_chunk
                                                 &vs_policy_pytorch};
 #define NPOLICIES (sizeof all_policies / sizeof all_policies[0])
 /* Through the real shim in a child process (replay_shim.c): only on request. */
-static const vs_policy *const shim_policies[] = {&vs_policy_shim_off, &vs_policy_shim_vmm, &vs_policy_shim_chunks};
+static const vs_policy *const shim_policies[] = {&vs_policy_shim_off, &vs_policy_shim_vmm, &vs_policy_shim_chunks,
+                                                 &vs_policy_shim_vmm_async, &vs_policy_shim_chunks_async};
 #define NSHIM (sizeof shim_policies / sizeof shim_policies[0])
 /* The arena under a program on the stream-ordered allocator: only on request. */
 static const vs_policy *const async_policies[] = {&vs_policy_chunks_async, &vs_policy_vmm_async};
@@ -67,7 +68,7 @@ static void usage(FILE *out) {
     fprintf(out, "  %-12s %s\n", async_policies[i]->name, async_policies[i]->summary);
   fprintf(out, "\nthrough the real libvramshim.so over the simulated driver (only when named):\n");
   for (size_t i = 0; i < NSHIM; i++)
-    fprintf(out, "  %-11s %s\n", shim_policies[i]->name, shim_policies[i]->summary);
+    fprintf(out, "  %-17s %s\n", shim_policies[i]->name, shim_policies[i]->summary);
   fprintf(out,
           "\n"
           "options:\n"
@@ -147,7 +148,8 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
       if (!strcmp(tok, async_policies[i]->name)) p = async_policies[i];
     if (!p) {
       fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch); on the stream-ordered "
-                      "allocator: chunks-async, vmm-async; through the real shim: shim-off, shim-vmm, shim-chunks\n", tok);
+                      "allocator: chunks-async, vmm-async; through the real shim: shim-off, shim-vmm, shim-chunks, "
+                      "shim-vmm-async, shim-chunks-async\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)
@@ -176,7 +178,8 @@ static void json_string(FILE *out, const char *s) {
 
 static int is_arena(const vs_policy *p) {
   return p == &vs_policy_chunks || p == &vs_policy_vmm || p == &vs_policy_chunks_async || p == &vs_policy_vmm_async ||
-         p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks;
+         p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks || p == &vs_policy_shim_vmm_async ||
+         p == &vs_policy_shim_chunks_async;
 }
 
 static double ratio(uint64_t a, uint64_t b) {

@@ -84,6 +84,8 @@ extern const vs_policy vs_policy_vmm_async;     /* replay_arena.c: only when nam
 extern const vs_policy vs_policy_shim_off;    /* replay_shim.c */
 extern const vs_policy vs_policy_shim_vmm;    /* replay_shim.c */
 extern const vs_policy vs_policy_shim_chunks; /* replay_shim.c */
+extern const vs_policy vs_policy_shim_vmm_async;     /* replay_shim.c */
+extern const vs_policy vs_policy_shim_chunks_async;  /* replay_shim.c */
 
 /* ---- Running a policy over a trace (replay_run.c) ------------------------ */
 typedef struct vs_replay_result {

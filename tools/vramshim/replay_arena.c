@@ -41,6 +41,10 @@ typedef struct ar_state {
    * (memory_service.c); 0: cuMemAlloc / cuMemFree, which carry no stream. */
   int async;
   const uint64_t *streams;   /* per allocation id (the trace's) */
+  /* -async: a request off the lane above vs_arena_off_lane_max() goes to
+   * the driver's pool, as the shim sends it (stream_alloc.h); modeled as
+   * one driver allocation of its size on the same card, and its free. */
+  unsigned char *pooled;     /* per allocation id */
 } ar_state;
 
 static int on_lane(const ar_state *s, uint32_t id) { return s->async && s->streams && s->streams[id] <= 1; }
@@ -135,6 +139,7 @@ static void ar_destroy(void *p) {
   if (s->a) vs_arena_destroy(s->a);
   if (s->sb) vs_space_backend_destroy(s->sb);
   free(s->addr);
+  free(s->pooled);
   free(s);
 }
 
@@ -209,34 +214,51 @@ static void *chunks_create(uint64_t capacity, uint32_t nallocs, const vs_replay_
 static void *vmm_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
   return ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen);
 }
-static void *as_async(ar_state *s, const vs_replay_opts *o) {
+static void *as_async(ar_state *s, const vs_replay_opts *o, uint32_t nallocs) {
   if (s) {
     s->async = 1;
     s->streams = o->trace ? o->trace->streams : NULL;
+    if (!(s->pooled = calloc(nallocs ? nallocs : 1, 1))) {
+      ar_destroy(s);
+      return NULL;
+    }
   }
   return s;
 }
 static void *chunks_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
                                  size_t errlen) {
-  return as_async(ar_create(VS_ARENA_CHUNKS, capacity, nallocs, o, err, errlen), o);
+  void *s = as_async(ar_create(VS_ARENA_CHUNKS, capacity, nallocs, o, err, errlen), o, nallocs);
+  if (!s) snprintf(err, errlen, "out of memory");
+  return s;
 }
 static void *vmm_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
                               size_t errlen) {
-  return as_async(ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen), o);
+  void *s = as_async(ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen), o, nallocs);
+  if (!s) snprintf(err, errlen, "out of memory");
+  return s;
 }
 
 static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
   (void)stream; /* cuMemAlloc carries none (stream order is per trace); -async reads streams[id] */
   ar_state *s = p;
   uint64_t before = s->calls;
+  if (s->async && !on_lane(s, id) && size > vs_arena_off_lane_max()) {
+    int r = c_chunk_alloc(s, size, &s->addr[id]);
+    s->pooled[id] = r == VS_BACKEND_OK;
+    return r == VS_BACKEND_OK ? VS_POLICY_DRIVER : r == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
+  }
   int rc = on_lane(s, id) ? vs_arena_alloc_lane(s->a, size, &s->addr[id]) : vs_arena_alloc(s->a, size, &s->addr[id]);
   if (rc == VS_BACKEND_OK) return s->calls == before ? VS_POLICY_CACHED : VS_POLICY_DRIVER;
   return rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
 }
 
 static void ar_free(void *p, uint32_t id, uint64_t size) {
-  (void)size;
   ar_state *s = p;
+  if (s->pooled && s->pooled[id]) {
+    s->pooled[id] = 0;
+    if (c_chunk_free(s, s->addr[id], size) != VS_BACKEND_OK) s->bad_frees++;
+    return;
+  }
   /* -async: the free on its allocation's stream (the trace's frees are) */
   if ((on_lane(s, id) ? vs_arena_free_lane(s->a, s->addr[id]) : vs_arena_free(s->a, s->addr[id])) != 0)
     s->bad_frees++;

@@ -35,9 +35,14 @@
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
 /* The mode in the config: the policy name without "shim-". */
-static const char *mode_of(const vs_policy *p) {
-  return p->name + 5;
+/* "shim-vmm" -> "vmm"; "shim-vmm-async" -> "vmm" (its child runs --async). */
+static const char *mode_of(const vs_policy *p, char *buf, size_t len) {
+  snprintf(buf, len, "%s", p->name + 5);
+  char *dash = strchr(buf, '-');
+  if (dash) *dash = 0;
+  return buf;
 }
+static int is_async(const vs_policy *p) { return strstr(p->name, "-async") != NULL; }
 
 /* Peak of live requested bytes over the trace (for the default card), and
  * of live allocations (each is a file descriptor in the sim). */
@@ -186,15 +191,19 @@ static int run_child(const child_setup *cs, uint64_t card, int stop, vs_replay_r
     snprintf(err, errlen, "cannot make folders in %s: %s", dir, strerror(errno));
     goto done;
   }
-  if (write_config(conf, mode_of(cs->self), cs->o->release_threshold, dir, err, errlen)) goto done;
+  char mode[32];
+  if (write_config(conf, mode_of(cs->self, mode, sizeof mode), cs->o->release_threshold, dir, err, errlen)) goto done;
 
   char e_cards[64], e_state[4096 + 32], e_config[4096 + 32], e_log[] = "VRAMSHIM_LOG=error";
   snprintf(e_cards, sizeof e_cards, "VRAMSIM_CARDS=%lluB", (unsigned long long)card);
   snprintf(e_state, sizeof e_state, "VRAMSIM_STATE=%s/sim.state", dir);
   snprintf(e_config, sizeof e_config, "VRAMSHIM_CONFIG=%s", conf);
   char *add[] = {e_cards, e_state, e_config, stop && !vs_plat_getenv("VRAMSHIM_LOG") ? e_log : NULL, NULL};
-  char stop_flag[] = "--stop-at-failure";
-  char *argv[] = {(char *)cs->child, (char *)cs->trace, stop ? stop_flag : NULL, NULL};
+  char stop_flag[] = "--stop-at-failure", async_flag[] = "--async";
+  char *argv[] = {(char *)cs->child, (char *)cs->trace, NULL, NULL, NULL};
+  int na = 2;
+  if (is_async(cs->self)) argv[na++] = async_flag;
+  if (stop) argv[na++] = stop_flag;
   /* The child prints one line; keep the last 4 KiB of whatever it says. */
   char buf[4096];
   vs_plat_child_result res;
@@ -296,3 +305,7 @@ SHIM_POLICY(vs_policy_shim_vmm, "shim-vmm",
             "the real shim, arena = vmm, over the simulated driver (a child process)");
 SHIM_POLICY(vs_policy_shim_chunks, "shim-chunks",
             "the real shim, arena = chunks, over the simulated driver (a child process)");
+SHIM_POLICY(vs_policy_shim_vmm_async, "shim-vmm-async",
+            "shim-vmm, the child on cuMemAllocAsync/cuMemFreeAsync on each allocation's stream");
+SHIM_POLICY(vs_policy_shim_chunks_async, "shim-chunks-async",
+            "shim-chunks, the child on cuMemAllocAsync/cuMemFreeAsync on each allocation's stream");
