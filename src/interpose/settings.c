@@ -69,6 +69,14 @@ int vs_settings_env_off(const char *name) {
   return e && (!strcmp(e, "off") || !strcmp(e, "0"));
 }
 
+int vs_settings_env_off_once(_Atomic int *cache, const char *name) {
+  int v = atomic_load_explicit(cache, memory_order_relaxed);
+  if (__builtin_expect(v >= 0, 1)) return v;
+  v = vs_settings_env_off(name);
+  atomic_store(cache, v);
+  return v;
+}
+
 int vs_settings_ledger_dir_open(int create) {
   /* The ledger's own rules (dir.h): made owner-only, links refused, a
    * folder another user could take over refused (the ledger itself opens

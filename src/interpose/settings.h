@@ -11,6 +11,8 @@
 
 #include "config.h"
 
+#include <stdatomic.h>
+
 typedef struct vs_settings {
   vs_config config;          /* the parsed file, or defaults */
   int from_file;             /* 1 when a file was loaded */
@@ -29,8 +31,11 @@ int vs_settings_ledger_dir_open(int create);
 
 /* 1 when the environment variable `name` turns a mechanism off ("off" or
  * "0"), for the switches read outside the config (VRAMSHIM_STREAM_ORDER,
- * VRAMSHIM_PROGRAM_SYNCS). */
+ * VRAMSHIM_PROGRAM_SYNCS, VRAMSHIM_ARENA_ASYNC). */
 int vs_settings_env_off(const char *name);
+/* The same, read once: *cache starts at -1 and keeps the answer (a hot
+ * path pays one relaxed load). */
+int vs_settings_env_off_once(_Atomic int *cache, const char *name);
 
 /* The arena this process uses on a card that does (or does not) support
  * VMM: VS_CFG_ARENA_OFF, _VMM or _CHUNKS; `auto`, or `vmm` on a card

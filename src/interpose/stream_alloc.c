@@ -17,13 +17,7 @@ static _Atomic int g_off = -1;      /* VRAMSHIM_ARENA_ASYNC=off; -1 not read yet
 static _Atomic int g_own_pool;      /* the program set a device's current memory pool */
 static _Atomic int g_capture_seen;  /* a cuStreamBeginCapture* was called */
 
-static int off(void) {
-  int v = atomic_load_explicit(&g_off, memory_order_relaxed);
-  if (__builtin_expect(v >= 0, 1)) return v;
-  v = vs_settings_env_off("VRAMSHIM_ARENA_ASYNC");
-  atomic_store(&g_off, v);
-  return v;
-}
+static int off(void) { return vs_settings_env_off_once(&g_off, "VRAMSHIM_ARENA_ASYNC"); }
 
 static int is_legacy(CUstream h, int ptsz) { return !ptsz && (h == NULL || (uintptr_t)h == 0x1); }
 

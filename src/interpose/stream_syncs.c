@@ -88,13 +88,7 @@ static event_ent *g_events;
 static _Atomic int g_off;         /* per-stream syncs count no more */
 static _Atomic int g_disabled = -1;   /* VRAMSHIM_PROGRAM_SYNCS=off; -1 not read yet */
 
-static int disabled(void) {
-  int d = atomic_load_explicit(&g_disabled, memory_order_relaxed);
-  if (__builtin_expect(d >= 0, 1)) return d;
-  d = vs_settings_env_off("VRAMSHIM_PROGRAM_SYNCS");
-  atomic_store(&g_disabled, d);
-  return d;
-}
+static int disabled(void) { return vs_settings_env_off_once(&g_disabled, "VRAMSHIM_PROGRAM_SYNCS"); }
 
 static int per_stream_on(void) { return !atomic_load(&g_off) && !vs_stream_order_ptds_used(); }
 

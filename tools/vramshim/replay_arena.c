@@ -290,56 +290,22 @@ static void ar_probe(void *p, uint64_t *reserved, uint64_t *calls) {
   *calls = vs_space_backend_calls(&c);
 }
 
-const vs_policy vs_policy_chunks = {
-    .name = "chunks",
-    .summary = "the arena, large requests in dedicated chunks (arena = chunks)",
-    .create = chunks_create,
-    .alloc = ar_alloc,
-    .free = ar_free,
-    .stats = ar_stats,
-    .destroy = ar_destroy,
-    .probe = ar_probe,
-    .clock = ar_clock,
-    .program_sync = ar_program_sync,
-};
-const vs_policy vs_policy_vmm = {
-    .name = "vmm",
-    .summary = "the arena, large requests on VMM-stitched granules (arena = vmm)",
-    .create = vmm_create,
-    .alloc = ar_alloc,
-    .free = ar_free,
-    .stats = ar_stats,
-    .destroy = ar_destroy,
-    .probe = ar_probe,
-    .clock = ar_clock,
-    .program_sync = ar_program_sync,
-};
-
+/* Every arena policy shares the engine; they differ in mode and in what
+ * the program calls. */
+#define ARENA_POLICY(id, nm, text, make)                                                                 \
+  const vs_policy id = {.name = nm, .summary = text, .create = make, .alloc = ar_alloc, .free = ar_free, \
+                        .stats = ar_stats, .destroy = ar_destroy, .probe = ar_probe, .clock = ar_clock, \
+                        .program_sync = ar_program_sync}
+ARENA_POLICY(vs_policy_chunks, "chunks", "the arena, large requests in dedicated chunks (arena = chunks)",
+             chunks_create);
+ARENA_POLICY(vs_policy_vmm, "vmm", "the arena, large requests on VMM-stitched granules (arena = vmm)", vmm_create);
 /* The program on CUDA's stream-ordered allocator (cuMemAllocAsync on the
  * allocation's stream, cuMemFreeAsync on it), as PyTorch's cudaMallocAsync
  * backend calls it; the same as vmm / chunks on a trace with the legacy
  * stream alone. Only when named. */
-const vs_policy vs_policy_chunks_async = {
-    .name = "chunks-async",
-    .summary = "chunks, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
-    .create = chunks_async_create,
-    .alloc = ar_alloc,
-    .free = ar_free,
-    .stats = ar_stats,
-    .destroy = ar_destroy,
-    .probe = ar_probe,
-    .clock = ar_clock,
-    .program_sync = ar_program_sync,
-};
-const vs_policy vs_policy_vmm_async = {
-    .name = "vmm-async",
-    .summary = "vmm, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
-    .create = vmm_async_create,
-    .alloc = ar_alloc,
-    .free = ar_free,
-    .stats = ar_stats,
-    .destroy = ar_destroy,
-    .probe = ar_probe,
-    .clock = ar_clock,
-    .program_sync = ar_program_sync,
-};
+ARENA_POLICY(vs_policy_chunks_async, "chunks-async",
+             "chunks, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
+             chunks_async_create);
+ARENA_POLICY(vs_policy_vmm_async, "vmm-async",
+             "vmm, the program on cuMemAllocAsync/cuMemFreeAsync (legacy-stream blocks on the arena's lane)",
+             vmm_async_create);
