@@ -19,7 +19,10 @@
  * on a stream waits for a sync the program never asked for.
  * `driver`: what stays with the driver's pool: VRAMSHIM_ARENA_ASYNC=off
  * (run with it set), the per-thread default stream, and every request once
- * the program chose a pool of its own (cuDeviceSetMemPool). */
+ * the program chose a pool of its own (cuDeviceSetMemPool).
+ * `ctx-end`: stream-ordered arena blocks still live when their context is
+ * reset leave the shim's books with it (the arena goes with its context),
+ * and the next context serves them again. */
 #include "shim_test.h"
 
 #include <stdatomic.h>
@@ -177,8 +180,27 @@ static void driver(void) {
   T_SAY("driver: the per-thread stream and a chosen pool go to the driver's pool");
 }
 
+static void ctx_end(void) {
+  CUdeviceptr p, q;
+  T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  T_CU(cuMemAllocAsync(&q, 8 << 20, NULL));
+  T_EQ_U64(pool_allocs(), 0, "pool allocations before the reset");
+  T_CHECK(t_stats(&g_shim, 0).live_bytes == (1 << 20) + (8 << 20), "live before the reset: %llu",
+          (unsigned long long)t_stats(&g_shim, 0).live_bytes);
+  T_CU(cuDevicePrimaryCtxReset(0));
+  T_EQ_U64(t_stats(&g_shim, 0).live_bytes, 0, "live bytes once the context was reset");
+  CUcontext ctx;
+  T_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+  T_CU(cuCtxSetCurrent(ctx));
+  T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  T_CU(cuMemFreeAsync(p, NULL));
+  T_CU(cuStreamSynchronize(NULL));
+  T_EQ_U64(t_stats(&g_shim, 0).live_bytes, 0, "live bytes at the end");
+  T_SAY("ctx-end: the reset took the live stream-ordered blocks with it");
+}
+
 int main(int argc, char **argv) {
-  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver", argv[0]);
+  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end", argv[0]);
   g_shim = t_shim();
   g_sim = t_sim(RTLD_DEFAULT);
   T_CHECK(g_sim.calls, "needs the simulated driver's counters");
@@ -192,6 +214,8 @@ int main(int argc, char **argv) {
     T_CHECK(off_lane(1), "with the arena's sync a no-op the early reuse was not seen: the test proves nothing");
   } else if (!strcmp(mode, "driver")) {
     driver();
+  } else if (!strcmp(mode, "ctx-end")) {
+    ctx_end();
   } else {
     T_CHECK(0, "unknown mode %s", mode);
   }
