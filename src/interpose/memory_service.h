@@ -22,8 +22,9 @@
  *     everything it owned leaves the tracker, the counters, the ledger and
  *     the arena;
  *   - the arena (arena_glue.h): alloc_begin serves VS_MEM_DEVICE requests
- *     with a current context from that context's arena where it is on, and
- *     answers VS_MEM_DONE with op->addr (or the refusal or error);
+ *     (and alloc_stream_begin the VS_MEM_ASYNC ones stream_alloc.h routes
+ *     to it) with a current context from that context's arena where it is
+ *     on, and answers VS_MEM_DONE with op->addr (or the refusal or error);
  *     free_begin finds the record's owner == arena and answers VS_MEM_DONE
  *     after vs_arena_glue_free(), and refuses an unknown pointer inside
  *     the arena's driver memory. The arena's backend calls the driver
