@@ -68,6 +68,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   a->be = *be;
   pthread_mutex_init(&a->slab_mu, NULL);
   pthread_mutex_init(&a->off_mu, NULL);
+  pthread_mutex_init(&a->lane_mu, NULL);
   vs_heap_init(a);
   vs_slab_classes(a);
   a->ladder_trim = vs_slab_trim;   /* the heap's OOM ladder returns empty slabs too */
@@ -83,6 +84,7 @@ void vs_arena_destroy(vs_arena *a) {
   vs_slab_fini(a);
   pthread_mutex_destroy(&a->slab_mu);
   pthread_mutex_destroy(&a->off_mu);
+  pthread_mutex_destroy(&a->lane_mu);
   vs_plat_aligned_free(a);
 }
 
@@ -99,18 +101,56 @@ static int lane_synced(vs_arena *a) { return lane_ready(a, atomic_load(&a->lane_
 
 static int free_block(vs_arena *a, uint64_t addr, int ordered);
 
+/* 1 when `stream` waits for the first `seen` lane frees (lane_frees): it
+ * already did (an earlier order covered them), or the backend orders it
+ * now. The order is made after `seen` was read, so every lane free it
+ * counts came before the lane's event. */
+static int order_stream(vs_arena *a, uint64_t stream, uint64_t seen) {
+  pthread_mutex_lock(&a->lane_mu);
+  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
+    if (a->lane_waits[i].stream == stream && a->lane_waits[i].covered >= seen) {
+      pthread_mutex_unlock(&a->lane_mu);
+      return 1;
+    }
+  pthread_mutex_unlock(&a->lane_mu);
+  vs_arena_call_done(a);
+  if (a->be.order_after_lane(a->be.ctx, stream) != VS_BACKEND_OK) return 0;
+  pthread_mutex_lock(&a->lane_mu);
+  unsigned slot = a->lane_next;
+  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
+    if (a->lane_waits[i].stream == stream) slot = i;
+  if (slot == a->lane_next) a->lane_next = (a->lane_next + 1) % VS_LANE_WAITS;
+  if (a->lane_waits[slot].stream != stream || a->lane_waits[slot].covered < seen) {
+    a->lane_waits[slot].stream = stream;
+    a->lane_waits[slot].covered = seen;
+  }
+  pthread_mutex_unlock(&a->lane_mu);
+  return 1;
+}
+
+void vs_arena_stream_gone(vs_arena *a, uint64_t stream) {
+  if (!a || !stream) return;
+  pthread_mutex_lock(&a->lane_mu);
+  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
+    if (a->lane_waits[i].stream == stream) a->lane_waits[i].stream = 0, a->lane_waits[i].covered = 0;
+  pthread_mutex_unlock(&a->lane_mu);
+}
+
 /* An allocation off the lane chose a block that a lane free may have made
  * FREE while lane work on it still runs: one sync, begun now, covers every
  * lane free made before the choice (`seen`, read after it: their stamps are
  * older). Lane frees made since, by other threads, are not this block's. */
-static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen) {
+static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t stream, uint64_t frees) {
+  if (stream && a->be.order_after_lane && order_stream(a, stream, frees)) return VS_BACKEND_OK;
   vs_arena_sync(a);
   if (lane_ready(a, seen)) return VS_BACKEND_OK;
   (void)free_block(a, addr, 1);   /* the sync failed: never handed out, so no use to wait for */
   return VS_BACKEND_ERROR;
 }
 
-static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane) {
+/* off_lane: an allocation that may be used on another stream than the
+ * lane; stream: the one it is ordered on (0: any, at once). */
+static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane, uint64_t stream) {
   if (!a || !addr || size == 0) return VS_BACKEND_ERROR;
   /* Beyond any card (64 TiB): refused as the driver refuses it, not an error. */
   if (size > (1ull << 46)) return VS_BACKEND_OOM;
@@ -133,18 +173,19 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane)
     rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
   }
   if (rc == 0 && off_lane && (!off_bin || fresh)) {
-    uint64_t seen = atomic_load(&a->lane_pend);
-    if (!lane_ready(a, seen)) rc = settle_lane(a, *addr, seen);
+    uint64_t frees = atomic_load(&a->lane_frees), seen = atomic_load(&a->lane_pend);
+    if (!lane_ready(a, seen)) rc = settle_lane(a, *addr, seen, stream, frees);
   }
   if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
   return rc;
 }
 
-uint64_t vs_arena_off_lane_max(void) { return VS_SMALL_MAX; }
-
-int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 1); }
-int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 0); }
+int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 1, 0); }
+int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr) { return alloc_block(a, size, addr, 0, 0); }
+int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *addr) {
+  return alloc_block(a, size, addr, 1, stream);
+}
 
 static int free_block(vs_arena *a, uint64_t addr, int ordered) {
   int rc = vs_slab_free(a, addr, ordered);
@@ -170,7 +211,10 @@ int vs_arena_free_lane(vs_arena *a, uint64_t addr) {
   /* Out of stream order the raise comes first: an allocation off the lane
    * that finds the block FREE then sees a lane free it must sync past
    * (the stamp also tells vs_arena_sync that a sync is worth making). */
-  if (!atomic_load(&a->ordered)) vs_atomic_raise(&a->lane_pend, vs_arena_stamp(a) + 1);
+  if (!atomic_load(&a->ordered)) {
+    vs_atomic_raise(&a->lane_pend, vs_arena_stamp(a) + 1);
+    atomic_fetch_add(&a->lane_frees, 1);
+  }
   return free_block(a, addr, 1);
 }
 

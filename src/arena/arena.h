@@ -53,6 +53,13 @@ typedef struct vs_arena_backend {
    * asking for a byte: a request that can never fit must not make it grow
    * (and keep) everything it can get first. */
   int (*could_fit)(void *ctx, uint64_t size);
+
+  /* Optional (NULL: the arena syncs instead). Makes all work enqueued on
+   * `stream` from now on wait for all work enqueued on the lane (arena.h,
+   * "The lane") before the call, without blocking the host (an event
+   * recorded on the lane, then cuStreamWaitEvent). VS_BACKEND_OK, or an
+   * error (the arena then syncs). */
+  int (*order_after_lane)(void *ctx, uint64_t stream);
 } vs_arena_backend;
 
 /* ---- Configuration ------------------------------------------------------ */
@@ -132,13 +139,16 @@ void vs_arena_synced_to(vs_arena *a, uint64_t ticket);
  * whole program is one lane: these are vs_arena_alloc and vs_arena_free. */
 int vs_arena_alloc_lane(vs_arena *a, uint64_t size, uint64_t *addr);
 int vs_arena_free_lane(vs_arena *a, uint64_t addr);
-/* The largest request an allocation off the lane is served without
- * waiting for the lane: up to it, requests come from bins that lane frees
- * never feed (only a slab new to such a bin waits, once); a larger one
- * waits with a sync whenever a lane free came since the last. A caller
- * that can send large off-lane requests elsewhere (the shim: the driver's
- * pool, for cuMemAllocAsync on another stream) adds no sync that way. */
-uint64_t vs_arena_off_lane_max(void);
+/* An allocation off the lane whose every use is ordered after it on
+ * `stream` (not the lane; nonzero), as cuMemAllocAsync promises: where
+ * vs_arena_alloc would sync for the lane's frees, the backend orders the
+ * stream after the lane instead (order_after_lane; once per stream until
+ * the next lane free), and only without one the arena syncs. */
+int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *addr);
+/* `stream` is no more (destroyed): a new stream with the same handle has
+ * waited for nothing. */
+void vs_arena_stream_gone(vs_arena *a, uint64_t stream);
+
 
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every

@@ -18,6 +18,9 @@
  * so such an allocation needs no sync past the lane's frees. The off-lane
  * bins of all classes share one lock (a->off_mu; their traffic is small). */
 #define VS_BIN_OFF_LANE VS_NBINS
+#ifndef VS_LANE_WAITS
+#define VS_LANE_WAITS 8                 /* streams the arena remembers as ordered after the lane */
+#endif
 #define VS_NBINS_ALL (VS_NBINS + 1)
 #ifndef VS_CHUNK_MEDIUM
 #define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
@@ -202,6 +205,14 @@ struct vs_arena {
    * out of stream order, 0 before the first. Raised before the block turns
    * FREE, so an allocation off the lane that chose it reads the raise. */
   _Atomic uint64_t lane_pend;
+  /* Lane frees so far (raised with lane_pend, before the block turns FREE):
+   * lane_pend's stamps repeat between syncs, this count does not. */
+  _Atomic uint64_t lane_frees;
+  /* Streams already ordered after the lane (vs_arena_alloc_on), each with
+   * the lane_frees count its order covered; a few, replaced round-robin. */
+  pthread_mutex_t lane_mu;
+  struct { uint64_t stream, covered; } lane_waits[VS_LANE_WAITS];
+  unsigned lane_next;
   uint64_t decay_ns;                /* 0: release beyond the threshold at once */
   uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
   uint64_t (*idle_trim)(vs_arena *a);    /* before a growth: empty slabs of idle bins back (slab.c's, set by arena.c) */

@@ -23,6 +23,7 @@ typedef struct backend_card {
   int shareable;           /* physical memory is created exportable as a POSIX fd (IPC) */
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
   _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
+  _Atomic(CUevent) lane_event;   /* order_after_lane's, made on first use; the context's to free */
 } backend_card;
 static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")));
 
@@ -302,6 +303,40 @@ static int sync_ctx(void *ctx) {
   return verdict(r);
 }
 
+/* The lane is the legacy stream of the arena's context, which is current
+ * here (the arena orders only for an allocation in its own context): an
+ * event recorded on it, and `stream` made to wait for that event. Two calls
+ * that enqueue and return; the host never waits. The event belongs to the
+ * context, which frees it when it ends. */
+static int order_after_lane(void *ctx, uint64_t stream) {
+  backend_card *c = ctx;
+  if (c->unsafe_reuse) return VS_BACKEND_OK;   /* as sync: the test of what ordering prevents */
+  REAL_OR_FAIL(cuStreamWaitEvent);
+  if (!real->cuEventCreate || !real->cuEventRecord) return verdict(CUDA_ERROR_NOT_INITIALIZED);
+  CUresult r;
+  CUevent ev = atomic_load(&c->lane_event);
+  if (!ev) {
+    CUevent made = NULL, none = NULL;
+    GUARDED(r, real->cuEventCreate(&made, CU_EVENT_DISABLE_TIMING));
+    vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+    if (r != CUDA_SUCCESS) return verdict(r);
+    if (!atomic_compare_exchange_strong(&c->lane_event, &none, made) && real->cuEventDestroy_v2) {
+      CUresult d;
+      GUARDED(d, real->cuEventDestroy_v2(made));   /* another thread's came first */
+      (void)d;
+    }
+    ev = atomic_load(&c->lane_event);
+  }
+  /* A record by another thread in between only moves the event later on
+   * the lane: the wait then covers more, never less. */
+  GUARDED(r, real->cuEventRecord(ev, NULL));
+  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  if (r != CUDA_SUCCESS) return verdict(r);
+  GUARDED(r, real->cuStreamWaitEvent((CUstream)(uintptr_t)stream, ev, 0));
+  vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
+  return verdict(r);
+}
+
 int vs_backend_va_failed(void *backend) { return atomic_load(&((backend_card *)backend)->va_failed); }
 
 void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->ended, 1); }
@@ -333,6 +368,7 @@ void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   be->chunk_free = chunk_free;
   be->sync = sync_ctx;
   be->could_fit = could_fit;
+  be->order_after_lane = order_after_lane;
 }
 
 CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) {

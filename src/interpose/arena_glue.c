@@ -236,11 +236,19 @@ static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
   return now;
 }
 
-static int arena_alloc(vs_arena *a, uint64_t size, int lane, uint64_t *addr) {
-  return lane ? vs_arena_alloc_lane(a, size, addr) : vs_arena_alloc(a, size, addr);
+static int arena_alloc(vs_arena *a, uint64_t size, int lane, uint64_t stream, uint64_t *addr) {
+  if (lane) return vs_arena_alloc_lane(a, size, addr);
+  return stream ? vs_arena_alloc_on(a, size, stream, addr) : vs_arena_alloc(a, size, addr);
 }
 
-int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CUresult *res) {
+void vs_arena_glue_stream_gone(uint64_t stream) {
+  vs_ctx_read_lock();   /* an arena lives while its context is linked */
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c))
+    vs_arena_stream_gone(atomic_load_explicit(&c->arena, memory_order_acquire), stream);
+  vs_ctx_read_unlock();
+}
+
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, uint64_t *addr, CUresult *res) {
   if (!ctx || ctx->card < 0 || ctx->card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
   CUresult why = CUDA_SUCCESS;
   vs_arena *a = arena_for(ctx, &why);
@@ -250,7 +258,7 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CU
     return VS_MEM_DONE;
   }
   vs_backend_clear_error();
-  int rc = arena_alloc(a, size, lane, addr);
+  int rc = arena_alloc(a, size, lane, stream, addr);
   if (rc != VS_BACKEND_OK) {
     /* The VMM arena may have been refused its address range: by this
      * request (fall back now), or by another thread's, which already
@@ -260,7 +268,7 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CU
       now = fall_back_to_chunks(ctx, a);
     if (now != a) {
       vs_backend_clear_error();
-      rc = arena_alloc(now, size, lane, addr);
+      rc = arena_alloc(now, size, lane, stream, addr);
     }
   }
   if (rc == VS_BACKEND_OK) {

@@ -15,10 +15,14 @@
 
 /* Serves a cuMemAlloc of size bytes (> 0) in ctx (the caller's current
  * context, referenced) from its arena; lane 1: a cuMemAllocAsync on ctx's
- * legacy stream (the arena's lane, arena.h). VS_MEM_DONE: *res says how
- * (CUDA_SUCCESS with *addr, or the refusal after the OOM ladder);
- * VS_MEM_PASS: the arena is off for this card. */
-int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t *addr, CUresult *res);
+ * legacy stream (the arena's lane, arena.h); else stream != 0: a
+ * cuMemAllocAsync on that stream of ctx (vs_arena_alloc_on). VS_MEM_DONE:
+ * *res says how (CUDA_SUCCESS with *addr, or the refusal after the OOM
+ * ladder); VS_MEM_PASS: the arena is off for this card. */
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, uint64_t *addr, CUresult *res);
+/* A stream handle is being destroyed or was just made: no arena may take
+ * it for one already ordered after its lane. */
+void vs_arena_glue_stream_gone(uint64_t stream);
 /* Returns a block of ctx's arena; lane 1: a cuMemFreeAsync on ctx's legacy
  * stream. 0 done, -1 not one of its blocks. */
 int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane);

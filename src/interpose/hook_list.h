@@ -140,6 +140,8 @@
   /* stream_syncs.c: an event recorded during stream capture does not count */                     \
   X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus), (hStream, captureStatus)) \
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
+  /* arena_backend.c: a stream ordered after the arena's lane */                                    \
+  X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
   /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync */                       \
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))           \
   X(cuMemGetAllocationGranularity,                                                                 \

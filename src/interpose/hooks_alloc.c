@@ -33,7 +33,7 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 /* Served by the arena where stream_alloc.h says so (the legacy stream: its lane). */
 #define STREAM_BEGIN(ptsz) \
   vs_mem_alloc_stream_begin(&op, CARD, bytesize, VRAMSHIM_CALL_MEM_ALLOC_ASYNC,                      \
-                            vs_stream_alloc_route(real, hStream, ptsz, bytesize))
+                            vs_stream_alloc_route(real, hStream, ptsz), hStream)
 CUresult vs_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
   ALLOC_BODY_BEGIN(cuMemAllocAsync, STREAM_BEGIN(0), dptr, CUdeviceptr, real->cuMemAllocAsync(dptr, bytesize, hStream));

@@ -133,7 +133,7 @@ static int ended_while_waiting(vs_mem_op *op) {
 /* serve: how the arena may serve it (VS_ROUTE_*; a cuMemAlloc is OFF_LANE:
  * its memory may be used on any stream at once). */
 static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call,
-                       int serve) {
+                       int serve, CUstream stream) {
   op->space = space_of(kind);
   op->call = call;
   op->known = 0;
@@ -176,7 +176,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
      * it is served from host memory; with fail (or spill past MAX),
      * vs_quota_wait logs the one refusal line and says stop. */
     for (;;) {
-      served = vs_arena_glue_alloc(op->ctx, size, serve == VS_ROUTE_LANE, &addr, &res);
+      served = vs_arena_glue_alloc(op->ctx, size, serve == VS_ROUTE_LANE, (uint64_t)(uintptr_t)stream, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
       if (kind == VS_MEM_DEVICE && spilled(op, size, !vs_quota_refusal_pending())) return done(op);
       if (!wait_unheld(op, size, &deadline)) break;
@@ -224,12 +224,13 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
 }
 
 int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
-  return alloc_begin(op, kind, card, size, call, kind == VS_MEM_DEVICE ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER);
+  return alloc_begin(op, kind, card, size, call, kind == VS_MEM_DEVICE ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER, NULL);
 }
 
-int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route) {
+int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route,
+                              CUstream stream) {
   if (route != VS_ROUTE_LANE && route != VS_ROUTE_OFF_LANE) route = VS_ROUTE_DRIVER;
-  return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route);
+  return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route, stream);
 }
 
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {

@@ -125,11 +125,12 @@ enum {
   VS_ROUTE_LANE,        /* the current context's arena, on its legacy stream: the arena's lane (arena.h) */
   VS_ROUTE_CAPTURED     /* free only: the stream is capturing a graph */
 };
-/* A VS_MEM_ASYNC request: with VS_ROUTE_LANE or _OFF_LANE served by the
- * current context's arena where it is on for the card (recorded as
+/* A VS_MEM_ASYNC request on `stream`: with VS_ROUTE_LANE or _OFF_LANE
+ * served by the current context's arena where it is on for the card (recorded as
  * VS_MEM_ASYNC, owned by the arena and its context: the block goes with
  * the context's arena), else as vs_mem_alloc_begin. */
-int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route);
+int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route,
+                              CUstream stream);
 /* cuMemFreeAsync of key: an arena block goes back on the lane when route
  * is VS_ROUTE_LANE and its context is the current one, else pending (as
  * cuMemFree). VS_ROUTE_CAPTURED: an arena block is left allocated (the

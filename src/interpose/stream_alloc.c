@@ -34,10 +34,10 @@ static int capturing(const vs_real_table *real, CUstream h) {
   return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz, uint64_t size) {
+int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz) {
   if (off() || atomic_load_explicit(&g_own_pool, memory_order_acquire)) return VS_ROUTE_DRIVER;
   if (is_legacy(h, ptsz)) return VS_ROUTE_LANE;
-  if (ptsz || (uintptr_t)h == 0x2 || size > vs_arena_off_lane_max()) return VS_ROUTE_DRIVER;
+  if (ptsz || (uintptr_t)h == 0x2) return VS_ROUTE_DRIVER;
   uint64_t id = vs_stream_syncs_ctx_of(h);
   if (!id) return VS_ROUTE_DRIVER;
   vs_ctx *cur = vs_ctx_acquire_current(real);

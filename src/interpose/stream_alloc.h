@@ -10,15 +10,14 @@
  * block after its allocation there). The legacy stream cannot capture a
  * graph, so no capture check is made on it.
  * On a stream the program created in the current context (the shim saw it
- * made: stream_syncs.h), a request of up to vs_arena_off_lane_max() bytes
- * (a staging buffer, say) is the arena's, off the lane: it never waits for
- * the lane but for a new slab of its bin, once. A larger one goes to the
- * driver's pool: off the lane it would wait for a sync after every lane
- * free, and the program never asked for one (the pool orders reuse by
- * stream dependencies). Neither is served while a graph capture may be
- * under way (a cuStreamBeginCapture* was called, or the per-thread default
- * stream is in use) and the stream says it is capturing: a captured
- * allocation must become a graph node, which only the driver can make.
+ * made: stream_syncs.h), the arena serves it off the lane
+ * (vs_arena_alloc_on): where the lane's frees are not yet behind a sync,
+ * the stream is made to wait for the lane (an event, cuStreamWaitEvent)
+ * rather than the host for the device, as the driver's pool orders its
+ * own reuse. Not while a graph capture may be under way (a
+ * cuStreamBeginCapture* was called, or the per-thread default stream is in
+ * use) and the stream says it is capturing: a captured allocation must
+ * become a graph node, which only the driver can make.
  * The driver's pool keeps everything else: the per-thread default stream,
  * a stream the shim does not know, and every request once the program has
  * chosen a memory pool of its own for a device (cuDeviceSetMemPool,
@@ -31,8 +30,8 @@
 #include "cuda_api.h"
 #include "driver_table.h"
 
-/* For cuMemAllocAsync(_ptsz: ptsz 1) of size bytes on h. */
-int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz, uint64_t size);
+/* For cuMemAllocAsync(_ptsz: ptsz 1) on h. */
+int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz);
 /* For cuMemFreeAsync(_ptsz) on h: VS_ROUTE_LANE on the legacy stream,
  * VS_ROUTE_CAPTURED on a capturing stream, else VS_ROUTE_OFF_LANE. */
 int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz);

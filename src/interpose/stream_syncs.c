@@ -37,6 +37,7 @@
  * error, CUDA_ERROR_NOT_READY) marks nothing. */
 #include "hook_common.h"
 
+#include "arena_glue.h"
 #include "contexts.h"
 #include "log.h"
 #include "settings.h"
@@ -337,9 +338,12 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
 CUresult vs_hook_cuStreamSynchronize(CUstream hStream) { STREAM_SYNC_BODY(cuStreamSynchronize, hStream); }
 CUresult vs_hook_cuStreamQuery(CUstream hStream) { STREAM_SYNC_BODY(cuStreamQuery, hStream); }
 
+/* The arenas forget the handle first: once destroyed it may name a new
+ * stream that waited for nothing (arena.h, vs_arena_stream_gone). */
 #define STREAM_DESTROY_BODY(name, h)                                 \
   VS_HOOK_ENTER(name, (h));                                          \
   vs_guard_enter();                                                  \
+  if (h && (uintptr_t)h > 0x2) vs_arena_glue_stream_gone((uint64_t)(uintptr_t)h); \
   CUresult r = real->name(h);                                        \
   vs_guard_leave();                                                  \
   if (r == CUDA_SUCCESS && h && (uintptr_t)h > 0x2) {                \

@@ -11,6 +11,7 @@
  *     block until a sync.
  * Handing out a byte against those rules is the bug these tests catch. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,126 @@ static void off_lane_small(vs_arena_mode mode) {
 static void arena_lane_off_lane_small_vmm(void **s) { (void)s; off_lane_small(VS_ARENA_VMM); }
 static void arena_lane_off_lane_small_chunks(void **s) { (void)s; off_lane_small(VS_ARENA_CHUNKS); }
 
+/* Allocations off the lane on a known stream (vs_arena_alloc_on): the
+ * backend orders that stream after the lane's work instead of a sync. The
+ * model: every lane free in flight gets a sequence number; an order of
+ * stream X makes X's later work wait for the lane work with a smaller
+ * number, so a block on X may overlap exactly that work. */
+typedef struct {
+  device *d;
+  uint64_t seq[MAXF];      /* per in-flight entry, parallel to d->addr */
+  uint64_t next_seq;
+  uint64_t ordered[8];     /* per stream id 1..7: lane work below this is before it */
+  int orders;
+} order_model;
+static order_model g_om;
+
+static int model_order(void *ctx, uint64_t stream) {
+  (void)ctx;
+  if (stream == 0 || stream >= 8) return VS_BACKEND_ERROR;
+  g_om.ordered[stream] = g_om.next_seq;
+  g_om.orders++;
+  return VS_BACKEND_OK;
+}
+
+static void om_in_flight(uint64_t addr, uint64_t size, int lane) {
+  g_om.seq[g_om.d->n] = g_om.next_seq++;
+  in_flight(g_om.d, addr, size, lane);
+}
+
+static void om_assert_on(uint64_t addr, uint64_t size, uint64_t stream) {
+  device *d = g_om.d;
+  for (int i = 0; i < d->n; i++)
+    if (addr < d->addr[i] + d->size[i] && d->addr[i] < addr + size &&
+        !(d->lane[i] && g_om.seq[i] < g_om.ordered[stream]))
+      fail_msg("0x%llx handed out on stream %llu while work on freed 0x%llx it does not wait for may still run",
+               (unsigned long long)addr, (unsigned long long)stream, (unsigned long long)d->addr[i]);
+}
+
+static void lane_ordered(vs_arena_mode mode, int with_order) {
+  fixture f;
+  device d;
+  memset(&g_om, 0, sizeof g_om);
+  g_om.d = &d;
+  memset(&d, 0, sizeof d);
+  f.sb = vs_space_backend_create(UINT64_MAX, 0);
+  assert_non_null(f.sb);
+  f.be = vs_space_backend_get_mode(f.sb, mode == VS_ARENA_VMM);
+  if (with_order) f.be.order_after_lane = model_order;
+  vs_arena_config cfg = {.mode = mode, .release_threshold = GiB};
+  f.a = vs_arena_create(&cfg, &f.be);
+  assert_non_null(f.a);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  const uint64_t big = 3 * MiB;
+  uint64_t lane_blk[4] = {0}, on = 0;
+  int reused = 0;
+  for (int step = 0; step < 300; step++) {
+    for (int i = 0; i < 4; i++) {   /* the lane frees, with its work in flight */
+      if (!lane_blk[i]) continue;
+      assert_int_equal(vs_arena_free_lane(f.a, lane_blk[i]), 0);
+      om_in_flight(lane_blk[i], big, 1);
+      lane_blk[i] = 0;
+    }
+    /* Another stream's request, twice: the second needs no new order. */
+    for (int k = 0; k < 2; k++) {
+      int orders0 = g_om.orders;
+      uint64_t p;
+      assert_int_equal(vs_arena_alloc_on(f.a, big, 3, &p), 0);
+      om_assert_on(p, big, 3);
+      for (int j = 0; j < d.n && !reused; j++) reused = p < d.addr[j] + d.size[j] && d.addr[j] < p + big;
+      if (k == 1 && with_order) assert_int_equal(g_om.orders, orders0);
+      if (on) {
+        assert_int_equal(vs_arena_free(f.a, on), 0);
+        om_in_flight(on, big, 0);
+      }
+      on = p;
+    }
+    for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_alloc_lane(f.a, big, &lane_blk[i]), 0);
+    if (d.n > MAXF - 16) {   /* the program synchronises */
+      uint64_t t = vs_arena_sync_ticket(f.a);
+      d.n = 0;
+      vs_arena_synced_to(f.a, t);
+    }
+    if (step % 32 == 0) CHECK(f.a);
+  }
+  /* A stream destroyed and made again under the same handle has waited for nothing. */
+  if (with_order) {
+    for (int i = 0; i < 4; i++) {
+      assert_int_equal(vs_arena_free_lane(f.a, lane_blk[i]), 0);
+      om_in_flight(lane_blk[i], big, 1);
+      assert_int_equal(vs_arena_alloc_lane(f.a, big, &lane_blk[i]), 0);
+    }
+    uint64_t p, q;
+    assert_int_equal(vs_arena_alloc_on(f.a, big, 3, &p), 0);
+    uint64_t syncs0 = syncs_of(f.a);
+    int orders0 = g_om.orders, dsyncs0 = d.syncs;
+    vs_arena_stream_gone(f.a, 3);
+    g_om.ordered[3] = 0;
+    assert_int_equal(vs_arena_alloc_on(f.a, big, 3, &q), 0);
+    om_assert_on(q, big, 3);
+    /* Ordered again, unless a sync since made the lane's work done anyway. */
+    assert_true(g_om.orders == orders0 + 1 || syncs_of(f.a) > syncs0 || d.syncs > dsyncs0);
+    assert_int_equal(vs_arena_free(f.a, p), 0);
+    assert_int_equal(vs_arena_free(f.a, q), 0);
+  }
+  uint64_t syncs = syncs_of(f.a);
+  print_message("  %s: %d orders, %llu syncs over 600 allocations on another stream; lane memory reused there: %s\n",
+                with_order ? "with order_after_lane" : "without", g_om.orders, (unsigned long long)syncs,
+                reused ? "yes" : "no");
+  if (with_order) {
+    assert_true(g_om.orders > 0);
+    assert_true(reused);   /* not vacuous: lane memory in flight went to the other stream */
+  } else {
+    assert_true(syncs > 0);
+  }
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free_lane(f.a, lane_blk[i]), 0);
+  assert_int_equal(vs_arena_free(f.a, on), 0);
+  fx_close(&f);
+}
+static void arena_lane_ordered_vmm(void **s) { (void)s; lane_ordered(VS_ARENA_VMM, 1); }
+static void arena_lane_ordered_chunks(void **s) { (void)s; lane_ordered(VS_ARENA_CHUNKS, 1); }
+static void arena_lane_unordered_syncs(void **s) { (void)s; lane_ordered(VS_ARENA_VMM, 0); }
+
 /* A block freed off the lane (cuMemFree, or cuMemFreeAsync on another
  * stream) stays pending for lane allocations too. */
 static void off_lane_free_pends(vs_arena_mode mode) {
@@ -256,14 +377,22 @@ static void arena_lane_in_stream_order(void **s) {
   fx_close(&f);
 }
 
-/* Threads: one on the lane, one off it, at once (for ThreadSanitizer; the
+/* Threads: one on the lane, one off it, one on another stream, at once (for ThreadSanitizer; the
  * invariants hold at the end and every byte went back). CMocka's asserts
  * belong to the main thread: the workers count what went wrong. */
 typedef struct {
   vs_arena *a;
-  int lane;
+  int lane;      /* 1 on the lane, 0 off it, 2 off it on stream 5 (vs_arena_alloc_on) */
   int errors;
 } worker_arg;
+
+static _Atomic int g_thread_orders;
+static int count_order(void *ctx, uint64_t stream) {
+  (void)ctx;
+  (void)stream;
+  atomic_fetch_add(&g_thread_orders, 1);
+  return VS_BACKEND_OK;
+}
 
 static void *worker(void *u) {
   worker_arg *w = u;
@@ -271,11 +400,13 @@ static void *worker(void *u) {
   for (int step = 0; step < 20000; step++) {
     int i = (int)(rng_next(&seed) % 32);
     if (held[i]) {
-      w->errors += (w->lane ? vs_arena_free_lane(w->a, held[i]) : vs_arena_free(w->a, held[i])) != 0;
+      w->errors += (w->lane == 1 ? vs_arena_free_lane(w->a, held[i]) : vs_arena_free(w->a, held[i])) != 0;
       held[i] = 0;
     } else {
       uint64_t size = rng_next(&seed) % (4 * MiB) + 1;
-      int rc = w->lane ? vs_arena_alloc_lane(w->a, size, &held[i]) : vs_arena_alloc(w->a, size, &held[i]);
+      int rc = w->lane == 1   ? vs_arena_alloc_lane(w->a, size, &held[i])
+               : w->lane == 2 ? vs_arena_alloc_on(w->a, size, 5, &held[i])
+                              : vs_arena_alloc(w->a, size, &held[i]);
       if (rc) held[i] = 0;
       w->errors += rc != 0;
     }
@@ -288,12 +419,19 @@ static void *worker(void *u) {
 static void arena_lane_threads(void **s) {
   (void)s;
   fixture f;
-  fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
-  pthread_t t[2];
-  worker_arg w[2] = {{f.a, 1, 0}, {f.a, 0, 0}};
-  for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, &w[i]), 0);
-  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-  assert_int_equal(w[0].errors + w[1].errors, 0);
+  f.sb = vs_space_backend_create(UINT64_MAX, 0);
+  assert_non_null(f.sb);
+  f.be = vs_space_backend_get_mode(f.sb, 1);
+  f.be.order_after_lane = count_order;
+  vs_arena_config cfg = {.mode = VS_ARENA_VMM, .release_threshold = GiB};
+  f.a = vs_arena_create(&cfg, &f.be);
+  assert_non_null(f.a);
+  pthread_t t[3];
+  worker_arg w[3] = {{f.a, 1, 0}, {f.a, 0, 0}, {f.a, 2, 0}};
+  for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, &w[i]), 0);
+  for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+  assert_int_equal(w[0].errors + w[1].errors + w[2].errors, 0);
+  assert_true(atomic_load(&g_thread_orders) > 0);
   vs_arena_stats st;
   vs_arena_get_stats(f.a, &st);
   assert_int_equal(st.live_bytes, 0);
@@ -308,6 +446,9 @@ int main(void) {
       cmocka_unit_test(arena_lane_off_lane_waits_chunks),
       cmocka_unit_test(arena_lane_off_lane_small_vmm),
       cmocka_unit_test(arena_lane_off_lane_small_chunks),
+      cmocka_unit_test(arena_lane_ordered_vmm),
+      cmocka_unit_test(arena_lane_ordered_chunks),
+      cmocka_unit_test(arena_lane_unordered_syncs),
       cmocka_unit_test(arena_lane_off_lane_free_pends_vmm),
       cmocka_unit_test(arena_lane_off_lane_free_pends_chunks),
       cmocka_unit_test(arena_lane_random_vmm),

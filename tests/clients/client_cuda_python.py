@@ -158,12 +158,11 @@ assert end.peak_live_bytes == want_peak, (end.peak_live_bytes, want_peak)
 assert end.reserved_bytes == sim.vramsim_live_bytes(0), (end.reserved_bytes, sim.vramsim_live_bytes(0))
 assert (end.reserved_bytes == 0) == (MODE == "off"), (MODE, end.reserved_bytes)
 async_allocs = end.driver_calls[CALL_MEM_ALLOC_ASYNC] - base.driver_calls[CALL_MEM_ALLOC_ASYNC]
-# Stream-ordered: cuMemAllocAsync of up to 64 KiB on a stream the program
-# made is the arena's when it is on (stream_alloc.h), a larger one the
-# driver's pool's, every one with arena = off; a pool of the program's own
-# (cuMemAllocFromPoolAsync, cuda.core's memory resource) is always the driver's.
-pooled = [n for n in asizes if MODE == "off" or n > 64 << 10]
-want_async = len(psizes) + len(csizes) + len(pooled)
+# Stream-ordered: cuMemAllocAsync on a stream the program made is the
+# arena's when it is on (stream_alloc.h), the driver's pool's with arena =
+# off; a pool of the program's own (cuMemAllocFromPoolAsync, cuda.core's
+# memory resource) is always the driver's.
+want_async = len(psizes) + len(csizes) + (len(asizes) if MODE == "off" else 0)
 assert async_allocs == want_async, (async_allocs, want_async)
 import cuda.bindings, cuda.core
 print(f"vramshim-test: cuda.bindings {cuda.bindings.__version__} + cuda.core {cuda.core.__version__} under the shim (arena = {MODE}): "

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0
 export VRAMSIM_STATE="$tmp/sim-state" VRAMSIM_CARDS=8GiB
 "$dc" --reps 3 --max 64 --source "sim test" -o "$tmp/costs.csv" 2>"$tmp/err" || { echo "FAIL: drivercost exit $?"; cat "$tmp/err"; failed=1; }
-for call in cuMemAlloc cuMemFree cuMemAddressReserve cuMemAddressFree cuMemCreate cuMemMap cuMemSetAccess cuMemUnmap cuMemRelease cuCtxSynchronize cuEventRecord cuEventQuery; do
+for call in cuMemAlloc cuMemFree cuMemAddressReserve cuMemAddressFree cuMemCreate cuMemMap cuMemSetAccess cuMemUnmap cuMemRelease cuCtxSynchronize cuEventRecord cuEventQuery cuStreamWaitEvent; do
   grep -q "^$call,[0-9]*,[0-9]*,sim test$" "$tmp/costs.csv" || { echo "FAIL: no row for $call"; failed=1; }
 done
 printf 'Thread,Time,Action,Pointer,Size,Stream\n0,00:00:00.000000,allocate,0x1000,104857600,0x0\n0,00:00:01.500000,free,0x1000,104857600,0x0\n' >"$tmp/t.csv"
@@ -23,7 +23,7 @@ done
 # off makes one cuMemAlloc and one cuMemFree of 100 MiB: the modeled time is
 # exactly their two costs from the table (interpolated in log2(size)).
 printf 'call,size_bytes,ns,source\n' >"$tmp/flat.csv"
-for call in cuMemAlloc cuMemFree cuMemAddressReserve cuMemAddressFree cuMemCreate cuMemMap cuMemSetAccess cuMemUnmap cuMemRelease cuCtxSynchronize cuEventRecord cuEventQuery; do
+for call in cuMemAlloc cuMemFree cuMemAddressReserve cuMemAddressFree cuMemCreate cuMemMap cuMemSetAccess cuMemUnmap cuMemRelease cuCtxSynchronize cuEventRecord cuEventQuery cuStreamWaitEvent; do
   printf '%s,1048576,1000000,t\n%s,1073741824,3000000,t\n' "$call" "$call" >>"$tmp/flat.csv"
 done
 "$tool" replay -q --no-search --costs "$tmp/flat.csv" --json --policy off "$tmp/t.csv" >"$tmp/out" 2>&1

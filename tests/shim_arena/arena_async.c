@@ -14,9 +14,12 @@
  * the legacy stream read them (the arena syncs first). With
  * VRAMSHIM_DEBUG_UNSAFE_REUSE=1 (the arena's sync a no-op)
  * `off-lane-unsafe` must see the damage, so the test catches early reuse.
- * Then cuMemAllocAsync on the other stream: a small request is the arena's
- * (its off-lane bin), a large one the driver's pool's, so that no request
- * on a stream waits for a sync the program never asked for.
+ * Then the same with cuMemAllocAsync on the other stream: the arena makes
+ * that stream wait for the lane (an event, cuStreamWaitEvent) instead of a
+ * host sync, so the new bytes land only after the legacy stream read the
+ * old ones, and the host never waited; `off-lane-unsafe` (the order made a
+ * no-op as well) sees that damage too. Small or large, neither goes to the
+ * driver's pool.
  * `driver`: what stays with the driver's pool: VRAMSHIM_ARENA_ASYNC=off
  * (run with it set), the per-thread default stream, and every request once
  * the program chose a pool of its own (cuDeviceSetMemPool).
@@ -96,7 +99,8 @@ static void lane(void) {
   T_CU(cuStreamDestroy(s));
 }
 
-/* 1 when the legacy stream read bytes written after the free. */
+/* Bit 0: the legacy stream read bytes a cuMemAlloc's owner wrote after
+ * the free; bit 1: the same for a cuMemAllocAsync's on the other stream. */
 static int off_lane(int unsafe) {
   CUstream s;
   T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -125,21 +129,39 @@ static int off_lane(int unsafe) {
   if (unsafe) T_CHECK(overlap, "the freed block never came back: the unsafe run proves nothing");
   else T_CHECK(own_syncs() > syncs0 || !overlap, "the block came back off the lane with no sync");
   T_CU(cuMemFree(y));
-  /* Stream-ordered on s: small from the arena, large from the pool. */
-  CUdeviceptr small, large;
-  uint64_t pool0 = pool_allocs();
+
+  /* The same, the new owner a cuMemAllocAsync on s: s waits, not the host. */
+  CUdeviceptr x2, y2, small;
+  memset(got, 0, n);
+  T_CU(cuMemAllocAsync(&x2, n, NULL));
+  T_CU(cuMemcpyHtoD(x2, a, n));
+  atomic_store(&g_release, 0);
+  T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)300));
+  T_CU(cuMemcpyDtoHAsync(got, x2, n, NULL));
+  T_CU(cuMemFreeAsync(x2, NULL));
+  uint64_t syncs1 = own_syncs(), pool0 = pool_allocs();
+  T_CU(cuMemAllocAsync(&y2, n, s));
+  T_CU(cuMemcpyHtoDAsync(y2, b, n, s));
+  uint64_t host_syncs = own_syncs() - syncs1;
+  atomic_store(&g_release, 1);
+  T_CU(cuStreamSynchronize(s));
+  T_CU(cuStreamSynchronize(NULL));
+  int overlap2 = y2 < x2 + n && x2 < y2 + n, damaged2 = memcmp(got, a, n) != 0;
+  T_SAY("off-lane on a stream: the block freed on the lane %s; the arena's own syncs %llu; the legacy stream read %s",
+        overlap2 ? "came back on the other stream" : "did not come back", (unsigned long long)host_syncs,
+        damaged2 ? "the NEW bytes (early reuse)" : "its original bytes");
+  if (unsafe) T_CHECK(overlap2, "the freed block never came back on the stream: the unsafe run proves nothing");
+  else T_EQ_U64(host_syncs, 0, "host syncs for a cuMemAllocAsync on the program's stream");
   T_CU(cuMemAllocAsync(&small, 4096, s));
-  T_EQ_U64(pool_allocs() - pool0, 0, "pool allocations for a 4 KiB cuMemAllocAsync on the program's stream");
-  T_CU(cuMemAllocAsync(&large, n, s));
-  T_EQ_U64(pool_allocs() - pool0, 1, "pool allocations for a large cuMemAllocAsync on the program's stream");
+  T_EQ_U64(pool_allocs() - pool0, 0, "pool allocations for cuMemAllocAsync on the program's stream");
   T_CU(cuMemFreeAsync(small, s));
-  T_CU(cuMemFreeAsync(large, s));
+  T_CU(cuMemFreeAsync(y2, s));
   T_CU(cuStreamSynchronize(s));
   T_CU(cuStreamDestroy(s));
   free(a);
   free(b);
   free(got);
-  return damaged;
+  return damaged | damaged2 << 1;   /* which of the two saw early reuse */
 }
 
 static void driver(void) {
@@ -209,9 +231,12 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "lane")) {
     lane();
   } else if (!strcmp(mode, "off-lane")) {
-    T_CHECK(!off_lane(0), "the legacy stream read bytes written on the other stream after the free");
+    int d = off_lane(0);
+    T_CHECK(!d, "the legacy stream read bytes written on the other stream after the free (case %d)", d);
   } else if (!strcmp(mode, "off-lane-unsafe")) {
-    T_CHECK(off_lane(1), "with the arena's sync a no-op the early reuse was not seen: the test proves nothing");
+    int d = off_lane(1);
+    T_CHECK(d == 3, "with the arena's sync and order made no-ops the early reuse was not seen in every case (%d): "
+            "the test proves nothing", d);
   } else if (!strcmp(mode, "driver")) {
     driver();
   } else if (!strcmp(mode, "ctx-end")) {

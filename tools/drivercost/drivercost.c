@@ -126,9 +126,11 @@ static int time_vmm(CUdevice dev, size_t size, size_t gran) {
 }
 
 static int time_sync_events(void) {
-  double sy[MAXREPS], er[MAXREPS], eq[MAXREPS];
+  double sy[MAXREPS], er[MAXREPS], eq[MAXREPS], sw[MAXREPS];
   CUevent ev;
+  CUstream s;
   CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < reps; i++) {
     double t0 = now_ns();
     CK(cuCtxSynchronize());
@@ -139,12 +141,18 @@ static int time_sync_events(void) {
     double t3 = now_ns();
     if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY) CK(q);
     CK(cuEventSynchronize(ev));
-    sy[i] = t1 - t0; er[i] = t2 - t1; eq[i] = t3 - t2;
+    double t4 = now_ns();
+    CK(cuStreamWaitEvent(s, ev, 0));   /* the arena's order of a stream after its lane */
+    double t5 = now_ns();
+    sy[i] = t1 - t0; er[i] = t2 - t1; eq[i] = t3 - t2; sw[i] = t5 - t4;
   }
+  CK(cuStreamSynchronize(s));
+  CK(cuStreamDestroy(s));
   CK(cuEventDestroy(ev));
   row("cuCtxSynchronize", 0, median(sy, reps));
   row("cuEventRecord", 0, median(er, reps));
   row("cuEventQuery", 0, median(eq, reps));
+  row("cuStreamWaitEvent", 0, median(sw, reps));
   return 0;
 }
 

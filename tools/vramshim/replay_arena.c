@@ -22,6 +22,7 @@ typedef struct ar_state {
   vs_space_backend *sb;
   vs_arena_backend inner; /* the space backend's table */
   uint64_t calls;         /* every call through the table below */
+  uint64_t order_calls;   /* of those, the lane orders' (the space backend does not see them) */
   vs_arena *a;
   uint64_t *addr; /* per allocation id */
   uint64_t bad_frees; /* frees the arena refused: an arena bug */
@@ -41,10 +42,6 @@ typedef struct ar_state {
    * (memory_service.c); 0: cuMemAlloc / cuMemFree, which carry no stream. */
   int async;
   const uint64_t *streams;   /* per allocation id (the trace's) */
-  /* -async: a request off the lane above vs_arena_off_lane_max() goes to
-   * the driver's pool, as the shim sends it (stream_alloc.h); modeled as
-   * one driver allocation of its size on the same card, and its free. */
-  unsigned char *pooled;     /* per allocation id */
 } ar_state;
 
 static int on_lane(const ar_state *s, uint32_t id) { return s->async && s->streams && s->streams[id] <= 1; }
@@ -106,6 +103,19 @@ static int c_sync(void *ctx) {
   return s->inner.sync(s->inner.ctx);
 }
 
+/* Ordering a stream after the lane: an event recorded on the lane and the
+ * stream's cuStreamWaitEvent, as the shim's backend makes them. The
+ * replay's device runs nothing, so there is nothing else to do. */
+static int c_order_after_lane(void *ctx, uint64_t stream) {
+  ar_state *s = ctx;
+  (void)stream;
+  s->calls += 2;
+  s->order_calls += 2;
+  vs_tally(&s->tally, s->costs, VS_CALL_EVENT_RECORD, 0);
+  vs_tally(&s->tally, s->costs, VS_CALL_STREAM_WAIT, 0);
+  return VS_BACKEND_OK;
+}
+
 static vs_arena_backend counting_table(ar_state *s) {
   const vs_arena_backend *in = &s->inner;
   vs_arena_backend b = {.ctx = s, .granule = in->granule};
@@ -118,6 +128,7 @@ static vs_arena_backend counting_table(ar_state *s) {
   b.map = in->map ? c_map : NULL;
   b.unmap = in->unmap ? c_unmap : NULL;
   b.sync = in->sync ? c_sync : NULL;
+  b.order_after_lane = c_order_after_lane;   /* used only by the -async policies (vs_arena_alloc_on) */
   return b;
 }
 
@@ -139,7 +150,6 @@ static void ar_destroy(void *p) {
   if (s->a) vs_arena_destroy(s->a);
   if (s->sb) vs_space_backend_destroy(s->sb);
   free(s->addr);
-  free(s->pooled);
   free(s);
 }
 
@@ -214,51 +224,37 @@ static void *chunks_create(uint64_t capacity, uint32_t nallocs, const vs_replay_
 static void *vmm_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
   return ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen);
 }
-static void *as_async(ar_state *s, const vs_replay_opts *o, uint32_t nallocs) {
+static void *as_async(ar_state *s, const vs_replay_opts *o) {
   if (s) {
     s->async = 1;
     s->streams = o->trace ? o->trace->streams : NULL;
-    if (!(s->pooled = calloc(nallocs ? nallocs : 1, 1))) {
-      ar_destroy(s);
-      return NULL;
-    }
   }
   return s;
 }
 static void *chunks_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
                                  size_t errlen) {
-  void *s = as_async(ar_create(VS_ARENA_CHUNKS, capacity, nallocs, o, err, errlen), o, nallocs);
-  if (!s) snprintf(err, errlen, "out of memory");
-  return s;
+  return as_async(ar_create(VS_ARENA_CHUNKS, capacity, nallocs, o, err, errlen), o);
 }
 static void *vmm_async_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err,
                               size_t errlen) {
-  void *s = as_async(ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen), o, nallocs);
-  if (!s) snprintf(err, errlen, "out of memory");
-  return s;
+  return as_async(ar_create(VS_ARENA_VMM, capacity, nallocs, o, err, errlen), o);
 }
 
 static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
   (void)stream; /* cuMemAlloc carries none (stream order is per trace); -async reads streams[id] */
   ar_state *s = p;
   uint64_t before = s->calls;
-  if (s->async && !on_lane(s, id) && size > vs_arena_off_lane_max()) {
-    int r = c_chunk_alloc(s, size, &s->addr[id]);
-    s->pooled[id] = r == VS_BACKEND_OK;
-    return r == VS_BACKEND_OK ? VS_POLICY_DRIVER : r == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
-  }
-  int rc = on_lane(s, id) ? vs_arena_alloc_lane(s->a, size, &s->addr[id]) : vs_arena_alloc(s->a, size, &s->addr[id]);
+  int rc;
+  if (on_lane(s, id)) rc = vs_arena_alloc_lane(s->a, size, &s->addr[id]);
+  else if (s->async && s->streams) rc = vs_arena_alloc_on(s->a, size, s->streams[id], &s->addr[id]);
+  else rc = vs_arena_alloc(s->a, size, &s->addr[id]);
   if (rc == VS_BACKEND_OK) return s->calls == before ? VS_POLICY_CACHED : VS_POLICY_DRIVER;
   return rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
 }
 
 static void ar_free(void *p, uint32_t id, uint64_t size) {
+  (void)size;
   ar_state *s = p;
-  if (s->pooled && s->pooled[id]) {
-    s->pooled[id] = 0;
-    if (c_chunk_free(s, s->addr[id], size) != VS_BACKEND_OK) s->bad_frees++;
-    return;
-  }
   /* -async: the free on its allocation's stream (the trace's frees are) */
   if ((on_lane(s, id) ? vs_arena_free_lane(s->a, s->addr[id]) : vs_arena_free(s->a, s->addr[id])) != 0)
     s->bad_frees++;
@@ -269,7 +265,7 @@ static void ar_stats(void *p, vs_policy_stats *out) {
   vs_space_counters c;
   vs_space_backend_counters(s->sb, &c);
   out->peak_reserved = c.peak_held;
-  out->driver_calls = vs_space_backend_calls(&c);
+  out->driver_calls = vs_space_backend_calls(&c) + s->order_calls;
   out->tally = s->tally;
   char why[160];
   if (s->bad_frees)
@@ -287,7 +283,7 @@ static void ar_probe(void *p, uint64_t *reserved, uint64_t *calls) {
   vs_space_counters c;
   vs_space_backend_counters(s->sb, &c);
   *reserved = c.held;
-  *calls = vs_space_backend_calls(&c);
+  *calls = vs_space_backend_calls(&c) + s->order_calls;
 }
 
 /* Every arena policy shares the engine; they differ in mode and in what

@@ -9,7 +9,8 @@
 
 const char *const vs_call_names[VS_NCALLS] = {
     "cuMemAlloc", "cuMemFree",  "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate",  "cuMemMap",
-    "cuMemSetAccess", "cuMemUnmap", "cuMemRelease", "cuCtxSynchronize", "cuEventRecord", "cuEventQuery"};
+    "cuMemSetAccess", "cuMemUnmap", "cuMemRelease", "cuCtxSynchronize", "cuEventRecord", "cuEventQuery",
+    "cuStreamWaitEvent"};
 
 int vs_cost_load(const char *path, vs_cost_table *t, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
