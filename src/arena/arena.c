@@ -20,8 +20,10 @@
  * The lane (arena.h). A lane free is FREE at once, as in stream order; an
  * allocation off the lane that then chose any block waits, with one sync,
  * until every lane free older than its choice is behind a finished one
- * (lane_pend). Small allocations off the lane use their class's off-lane
- * bin, which lane frees never feed, so only a slab new to it must wait.
+ * (lane_pend) -- or, on a known stream, has that stream ordered after the
+ * lane instead (order_stream; lane_frees counts what an order covered).
+ * Small allocations off the lane use their class's off-lane bin, which
+ * lane frees never feed, so only a slab new to it must wait.
  *
  * Dependencies run one way: arena.c (this file: the API, dispatch, trim)
  * over slab.c (size classes, which take their slabs from the heap) over
