@@ -143,6 +143,10 @@ static int off_lane(int unsafe) {
   T_CU(cuMemAllocAsync(&y2, n, s));
   T_CU(cuMemcpyHtoDAsync(y2, b, n, s));
   uint64_t host_syncs = own_syncs() - syncs1;
+  /* Unsafe, the write on s has nothing to wait for: let it land before the
+   * lane's slow work ends (else the race proves nothing). Safe, s waits for
+   * the lane, so the lane's work is released first. */
+  if (unsafe) T_CU(cuStreamSynchronize(s));
   atomic_store(&g_release, 1);
   T_CU(cuStreamSynchronize(s));
   T_CU(cuStreamSynchronize(NULL));
