@@ -145,8 +145,8 @@ int vs_arena_free_lane(vs_arena *a, uint64_t addr);
  * stream after the lane instead (order_after_lane; once per stream until
  * the next lane free), and only without one the arena syncs. */
 int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *addr);
-/* `stream` is no more (destroyed): a new stream with the same handle has
- * waited for nothing. */
+/* `stream` names a new stream (its handle may be an old one's): it has
+ * waited for nothing yet. */
 void vs_arena_stream_gone(vs_arena *a, uint64_t stream);
 
 

@@ -20,8 +20,8 @@
  * *res says how (CUDA_SUCCESS with *addr, or the refusal after the OOM
  * ladder); VS_MEM_PASS: the arena is off for this card. */
 int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, uint64_t *addr, CUresult *res);
-/* A stream handle is being destroyed or was just made: no arena may take
- * it for one already ordered after its lane. */
+/* A stream was just made: no arena may take its handle for one already
+ * ordered after its lane. */
 void vs_arena_glue_stream_gone(uint64_t stream);
 /* Returns a block of ctx's arena; lane 1: a cuMemFreeAsync on ctx's legacy
  * stream. 0 done, -1 not one of its blocks. */

@@ -84,7 +84,6 @@ void vs_stream_order_atfork_child(void) {
   if (!(green)) vs_stream_syncs_before_create(&note);                         \
   CUresult r = real->name args;                                               \
   if (!(green)) vs_stream_syncs_created(r, r == CUDA_SUCCESS ? (out) : NULL, &note); \
-  if (!(green) && r == CUDA_SUCCESS) vs_arena_glue_stream_gone((uint64_t)(uintptr_t)(out)); \
   else if (r == CUDA_SUCCESS) vs_stream_syncs_off(why);                       \
   vs_guard_leave();                                                           \
   if (r == CUDA_SUCCESS) vs_stream_order_leave(why);                          \

@@ -263,6 +263,9 @@ void vs_stream_syncs_created(CUresult r, CUstream s, const vs_stream_note *n) {
   stream_ent *e = add_entry(n->ctx_id, s, 0, n->arena, n->ticket);
   pthread_mutex_unlock(&g_lock);
   if (!e) vs_stream_syncs_off("out of host memory for the stream table");
+  /* Only a stream recorded here is served off the lane (stream_alloc.c): a
+   * handle made again may not pass for one already ordered after a lane. */
+  else vs_arena_glue_stream_gone((uint64_t)(uintptr_t)s);
 }
 
 uint64_t vs_stream_syncs_ctx_of(CUstream h) {
@@ -338,12 +341,9 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
 CUresult vs_hook_cuStreamSynchronize(CUstream hStream) { STREAM_SYNC_BODY(cuStreamSynchronize, hStream); }
 CUresult vs_hook_cuStreamQuery(CUstream hStream) { STREAM_SYNC_BODY(cuStreamQuery, hStream); }
 
-/* The arenas forget the handle first: once destroyed it may name a new
- * stream that waited for nothing (arena.h, vs_arena_stream_gone). */
 #define STREAM_DESTROY_BODY(name, h)                                 \
   VS_HOOK_ENTER(name, (h));                                          \
   vs_guard_enter();                                                  \
-  if (h && (uintptr_t)h > 0x2) vs_arena_glue_stream_gone((uint64_t)(uintptr_t)h); \
   CUresult r = real->name(h);                                        \
   vs_guard_leave();                                                  \
   if (r == CUDA_SUCCESS && h && (uintptr_t)h > 0x2) {                \
