@@ -107,25 +107,28 @@ static int free_block(vs_arena *a, uint64_t addr, int ordered);
  * already did (an earlier order covered them), or the backend orders it
  * now. The order is made after `seen` was read, so every lane free it
  * counts came before the lane's event. */
+/* Caller holds lane_mu: stream's entry in lane_waits, or -1. */
+static int lane_wait_of(vs_arena *a, uint64_t stream) {
+  for (int i = 0; i < VS_LANE_WAITS; i++)
+    if (a->lane_waits[i].stream == stream) return i;
+  return -1;
+}
+
 static int order_stream(vs_arena *a, uint64_t stream, uint64_t seen) {
   pthread_mutex_lock(&a->lane_mu);
-  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
-    if (a->lane_waits[i].stream == stream && a->lane_waits[i].covered >= seen) {
-      pthread_mutex_unlock(&a->lane_mu);
-      return 1;
-    }
+  int i = lane_wait_of(a, stream), covered = i >= 0 && a->lane_waits[i].covered >= seen;
   pthread_mutex_unlock(&a->lane_mu);
+  if (covered) return 1;
   vs_arena_call_done(a);
   if (a->be.order_after_lane(a->be.ctx, stream) != VS_BACKEND_OK) return 0;
   pthread_mutex_lock(&a->lane_mu);
-  unsigned slot = a->lane_next;
-  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
-    if (a->lane_waits[i].stream == stream) slot = i;
-  if (slot == a->lane_next) a->lane_next = (a->lane_next + 1) % VS_LANE_WAITS;
-  if (a->lane_waits[slot].stream != stream || a->lane_waits[slot].covered < seen) {
-    a->lane_waits[slot].stream = stream;
-    a->lane_waits[slot].covered = seen;
+  if ((i = lane_wait_of(a, stream)) < 0) {   /* a new entry, replacing the oldest one */
+    i = (int)a->lane_next;
+    a->lane_next = (a->lane_next + 1) % VS_LANE_WAITS;
+    a->lane_waits[i].stream = stream;
+    a->lane_waits[i].covered = 0;
   }
+  if (a->lane_waits[i].covered < seen) a->lane_waits[i].covered = seen;
   pthread_mutex_unlock(&a->lane_mu);
   return 1;
 }
@@ -133,8 +136,8 @@ static int order_stream(vs_arena *a, uint64_t stream, uint64_t seen) {
 void vs_arena_stream_gone(vs_arena *a, uint64_t stream) {
   if (!a || !stream) return;
   pthread_mutex_lock(&a->lane_mu);
-  for (unsigned i = 0; i < VS_LANE_WAITS; i++)
-    if (a->lane_waits[i].stream == stream) a->lane_waits[i].stream = 0, a->lane_waits[i].covered = 0;
+  int i = lane_wait_of(a, stream);
+  if (i >= 0) a->lane_waits[i].stream = 0, a->lane_waits[i].covered = 0;
   pthread_mutex_unlock(&a->lane_mu);
 }
 
@@ -142,8 +145,8 @@ void vs_arena_stream_gone(vs_arena *a, uint64_t stream) {
  * FREE while lane work on it still runs: one sync, begun now, covers every
  * lane free made before the choice (`seen`, read after it: their stamps are
  * older). Lane frees made since, by other threads, are not this block's. */
-static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t stream, uint64_t frees) {
-  if (stream && a->be.order_after_lane && order_stream(a, stream, frees)) return VS_BACKEND_OK;
+static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t stream) {
+  if (stream && a->be.order_after_lane && order_stream(a, stream, atomic_load(&a->lane_frees))) return VS_BACKEND_OK;
   vs_arena_sync(a);
   if (lane_ready(a, seen)) return VS_BACKEND_OK;
   (void)free_block(a, addr, 1);   /* the sync failed: never handed out, so no use to wait for */
@@ -175,8 +178,8 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane,
     rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
   }
   if (rc == 0 && off_lane && (!off_bin || fresh)) {
-    uint64_t frees = atomic_load(&a->lane_frees), seen = atomic_load(&a->lane_pend);
-    if (!lane_ready(a, seen)) rc = settle_lane(a, *addr, seen, stream, frees);
+    uint64_t seen = atomic_load(&a->lane_pend);
+    if (!lane_ready(a, seen)) rc = settle_lane(a, *addr, seen, stream);
   }
   if (rc != 0 || vs_tl_calls != calls0) atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
   if (rc != 0) atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
