@@ -88,6 +88,15 @@ static void wait_refs(vs_ctx *c) {
   while (atomic_load(&c->refs) > 0) nanosleep(&ts, NULL);
 }
 
+int vs_ctx_is_current(const vs_real_table *real, const vs_ctx *c) {
+  if (!c || !real || !real->cuCtxGetCurrent) return 0;
+  CUcontext h = NULL;
+  vs_guard_enter();
+  CUresult r = real->cuCtxGetCurrent(&h);
+  vs_guard_leave();
+  return r == CUDA_SUCCESS && h && (uint64_t)(uintptr_t)h == c->handle;
+}
+
 vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
   if (!real || !real->cuCtxGetCurrent) return NULL;
   CUcontext h = NULL;

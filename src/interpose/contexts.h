@@ -53,6 +53,9 @@ typedef struct vs_ctx {
  * record if the shim never saw it begin. NULL without a current context (or
  * out of host memory). */
 vs_ctx *vs_ctx_acquire_current(const vs_real_table *real);
+/* 1 when c (referenced, so live) is the calling thread's current context:
+ * one cuCtxGetCurrent, no lookup, no reference taken. */
+int vs_ctx_is_current(const vs_real_table *real, const vs_ctx *c);
 /* The live context of that id, with a reference; NULL if it has ended. */
 vs_ctx *vs_ctx_acquire_id(uint64_t id);
 void vs_ctx_put(vs_ctx *c);

@@ -331,12 +331,7 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
     vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
     /* The lane is the legacy stream of the block's own context. */
-    int lane = 0;
-    if (route == VS_ROUTE_LANE && c) {
-      vs_ctx *cur = vs_ctx_acquire_current(vs_driver_if_loaded());
-      lane = cur == c;
-      vs_ctx_put(cur);
-    }
+    int lane = route == VS_ROUTE_LANE && vs_ctx_is_current(vs_driver_if_loaded(), c);
     if (c && vs_arena_glue_free(c, key, lane) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
