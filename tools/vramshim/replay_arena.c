@@ -44,7 +44,8 @@ typedef struct ar_state {
   const uint64_t *streams;   /* per allocation id (the trace's) */
 } ar_state;
 
-static int on_lane(const ar_state *s, uint32_t id) { return s->async && s->streams && s->streams[id] <= 1; }
+/* -async: an allocation, or its free, on the legacy stream (0x0, CU_STREAM_LEGACY) takes the lane. */
+static int on_lane(const ar_state *s, uint64_t stream) { return s->async && stream <= 1; }
 
 /* The table the arena sees: each entry counts, then forwards. */
 static int c_chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
@@ -241,12 +242,11 @@ static void *vmm_async_create(uint64_t capacity, uint32_t nallocs, const vs_repl
 }
 
 static int ar_alloc(void *p, uint32_t id, uint64_t size, uint64_t stream) {
-  (void)stream; /* cuMemAlloc carries none (stream order is per trace); -async reads streams[id] */
-  ar_state *s = p;
+  ar_state *s = p;   /* stream: read only by -async (cuMemAlloc carries none; stream order is per trace) */
   uint64_t before = s->calls;
   int rc;
-  if (on_lane(s, id)) rc = vs_arena_alloc_lane(s->a, size, &s->addr[id]);
-  else if (s->async && s->streams) rc = vs_arena_alloc_on(s->a, size, s->streams[id], &s->addr[id]);
+  if (on_lane(s, stream)) rc = vs_arena_alloc_lane(s->a, size, &s->addr[id]);
+  else if (s->async) rc = vs_arena_alloc_on(s->a, size, stream, &s->addr[id]);
   else rc = vs_arena_alloc(s->a, size, &s->addr[id]);
   if (rc == VS_BACKEND_OK) return s->calls == before ? VS_POLICY_CACHED : VS_POLICY_DRIVER;
   return rc == VS_BACKEND_OOM ? VS_POLICY_REFUSED : -1;
@@ -256,7 +256,8 @@ static void ar_free(void *p, uint32_t id, uint64_t size) {
   (void)size;
   ar_state *s = p;
   /* -async: the free on its allocation's stream (the trace's frees are) */
-  if ((on_lane(s, id) ? vs_arena_free_lane(s->a, s->addr[id]) : vs_arena_free(s->a, s->addr[id])) != 0)
+  int lane = s->streams && on_lane(s, s->streams[id]);
+  if ((lane ? vs_arena_free_lane(s->a, s->addr[id]) : vs_arena_free(s->a, s->addr[id])) != 0)
     s->bad_frees++;
 }
 
