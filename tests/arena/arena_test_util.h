@@ -22,13 +22,20 @@ typedef struct {
   vs_arena *a;
 } fixture;
 
-static inline void fx_open(fixture *f, vs_arena_mode mode, uint64_t capacity, uint64_t threshold) {
+/* With the backend's order_after_lane (arena.h) set to `order` (NULL: none, as the space backend has). */
+static inline void fx_open_order(fixture *f, vs_arena_mode mode, uint64_t capacity, uint64_t threshold,
+                                 int (*order)(void *ctx, uint64_t stream)) {
   f->sb = vs_space_backend_create(capacity, 0);
   assert_non_null(f->sb);
   f->be = vs_space_backend_get_mode(f->sb, mode == VS_ARENA_VMM);
+  if (order) f->be.order_after_lane = order;
   vs_arena_config cfg = {.mode = mode, .release_threshold = threshold};
   f->a = vs_arena_create(&cfg, &f->be);
   assert_non_null(f->a);
+}
+
+static inline void fx_open(fixture *f, vs_arena_mode mode, uint64_t capacity, uint64_t threshold) {
+  fx_open_order(f, mode, capacity, threshold, NULL);
 }
 
 #define CHECK(a)                                            \

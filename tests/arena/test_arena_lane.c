@@ -215,13 +215,7 @@ static void lane_ordered(vs_arena_mode mode, int with_order) {
   memset(&g_om, 0, sizeof g_om);
   g_om.d = &d;
   memset(&d, 0, sizeof d);
-  f.sb = vs_space_backend_create(UINT64_MAX, 0);
-  assert_non_null(f.sb);
-  f.be = vs_space_backend_get_mode(f.sb, mode == VS_ARENA_VMM);
-  if (with_order) f.be.order_after_lane = model_order;
-  vs_arena_config cfg = {.mode = mode, .release_threshold = GiB};
-  f.a = vs_arena_create(&cfg, &f.be);
-  assert_non_null(f.a);
+  fx_open_order(&f, mode, UINT64_MAX, GiB, with_order ? model_order : NULL);
   vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
   const uint64_t big = 3 * MiB;
   uint64_t lane_blk[4] = {0}, on = 0;
@@ -419,13 +413,7 @@ static void *worker(void *u) {
 static void arena_lane_threads(void **s) {
   (void)s;
   fixture f;
-  f.sb = vs_space_backend_create(UINT64_MAX, 0);
-  assert_non_null(f.sb);
-  f.be = vs_space_backend_get_mode(f.sb, 1);
-  f.be.order_after_lane = count_order;
-  vs_arena_config cfg = {.mode = VS_ARENA_VMM, .release_threshold = GiB};
-  f.a = vs_arena_create(&cfg, &f.be);
-  assert_non_null(f.a);
+  fx_open_order(&f, VS_ARENA_VMM, UINT64_MAX, GiB, count_order);
   pthread_t t[3];
   worker_arg w[3] = {{f.a, 1, 0}, {f.a, 0, 0}, {f.a, 2, 0}};
   for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&t[i], NULL, worker, &w[i]), 0);
