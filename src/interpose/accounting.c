@@ -13,6 +13,7 @@ typedef struct card_counters {
   _Atomic uint64_t alloc_requests, free_requests, failed_requests;
   _Atomic uint64_t calls[VRAMSHIM_CALL_KINDS];
   _Atomic int64_t va, ipc, ipc_count;
+  _Atomic uint64_t pool_live, pool_high;
 } __attribute__((aligned(64))) card_counters;
 
 static card_counters g_cards[VRAMSHIM_MAX_CARDS];
@@ -83,6 +84,27 @@ void vs_acct_ipc_add(int card, int64_t bytes) {
 uint64_t vs_acct_live_bytes(int card) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return 0;
   return atomic_load_explicit(&g_cards[card].live, memory_order_relaxed);
+}
+
+void vs_acct_pool_add(int card, int64_t bytes) {
+  card_counters *c = card_of(card);
+  if (!c) return;
+  uint64_t now = atomic_fetch_add_explicit(&c->pool_live, (uint64_t)bytes, memory_order_relaxed) + (uint64_t)bytes;
+  if (bytes > 0) raise_peak(&c->pool_high, now);
+}
+
+void vs_acct_pool_bytes(int card, uint64_t *live, uint64_t *high) {
+  int in = card >= 0 && card < VRAMSHIM_MAX_CARDS;
+  *live = in ? atomic_load_explicit(&g_cards[card].pool_live, memory_order_relaxed) : 0;
+  *high = in ? atomic_load_explicit(&g_cards[card].pool_high, memory_order_relaxed) : 0;
+}
+
+/* The high becomes the bytes live now; a block served meanwhile raises it
+ * again by itself (raise_peak), so no lock is needed. */
+void vs_acct_pool_reset_high(int card) {
+  card_counters *c = card_of(card);
+  if (c) atomic_store_explicit(&c->pool_high, atomic_load_explicit(&c->pool_live, memory_order_relaxed),
+                               memory_order_relaxed);
 }
 
 void vs_acct_request(int card, int is_alloc) {

@@ -295,6 +295,34 @@ void vs_arena_glue_trim(vs_ctx *ctx) {
   if (a) vs_arena_trim(a, 0);
 }
 
+void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
+  /* Ids first, trims after: a trim may sync and call the driver, which
+   * must not happen under the registry's lock (a context's end waits on
+   * it). More contexts than the batch holds: the next walk skips those done
+   * (a context made or ended between walks may be trimmed twice or not at
+   * all, which a trim allows). */
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    size_t seen = 0;
+    n = 0;
+    vs_ctx_read_lock();
+    for (vs_ctx *c = vs_ctx_next(NULL); c && n < sizeof ids / sizeof ids[0]; c = vs_ctx_next(c)) {
+      if (c->card != card || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+      if (seen++ >= done) ids[n++] = c->id;
+    }
+    vs_ctx_read_unlock();
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      if (a) vs_arena_trim(a, keep_bytes);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+}
+
 void vs_arena_glue_ctx_end(vs_ctx *ctx) {
   /* Unlinked with no references (contexts.h): no thread is inside these
    * arenas, and no walk can reach them any more. */

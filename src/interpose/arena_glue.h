@@ -29,6 +29,10 @@ int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane);
 /* Gives every cached byte of ctx's arena back to the driver (one sync
  * first if blocks are pending). Called when another process waits. */
 void vs_arena_glue_trim(vs_ctx *ctx);
+/* Every arena of card's contexts down to keep_bytes cached each
+ * (vs_arena_trim): the program trimmed the device's default pool, whose
+ * stream-ordered blocks those arenas serve (pool_view.c). */
+void vs_arena_glue_trim_card(int card, uint64_t keep_bytes);
 /* ctx has ended (unlinked, no references): its arena is destroyed, its
  * chunks (which the driver freed with the context) only leave the books,
  * its VMM handles and ranges are released. */

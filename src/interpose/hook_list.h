@@ -11,7 +11,7 @@
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
- * procaddress.c, stream_order.c, stream_syncs.c);
+ * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, pool_view.c);
  * a missing body is a link error.
  *
  * X(name, params, args): params as declared in cuda.h (with
@@ -105,6 +105,10 @@
   X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))                               \
   X(cuMemSetMemPool, (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool),         \
     (location, type, pool))                                                                           \
+  /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */ \
+  X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
+  X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
+  X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))              \
   /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \
   X(cuCtxSynchronize, (void), ())                                                                     \
   X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                      \

@@ -35,6 +35,9 @@ static void account(const vs_alloc_info *rec, int sign) {
   case VS_MEM_VA_RANGE: vs_acct_va_add(rec->card, sign * (int64_t)rec->size); break;
   case VS_MEM_IPC: vs_acct_ipc_add(rec->card, sign * (int64_t)rec->size); break;
   default:
+    /* the default pool's view (pool_view.c): what the arena serves for it */
+    if (rec->kind == VS_MEM_ASYNC && rec->owner == VS_OWNER_ARENA)
+      vs_acct_pool_add(rec->card, sign * (int64_t)rec->size);
     if (sign > 0) {
       vs_acct_live_add(rec->card, rec->size);
       if (rec->owner == VS_OWNER_DRIVER) vs_acct_reserved_add(rec->card, rec->size);

@@ -27,7 +27,9 @@ static const char *const memory_families[] = {
     "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamDestroy", "cuEventCreate", "cuEventRecord",
     "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy",
     /* stream-ordered allocation served by the arena: a capture or a pool of the program's own (stream_alloc.c) */
-    "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool"};
+    "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool",
+    /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */
+    "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the

@@ -25,7 +25,11 @@
  * the program chose a pool of its own (cuDeviceSetMemPool).
  * `ctx-end`: stream-ordered arena blocks still live when their context is
  * reset leave the shim's books with it (the arena goes with its context),
- * and the next context serves them again. */
+ * and the next context serves them again.
+ * `pool-stats`: the device's default pool counts the arena's
+ * stream-ordered blocks beside its own (cuMemPoolGetAttribute: used,
+ * reserved, the used high and its reset), another pool does not, and
+ * cuMemPoolTrimTo of the default pool trims the arena (pool_view.c). */
 #include "shim_test.h"
 
 #include <stdatomic.h>
@@ -206,6 +210,61 @@ static void driver(void) {
   T_SAY("driver: the per-thread stream and a chosen pool go to the driver's pool");
 }
 
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr) {
+  cuuint64_t v = 0;
+  T_CU(cuMemPoolGetAttribute(pool, attr, &v));
+  return v;
+}
+
+static void pool_stats(void) {
+  CUmemoryPool def, own;
+  T_CU(cuDeviceGetDefaultMemPool(&def, 0));
+  CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                          .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+  T_CU(cuMemPoolCreate(&own, &props));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0, "the default pool's used bytes at the start");
+  /* Two blocks the arena serves on the legacy stream, one the driver's pool
+   * serves on the per-thread stream: the pool counts all three. */
+  const uint64_t a = 3 << 20, b = 300 << 10, c = 1 << 20;
+  CUdeviceptr p, q, r;
+  uint64_t pool0 = pool_allocs();
+  T_CU(cuMemAllocAsync(&p, a, NULL));
+  T_CU(cuMemAllocAsync(&q, b, NULL));
+  T_EQ_U64(pool_allocs() - pool0, 0, "legacy-stream allocations that reached the driver's pool");
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), a + b, "used bytes with two arena blocks");
+  T_CU(cuMemAllocAsync(&r, c, CU_STREAM_PER_THREAD));
+  T_EQ_U64(pool_allocs() - pool0, 1, "per-thread-stream allocations that reached the driver's pool");
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), a + b + c, "used bytes with the driver's block too");
+  uint64_t res = pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+  T_CHECK(res >= a + b + c, "reserved %llu below used %llu", (unsigned long long)res, (unsigned long long)(a + b + c));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + b + c, "the used high");
+  /* Another pool is the driver's alone. */
+  T_EQ_U64(pool_attr(own, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0, "a pool of the program's own: used bytes");
+  /* A free on the lane: used drops at once, the high stays until reset. */
+  T_CU(cuMemFreeAsync(q, NULL));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), a + c, "used bytes after a lane free");
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + b + c, "the used high after a lane free");
+  cuuint64_t zero = 0;
+  T_CU(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + c, "the used high once reset");
+  T_CU(cuMemFreeAsync(r, CU_STREAM_PER_THREAD));
+  T_CU(cuMemFreeAsync(p, NULL));
+  T_CU(cuStreamSynchronize(NULL));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0, "used bytes once all are freed");
+  /* cuMemPoolTrimTo(default pool, 0) gives the arena's cached memory back
+   * too (PyTorch's empty_cache on its cudaMallocAsync backend). */
+  uint64_t held = t_stats(&g_shim, 0).reserved_bytes;
+  T_CHECK(held > 0, "the arena holds nothing cached before the trim: the test proves nothing");
+  T_CU(cuMemPoolTrimTo(own, 0));
+  T_EQ_U64(t_stats(&g_shim, 0).reserved_bytes, held, "what the arena holds after trimming another pool");
+  T_CU(cuMemPoolTrimTo(def, 0));
+  T_EQ_U64(t_stats(&g_shim, 0).reserved_bytes, 0, "what the arena holds after trimming the default pool");
+  T_CU(cuMemPoolDestroy(own));
+  T_SAY("pool-stats: the default pool counted %llu + %llu arena bytes beside the driver's %llu; its trim "
+        "gave back the arena's %llu cached bytes", (unsigned long long)a, (unsigned long long)b,
+        (unsigned long long)c, (unsigned long long)held);
+}
+
 static void ctx_end(void) {
   CUdeviceptr p, q;
   T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
@@ -226,7 +285,7 @@ static void ctx_end(void) {
 }
 
 int main(int argc, char **argv) {
-  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end", argv[0]);
+  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end|pool-stats", argv[0]);
   g_shim = t_shim();
   g_sim = t_sim(RTLD_DEFAULT);
   T_CHECK(g_sim.calls, "needs the simulated driver's counters");
@@ -245,6 +304,8 @@ int main(int argc, char **argv) {
     driver();
   } else if (!strcmp(mode, "ctx-end")) {
     ctx_end();
+  } else if (!strcmp(mode, "pool-stats")) {
+    pool_stats();
   } else {
     T_CHECK(0, "unknown mode %s", mode);
   }
