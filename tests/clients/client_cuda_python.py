@@ -104,6 +104,13 @@ aptrs = [ok(cu.cuMemAllocAsync(n, stream)) for n in asizes]
 n_alloc += len(asizes)
 expect_live("cuMemAllocAsync", sum(asizes), len(asizes), base)
 assert hooks("cuMemAllocAsync", PATH_PROCADDRESS) + hooks("cuMemAllocAsync_ptsz", PATH_PROCADDRESS) >= 1
+# The device's default pool counts them, whoever serves them (the arena in
+# its place, or the driver's pool with arena = off): pool_view.c.
+dev0 = ok(cu.cuDeviceGet(0))
+defpool = ok(cu.cuDeviceGetDefaultMemPool(dev0))
+used = int(ok(cu.cuMemPoolGetAttribute(defpool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)))
+assert used >= sum(asizes), ("default pool used", used, sum(asizes))
+assert hooks("cuMemPoolGetAttribute", PATH_PROCADDRESS) >= 1
 for p in aptrs:
     ok(cu.cuMemFreeAsync(p, stream))
 n_free += len(asizes)
