@@ -105,6 +105,7 @@
   X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))                               \
   X(cuMemSetMemPool, (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool),         \
     (location, type, pool))                                                                           \
+  X(cuMemPoolSetAccess, (CUmemoryPool pool, const CUmemAccessDesc *map, size_t count), (pool, map, count)) \
   /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */ \
   X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
   X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \

@@ -3,8 +3,10 @@
  * may be in use. */
 #include "hook_common.h"
 
+#include "accounting.h"
 #include "arena.h"
 #include "contexts.h"
+#include "log.h"
 #include "settings.h"
 #include "stream_alloc.h"
 #include "stream_order.h"
@@ -14,7 +16,8 @@
 #include <stdint.h>
 
 static _Atomic int g_off = -1;      /* VRAMSHIM_ARENA_ASYNC=off; -1 not read yet */
-static _Atomic int g_own_pool;      /* the program set a device's current memory pool */
+static _Atomic int g_own_pool;      /* the program set a device's current memory pool, or
+                                       gave a pool's memory to other devices */
 static _Atomic int g_capture_seen;  /* a cuStreamBeginCapture* was called */
 
 static int off(void) { return vs_settings_env_off_once(&g_off, "VRAMSHIM_ARENA_ASYNC"); }
@@ -75,4 +78,27 @@ CUresult vs_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
 }
 CUresult vs_hook_cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool) {
   MARK_BODY(g_own_pool, cuMemSetMemPool, (location, type, pool));
+}
+
+/* Access to a pool's memory from other devices is the driver's to give:
+ * its pool's blocks then reach them, an arena block would not. From the
+ * first cuMemPoolSetAccess on (programs set it up before they allocate),
+ * stream-ordered allocations are the driver's pool's; blocks the arena
+ * served before stay reachable from their own device only, said once. */
+static _Atomic int g_said_access;
+CUresult vs_hook_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+  VS_HOOK_ENTER(cuMemPoolSetAccess, (pool, map, count));
+  atomic_store(&g_own_pool, 1);
+  uint64_t served = 0;
+  for (int card = 0; card < VRAMSHIM_MAX_CARDS; card++) {
+    uint64_t live, high;
+    vs_acct_pool_bytes(card, &live, &high);
+    served += live;
+  }
+  if (served && !atomic_exchange(&g_said_access, 1))
+    VS_WARN("cuMemPoolSetAccess: from now on cuMemAllocAsync goes to the driver's pool; the %llu bytes of "
+            "stream-ordered blocks the arena served before stay reachable from their own device only "
+            "(set VRAMSHIM_ARENA_ASYNC=off for this program if another device must reach them)",
+            (unsigned long long)served);
+  VS_FORWARD(cuMemPoolSetAccess, (pool, map, count));
 }

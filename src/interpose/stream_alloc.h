@@ -21,7 +21,8 @@
  * The driver's pool keeps everything else: the per-thread default stream,
  * a stream the shim does not know, and every request once the program has
  * chosen a memory pool of its own for a device (cuDeviceSetMemPool,
- * cuMemSetMemPool: its properties are the program's to choose), or with
+ * cuMemSetMemPool: its properties are the program's to choose) or given a
+ * pool's memory to other devices (cuMemPoolSetAccess), or with
  * VRAMSHIM_ARENA_ASYNC=off.
  * Thread safety: every function may be called from any thread at once. */
 #ifndef VS_STREAM_ALLOC_H

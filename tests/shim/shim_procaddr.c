@@ -28,6 +28,7 @@ static const char *const memory_families[] = {
     "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy",
     /* stream-ordered allocation served by the arena: a capture or a pool of the program's own (stream_alloc.c) */
     "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool",
+    "cuMemPoolSetAccess",
     /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */
     "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo"};
 

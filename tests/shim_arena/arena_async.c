@@ -29,7 +29,9 @@
  * `pool-stats`: the device's default pool counts the arena's
  * stream-ordered blocks beside its own (cuMemPoolGetAttribute: used,
  * reserved, the used high and its reset), another pool does not, and
- * cuMemPoolTrimTo of the default pool trims the arena (pool_view.c). */
+ * cuMemPoolTrimTo of the default pool trims the arena (pool_view.c).
+ * `peer-access` (two cards): after cuMemPoolSetAccess, cuMemAllocAsync is
+ * the driver's pool's. */
 #include "shim_test.h"
 
 #include <stdatomic.h>
@@ -265,6 +267,33 @@ static void pool_stats(void) {
         (unsigned long long)c, (unsigned long long)held);
 }
 
+/* cuMemPoolSetAccess: access for another device is the driver's to give,
+ * so from then on stream-ordered allocations are the driver's pool's (and
+ * one warning names the arena's blocks served before). Two cards. */
+static void peer_access(void) {
+  CUdeviceptr before, p;
+  T_CU(cuMemAllocAsync(&before, 1 << 20, NULL));
+  uint64_t pool0 = pool_allocs();
+  CUmemoryPool def;
+  T_CU(cuDeviceGetDefaultMemPool(&def, 0));
+  CUmemAccessDesc d = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1},
+                       .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  T_CU(cuMemPoolSetAccess(def, &d, 1));
+  CUmemAccess_flags f = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  T_CU(cuMemPoolGetAccess(&f, def, &d.location));
+  T_CHECK(f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "the driver's pool did not keep the access given (%d)", (int)f);
+  T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
+  T_EQ_U64(pool_allocs() - pool0, 1, "cuMemAllocAsync calls that reached the driver after cuMemPoolSetAccess");
+  CUmemoryPool got = NULL;
+  T_CU(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
+  T_CHECK(got == def, "the block's pool is %p, not the default pool %p", (void *)got, (void *)def);
+  T_CU(cuMemFreeAsync(p, NULL));
+  T_CU(cuMemFreeAsync(before, NULL));
+  T_CU(cuStreamSynchronize(NULL));
+  T_EQ_U64(t_stats(&g_shim, 0).live_bytes, 0, "live bytes at the end");
+  T_SAY("peer-access: after cuMemPoolSetAccess the driver's pool serves cuMemAllocAsync");
+}
+
 static void ctx_end(void) {
   CUdeviceptr p, q;
   T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
@@ -285,7 +314,7 @@ static void ctx_end(void) {
 }
 
 int main(int argc, char **argv) {
-  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end|pool-stats", argv[0]);
+  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end|pool-stats|peer-access", argv[0]);
   g_shim = t_shim();
   g_sim = t_sim(RTLD_DEFAULT);
   T_CHECK(g_sim.calls, "needs the simulated driver's counters");
@@ -306,6 +335,8 @@ int main(int argc, char **argv) {
     ctx_end();
   } else if (!strcmp(mode, "pool-stats")) {
     pool_stats();
+  } else if (!strcmp(mode, "peer-access")) {
+    peer_access();
   } else {
     T_CHECK(0, "unknown mode %s", mode);
   }

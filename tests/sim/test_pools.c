@@ -1,6 +1,7 @@
 /* Stream-ordered allocation: default and created pools, frees that happen
  * in stream order, reuse of freed blocks, release threshold and trimming,
- * and the pool giving cached memory back before failing. Card: 1GiB. */
+ * and the pool giving cached memory back before failing; access for the
+ * other card. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
 #include <string.h>
@@ -114,11 +115,39 @@ static void created_pool(void **state)
     assert_int_equal(vramsim_card_used(0), 0);
 }
 
+/* cuMemPoolSetAccess / GetAccess: another card's access is recorded and
+ * answered; the owner keeps read-write; bad locations are refused. */
+static void pool_access(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemoryPool pool;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    CUmemLocation own = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}, peer = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1};
+    CUmemAccess_flags f = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    CU_OK(cuMemPoolGetAccess(&f, pool, &own));
+    assert_int_equal(f, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CU_OK(cuMemPoolGetAccess(&f, pool, &peer));
+    assert_int_equal(f, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    CUmemAccessDesc d = {.location = peer, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ};
+    CU_OK(cuMemPoolSetAccess(pool, &d, 1));
+    CU_OK(cuMemPoolGetAccess(&f, pool, &peer));
+    assert_int_equal(f, CU_MEM_ACCESS_FLAGS_PROT_READ);
+    d.location = own;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    CU_ERR(cuMemPoolSetAccess(pool, &d, 1), CUDA_ERROR_INVALID_DEVICE);
+    d.location.id = 7;
+    CU_ERR(cuMemPoolSetAccess(pool, &d, 1), CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuMemPoolSetAccess(pool, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemPoolSetAccess(pool, NULL, 0));
+    CU_ERR(cuMemPoolGetAccess(NULL, pool, &peer), CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_pool_alloc_free), cmocka_unit_test(reuse_threshold_trim),
-        cmocka_unit_test(created_pool),
+        cmocka_unit_test(created_pool), cmocka_unit_test(pool_access),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,9 @@ struct sim_pool {
     uint64_t release_threshold;
     int reuse[3];                   /* the three REUSE_* attributes */
     uint64_t reserved_cur, reserved_high, used_cur, used_high;
+    /* cuMemPoolSetAccess: other devices' access (the owner's is always
+     * read-write); recorded and answered, not enforced on copies. */
+    CUmemAccess_flags peer[SIM_MAX_CARDS];
     struct sim_alloc **cache;       /* freed blocks kept for reuse */
     size_t ncache, capcache;
     struct sim_pool *next;
@@ -470,6 +473,53 @@ SIM_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
     }
     pthread_mutex_unlock(&pool_lock);
     return r;
+}
+
+static CUresult access_location(const CUmemLocation *loc)
+{
+    if (!loc || loc->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    CHECK_DEV(loc->id);
+    return CUDA_SUCCESS;
+}
+
+/* The owner keeps read-write: a descriptor that would take it away is
+ * refused, as the driver refuses it. */
+SIM_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    SIM_COUNT(cuMemPoolSetAccess);
+    SIM_REQUIRE_INIT();
+    if (count && !map) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        CUresult r = access_location(&map[i].location);
+        if (r != CUDA_SUCCESS) return r;
+        if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    CUresult r = p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; p && r == CUDA_SUCCESS && i < count; i++)
+        if (map[i].location.id == p->dev && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            r = CUDA_ERROR_INVALID_DEVICE;
+    for (size_t i = 0; p && r == CUDA_SUCCESS && i < count; i++)
+        if (map[i].location.id != p->dev) p->peer[map[i].location.id] = map[i].flags;
+    pthread_mutex_unlock(&pool_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
+{
+    SIM_COUNT(cuMemPoolGetAccess);
+    SIM_REQUIRE_INIT();
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = access_location(location);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(memPool);
+    if (p) *flags = location->id == p->dev ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : p->peer[location->id];
+    pthread_mutex_unlock(&pool_lock);
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 void sim_pool_after_fork_child(void)

@@ -156,6 +156,8 @@ static const struct proc_row rows[] = {
     R(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo)
     R(cuMemPoolSetAttribute, 11020, cuMemPoolSetAttribute)
     R(cuMemPoolGetAttribute, 11020, cuMemPoolGetAttribute)
+    R(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess)
+    R(cuMemPoolGetAccess, 11020, cuMemPoolGetAccess)
     /* virtual memory management */
     R(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity)
     R(cuMemAddressReserve, 10020, cuMemAddressReserve)
