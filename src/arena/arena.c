@@ -103,10 +103,6 @@ static int lane_synced(vs_arena *a) { return lane_ready(a, atomic_load(&a->lane_
 
 static int free_block(vs_arena *a, uint64_t addr, int ordered);
 
-/* 1 when `stream` waits for the first `seen` lane frees (lane_frees): it
- * already did (an earlier order covered them), or the backend orders it
- * now. The order is made after `seen` was read, so every lane free it
- * counts came before the lane's event. */
 /* Caller holds lane_mu: stream's entry in lane_waits, or -1. */
 static int lane_wait_of(vs_arena *a, uint64_t stream) {
   for (int i = 0; i < VS_LANE_WAITS; i++)
@@ -114,6 +110,10 @@ static int lane_wait_of(vs_arena *a, uint64_t stream) {
   return -1;
 }
 
+/* 1 when `stream` waits for the first `seen` lane frees (lane_frees): it
+ * already did (an earlier order covered them), or the backend orders it
+ * now. The order is made after `seen` was read, so every lane free it
+ * counts came before the lane's event. */
 static int order_stream(vs_arena *a, uint64_t stream, uint64_t seen) {
   pthread_mutex_lock(&a->lane_mu);
   int i = lane_wait_of(a, stream), covered = i >= 0 && a->lane_waits[i].covered >= seen;

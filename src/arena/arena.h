@@ -149,7 +149,6 @@ int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *add
  * waited for nothing yet. */
 void vs_arena_stream_gone(vs_arena *a, uint64_t stream);
 
-
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every
  * pointer is at least 512-byte aligned. size 0 is refused with ERROR. */

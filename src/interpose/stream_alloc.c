@@ -4,7 +4,6 @@
 #include "hook_common.h"
 
 #include "accounting.h"
-#include "arena.h"
 #include "contexts.h"
 #include "log.h"
 #include "settings.h"
