@@ -133,7 +133,7 @@ static int order_stream(vs_arena *a, uint64_t stream, uint64_t seen) {
   return 1;
 }
 
-void vs_arena_stream_gone(vs_arena *a, uint64_t stream) {
+void vs_arena_forget_stream(vs_arena *a, uint64_t stream) {
   if (!a || !stream) return;
   pthread_mutex_lock(&a->lane_mu);
   int i = lane_wait_of(a, stream);

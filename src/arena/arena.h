@@ -147,7 +147,7 @@ int vs_arena_free_lane(vs_arena *a, uint64_t addr);
 int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *addr);
 /* `stream` names a new stream (its handle may be an old one's): it has
  * waited for nothing yet. */
-void vs_arena_stream_gone(vs_arena *a, uint64_t stream);
+void vs_arena_forget_stream(vs_arena *a, uint64_t stream);
 
 /* ---- Allocation --------------------------------------------------------- */
 /* 0, VS_BACKEND_OOM (after the OOM ladder), or VS_BACKEND_ERROR. Every

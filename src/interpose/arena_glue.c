@@ -241,10 +241,10 @@ static int arena_alloc(vs_arena *a, uint64_t size, int lane, uint64_t stream, ui
   return stream ? vs_arena_alloc_on(a, size, stream, addr) : vs_arena_alloc(a, size, addr);
 }
 
-void vs_arena_glue_stream_gone(uint64_t stream) {
+void vs_arena_glue_forget_stream(uint64_t stream) {
   vs_ctx_read_lock();   /* an arena lives while its context is linked */
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c))
-    vs_arena_stream_gone(atomic_load_explicit(&c->arena, memory_order_acquire), stream);
+    vs_arena_forget_stream(atomic_load_explicit(&c->arena, memory_order_acquire), stream);
   vs_ctx_read_unlock();
 }
 

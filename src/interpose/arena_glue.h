@@ -22,7 +22,7 @@
 int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, uint64_t *addr, CUresult *res);
 /* A stream was just made: no arena may take its handle for one already
  * ordered after its lane. */
-void vs_arena_glue_stream_gone(uint64_t stream);
+void vs_arena_glue_forget_stream(uint64_t stream);
 /* Returns a block of ctx's arena; lane 1: a cuMemFreeAsync on ctx's legacy
  * stream. 0 done, -1 not one of its blocks. */
 int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane);

@@ -265,7 +265,7 @@ void vs_stream_syncs_created(CUresult r, CUstream s, const vs_stream_note *n) {
   if (!e) vs_stream_syncs_off("out of host memory for the stream table");
   /* Only a stream recorded here is served off the lane (stream_alloc.c): a
    * handle made again may not pass for one already ordered after a lane. */
-  else vs_arena_glue_stream_gone((uint64_t)(uintptr_t)s);
+  else vs_arena_glue_forget_stream((uint64_t)(uintptr_t)s);
 }
 
 uint64_t vs_stream_syncs_ctx_of(CUstream h) {

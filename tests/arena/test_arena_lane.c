@@ -260,7 +260,7 @@ static void lane_ordered(vs_arena_mode mode, int with_order) {
     assert_int_equal(vs_arena_alloc_on(f.a, big, 3, &p), 0);
     uint64_t syncs0 = syncs_of(f.a);
     int orders0 = g_om.orders, dsyncs0 = d.syncs;
-    vs_arena_stream_gone(f.a, 3);
+    vs_arena_forget_stream(f.a, 3);
     g_om.ordered[3] = 0;
     assert_int_equal(vs_arena_alloc_on(f.a, big, 3, &q), 0);
     om_assert_on(q, big, 3);
