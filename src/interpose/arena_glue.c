@@ -290,10 +290,12 @@ int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane) {
   return lane ? vs_arena_free_lane(a, addr) : vs_arena_free(a, addr);
 }
 
-void vs_arena_glue_trim(vs_ctx *ctx) {
+static void trim_ctx(vs_ctx *ctx, uint64_t keep_bytes) {
   vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
-  if (a) vs_arena_trim(a, 0);
+  if (a) vs_arena_trim(a, keep_bytes);
 }
+
+void vs_arena_glue_trim(vs_ctx *ctx) { trim_ctx(ctx, 0); }
 
 void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
@@ -315,8 +317,7 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
     vs_ctx_read_unlock();
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-      if (a) vs_arena_trim(a, keep_bytes);
+      trim_ctx(c, keep_bytes);
       vs_ctx_put(c);
     }
     done += n;

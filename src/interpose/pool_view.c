@@ -39,9 +39,12 @@ static int has_pool_bytes(int card) {
   return live || high;
 }
 
+static int is_high(CUmemPool_attribute attr) {
+  return attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+}
+
 static int is_byte_count(CUmemPool_attribute attr) {
-  return attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ||
-         attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+  return is_high(attr) || attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
 }
 
 CUresult vs_hook_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
@@ -54,8 +57,7 @@ CUresult vs_hook_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   if (card < 0) return r;
   uint64_t live, high;
   vs_acct_pool_bytes(card, &live, &high);
-  int is_high = attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
-  *(cuuint64_t *)value += is_high ? high : live;
+  *(cuuint64_t *)value += is_high(attr) ? high : live;
   return r;
 }
 
@@ -65,8 +67,7 @@ CUresult vs_hook_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   CUresult r = real->cuMemPoolSetAttribute(pool, attr, value);
   vs_guard_leave();
   /* The driver accepts only 0 for a high: a reset. */
-  if (r != CUDA_SUCCESS || (attr != CU_MEMPOOL_ATTR_USED_MEM_HIGH && attr != CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH))
-    return r;
+  if (r != CUDA_SUCCESS || !is_high(attr)) return r;
   int card = default_pool_card(real, pool, has_pool_bytes);
   if (card >= 0) vs_acct_pool_reset_high(card);
   return r;
