@@ -105,6 +105,21 @@ static void lane(void) {
   T_CU(cuStreamDestroy(s));
 }
 
+/* A block of n bytes holding a, allocated and freed on the lane while
+ * slow legacy-stream work (up to ms, until g_release) is queued before
+ * its read into got: the freed block's old owner still reads it. */
+static CUdeviceptr freed_under_slow_read(size_t n, const unsigned char *a, unsigned char *got, int ms) {
+  CUdeviceptr x;
+  memset(got, 0, n);
+  T_CU(cuMemAllocAsync(&x, n, NULL));
+  T_CU(cuMemcpyHtoD(x, a, n));
+  atomic_store(&g_release, 0);
+  T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)ms));
+  T_CU(cuMemcpyDtoHAsync(got, x, n, NULL));
+  T_CU(cuMemFreeAsync(x, NULL));
+  return x;
+}
+
 /* Bit 0: the legacy stream read bytes a cuMemAlloc's owner wrote after
  * the free; bit 1: the same for a cuMemAllocAsync's on the other stream. */
 static int off_lane(int unsafe) {
@@ -114,14 +129,7 @@ static int off_lane(int unsafe) {
   unsigned char *a = malloc(n), *b = malloc(n), *got = malloc(n);
   fill(a, n, 0x11);
   fill(b, n, 0xb2);
-  memset(got, 0, n);
-  CUdeviceptr x, y;
-  T_CU(cuMemAllocAsync(&x, n, NULL));
-  T_CU(cuMemcpyHtoD(x, a, n));
-  atomic_store(&g_release, 0);
-  T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)1000));
-  T_CU(cuMemcpyDtoHAsync(got, x, n, NULL));
-  T_CU(cuMemFreeAsync(x, NULL));
+  CUdeviceptr y, x = freed_under_slow_read(n, a, got, 1000);
   uint64_t syncs0 = own_syncs();
   T_CU(cuMemAlloc(&y, n));   /* off the lane: may be used on any stream at once */
   T_CU(cuMemcpyHtoDAsync(y, b, n, s));
@@ -137,14 +145,7 @@ static int off_lane(int unsafe) {
   T_CU(cuMemFree(y));
 
   /* The same, the new owner a cuMemAllocAsync on s: s waits, not the host. */
-  CUdeviceptr x2, y2, small;
-  memset(got, 0, n);
-  T_CU(cuMemAllocAsync(&x2, n, NULL));
-  T_CU(cuMemcpyHtoD(x2, a, n));
-  atomic_store(&g_release, 0);
-  T_CU(cuLaunchHostFunc(NULL, sleeper, (void *)(intptr_t)300));
-  T_CU(cuMemcpyDtoHAsync(got, x2, n, NULL));
-  T_CU(cuMemFreeAsync(x2, NULL));
+  CUdeviceptr y2, small, x2 = freed_under_slow_read(n, a, got, 300);
   uint64_t syncs1 = own_syncs(), pool0 = pool_allocs();
   T_CU(cuMemAllocAsync(&y2, n, s));
   T_CU(cuMemcpyHtoDAsync(y2, b, n, s));

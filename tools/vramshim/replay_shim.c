@@ -34,8 +34,8 @@
 
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 
-/* The mode in the config: the policy name without "shim-". */
-/* "shim-vmm" -> "vmm"; "shim-vmm-async" -> "vmm" (its child runs --async). */
+/* The mode in the config: the policy name without "shim-" or "-async"
+ * ("shim-vmm-async" -> "vmm"; its child runs --async). */
 static const char *mode_of(const vs_policy *p, char *buf, size_t len) {
   snprintf(buf, len, "%s", p->name + 5);
   char *dash = strchr(buf, '-');
