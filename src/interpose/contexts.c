@@ -88,23 +88,25 @@ static void wait_refs(vs_ctx *c) {
   while (atomic_load(&c->refs) > 0) nanosleep(&ts, NULL);
 }
 
-int vs_ctx_is_current(const vs_real_table *real, const vs_ctx *c) {
-  if (!c || !real || !real->cuCtxGetCurrent) return 0;
+/* The calling thread's current context, asked of the driver; NULL when
+ * there is none (or the driver cannot say). */
+static CUcontext current_handle(const vs_real_table *real) {
+  if (!real || !real->cuCtxGetCurrent) return NULL;
   CUcontext h = NULL;
   vs_guard_enter();
   CUresult r = real->cuCtxGetCurrent(&h);
   vs_guard_leave();
-  return r == CUDA_SUCCESS && h && (uint64_t)(uintptr_t)h == c->handle;
+  return r == CUDA_SUCCESS ? h : NULL;
+}
+
+int vs_ctx_is_current(const vs_real_table *real, const vs_ctx *c) {
+  CUcontext h = c ? current_handle(real) : NULL;
+  return h && (uint64_t)(uintptr_t)h == c->handle;
 }
 
 vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
-  if (!real || !real->cuCtxGetCurrent) return NULL;
-  CUcontext h = NULL;
-  CUresult r;
-  vs_guard_enter();
-  r = real->cuCtxGetCurrent(&h);
-  vs_guard_leave();
-  if (r != CUDA_SUCCESS || !h) return NULL;
+  CUcontext h = current_handle(real);
+  if (!h) return NULL;
   vs_ctx *c = cached((uint64_t)(uintptr_t)h, 0);
   if (c) return c;
   pthread_rwlock_rdlock(&g_lock);
