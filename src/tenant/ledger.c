@@ -684,6 +684,23 @@ static vs_ledger_shm *enter(vs_ledger *h) {
 }
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 
+/* The process leaves the card: its slot's bytes leave its tenant's totals
+ * and the slot is free again. Caller holds h->mu and has checked the file. */
+static void give_slot_back(vs_ledger *h) {
+  vs_ledger_shm *s = h->shm;
+  if (lock_shm(s) != 0) return;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  write_begin(s);
+  uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
+  VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
+  VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
+  free_slot_locked(s, sl);
+  write_end(s);
+  __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+  unlock_shm(s);
+  wake_waiters(s);
+}
+
 void vs_ledger_exit(vs_ledger *h) {
   if (!h || h->fd < 0) return;
   pthread_mutex_lock(&h->mu);
@@ -691,18 +708,7 @@ void vs_ledger_exit(vs_ledger *h) {
   int sound = !h->exited && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
               s->slots[h->slot].pid == h->pid;
   h->exited = 1;
-  if (sound && lock_shm(s) == 0) {
-    vs_ledger_slot *sl = &s->slots[h->slot];
-    write_begin(s);
-    uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
-    VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
-    VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-    free_slot_locked(s, sl);
-    write_end(s);
-    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-    unlock_shm(s);
-    wake_waiters(s);
-  }
+  if (sound) give_slot_back(h);
   pthread_mutex_unlock(&h->mu);
 }
 
@@ -734,18 +740,7 @@ void vs_ledger_close(vs_ledger *h) {
    * descriptor, and the others reclaim the slot. */
   int sound = h->fd >= 0 && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
               s->slots[h->slot].pid == h->pid;
-  if (sound && lock_shm(s) == 0) {
-    vs_ledger_slot *sl = &s->slots[h->slot];
-    write_begin(s);
-    uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
-    VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
-    VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-    free_slot_locked(s, sl);
-    write_end(s);
-    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-    unlock_shm(s);
-    wake_waiters(s);
-  }
+  if (sound) give_slot_back(h);
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   if (h->fd >= 0) {
