@@ -140,10 +140,15 @@ int bench_bound(const char *path, double factor) {
     }
     snprintf(need, sizeof need, "99%% would need holding up to x%.2f", hi);
   }
+  /* Each of those calls is a growth. A VMM arena grows with a cuMemCreate,
+   * a cuMemMap and a cuMemSetAccess (after one cuMemAddressReserve); a
+   * cuMemAlloc allocator, PyTorch's included, with one call. */
   printf("vramshim: bound %s: %llu allocations, %llu raise the live high-water mark; holding at most x%.2f "
-         "the high-water mark so far, at least %llu need a driver call: at best %.2f%% served from cache; %s\n",
+         "the high-water mark so far, at least %llu need a driver call: at best %.2f%% served from cache; %s; "
+         "driver calls at least %llu growing by cuMemAlloc, %llu by VMM (every kind)\n",
          name, (unsigned long long)allocs, (unsigned long long)raise, factor, (unsigned long long)calls,
-         100.0 * (1.0 - (double)calls / (double)allocs), need);
+         100.0 * (1.0 - (double)calls / (double)allocs), need, (unsigned long long)calls,
+         (unsigned long long)(3 * calls + 1));
   vs_trace_free(&tr);
   return 0;
 }
