@@ -239,8 +239,5 @@ void vs_ipc_atfork_child(void) {
 /* The records die with their exporter (so does the memory they name). */
 __attribute__((destructor)) static void remove_records(void) {
   if (g_fd < 0 || !vs_plat_exit_work_ok()) return;
-  int dfd = vs_settings_ledger_dir_open(0);
-  if (dfd < 0) return;
-  vs_plat_rec_unlink(dfd, (int)getpid());
-  close(dfd);
+  vs_settings_ledger_dir_unlink(vs_plat_rec_unlink);
 }

@@ -466,8 +466,5 @@ void vs_ipc_vmm_atfork_child(void) {
  * process with that pid replaces it, an importer's connect is refused). */
 __attribute__((destructor)) static void remove_socket(void) {
   if (g_server < 0 || !vs_plat_exit_work_ok()) return;
-  int dfd = vs_settings_ledger_dir_open(0);
-  if (dfd < 0) return;
-  vs_plat_chan_unlink(dfd, (int)getpid());
-  close(dfd);
+  vs_settings_ledger_dir_unlink(vs_plat_chan_unlink);
 }

@@ -87,3 +87,10 @@ int vs_settings_ledger_dir_open(int create) {
   if (dfd < 0 && !errno) errno = EACCES;   /* refused by its checks: the callers say strerror(errno) */
   return dfd;
 }
+
+void vs_settings_ledger_dir_unlink(void (*unlink_in)(int dfd, int pid)) {
+  int dfd = vs_settings_ledger_dir_open(0);
+  if (dfd < 0) return;
+  unlink_in(dfd, (int)getpid());
+  close(dfd);
+}

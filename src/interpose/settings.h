@@ -28,6 +28,9 @@ const vs_settings *vs_settings_get(void);
  * as a directory descriptor without following a symlink; made 0700 first
  * when create is set. -1 with errno on failure. */
 int vs_settings_ledger_dir_open(int create);
+/* Exit-time cleanup of this process's own files there: calls
+ * unlink_in(folder, this pid); nothing when the folder cannot be opened. */
+void vs_settings_ledger_dir_unlink(void (*unlink_in)(int dfd, int pid));
 
 /* 1 when the environment variable `name` turns a mechanism off ("off" or
  * "0"), for the switches read outside the config (VRAMSHIM_STREAM_ORDER,
