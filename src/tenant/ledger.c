@@ -629,6 +629,27 @@ static const char *file_trouble(vs_ledger *h, int force) {
   return NULL;
 }
 
+/* This process leaves file s, when s is sound and still lists it in
+ * `slot`: the slot's bytes leave its tenant's totals and the slot is free
+ * again. announce: the others learn of it at once (generation, wake-ups);
+ * a file being left for another one needs no such news. 1 when left. */
+static int leave_file(vs_ledger_shm *s, int slot, uint32_t tenant, int pid, int announce) {
+  if (vs_plat_guard_broken(s) || __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC ||
+      s->slots[slot].pid != pid || lock_shm(s) != 0)
+    return 0;
+  vs_ledger_slot *sl = &s->slots[slot];
+  write_begin(s);
+  uint64_t u = s->tenants[tenant].used, sp = s->tenants[tenant].spilled;
+  VS_STORE(&s->tenants[tenant].used, u >= sl->held ? u - sl->held : 0);
+  VS_STORE(&s->tenants[tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
+  free_slot_locked(s, sl);
+  write_end(s);
+  if (announce) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+  unlock_shm(s);
+  if (announce) wake_waiters(s);
+  return 1;
+}
+
 /* Caller holds h->mu. Re-attaches to the ledger now at the path, carrying
  * this process's usage; the old mapping becomes private zero pages (the
  * address stays valid for lock-free readers) and the old descriptor is
@@ -651,17 +672,7 @@ static void reattach(vs_ledger *h, const char *why) {
   }
   /* The old file, when still sound (deleted or replaced, not damaged), no
    * longer lists this process: its dump mailbox there is given up too. */
-  if (!vs_plat_guard_broken(old) && __atomic_load_n(&old->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
-      old->slots[old_slot].pid == h->pid && lock_shm(old) == 0) {
-    vs_ledger_slot *sl = &old->slots[old_slot];
-    write_begin(old);
-    uint64_t u = old->tenants[old_tenant].used, sp = old->tenants[old_tenant].spilled;
-    VS_STORE(&old->tenants[old_tenant].used, u >= sl->held ? u - sl->held : 0);
-    VS_STORE(&old->tenants[old_tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-    free_slot_locked(old, sl);
-    write_end(old);
-    unlock_shm(old);
-  }
+  leave_file(old, old_slot, old_tenant, h->pid, 0);
   vs_plat_guard_retire(old, sizeof *old);
   close(old_fd);
   h->reattach_failed = 0;
@@ -684,31 +695,11 @@ static vs_ledger_shm *enter(vs_ledger *h) {
 }
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 
-/* The process leaves the card: its slot's bytes leave its tenant's totals
- * and the slot is free again. Caller holds h->mu and has checked the file. */
-static void give_slot_back(vs_ledger *h) {
-  vs_ledger_shm *s = h->shm;
-  if (lock_shm(s) != 0) return;
-  vs_ledger_slot *sl = &s->slots[h->slot];
-  write_begin(s);
-  uint64_t u = s->tenants[h->tenant].used, sp = s->tenants[h->tenant].spilled;
-  VS_STORE(&s->tenants[h->tenant].used, u >= sl->held ? u - sl->held : 0);
-  VS_STORE(&s->tenants[h->tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-  free_slot_locked(s, sl);
-  write_end(s);
-  __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-  unlock_shm(s);
-  wake_waiters(s);
-}
-
 void vs_ledger_exit(vs_ledger *h) {
   if (!h || h->fd < 0) return;
   pthread_mutex_lock(&h->mu);
-  vs_ledger_shm *s = h->shm;
-  int sound = !h->exited && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
-              s->slots[h->slot].pid == h->pid;
+  if (!h->exited) leave_file(h->shm, h->slot, h->tenant, h->pid, 1);
   h->exited = 1;
-  if (sound) give_slot_back(h);
   pthread_mutex_unlock(&h->mu);
 }
 
@@ -738,9 +729,7 @@ void vs_ledger_close(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   /* A damaged or truncated file is left alone: its slot lock goes with the
    * descriptor, and the others reclaim the slot. */
-  int sound = h->fd >= 0 && !vs_plat_guard_broken(s) && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC &&
-              s->slots[h->slot].pid == h->pid;
-  if (sound) give_slot_back(h);
+  if (h->fd >= 0) leave_file(s, h->slot, h->tenant, h->pid, 1);
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   if (h->fd >= 0) {
