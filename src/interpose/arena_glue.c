@@ -165,19 +165,34 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   return a;
 }
 
-void vs_arena_glue_leave_order(void) {
-  /* The arenas' contexts by id (a reference each for the sync, which runs
-   * outside the registry's lock); a process has few contexts. */
-  uint64_t ids[64];
-  int n = 0, more = 0;
+/* The ids of the contexts with an arena (on `card`, or on any card when
+ * card < 0), the first `skip` of them left out, at most cap; *more (when
+ * given) says whether there were others. Under the registry's read lock,
+ * so that the callers act on each context outside it (by id, with a
+ * reference): their work may sync and call the driver. */
+static size_t arena_ctx_ids(int card, size_t skip, uint64_t *ids, size_t cap, int *more) {
+  size_t n = 0, seen = 0;
+  if (more) *more = 0;
   vs_ctx_read_lock();
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
-    if (!atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
-    if (n < 64) ids[n++] = c->id;
-    else more = 1;
+    if ((card >= 0 && c->card != card) || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+    if (seen++ < skip) continue;
+    if (n == cap) {
+      if (more) *more = 1;
+      break;
+    }
+    ids[n++] = c->id;
   }
   vs_ctx_read_unlock();
-  for (int i = 0; i < n; i++) {
+  return n;
+}
+
+void vs_arena_glue_leave_order(void) {
+  /* A reference each for the sync; a process has few contexts. */
+  uint64_t ids[64];
+  int more;
+  size_t n = arena_ctx_ids(-1, 0, ids, sizeof ids / sizeof ids[0], &more);
+  for (size_t i = 0; i < n; i++) {
     vs_ctx *c = vs_ctx_acquire_id(ids[i]);
     if (!c) continue;   /* ended meanwhile: its work is over */
     pthread_mutex_lock(&g_create_lock);
@@ -307,14 +322,7 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
   uint64_t ids[32];
   size_t done = 0, n;
   do {
-    size_t seen = 0;
-    n = 0;
-    vs_ctx_read_lock();
-    for (vs_ctx *c = vs_ctx_next(NULL); c && n < sizeof ids / sizeof ids[0]; c = vs_ctx_next(c)) {
-      if (c->card != card || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
-      if (seen++ >= done) ids[n++] = c->id;
-    }
-    vs_ctx_read_unlock();
+    n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
       trim_ctx(c, keep_bytes);
