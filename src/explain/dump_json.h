@@ -8,10 +8,14 @@
 #include <stddef.h>
 
 #include "dump_model.h"
+#include "json.h"
 
 /* The JSON text, malloc'd and NUL-terminated (length in *len if given);
  * NULL when memory runs out. */
 char *vs_dump_to_json(const vs_dump *d, size_t *len);
+/* The dump as the next value of w (a document of its own, or an element of
+ * a list: `vramshim dump --all --json`). */
+void vs_dump_write_json(vs_jw *w, const vs_dump *d);
 /* Writes the JSON text to fd (all of it, retrying short writes). 0 or -1. */
 int vs_dump_write_fd(const vs_dump *d, int fd);
 

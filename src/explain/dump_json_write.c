@@ -1,201 +1,153 @@
-/* Dump -> JSON text. One key per line down to the card figures; blocks and
- * samples one per line, so a dump reads well in a pager and diffs well. */
+/* Dump -> JSON, through the JSON writer (json.h). One key per line down to
+ * the card figures; blocks and samples one per line, so a dump reads well
+ * in a pager and diffs well. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dump_json.h"
-#include "sbuf.h"
+#include "json.h"
 #include "timeutil.h"
 
-static void key(vs_sbuf *b, int indent, const char *k) {
-  static const char spaces[] = "                ";
-  vs_sb_put(b, spaces, (size_t)(indent < 16 ? indent : 16));
-  vs_sb_json_str(b, k);
-  vs_sb_put(b, ": ", 2);
-}
-
-static void kv_u64(vs_sbuf *b, int indent, const char *k, uint64_t v) {
-  key(b, indent, k);
-  vs_sb_u64(b, v);
-  vs_sb_put(b, ",\n", 2);
-}
-
-static void iso_time(vs_sbuf *b, uint64_t ms) {
+static void iso_time(char *s, size_t len, uint64_t ms) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;
-  char s[40];
   vs_plat_gmtime(t, &tm);
-  strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-  vs_sb_puts(b, s);
-  vs_sb_printf(b, ".%03uZ", (unsigned)(ms % 1000));
+  size_t n = strftime(s, len, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(s + n, len - n, ".%03uZ", (unsigned)(ms % 1000));
 }
 
-static void write_card(vs_sbuf *b, const vs_dump_card *c) {
-  vs_sb_puts(b, "    {\n");
-  key(b, 6, "index");
-  vs_sb_i64(b, c->index);
-  vs_sb_puts(b, ",\n");
-  key(b, 6, "arena");
-  vs_sb_json_str(b, c->arena);
-  vs_sb_puts(b, ",\n");
-  kv_u64(b, 6, "capacity", c->capacity);
-  kv_u64(b, 6, "live_bytes", c->live_bytes);
-  kv_u64(b, 6, "live_count", c->live_count);
-  kv_u64(b, 6, "peak_live_bytes", c->peak_live_bytes);
-  kv_u64(b, 6, "reserved_bytes", c->reserved_bytes);
-  kv_u64(b, 6, "peak_reserved_bytes", c->peak_reserved_bytes);
-  kv_u64(b, 6, "internal_waste", c->internal_waste);
-  kv_u64(b, 6, "free_bytes", c->free_bytes);
-  kv_u64(b, 6, "pending_bytes", c->pending_bytes);
-  kv_u64(b, 6, "largest_free", c->largest_free);
-  key(b, 6, "external_fragmentation");
-  vs_sb_fixed(b, c->external_fragmentation, 6);
-  vs_sb_puts(b, ",\n");
-  kv_u64(b, 6, "requests", c->requests);
-  kv_u64(b, 6, "served_from_cache", c->served_from_cache);
-  kv_u64(b, 6, "spilled_bytes", c->spilled_bytes);           /* 1.1 */
-  kv_u64(b, 6, "peak_spilled_bytes", c->peak_spilled_bytes); /* 1.1 */
-  kv_u64(b, 6, "spilled_count", c->spilled_count);           /* 1.1 */
+static void write_card(vs_jw *w, const vs_dump_card *c) {
+  vs_jw_object(w, VS_JSON_BLOCK);
+  vs_jw_ki64(w, "index", c->index);
+  vs_jw_kstr(w, "arena", c->arena);
+  vs_jw_ku64(w, "capacity", c->capacity);
+  vs_jw_ku64(w, "live_bytes", c->live_bytes);
+  vs_jw_ku64(w, "live_count", c->live_count);
+  vs_jw_ku64(w, "peak_live_bytes", c->peak_live_bytes);
+  vs_jw_ku64(w, "reserved_bytes", c->reserved_bytes);
+  vs_jw_ku64(w, "peak_reserved_bytes", c->peak_reserved_bytes);
+  vs_jw_ku64(w, "internal_waste", c->internal_waste);
+  vs_jw_ku64(w, "free_bytes", c->free_bytes);
+  vs_jw_ku64(w, "pending_bytes", c->pending_bytes);
+  vs_jw_ku64(w, "largest_free", c->largest_free);
+  vs_jw_kfixed(w, "external_fragmentation", c->external_fragmentation, 6);
+  vs_jw_ku64(w, "requests", c->requests);
+  vs_jw_ku64(w, "served_from_cache", c->served_from_cache);
+  vs_jw_ku64(w, "spilled_bytes", c->spilled_bytes);           /* 1.1 */
+  vs_jw_ku64(w, "peak_spilled_bytes", c->peak_spilled_bytes); /* 1.1 */
+  vs_jw_ku64(w, "spilled_count", c->spilled_count);           /* 1.1 */
 
-  key(b, 6, "driver_calls");
-  vs_sb_puts(b, "{");
-  for (size_t i = 0; i < c->ncalls; i++) {
-    vs_sb_puts(b, i ? ", " : "");
-    vs_sb_json_str(b, c->calls[i].name);
-    vs_sb_puts(b, ": ");
-    vs_sb_u64(b, c->calls[i].count);
-  }
-  vs_sb_puts(b, "},\n");
+  vs_jw_key(w, "driver_calls");
+  vs_jw_object(w, VS_JSON_INLINE);
+  for (size_t i = 0; i < c->ncalls; i++) vs_jw_ku64(w, c->calls[i].name, c->calls[i].count);
+  vs_jw_end(w);
 
-  key(b, 6, "free_histogram");
-  vs_sb_puts(b, "[");
-  int first = 1;
+  vs_jw_key(w, "free_histogram");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (unsigned i = 0; i < VS_DUMP_HIST_BUCKETS; i++) {
     if (!c->hist_count[i] && !c->hist_bytes[i]) continue;
-    vs_sb_puts(b, first ? "\n        " : ",\n        ");
-    first = 0;
-    vs_sb_printf(b, "{\"log2\": %u, \"count\": ", i);
-    vs_sb_u64(b, c->hist_count[i]);
-    vs_sb_puts(b, ", \"bytes\": ");
-    vs_sb_u64(b, c->hist_bytes[i]);
-    vs_sb_puts(b, "}");
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_ku64(w, "log2", i);
+    vs_jw_ku64(w, "count", c->hist_count[i]);
+    vs_jw_ku64(w, "bytes", c->hist_bytes[i]);
+    vs_jw_end(w);
   }
-  vs_sb_puts(b, first ? "],\n" : "\n      ],\n");
+  vs_jw_end(w);
 
-  key(b, 6, "size_classes");
-  vs_sb_puts(b, "[");
+  vs_jw_key(w, "size_classes");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (size_t i = 0; i < c->nclasses; i++) {
-    vs_sb_puts(b, i ? ",\n        " : "\n        ");
-    vs_sb_puts(b, "{\"size\": ");
-    vs_sb_u64(b, c->classes[i].size);
-    vs_sb_puts(b, ", \"live\": ");
-    vs_sb_u64(b, c->classes[i].live);
-    vs_sb_puts(b, ", \"slots\": ");
-    vs_sb_u64(b, c->classes[i].slots);
-    vs_sb_puts(b, "}");
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_ku64(w, "size", c->classes[i].size);
+    vs_jw_ku64(w, "live", c->classes[i].live);
+    vs_jw_ku64(w, "slots", c->classes[i].slots);
+    vs_jw_end(w);
   }
-  vs_sb_puts(b, c->nclasses ? "\n      ],\n" : "],\n");
+  vs_jw_end(w);
 
   if (c->tenant.present) {
-    key(b, 6, "tenant");
-    vs_sb_puts(b, "{\"reserve\": ");
-    vs_sb_u64(b, c->tenant.reserve);
-    vs_sb_puts(b, ", \"limit\": ");
-    if (c->tenant.limit == VS_DUMP_UNLIMITED) vs_sb_puts(b, "null");
-    else vs_sb_u64(b, c->tenant.limit);
-    vs_sb_puts(b, ", \"usage\": ");
-    vs_sb_u64(b, c->tenant.usage);
-    vs_sb_puts(b, ", \"spilled\": ");   /* 1.1 */
-    vs_sb_u64(b, c->tenant.spilled);
-    vs_sb_puts(b, ", \"spill_max\": ");
-    if (c->tenant.spill_max) vs_sb_u64(b, c->tenant.spill_max);
-    else vs_sb_puts(b, "null");
-    vs_sb_puts(b, "},\n");
+    vs_jw_key(w, "tenant");
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_ku64(w, "reserve", c->tenant.reserve);
+    vs_jw_ku64_or_null(w, "limit", c->tenant.limit, VS_DUMP_UNLIMITED);
+    vs_jw_ku64(w, "usage", c->tenant.usage);
+    vs_jw_ku64(w, "spilled", c->tenant.spilled);                /* 1.1 */
+    vs_jw_ku64_or_null(w, "spill_max", c->tenant.spill_max, 0); /* 1.1 */
+    vs_jw_end(w);
   }
 
-  key(b, 6, "regions");
-  vs_sb_puts(b, "[");
+  vs_jw_key(w, "regions");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (size_t i = 0; i < c->nregions; i++) {
     const vs_dump_region *r = &c->regions[i];
-    vs_sb_puts(b, i ? ",\n        {\"base\": \"" : "\n        {\"base\": \"");
-    vs_sb_hex(b, r->base);
-    vs_sb_puts(b, "\", \"size\": ");
-    vs_sb_u64(b, r->size);
-    vs_sb_puts(b, ", \"kind\": ");
-    vs_sb_json_str(b, vs_dump_region_kind_name(r->kind));
-    if (r->class_size) {
-      vs_sb_puts(b, ", \"class_size\": ");
-      vs_sb_u64(b, r->class_size);
-    }
-    vs_sb_puts(b, ", \"blocks\": [");
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_key(w, "base");
+    vs_jw_hex(w, r->base);
+    vs_jw_ku64(w, "size", r->size);
+    vs_jw_kstr(w, "kind", vs_dump_region_kind_name(r->kind));
+    if (r->class_size) vs_jw_ku64(w, "class_size", r->class_size);
+    vs_jw_key(w, "blocks");
+    vs_jw_array(w, VS_JSON_BLOCK);
     for (size_t j = 0; j < r->nblocks; j++) {
       const vs_dump_block *k = &r->blocks[j];
-      vs_sb_puts(b, j ? ",\n          {\"offset\": " : "\n          {\"offset\": ");
-      vs_sb_u64(b, k->offset);
-      vs_sb_puts(b, ", \"size\": ");
-      vs_sb_u64(b, k->size);
-      vs_sb_puts(b, ", \"state\": ");
-      vs_sb_json_str(b, vs_dump_block_state_name(k->state));
-      vs_sb_puts(b, "}");
+      vs_jw_object(w, VS_JSON_INLINE);
+      vs_jw_ku64(w, "offset", k->offset);
+      vs_jw_ku64(w, "size", k->size);
+      vs_jw_kstr(w, "state", vs_dump_block_state_name(k->state));
+      vs_jw_end(w);
     }
-    vs_sb_puts(b, r->nblocks ? "\n        ]}" : "]}");
+    vs_jw_end(w);
+    vs_jw_end(w);
   }
-  vs_sb_puts(b, c->nregions ? "\n      ],\n" : "],\n");
+  vs_jw_end(w);
 
-  key(b, 6, "timeline");
-  vs_sb_puts(b, "[");
+  vs_jw_key(w, "timeline");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (size_t i = 0; i < c->nsamples; i++) {
     const vs_dump_sample *s = &c->samples[i];
-    vs_sb_puts(b, i ? ",\n        {\"t_ms\": " : "\n        {\"t_ms\": ");
-    vs_sb_u64(b, s->t_ms);
-    vs_sb_puts(b, ", \"live\": ");
-    vs_sb_u64(b, s->live);
-    vs_sb_puts(b, ", \"reserved\": ");
-    vs_sb_u64(b, s->reserved);
-    vs_sb_puts(b, ", \"largest_free\": ");
-    vs_sb_u64(b, s->largest_free);
-    vs_sb_puts(b, ", \"spilled\": ");   /* 1.1 */
-    vs_sb_u64(b, s->spilled);
-    vs_sb_puts(b, "}");
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_ku64(w, "t_ms", s->t_ms);
+    vs_jw_ku64(w, "live", s->live);
+    vs_jw_ku64(w, "reserved", s->reserved);
+    vs_jw_ku64(w, "largest_free", s->largest_free);
+    vs_jw_ku64(w, "spilled", s->spilled);   /* 1.1 */
+    vs_jw_end(w);
   }
-  vs_sb_puts(b, c->nsamples ? "\n      ]\n" : "]\n");
-  vs_sb_puts(b, "    }");
+  vs_jw_end(w);
+  vs_jw_end(w);
+}
+
+void vs_dump_write_json(vs_jw *w, const vs_dump *d) {
+  char when[48];
+  vs_jw_object(w, VS_JSON_BLOCK);
+  vs_jw_key(w, "schema_version");
+  vs_jw_strf(w, "%u.%u", d->schema_major, d->schema_minor);
+  vs_jw_kstr(w, "generator", "vramshim");
+  vs_jw_kstr(w, "reason", d->reason);
+  vs_jw_ku64(w, "time_unix_ms", d->time_unix_ms);
+  iso_time(when, sizeof when, d->time_unix_ms);
+  vs_jw_kstr(w, "time_utc", when);
+  vs_jw_key(w, "process");
+  vs_jw_object(w, VS_JSON_INLINE);
+  vs_jw_ki64(w, "pid", d->pid);
+  vs_jw_kstr(w, "exe", d->exe);
+  vs_jw_end(w);
+  vs_jw_kstr(w, "tenant", d->tenant);
+  vs_jw_key(w, "cards");
+  vs_jw_array(w, VS_JSON_BLOCK);
+  for (size_t i = 0; i < d->ncards; i++) write_card(w, &d->cards[i]);
+  vs_jw_end(w);
+  vs_jw_end(w);
 }
 
 char *vs_dump_to_json(const vs_dump *d, size_t *len) {
-  vs_sbuf b = {0};
-  vs_sb_puts(&b, "{\n");
-  key(&b, 2, "schema_version");
-  vs_sb_printf(&b, "\"%u.%u\",\n", d->schema_major, d->schema_minor);
-  key(&b, 2, "generator");
-  vs_sb_puts(&b, "\"vramshim\",\n");
-  key(&b, 2, "reason");
-  vs_sb_json_str(&b, d->reason);
-  vs_sb_puts(&b, ",\n");
-  kv_u64(&b, 2, "time_unix_ms", d->time_unix_ms);
-  key(&b, 2, "time_utc");
-  vs_sb_puts(&b, "\"");
-  iso_time(&b, d->time_unix_ms);
-  vs_sb_puts(&b, "\",\n");
-  key(&b, 2, "process");
-  vs_sb_puts(&b, "{\"pid\": ");
-  vs_sb_i64(&b, d->pid);
-  vs_sb_puts(&b, ", \"exe\": ");
-  vs_sb_json_str(&b, d->exe);
-  vs_sb_puts(&b, "},\n");
-  key(&b, 2, "tenant");
-  vs_sb_json_str(&b, d->tenant);
-  vs_sb_puts(&b, ",\n");
-  key(&b, 2, "cards");
-  vs_sb_puts(&b, "[\n");
-  for (size_t i = 0; i < d->ncards; i++) {
-    write_card(&b, &d->cards[i]);
-    vs_sb_puts(&b, i + 1 < d->ncards ? ",\n" : "\n");
-  }
-  vs_sb_puts(&b, "  ]\n}\n");
-  return vs_sb_take(&b, len);
+  vs_jw w;
+  vs_jw_init(&w, 0);
+  vs_dump_write_json(&w, d);
+  return vs_jw_take(&w, len);
 }
 
 int vs_dump_write_fd(const vs_dump *d, int fd) {
