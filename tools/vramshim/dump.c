@@ -22,7 +22,8 @@ static void usage(FILE *out) {
           "\n"
           "Shows a dump: summary figures, the free-extent histogram, size classes,\n"
           "one line per region of the memory map, and the timeline.\n"
-          "  --json       print the dump itself (normalised JSON) to stdout\n"
+          "  --json       print the dump itself (normalised JSON) to stdout; with\n"
+          "               --tenant or --all one document: {schema_version, dumps: [...]}\n"
           "  --svg OUT    write a picture: memory map and timeline plot\n"
           "  --diff A B   what changed from dump A to dump B (reserved, live,\n"
           "               fragmentation, histogram buckets, size classes)\n"
@@ -76,14 +77,34 @@ static int write_svg(const vs_dump *d, const char *out, size_t count) {
 static int show(const vs_dump *d, int json, const char *svg, size_t n) {
   if (svg) return write_svg(d, svg, n);
   if (json) {
-    size_t len;
-    char *text = vs_dump_to_json(d, &len);
-    if (!text) return -1;
-    int rc = fwrite(text, 1, len, stdout) == len ? 0 : -1;
-    free(text);
-    return rc;
+    vs_jw w;
+    vs_jw_init(&w, 0);
+    vs_dump_write_json(&w, d);
+    return vs_jw_print(&w, stdout);
   }
   return vs_render_text(stdout, d);
+}
+
+/* `dump --tenant T --json`, `dump --all --json`: one document, the dumps in
+ * a list (docs/dump-format.md, "Lists of dumps"; docs/schemas/dump-list.schema.json). */
+#define DUMP_LIST_SCHEMA_VERSION "1.0"
+
+static int print_list(const vs_dump *dumps, size_t n) {
+  vs_jw w;
+  vs_jw_init(&w, 0);
+  vs_jw_object(&w, VS_JSON_BLOCK);
+  vs_jw_kstr(&w, "schema_version", DUMP_LIST_SCHEMA_VERSION);
+  vs_jw_kstr(&w, "generator", "vramshim");
+  vs_jw_key(&w, "dumps");
+  vs_jw_array(&w, VS_JSON_BLOCK);
+  for (size_t i = 0; i < n; i++) vs_dump_write_json(&w, &dumps[i]);
+  vs_jw_end(&w);
+  vs_jw_end(&w);
+  if (vs_jw_print(&w, stdout)) {
+    fprintf(stderr, "vramshim: dump: out of memory writing the JSON\n");
+    return -1;
+  }
+  return 0;
 }
 
 int cmd_dump(int argc, char **argv) {
@@ -194,8 +215,10 @@ int cmd_dump(int argc, char **argv) {
     return 1;
   }
   int rc = 0;
+  /* --pid: the dump itself; --tenant, --all: one document listing them. */
+  if (json && (tenant || all) && n && print_list(dumps, n)) rc = 1;
   for (size_t i = 0; i < n; i++) {
-    if (show(&dumps[i], json, svg, n)) rc = 1;
+    if (!(json && (tenant || all)) && show(&dumps[i], json, svg, n)) rc = 1;
     vs_dump_free(&dumps[i]);
   }
   free(dumps);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "file.h"
+#include "json.h"
 #include "commands.h"
 #include "log.h"
 #include "replay.h"
@@ -74,7 +75,8 @@ static void usage(FILE *out) {
           "options:\n"
           "  --policy LIST             comma-separated policies, e.g. --policy vmm,pytorch\n"
           "  --json                    one JSON object per line per (trace, policy), sizes in\n"
-          "                            bytes: trace, policy, requests, frees, peak_live,\n"
+          "                            bytes (docs/schemas/replay.schema.json):\n"
+          "                            schema_version, trace, policy, requests, frees, peak_live,\n"
           "                            peak_reserved, reserved_over_live, smallest_card,\n"
           "                            card_over_live, served_from_cache (0..1),\n"
           "                            steady_requests, served_from_cache_steady (0..1),\n"
@@ -165,17 +167,6 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
 
 static const char *base_name(const char *path) { return vs_plat_base_name(path); }
 
-static void json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c < 0x20) fprintf(out, "\\u%04x", c);
-    else fputc(c, out);
-  }
-  fputc('"', out);
-}
-
 static int is_arena(const vs_policy *p) {
   return p == &vs_policy_chunks || p == &vs_policy_vmm || p == &vs_policy_chunks_async || p == &vs_policy_vmm_async ||
          p == &vs_policy_shim_vmm || p == &vs_policy_shim_chunks || p == &vs_policy_shim_vmm_async ||
@@ -186,39 +177,52 @@ static double ratio(uint64_t a, uint64_t b) {
   return b ? (double)a / (double)b : 0.0;
 }
 
+/* One JSON object per line per (trace, policy): JSON Lines, each line a
+ * document of docs/schemas/replay.schema.json. */
+#define REPLAY_SCHEMA_VERSION "1.0"
+
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
                        const vs_replay_result *r) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
-  fprintf(out, "{\"trace\":");
-  json_string(out, path);
-  fprintf(out,
-          ",\"policy\":\"%s\",\"requests\":%llu,\"frees\":%llu,\"peak_live\":%llu,\"peak_reserved\":%llu,"
-          "\"reserved_over_live\":%.6f,\"smallest_card\":%llu,\"card_over_live\":%.6f,"
-          "\"served_from_cache\":%.6f,\"steady_requests\":%llu,\"served_from_cache_steady\":%.6f,"
-          "\"driver_calls\":%llu,\"ns_per_request\":%.1f",
-          p->name, (unsigned long long)r->requests, (unsigned long long)r->frees,
-          (unsigned long long)r->peak_live, (unsigned long long)r->stats.peak_reserved,
-          (double)r->stats.peak_reserved / live, (unsigned long long)r->smallest_card,
-          (double)r->smallest_card / live,
-          ratio(r->served_from_cache, r->requests), (unsigned long long)r->steady_requests,
-          ratio(r->steady_served, r->steady_requests), (unsigned long long)r->stats.driver_calls, r->ns_per_request);
-  if (is_arena(p)) fprintf(out, ",\"release_threshold\":%llu", (unsigned long long)o->release_threshold);
+  vs_jw w;
+  vs_jw_init(&w, 1);
+  vs_jw_object(&w, VS_JSON_INLINE);
+  vs_jw_kstr(&w, "schema_version", REPLAY_SCHEMA_VERSION);
+  vs_jw_kstr(&w, "trace", path);
+  vs_jw_kstr(&w, "policy", p->name);
+  vs_jw_ku64(&w, "requests", r->requests);
+  vs_jw_ku64(&w, "frees", r->frees);
+  vs_jw_ku64(&w, "peak_live", r->peak_live);
+  vs_jw_ku64(&w, "peak_reserved", r->stats.peak_reserved);
+  vs_jw_kfixed(&w, "reserved_over_live", (double)r->stats.peak_reserved / live, 6);
+  vs_jw_ku64(&w, "smallest_card", r->smallest_card);
+  vs_jw_kfixed(&w, "card_over_live", (double)r->smallest_card / live, 6);
+  vs_jw_kfixed(&w, "served_from_cache", ratio(r->served_from_cache, r->requests), 6);
+  vs_jw_ku64(&w, "steady_requests", r->steady_requests);
+  vs_jw_kfixed(&w, "served_from_cache_steady", ratio(r->steady_served, r->steady_requests), 6);
+  vs_jw_ku64(&w, "driver_calls", r->stats.driver_calls);
+  vs_jw_kfixed(&w, "ns_per_request", r->ns_per_request, 1);
+  if (is_arena(p)) vs_jw_ku64(&w, "release_threshold", o->release_threshold);
   if (!p->run) {
-    fprintf(out, ",\"calls\":{");
-    for (int k = 0; k < VS_NCALLS; k++)
-      fprintf(out, "%s\"%s\":%llu", k ? "," : "", vs_call_names[k], (unsigned long long)r->stats.tally.calls[k]);
-    fprintf(out, "}");
-    if (o->costs) fprintf(out, ",\"modeled_driver_ms\":%.3f", r->stats.tally.ns / 1e6);
+    vs_jw_key(&w, "calls");
+    vs_jw_object(&w, VS_JSON_INLINE);
+    for (int k = 0; k < VS_NCALLS; k++) vs_jw_ku64(&w, vs_call_names[k], r->stats.tally.calls[k]);
+    vs_jw_end(&w);
+    if (o->costs) vs_jw_kfixed(&w, "modeled_driver_ms", r->stats.tally.ns / 1e6, 3);
   }
-  if (r->peak_live_warm) fprintf(out, ",\"peak_live_warm\":%llu", (unsigned long long)r->peak_live_warm);
-  if (r->have_probe)
-    fprintf(out, ",\"reserved_warm\":%llu,\"reserved_end\":%llu,\"calls_after_warm_hwm\":%llu,\"calls_after_warm_other\":%llu",
-            (unsigned long long)r->reserved_warm, (unsigned long long)r->reserved_end,
-            (unsigned long long)r->calls_hwm_after, (unsigned long long)r->calls_other_after);
-  if (p->run)
-    fprintf(out, ",\"card\":%llu,\"child_max_rss\":%llu", (unsigned long long)r->card,
-            (unsigned long long)r->child_max_rss);
-  fprintf(out, "}\n");
+  if (r->peak_live_warm) vs_jw_ku64(&w, "peak_live_warm", r->peak_live_warm);
+  if (r->have_probe) {
+    vs_jw_ku64(&w, "reserved_warm", r->reserved_warm);
+    vs_jw_ku64(&w, "reserved_end", r->reserved_end);
+    vs_jw_ku64(&w, "calls_after_warm_hwm", r->calls_hwm_after);
+    vs_jw_ku64(&w, "calls_after_warm_other", r->calls_other_after);
+  }
+  if (p->run) {
+    vs_jw_ku64(&w, "card", r->card);
+    vs_jw_ku64(&w, "child_max_rss", r->child_max_rss);
+  }
+  vs_jw_end(&w);
+  if (vs_jw_print(&w, out)) fprintf(stderr, "vramshim: replay: out of memory writing the JSON\n");
   fflush(out);
 }
 

@@ -9,9 +9,9 @@
 
 #include "commands.h"
 #include "config.h"
+#include "json.h"
 #include "ledger_read.h"
 #include "log.h"
-#include "sbuf.h"
 #include "timeutil.h"
 
 #define MAX_LEDGERS 64
@@ -113,67 +113,101 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
-/* Quoted and escaped as in dumps (vs_sb_json_str), to stdout. */
-static void json_str(const char *s) {
-  vs_sbuf b = {0};
-  vs_sb_json_str(&b, s);
-  fputs(b.failed ? "\"\"" : b.p, stdout);
-  vs_sb_free(&b);
-}
+/* docs/schemas/status.schema.json; a field added keeps the major version. */
+#define STATUS_SCHEMA_VERSION "1.0"
 
-static void json_limit(uint64_t v) {
-  if (v == VS_NO_LIMIT) printf("null");
-  else printf("%" PRIu64, v);
-}
-
-static void print_json(const vs_ledger_snapshot *s, int first, int events) {
-  printf("%s\n    {\"card\": ", first ? "" : ",");
-  json_str(s->card_id);
-  printf(", \"index\": %d, \"capacity\": %" PRIu64 ", \"headroom\": %" PRIu64 ", \"generation\": \"%016" PRIx64
-         "\", \"generations\": %d, \"consistent\": %s, \"dead_bytes\": %" PRIu64 ", \"dead_spilled\": %" PRIu64
-         ",\n     \"tenants\": [",
-         s->card_index, s->capacity, s->headroom, s->generation, s->generations, s->consistent ? "true" : "false",
-         s->dead_bytes, s->dead_spilled);
+static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
+  vs_jw_object(w, VS_JSON_BLOCK);
+  vs_jw_kstr(w, "card", s->card_id);
+  vs_jw_ki64(w, "index", s->card_index);
+  vs_jw_ku64(w, "capacity", s->capacity);
+  vs_jw_ku64(w, "headroom", s->headroom);
+  vs_jw_key(w, "generation");
+  vs_jw_strf(w, "%016" PRIx64, s->generation);
+  vs_jw_ki64(w, "generations", s->generations);
+  vs_jw_kbool(w, "consistent", s->consistent);
+  vs_jw_ku64(w, "dead_bytes", s->dead_bytes);
+  vs_jw_ku64(w, "dead_spilled", s->dead_spilled);
+  vs_jw_key(w, "tenants");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (int t = 0; t < s->ntenants; t++) {
     const vs_snap_tenant *x = &s->tenants[t];
-    printf("%s\n       {\"name\": ", t ? "," : "");
-    json_str(x->name);
-    printf(", \"reserve\": %" PRIu64 ", \"limit\": ", x->reserve);
-    json_limit(x->limit);
-    printf(", \"used\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"share\": %.4f, \"processes\": %d", x->used, x->peak,
-           s->capacity ? (double)x->used / (double)s->capacity : 0.0, x->nprocs);
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_kstr(w, "name", x->name);
+    vs_jw_ku64(w, "reserve", x->reserve);
+    vs_jw_ku64_or_null(w, "limit", x->limit, VS_NO_LIMIT);
+    vs_jw_ku64(w, "used", x->used);
+    vs_jw_ku64(w, "peak", x->peak);
+    vs_jw_kfixed(w, "share", s->capacity ? (double)x->used / (double)s->capacity : 0.0, 4);
+    vs_jw_ki64(w, "processes", x->nprocs);
+    /* The reservation's holders: how many live processes, the first pids. */
+    vs_jw_ki64(w, "reserve_processes", x->reserve_procs);
+    vs_jw_key(w, "reserve_held_by");
+    vs_jw_array(w, VS_JSON_INLINE);
+    for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) vs_jw_i64(w, x->reserve_pids[k]);
+    vs_jw_end(w);
     /* on_limit = spill (issue 13): host bytes, never part of used; spill_max null when the tenant does not spill */
-    printf(", \"spilled\": %" PRIu64 ", \"spill_peak\": %" PRIu64 ", \"spill_max\": ", x->spilled, x->spill_peak);
-    if (x->spill_max) printf("%" PRIu64 "}", x->spill_max);
-    else printf("null}");
-    printf(", \"reserve_held_by\": [");
-    for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s%d", k ? ", " : "", x->reserve_pids[k]);
-    printf("]}");
+    vs_jw_ku64(w, "spilled", x->spilled);
+    vs_jw_ku64(w, "spill_peak", x->spill_peak);
+    vs_jw_ku64_or_null(w, "spill_max", x->spill_max, 0);
+    vs_jw_end(w);
   }
-  printf("],\n     \"processes\": [");
+  vs_jw_end(w);
+  vs_jw_key(w, "processes");
+  vs_jw_array(w, VS_JSON_BLOCK);
   for (int i = 0; i < s->nprocs; i++) {
     const vs_snap_proc *p = &s->procs[i];
-    printf("%s\n       {\"pid\": %d, \"tenant\": ", i ? "," : "", p->pid);
-    json_str(p->tenant);
-    printf(", \"held\": %" PRIu64 ", \"live\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"generation\": \"%016" PRIx64
-           "\", \"alive\": %s, \"spilled\": %" PRIu64 "}",
-           p->held, p->live, p->peak, p->generation, p->alive ? "true" : "false", p->spilled);
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_ki64(w, "pid", p->pid);
+    vs_jw_kstr(w, "tenant", p->tenant);
+    vs_jw_ku64(w, "held", p->held);
+    vs_jw_ku64(w, "live", p->live);
+    vs_jw_ku64(w, "peak", p->peak);
+    vs_jw_key(w, "generation");
+    vs_jw_strf(w, "%016" PRIx64, p->generation);
+    vs_jw_kbool(w, "alive", p->alive);
+    vs_jw_ku64(w, "spilled", p->spilled);
+    vs_jw_ku64(w, "spill_peak", p->spill_peak);
+    vs_jw_end(w);
   }
-  printf("]");
+  vs_jw_end(w);
   if (events) {
-    printf(",\n     \"events\": [");
+    vs_jw_key(w, "events");
+    vs_jw_array(w, VS_JSON_BLOCK);
     for (int e = 0; e < s->nevents; e++) {
       const vs_snap_event *ev = &s->events[e];
-      printf("%s\n       {\"time_ns\": %" PRIu64 ", \"pid\": %d, \"tenant\": ", e ? "," : "", ev->time_ns, ev->pid);
-      json_str(ev->tenant);
-      printf(", \"kind\": \"%s\", \"bytes\": %" PRIu64 ", \"used\": %" PRIu64 ", \"limit\": ", ev->kind, ev->bytes,
-             ev->used);
-      json_limit(ev->limit);
-      printf("}");
+      vs_jw_object(w, VS_JSON_INLINE);
+      vs_jw_ku64(w, "time_ns", ev->time_ns);
+      vs_jw_ki64(w, "pid", ev->pid);
+      vs_jw_kstr(w, "tenant", ev->tenant);
+      vs_jw_kstr(w, "kind", ev->kind);
+      vs_jw_ku64(w, "bytes", ev->bytes);
+      vs_jw_ku64(w, "used", ev->used);
+      vs_jw_ku64_or_null(w, "limit", ev->limit, VS_NO_LIMIT);
+      vs_jw_end(w);
     }
-    printf("]");
+    vs_jw_end(w);
   }
-  printf("}");
+  vs_jw_end(w);
+}
+
+static int print_json(const char *dir, vs_ledger_snapshot **snaps, int n, int events) {
+  vs_jw w;
+  vs_jw_init(&w, 0);
+  vs_jw_object(&w, VS_JSON_BLOCK);
+  vs_jw_kstr(&w, "schema_version", STATUS_SCHEMA_VERSION);
+  vs_jw_kstr(&w, "generator", "vramshim");
+  vs_jw_kstr(&w, "ledger_dir", dir);
+  vs_jw_key(&w, "cards");
+  vs_jw_array(&w, VS_JSON_BLOCK);
+  for (int i = 0; i < n; i++) json_card(&w, snaps[i], events);
+  vs_jw_end(&w);
+  vs_jw_end(&w);
+  if (vs_jw_print(&w, stdout)) {
+    fprintf(stderr, "vramshim: status: out of memory writing the JSON\n");
+    return 1;
+  }
+  return 0;
 }
 
 /* ---- Prometheus -------------------------------------------------------------- */
@@ -300,11 +334,7 @@ int cmd_status(int argc, char **argv) {
     }
   }
   if (fmt == FMT_JSON) {
-    printf("{\"schema\": \"vramshim-status/1\", \"ledger_dir\": ");
-    json_str(dir);
-    printf(", \"cards\": [");
-    for (int i = 0; i < got; i++) print_json(snaps[i], i == 0, events);
-    printf("]}\n");
+    if (print_json(dir, snaps, got, events)) rc = 1;
   } else if (fmt == FMT_PROM) {
     print_prom(snaps, got);
   } else {
