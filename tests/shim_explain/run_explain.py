@@ -110,16 +110,13 @@ def load_validator(schema_path):
         return jsonschema.Draft202012Validator(json.load(f))
 
 
-def documents(text):
-    """Several JSON documents back to back (--tenant, --all)."""
-    dec, i, out = json.JSONDecoder(), 0, []
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return out
-        d, i = dec.raw_decode(text, i)
-        out.append(d)
+def dump_list(text):
+    """--tenant, --all: one document listing the dumps (docs/dump-format.md,
+    "Lists of dumps"; its schema is checked by tests/outputs)."""
+    doc = json.loads(text)
+    if doc.get("generator") != "vramshim" or not doc.get("schema_version", "").startswith("1."):
+        fail("not a dump list: %s" % sorted(doc))
+    return doc["dumps"]
 
 
 def check_dump(d, validator, pid, live, count, arena):
@@ -224,7 +221,7 @@ def t_tenant(env, v):
         r = env.tool(["dump"] + args + ["--json"])
         if r.returncode != 0:
             fail("vramshim dump %s exited %d: %s" % (args, r.returncode, r.stderr))
-        ds = documents(r.stdout)
+        ds = dump_list(r.stdout)
         for d in ds:
             want = [x for x in procs if x[1] == d["process"]["pid"]]
             if not want:
