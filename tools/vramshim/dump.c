@@ -215,10 +215,11 @@ int cmd_dump(int argc, char **argv) {
     return 1;
   }
   int rc = 0;
-  /* --pid: the dump itself; --tenant, --all: one document listing them. */
-  if (json && (tenant || all) && n && print_list(dumps, n)) rc = 1;
+  /* JSON of --pid: the dump itself; of --tenant, --all: one document listing them. */
+  int list = json && (tenant || all);
+  if (list && n && print_list(dumps, n)) rc = 1;
   for (size_t i = 0; i < n; i++) {
-    if (!(json && (tenant || all)) && show(&dumps[i], json, svg, n)) rc = 1;
+    if (!list && show(&dumps[i], json, svg, n)) rc = 1;
     vs_dump_free(&dumps[i]);
   }
   free(dumps);

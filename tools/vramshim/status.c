@@ -23,7 +23,7 @@ static void usage(FILE *out) {
           "usage: vramshim status [--ledger-dir DIR] [--json | --prometheus] [--events]\n"
           "  Usage of every tenant and process on each card, from the ledgers in DIR\n"
           "  (default: ledger_dir of $VRAMSHIM_CONFIG or /etc/vramshim.conf, else %s).\n"
-          "  --json        one JSON document\n"
+          "  --json        one JSON document (docs/schemas/status.schema.json)\n"
           "  --prometheus  text exposition format (node_exporter textfile collector)\n"
           "  --events      also the recent events: warn, limit, reclaim, spill\n",
           VS_DEFAULT_LEDGER_DIR);
