@@ -252,8 +252,11 @@ def t_live(env, schemas):
 
     # The next allocation on card 0 reclaims the dead process: a reclaim event.
     env.start("guest", ["0:%d" % MiB])
-    st = eventually(lambda: (lambda d: d if not any(not p["alive"] for p in by(d["cards"], "index")[0]["processes"])
-                             else None)(status(env, schemas, events=True)), "the dead process reclaimed")
+    def reclaimed():
+        d = status(env, schemas, events=True)
+        return d if all(p["alive"] for p in by(d["cards"], "index")[0]["processes"]) else None
+
+    st = eventually(reclaimed, "the dead process reclaimed")
     c0 = by(st["cards"], "index")[0]
     kinds = {e["kind"] for e in c0["events"]}
     for k in ("warn", "limit", "spill", "reclaim"):
