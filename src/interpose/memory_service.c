@@ -332,6 +332,10 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
      * context may have ended since this thread took the record: then the
      * driver freed it, and says so. */
     vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
+    /* Observed (the trace's free line) before the arena may hand the
+     * address to another thread, whose allocate line must come after it
+     * (issue 23: a trace recorded from several threads replays). */
+    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
     vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
     /* The lane is the legacy stream of the block's own context. */
     int lane = route == VS_ROUTE_LANE && vs_ctx_is_current(vs_driver_if_loaded(), c);
@@ -340,7 +344,6 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
     account(&op->rec, -1);
-    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
     /* Someone on this card waits for memory (on_limit = wait): what this
      * process caches is charged to it, so give the cache back now rather
      * than at the next growth or exit. One load of the ledger when nobody waits. */
@@ -362,6 +365,10 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     op->result = CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
+  /* Observed before the driver may hand the address out again (see the
+   * arena's case above); vs_mem_free_end observes it again if the driver
+   * refuses the free. */
+  if (holds_device_memory(op->rec.kind)) vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
   return VS_MEM_PASS;
 }
 
@@ -374,18 +381,18 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   }
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
-    /* Still live in the driver, so nobody can have been handed the key. */
+    /* Still live in the driver, so nobody can have been handed the key.
+     * vs_mem_free_begin observed the free: observed live again (a trace
+     * shows the refused free as a free and an allocate of the block). */
     vs_tracker_insert(op->space, &op->rec, NULL);
+    if (holds_device_memory(op->rec.kind)) vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
     vs_ctx_put(op->ctx);
     op->ctx = NULL;
     return r;
   }
   vs_ctx_put(op->ctx);
   op->ctx = NULL;
-  if (holds_device_memory(op->rec.kind)) {
-    vs_acct_request(op->rec.card, 0);
-    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
-  }
+  if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
   account(&op->rec, -1);
   if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
   else if (holds_device_memory(op->rec.kind)) vs_quota_refresh_live(op->rec.card);
