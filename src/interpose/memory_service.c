@@ -48,11 +48,14 @@ static void account(const vs_alloc_info *rec, int sign) {
   }
 }
 
-/* A request for device memory that failed (refused by the quota or the
- * arena, or the driver's error): counted, and observed (a dump may follow). */
-static void failed(const vs_mem_op *op) {
+/* A request for device memory that failed with r: counted. Observed as a
+ * refusal (a dump may follow) only for want of memory (refused by the quota
+ * or the arena, the driver's OOM): CUDA_ERROR_NOT_INITIALIZED before
+ * cuInit, say, is no refusal (issue 23). */
+static void failed(const vs_mem_op *op, CUresult r) {
   vs_acct_failed(op->rec.card);
-  vs_observe_refused(op->rec.card, op->rec.size);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) vs_observe_refused(op->rec.card, op->rec.size);
+  else vs_observe_failed(op->rec.card, op->rec.size);
 }
 
 /* Arena blocks' CU_POINTER_ATTRIBUTE_BUFFER_ID: one counter for the
@@ -194,7 +197,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
         op->addr = addr;
         record(op);
       } else {
-        failed(op);
+        failed(op, res);
       }
       return done(op);
     }
@@ -219,7 +222,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   if (ended_while_waiting(op)) return done(op);
   if (q != CUDA_SUCCESS) {
     op->result = q;
-    failed(op);
+    failed(op, q);
     return done(op);
   }
   op->rec.charged = 1;
@@ -247,7 +250,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
       done(op);
       return CUDA_SUCCESS;
     }
-    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op);
+    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op, r);
     done(op);
     return r;
   }
