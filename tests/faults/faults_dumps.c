@@ -1,0 +1,194 @@
+/* Dumps and their log lines bounded (issue 23, point 8): real processes
+ * under the shim over the simulated driver, through tests/shim_tenant's
+ * helpers (tenant_proc.c).
+ *
+ *   faults_dumps_prog case NAME WORKDIR TOOL   the orchestrator (cases below)
+ *   faults_dumps_prog WORKER ARGS...           a worker (see main)
+ *
+ * Each case says what it checks and what it did before the fix. */
+#include "tenant_proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *g_tool;
+
+/* ---- workers ------------------------------------------------------------------ */
+/* hold: 64 MiB until SIGTERM; SIGUSR1 is left to the shim (dump_signal). */
+static int w_hold(void) {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, NULL);
+  tp_cuda_up();
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 64 * MiB) == CUDA_SUCCESS, "hold: cuMemAlloc");
+  SAY("holding");
+  int sig = 0;
+  while (sigwait(&term, &sig) != 0 || sig != SIGTERM) {
+  }
+  return 0;
+}
+
+/* forked: the parent runs CUDA; a forked child (no cuInit of its own, as
+ * CUDA requires) calls cuMemAlloc: CUDA_ERROR_NOT_INITIALIZED, which is no
+ * refusal. It lingers 1.5 s, long enough for a dump it should not write. */
+static int w_forked(void) {
+  tp_cuda_up();
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 16 * MiB) == CUDA_SUCCESS, "parent: cuMemAlloc");
+  fflush(NULL);
+  pid_t k = fork();
+  CHECK(k >= 0, "fork");
+  if (k == 0) {
+    CUdeviceptr q;
+    int bad = 0;
+    for (int i = 0; i < 20; i++) {
+      CUresult r = cuMemAlloc(&q, 1 * MiB);
+      if (r != CUDA_ERROR_NOT_INITIALIZED) bad = 1;
+    }
+    printf("child: cuMemAlloc before cuInit %s\n", bad ? "did not fail with NOT_INITIALIZED" : "failed with NOT_INITIALIZED");
+    fflush(stdout);
+    tp_sleep_ms(1500);
+    _exit(bad);
+  }
+  int st = 0;
+  waitpid(k, &st, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child saw NOT_INITIALIZED (%d)", st);
+  return 0;
+}
+
+/* ---- cases ---------------------------------------------------------------------- */
+static int count_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+static int wait_line(const char *file, const char *needle, int timeout_ms) {
+  for (int t = 0; t < timeout_ms; t += 10) {
+    char *s = tp_read(file);
+    int found = strstr(s, needle) != NULL;
+    free(s);
+    if (found) return 0;
+    tp_sleep_ms(10);
+  }
+  return -1;
+}
+
+static void stop(pid_t p) {
+  kill(p, SIGTERM);
+  tp_wait(p);
+}
+
+/* A storm of dump signals: 1,000 SIGUSR1 to a process with dump_signal =
+ * USR1 write at most one dump a second, and its dump lines stay a few.
+ * Before the fix: 638-696 dumps (and as many lines) per storm. */
+static int case_sigstorm(void) {
+  tp_config("dump_signal = USR1\n", "[tenant x]\n");
+  const char *h[] = {"hold", NULL};
+  pid_t p = tp_spawn("held", "x", NULL, h);
+  CHECK(wait_line("held.out", "holding", 20000) == 0, "a process holds memory");
+  uint64_t t0 = tp_now_ns();
+  for (int i = 0; i < 1000; i++) {
+    kill(p, SIGUSR1);
+    if (i % 10 == 9) tp_sleep_ms(2);
+  }
+  tp_sleep_ms(1500);   /* the last signals' dump, if any, is written */
+  double s = (double)(tp_now_ns() - t0) / 1e9;
+  int files = count_files(tp_path("dumps"));
+  char *err = tp_read("held.err");
+  int lines = tp_count_lines(err, "dump signal received");
+  SAY("1000 SIGUSR1 in %.2f s: %d dump files, %d lines", s, files, lines);
+  CHECK(files >= 1 && files <= (int)s + 2, "at most one dump a second (%d in %.2f s)", files, s);
+  CHECK(lines >= 1 && lines <= 8, "a few lines (%d): %s", lines, err);
+  free(err);
+  stop(p);
+  return 0;
+}
+
+/* A process that cannot write its dumps: 100 requests give a few lines
+ * (and each request its answer, the reason), not one line each. Before the
+ * fix: 101 lines. */
+static int case_unwritable(void) {
+  /* dump_dir: a file where the folder should be. */
+  char *dd = strdup(tp_path("dumps"));
+  FILE *f = fopen(dd, "w");
+  CHECK(f, "make %s a file", dd);
+  fclose(f);
+  tp_config("", "[tenant x]\n");
+  const char *h[] = {"hold", NULL};
+  pid_t p = tp_spawn("held", "x", NULL, h);
+  CHECK(wait_line("held.out", "holding", 20000) == 0, "a process holds memory");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "for i in $(seq 100); do %s dump --pid %d --ledger-dir %s >> %s 2>&1; done", g_tool,
+           (int)p, tp_path("ledger"), tp_path("tool.txt"));
+  char *pre = getenv("LD_PRELOAD") ? strdup(getenv("LD_PRELOAD")) : NULL;
+  unsetenv("LD_PRELOAD");
+  int rc = system(cmd);
+  if (pre) setenv("LD_PRELOAD", pre, 1);
+  free(pre);
+  (void)rc;
+  char *tool = tp_read("tool.txt");
+  int answered = tp_count_lines(tool, "not a directory");
+  tp_sleep_ms(200);
+  char *err = tp_read("held.err");
+  int lines = tp_count_lines(err, "cannot be written");
+  SAY("100 requests to a process that cannot write: %d lines in its log, %d answers naming the reason", lines,
+      answered);
+  CHECK(answered == 100, "every request answered with the reason (%d): %s", answered, tool);
+  CHECK(lines >= 1 && lines <= 8, "a few lines (%d): %s", lines, err);
+  free(tool);
+  free(err);
+  free(dd);
+  stop(p);
+  return 0;
+}
+
+/* cuMemAlloc before cuInit in a forked child: CUDA_ERROR_NOT_INITIALIZED
+ * is the driver's answer, no refusal: no "refused" line, no dump. Before
+ * the fix: logged as a refusal with a dump (120 files per fork storm). */
+static int case_notinit(void) {
+  tp_config("", "[tenant x]\n");
+  const char *a[] = {"forked", NULL};
+  int st = tp_wait(tp_spawn("forked", "x", NULL, a));
+  char *out = tp_read("forked.out"), *err = tp_read("forked.err");
+  SAY("%s", out);
+  CHECK(st == 0, "the worker ran (%d): %s", st, err);
+  int files = count_files(tp_path("dumps"));
+  CHECK(!strstr(err, "refused") && files == 0, "no refusal line, no dump (%d files): %s", files, err);
+  free(out);
+  free(err);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  CHECK(argc >= 2, "usage: faults_dumps_prog case NAME WORKDIR TOOL | WORKER");
+  const char *m = argv[1];
+  if (strcmp(m, "case") != 0) {
+    if (!strcmp(m, "hold")) return w_hold();
+    tp_worker_signals();
+    if (!strcmp(m, "forked")) return w_forked();
+    CHECK(0, "unknown worker %s", m);
+  }
+  CHECK(argc >= 5, "case NAME WORKDIR TOOL");
+  const char *c = argv[2];
+  g_tool = argv[4];
+  tp_workdir(argv[3]);
+  int r = 1;
+  if (!strcmp(c, "sigstorm")) r = case_sigstorm();
+  else if (!strcmp(c, "unwritable")) r = case_unwritable();
+  else if (!strcmp(c, "notinit")) r = case_notinit();
+  else CHECK(0, "unknown case %s", c);
+  if (r == 0) SAY("PASS %s", c);
+  return r;
+}
