@@ -10,6 +10,7 @@
  * and what it did before the fix. */
 #include "shim_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -99,6 +100,26 @@ static int w_export(const char *mode, const char *hexfile, const char *gofile, u
   T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "export (pid %d): the importer failed (status %d)", (int)getpid(), st);
   for (int i = 0; i < n; i++) T_CU(cuMemFree(p[i]));
   T_SAY("export (%s, uid %u, pid %d): imported by another process", mode, (unsigned)geteuid(), (int)getpid());
+  return 0;
+}
+
+/* hold READYFILE: holds 16 MiB, writes READYFILE, and waits to be killed. */
+static int w_hold(const char *ready) {
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  CUdeviceptr p;
+  T_CU(cuMemAlloc(&p, 16 << 20));
+  FILE *f = fopen(ready, "w");
+  T_CHECK(f && fclose(f) == 0, "write %s", ready);
+  for (;;) pause();
+}
+
+/* alloc: one allocation and its free, as the user it runs as. */
+static int w_alloc(void) {
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  CUdeviceptr p;
+  T_CU(cuMemAlloc(&p, 16 << 20));
+  T_CU(cuMemFree(p));
+  T_SAY("alloc (uid %u): allocated and freed 16 MiB", (unsigned)geteuid());
   return 0;
 }
 
@@ -306,12 +327,166 @@ static int case_pidns(const char *mode) {
   return 0;
 }
 
+/* Asks process pid for a dump with the tool (as root); its exit status
+ * (the tool prints the dump, not its path). */
+static int request_dump(int pid, const char *ledger) {
+  const char *tool = getenv("VS_TOOL");
+  T_CHECK(tool && *tool, "VS_TOOL names the vramshim tool");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s dump --pid %d --ledger-dir %s > %s 2>&1", tool, pid, ledger, path_in("answer.txt"));
+  return sh(cmd);
+}
+
+/* The dump of process pid in folder dir, into path: 0, or -1 when none. */
+static int find_dump(const char *dir, int pid, char *path, size_t n) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "vramshim-%d-", pid);
+  DIR *d = opendir(dir);
+  int found = -1;
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+      snprintf(path, n, "%s/%s", dir, e->d_name);
+      found = 0;
+    }
+  if (d) closedir(d);
+  return found;
+}
+
+static int wait_file(const char *path, pid_t pid) {
+  for (int t = 0; t < 3000; t++) {
+    int st;
+    if (exists(path)) return 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) return -1;
+    sleep_ms(10);
+  }
+  return -1;
+}
+
+/* (9) A shared dump folder is never its first user's: in a sticky 1777
+ * folder (as the package makes /var/tmp/vramshim) a service account's dump
+ * goes to <dir>/<uid> (0700, its own) and root's to <dir>/0; in a folder
+ * the service account made private for itself (what the default folder
+ * became before the fix), root's dumps still go, to <dir>/0. Before the
+ * fix: the account's process refused the shared folder ("writable by group
+ * or others"), and root's dumps failed in the account's folder. */
+static int case_dumpdir(void) {
+  if (geteuid() != 0) {
+    T_SAY("SKIP: needs root to create a service account");
+    return 77;
+  }
+  const char *user = "vsipc23u", *group = "vsipc23g";
+  uid_t uid = throwaway_user(user, group);
+  if (uid == (uid_t)-1) {
+    T_SAY("SKIP: cannot create user %s in group %s (useradd/groupadd)", user, group);
+    return 77;
+  }
+  gid_t ledger_gid = getgrnam(group)->gr_gid, ugid = getpwnam(user)->pw_gid;
+  char run[1100], out[1100], shared[1100], theirs[1100];
+  snprintf(run, sizeof run, "%s", path_in("run"));
+  snprintf(out, sizeof out, "%s", path_in("out"));
+  snprintf(shared, sizeof shared, "%s", path_in("shared"));
+  snprintf(theirs, sizeof theirs, "%s", path_in("theirs"));
+  T_CHECK(mkdir(run, 0700) == 0 && chown(run, 0, ledger_gid) == 0 && chmod(run, 02770) == 0, "make %s", run);
+  T_CHECK(mkdir(out, 0700) == 0 && chown(out, uid, ugid) == 0, "make %s", out);
+  T_CHECK(mkdir(shared, 0700) == 0 && chmod(shared, 01777) == 0, "make %s", shared);
+  T_CHECK(mkdir(theirs, 0700) == 0 && chown(theirs, uid, ugid) == 0, "make %s", theirs);
+  char conf[4096], state[1200], cfgenv[1200];
+  snprintf(state, sizeof state, "VRAMSIM_STATE=%s/sim.state", out);
+  int rc = 0;
+  for (int round = 0; round < 2 && rc == 0; round++) {
+    const char *dd = round ? theirs : shared;
+    snprintf(conf, sizeof conf, "[global]\nledger_dir = %s\ndump_dir = %s\n", run, dd);
+    char cf[1100];
+    snprintf(cf, sizeof cf, "%s/dump%d.conf", g_dir, round);
+    write_file(cf, conf, 0644);
+    snprintf(cfgenv, sizeof cfgenv, "VRAMSHIM_CONFIG=%s", cf);
+    const char *env[] = {state, cfgenv, NULL};
+    /* round 0: the account and root; round 1: root only (the folder is the account's). */
+    for (int who = round; who < 2 && rc == 0; who++) {
+      char ready[1200], want[1200];
+      snprintf(ready, sizeof ready, "%s/ready%d%d", out, round, who);
+      const char *args[] = {"hold", ready, NULL};
+      pid_t p = start(who ? NULL : user, 0, env, args);
+      T_CHECK(wait_file(ready, p) == 0, "the holder started (round %d, %s)", round, who ? "root" : user);
+      int trc = request_dump((int)p, run);
+      snprintf(want, sizeof want, "%s/%u", dd, who ? 0u : (unsigned)uid);
+      char path[1600] = "(none)";
+      struct stat st;
+      int ok = trc == 0 && find_dump(want, (int)p, path, sizeof path) == 0 && stat(path, &st) == 0 &&
+               st.st_uid == (who ? 0 : uid) && st.st_size > 0;
+      T_SAY("dump_dir %s, %s: tool exit %d, dump %s", round ? "the account's private folder" : "a shared 1777 folder",
+            who ? "root" : user, trc, path);
+      if (!ok) rc = 1;
+      kill(p, SIGKILL);
+      wait_status(p);
+    }
+  }
+  struct stat st;
+  char sub[1200];
+  snprintf(sub, sizeof sub, "%s/%u", shared, (unsigned)uid);
+  int private_sub = stat(sub, &st) == 0 && st.st_uid == uid && (st.st_mode & 07777) == 0700;
+  cleanup_user(user, group);
+  T_CHECK(rc == 0, "each user's dump in its own folder");
+  T_CHECK(private_sub, "the account's folder in the shared one is its own, 0700");
+  return 0;
+}
+
+/* (9) Another local user made the fallback ledger folder
+ * /tmp/vramshim-<uid> of a service account first: the account's programs
+ * pass it over for $HOME/.cache/vramshim, which nobody else can make, and
+ * run. Before the fix: they stopped with exit 78 ("belongs to another
+ * user"). */
+static int case_fallback(void) {
+  if (geteuid() != 0) {
+    T_SAY("SKIP: needs root to create two service accounts");
+    return 77;
+  }
+  const char *user = "vsipc23u", *other = "vsipc23v";
+  uid_t uid = throwaway_user(user, NULL), vid = throwaway_user(other, NULL);
+  if (uid == (uid_t)-1 || vid == (uid_t)-1) {
+    T_SAY("SKIP: cannot create users %s and %s (useradd)", user, other);
+    return 77;
+  }
+  gid_t ugid = getpwnam(user)->pw_gid, vgid = getpwnam(other)->pw_gid;
+  char taken[64], cmd[256], home[1100], out[1100];
+  snprintf(taken, sizeof taken, "/tmp/vramshim-%u", (unsigned)uid);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", taken);
+  (void)sh(cmd);
+  T_CHECK(mkdir(taken, 0755) == 0 && chown(taken, vid, vgid) == 0, "%s made by %s", taken, other);
+  snprintf(home, sizeof home, "%s", path_in("home"));
+  snprintf(out, sizeof out, "%s", path_in("out"));
+  T_CHECK(mkdir(home, 0700) == 0 && chown(home, uid, ugid) == 0, "make %s", home);
+  T_CHECK(mkdir(out, 0700) == 0 && chown(out, uid, ugid) == 0, "make %s", out);
+  char conf[2048], state[1200], cfgenv[1200], homeenv[1200];
+  snprintf(conf, sizeof conf, "[global]\ndump_dir = %s/dumps\n", out);
+  write_file(path_in("fallback.conf"), conf, 0644);
+  snprintf(state, sizeof state, "VRAMSIM_STATE=%s/sim.state", out);
+  snprintf(cfgenv, sizeof cfgenv, "VRAMSHIM_CONFIG=%s", path_in("fallback.conf"));
+  snprintf(homeenv, sizeof homeenv, "HOME=%s", home);
+  const char *env[] = {state, cfgenv, homeenv, NULL};
+  unsetenv("XDG_RUNTIME_DIR");   /* no per-session folder: the /tmp name is next */
+  const char *args[] = {"alloc", NULL};
+  int st = wait_status(start(user, 0, env, args));
+  struct stat s;
+  char cache[1200];
+  snprintf(cache, sizeof cache, "%s/.cache/vramshim", home);
+  int used = stat(cache, &s) == 0 && s.st_uid == uid;
+  (void)sh(cmd);   /* rm -rf the taken name */
+  cleanup_user(user, NULL);
+  cleanup_user(other, NULL);
+  T_CHECK(st == 0, "the account's program runs past a fallback folder taken by another user (exit %d)", st);
+  T_CHECK(used, "its ledger is in %s", cache);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   T_CHECK(argc >= 2, "usage: faults_share_prog case NAME WORKDIR [ARG] | WORKER ARGS");
   const char *m = argv[1];
   if (!strcmp(m, "export") && argc == 6) return w_export(argv[2], argv[3], argv[4], (unsigned)atoi(argv[5]));
   if (!strcmp(m, "import") && argc == 4) return w_import(argv[2], (unsigned)atoi(argv[3]));
+  if (!strcmp(m, "hold") && argc == 3) return w_hold(argv[2]);
+  if (!strcmp(m, "alloc") && argc == 2) return w_alloc();
   T_CHECK(!strcmp(m, "case") && argc >= 4, "usage: faults_share_prog case NAME WORKDIR [ARG]");
   const char *c = argv[2], *arg = argc > 4 ? argv[4] : "";
   snprintf(g_dir, sizeof g_dir, "%s", argv[3]);
@@ -326,6 +501,8 @@ int main(int argc, char **argv) {
   int r = 1;
   if (!strcmp(c, "packaged")) r = case_packaged(arg);
   else if (!strcmp(c, "pidns")) r = case_pidns(arg);
+  else if (!strcmp(c, "dumpdir")) r = case_dumpdir();
+  else if (!strcmp(c, "fallback")) r = case_fallback();
   else T_CHECK(0, "unknown case %s", c);
   if (r == 0) T_SAY("PASS %s %s", c, arg);
   return r;
