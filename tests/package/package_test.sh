@@ -148,6 +148,8 @@ in_root getent group vramshim >/dev/null || fail "postinst made no group vramshi
 st=$(in_root stat -c '%a %U %G' /run/vramshim 2>/dev/null)
 [ "$st" = "2770 root vramshim" ] || fail "/run/vramshim is '$st', expected '2770 root vramshim'"
 say "postinst: group vramshim, /run/vramshim $st"
+st=$(in_root stat -c '%a %U' /var/tmp/vramshim 2>/dev/null)
+[ "$st" = "1777 root" ] || fail "/var/tmp/vramshim is '$st', expected '1777 root' (the shared dump folder)"
 [ -e "$root/etc/ld.so.preload" ] && fail "the package wrote /etc/ld.so.preload"
 [ -e "$root/etc/vramshim.conf" ] && fail "the package installed /etc/vramshim.conf (HAMi's variables would never apply)"
 out=$(in_root ldconfig -p)
