@@ -170,6 +170,47 @@ static int case_notinit(void) {
   return 0;
 }
 
+/* Many processes of one user write into one folder: the folder keeps its
+ * 64 newest dumps (each process its 16 newest), and no part of a dump is
+ * left. 6 processes are asked for 17 dumps each (the interval shortened by
+ * the test hook). Before the fix: each process kept 16, the folder 96. */
+static int case_folder(void) {
+  tp_config("", "[tenant x]\n");
+  const char *h[] = {"hold", NULL};
+  pid_t p[6];
+  char cmd[8192] = "";
+  for (int i = 0; i < 6; i++) {
+    char tag[16];
+    snprintf(tag, sizeof tag, "held%d", i);
+    p[i] = tp_spawn(tag, "x", "VRAMSHIM_TEST_DUMP_INTERVAL_MS=1", h);
+  }
+  for (int i = 0; i < 6; i++) {
+    char out[32];
+    snprintf(out, sizeof out, "held%d.out", i);
+    CHECK(wait_line(out, "holding", 20000) == 0, "process %d holds memory", i);
+  }
+  size_t n = 0;
+  n += (size_t)snprintf(cmd + n, sizeof cmd - n, "for i in $(seq 17); do for p in");
+  for (int i = 0; i < 6; i++) n += (size_t)snprintf(cmd + n, sizeof cmd - n, " %d", (int)p[i]);
+  snprintf(cmd + n, sizeof cmd - n, "; do %s dump --pid $p --ledger-dir %s > /dev/null || exit 1; done; sleep 0.01; done",
+           g_tool, tp_path("ledger"));
+  char *pre = getenv("LD_PRELOAD") ? strdup(getenv("LD_PRELOAD")) : NULL;
+  unsetenv("LD_PRELOAD");
+  int rc = system(cmd);
+  if (pre) setenv("LD_PRELOAD", pre, 1);
+  free(pre);
+  int files = count_files(tp_path("dumps"));
+  DIR *d = opendir(tp_path("dumps"));
+  int parts = 0;
+  for (struct dirent *e; d && (e = readdir(d));) parts += strstr(e->d_name, ".part") != NULL;
+  if (d) closedir(d);
+  SAY("6 processes, 17 dumps each: the folder keeps %d files, %d parts", files, parts);
+  CHECK(rc == 0, "every request answered (%d)", rc);
+  CHECK(files == 64 && parts == 0, "the folder keeps its 64 newest dumps and no part (%d, %d parts)", files, parts);
+  for (int i = 0; i < 6; i++) stop(p[i]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_dumps_prog case NAME WORKDIR TOOL | WORKER");
@@ -188,6 +229,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "sigstorm")) r = case_sigstorm();
   else if (!strcmp(c, "unwritable")) r = case_unwritable();
   else if (!strcmp(c, "notinit")) r = case_notinit();
+  else if (!strcmp(c, "folder")) r = case_folder();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
