@@ -175,6 +175,7 @@ static void keep_file(const char *path) {
  * line when the window ends. On this thread only. */
 #define DUMP_LOG_BURST 8
 #define DUMP_LOG_WINDOW_NS 60000000000ull
+static uint64_t g_dump_log_window_ns = DUMP_LOG_WINDOW_NS; /* test hook: $VRAMSHIM_TEST_DUMP_LOG_WINDOW_MS */
 static struct {
   uint64_t start_ns;
   unsigned lines;
@@ -182,13 +183,13 @@ static struct {
 } g_dump_log;
 
 static void dump_log_tick(uint64_t now) {
-  if (now - g_dump_log.start_ns < DUMP_LOG_WINDOW_NS) return;
+  if (now - g_dump_log.start_ns < g_dump_log_window_ns) return;
   if (g_dump_log.written || g_dump_log.failed)
     VS_WARN("%llu more dumps written and %llu that could not be written in the last %llu s, not logged one by one "
-            "(at most %d lines a minute); dump_dir is %s",
+            "(at most %d lines per %llu s); dump_dir is %s",
             (unsigned long long)g_dump_log.written, (unsigned long long)g_dump_log.failed,
             (unsigned long long)((now - g_dump_log.start_ns) / 1000000000ull), DUMP_LOG_BURST,
-            vs_settings_get()->config.dump_dir);
+            (unsigned long long)(g_dump_log_window_ns / 1000000000ull), vs_settings_get()->config.dump_dir);
   g_dump_log.start_ns = now;
   g_dump_log.lines = 0;
   g_dump_log.written = g_dump_log.failed = 0;
@@ -290,6 +291,9 @@ static void *thread_main(void *arg) {
   g_start_time = vs_ledger_self_start_time();
   const char *iv = vs_plat_getenv("VRAMSHIM_TEST_DUMP_INTERVAL_MS");
   if (iv && *iv) g_min_interval_ns = strtoull(iv, NULL, 10) * 1000000ull;
+  const char *lw = vs_plat_getenv("VRAMSHIM_TEST_DUMP_LOG_WINDOW_MS");
+  if (lw && *lw && strtoull(lw, NULL, 10)) g_dump_log_window_ns = strtoull(lw, NULL, 10) * 1000000ull;
+  g_dump_log.start_ns = vs_mono_ns();
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;
   uint64_t next_sample = vs_mono_ns();   /* a first sample at once */

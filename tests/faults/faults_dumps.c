@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -211,6 +212,81 @@ static int case_folder(void) {
   return 0;
 }
 
+/* A full disk: dump_dir is a 4 KiB tmpfs (a mount namespace of the
+ * worker's own) already full. 100 requests (the interval shortened by the
+ * test hook, so each one tries to write) give a few lines, every request is
+ * answered with the reason, the rest of the window's attempts are counted in
+ * one summary line, and no file is left, empty or partial. Needs
+ * root (unshare --mount); skipped otherwise. Before the fix: a line per
+ * attempt (831 in the fault probe's run). */
+static int case_fulldisk(void) {
+  if (geteuid() != 0 || system("unshare --mount --propagation private true >/dev/null 2>&1") != 0) {
+    SAY("SKIP: unshare --mount is not permitted here");
+    return 77;
+  }
+  char *dd = strdup(tp_path("dumps"));
+  CHECK(mkdir(dd, 0700) == 0, "mkdir %s", dd);
+  tp_config("", "[tenant x]\n");
+  char self[1024];
+  ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(sn > 0, "readlink");
+  self[sn] = 0;
+  char script[4096];
+  snprintf(script, sizeof script,
+           "mount -t tmpfs -o size=4k,mode=0700 tmpfs '%s' && dd if=/dev/zero of='%s/fill' bs=4096 count=1 "
+           "2>/dev/null; exec env LD_PRELOAD='%s' VRAMSHIM_TENANT=x VRAMSHIM_TEST_DUMP_INTERVAL_MS=1 "
+           "VRAMSHIM_TEST_DUMP_LOG_WINDOW_MS=3000 '%s' hold",
+           dd, dd, getenv("LD_PRELOAD"), self);
+  char out[1100], err[1100];
+  snprintf(out, sizeof out, "%s", tp_path("held.out"));
+  snprintf(err, sizeof err, "%s", tp_path("held.err"));
+  fflush(stdout);
+  pid_t p = fork();
+  CHECK(p >= 0, "fork");
+  if (p == 0) {
+    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    unsetenv("LD_PRELOAD");
+    execlp("unshare", "unshare", "--mount", "--propagation", "private", "sh", "-c", script, (char *)NULL);
+    _exit(127);
+  }
+  CHECK(wait_line("held.out", "holding", 20000) == 0, "a process holds memory, its dump_dir full");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "for i in $(seq 100); do %s dump --pid %d --ledger-dir %s >> %s 2>&1; sleep 0.002; done",
+           g_tool, (int)p, tp_path("ledger"), tp_path("tool.txt"));
+  char *pre = getenv("LD_PRELOAD") ? strdup(getenv("LD_PRELOAD")) : NULL;
+  unsetenv("LD_PRELOAD");
+  int rc = system(cmd);
+  (void)rc;
+  /* What the worker's tmpfs holds, seen from inside its namespace. */
+  char ls[2048];
+  snprintf(ls, sizeof ls, "nsenter -t %d -m -- find '%s' -type f ! -name fill > %s 2>&1", (int)p, dd,
+           tp_path("left.txt"));
+  int lrc = system(ls);
+  if (pre) setenv("LD_PRELOAD", pre, 1);
+  free(pre);
+  char *tool = tp_read("tool.txt"), *left = tp_read("left.txt");
+  int answered = tp_count_lines(tool, "No space left on device");
+  /* The window (3 s here by the test hook, a minute by default) ends with
+   * one summary line. */
+  CHECK(wait_line("held.err", "that could not be written in the last", 20000) == 0, "a summary line");
+  char *e = tp_read("held.err");
+  int lines = tp_count_lines(e, "cannot be written");
+  SAY("100 requests to a process whose disk is full: %d lines in its log, %d answers naming the reason, files "
+      "left: '%s'", lines, answered, left);
+  CHECK(answered == 100, "every request answered with the reason (%d): %s", answered, tool);
+  CHECK(lines >= 1 && lines <= 8, "a few lines (%d): %s", lines, e);
+  CHECK(lrc == 0 && left[0] == 0, "no file left in the full folder (%d): %s", lrc, left);
+  free(tool);
+  free(left);
+  free(e);
+  free(dd);
+  stop(p);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_dumps_prog case NAME WORKDIR TOOL | WORKER");
@@ -230,6 +306,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "unwritable")) r = case_unwritable();
   else if (!strcmp(c, "notinit")) r = case_notinit();
   else if (!strcmp(c, "folder")) r = case_folder();
+  else if (!strcmp(c, "fulldisk")) r = case_fulldisk();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
