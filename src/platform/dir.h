@@ -25,8 +25,11 @@ int vs_plat_private_dir_open(const char *dir, const char *what, int create, char
  * when it is ours and writable by nobody else; else, when dir is shared
  * (sticky, like /tmp and the packaged /var/tmp/vramshim, 1777), or we are
  * root and dir is another user's private folder, the per-user folder
- * <dir>/<uid>, made 0700 and checked ours and private. The system's default dump folder, when missing, is made 1777
- * (sticky) so that it never becomes its first user's private folder.
+ * <dir>/<uid>, made 0700 and checked ours and private. The system's
+ * default dump folder, when missing, is made 1777 (sticky) so that it
+ * never becomes its first user's private folder, and root gives it that
+ * mode (root:root 1777, as the package's tmpfiles.d entry) when it finds
+ * it otherwise.
  * Windows: dir (the per-user %TEMP%), the ACL not checked (see above).
  * -1 with err ("dump_dir ..."). */
 int vs_plat_own_dir_open(const char *dir, char *used, size_t usedlen, char *err, size_t errlen);

@@ -292,6 +292,14 @@ int vs_plat_own_dir_open(const char *dir, char *used, size_t usedlen, char *err,
              errno == ELOOP || errno == ENOTDIR ? " (a symlink or not a directory)" : "");
     return -1;
   }
+  /* Root puts the default folder back to what the package makes it (as
+   * systemd-tmpfiles does at boot): an older version made it 0700 for its
+   * first user, locking every other user out. */
+  struct stat st;
+  if (shared && geteuid() == 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) != 01777) {
+    if (fchown(fd, 0, 0) == 0 && fchmod(fd, 01777) == 0) {
+    }
+  }
   if (check_own_dir(fd, dir, err, errlen) == 0) return fd;
   char why[600];
   snprintf(why, sizeof why, "%s", err);
