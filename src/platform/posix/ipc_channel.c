@@ -61,6 +61,29 @@ static void timeouts(int fd, long s) {
   (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+/* Makes the socket just bound as name 0600 without following a link put
+ * in its place (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) needs 2.32; this is
+ * what it does): the name opened O_PATH|O_NOFOLLOW, checked to be our
+ * socket, its mode set through /proc/self/fd. 0 or -1 with errno. */
+static int private_socket(int dfd, const char *name) {
+  int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  int rc = -1;
+  if (fstat(fd, &st) != 0) {
+  } else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    errno = EPERM;
+  } else {
+    rc = chmod(proc, 0600);
+  }
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc;
+}
+
 int vs_plat_chan_listen(int dfd, int pid) {
   if (!folder_ok(dfd)) {
     errno = EPERM;
@@ -77,9 +100,7 @@ int vs_plat_chan_listen(int dfd, int pid) {
    * group-shared folder another member could swap the name for a link
    * meanwhile: the mode is set without following one, and the name must
    * still be our socket. */
-  struct stat st;
-  ok = ok && fchmodat(dfd, name, 0600, AT_SYMLINK_NOFOLLOW) == 0 &&
-       fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == geteuid();
+  ok = ok && private_socket(dfd, name) == 0;
   ok = ok && listen(lfd, 64) == 0;
   if (!ok) {
     int saved = errno ? errno : EPERM;
