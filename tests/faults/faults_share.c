@@ -158,6 +158,9 @@ static uid_t throwaway_user(const char *name, const char *group) {
     snprintf(cmd, sizeof cmd, "useradd -M -N -r -s /usr/sbin/nologin %s%s %s >/dev/null 2>&1", group ? "-G " : "",
              group ? group : "", name);
     if (sh(cmd) != 0 || !getpwnam(name)) return (uid_t)-1;
+  } else if (group) {   /* left by an earlier run, perhaps without the group */
+    snprintf(cmd, sizeof cmd, "usermod -a -G %s %s >/dev/null 2>&1", group, name);
+    if (sh(cmd) != 0) return (uid_t)-1;
   }
   return getpwnam(name)->pw_uid;
 }
