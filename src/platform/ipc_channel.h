@@ -27,7 +27,10 @@ uint64_t vs_plat_chan_tag(void);
 
 /* The server of this process (getpid() == pid, its tag): a listening
  * channel, or -1 with errno (EPERM when the folder open as dfd is neither
- * ours nor root's, or is world-writable). */
+ * ours nor root's, or is world-writable). The name appears only once the
+ * server listens (bound under a hidden name, then renamed), and this
+ * user's sockets nobody listens on any more (killed exporters) are
+ * removed first. */
 int vs_plat_chan_listen(int dfd, int pid);
 /* The next connection, with 5 s send/receive timeouts; retries transient
  * failures itself. -1 with errno when the server cannot go on. */
@@ -54,9 +57,12 @@ void vs_plat_chan_unlink(int dfd, int pid);
  * availability as the channel (Windows: ENOSYS; a WDDM driver refuses the
  * chunk's own cuIpcGetMemHandle before a record would be needed). */
 /* This process's (pid, its tag), made fresh: one left by a dead process
- * with this name is stale and removed, and the file is created exclusively
- * (0600), so a name planted by another member of the folder's group is
- * never written into. Read-write. A descriptor, or -1 with errno. */
+ * with this name is stale and replaced, and the file is created
+ * exclusively (0600) under a hidden name, so a name planted by another
+ * member of the folder's group is never written into. It stays locked
+ * (flock) while the descriptor is open, and gets its name only then; this
+ * user's records nobody holds locked (killed exporters) are removed first.
+ * Read-write. A descriptor, or -1 with errno. */
 int vs_plat_rec_create(int dfd, int pid);
 /* The record file of process pid with that tag, read-only, after checking
  * it is a regular file of this user that nobody else may write. -1 with

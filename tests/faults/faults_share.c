@@ -166,7 +166,8 @@ static uid_t throwaway_user(const char *name, const char *group) {
 }
 
 /* Runs this program's worker args under the shim, as user (NULL: as we
- * are; with the user's groups) or in a pid namespace of its own (unshare),
+ * are; with the user's groups) or in a pid namespace of its own (unshare;
+ * pidns 2: with --kill-child, so a kill of the returned pid ends it all),
  * with extra "NAME=VALUE" settings; returns its pid. LD_PRELOAD is set for
  * the worker only (never for setpriv or unshare themselves). */
 static pid_t start(const char *user, int pidns, const char *const *env, const char *const *args) {
@@ -193,6 +194,7 @@ static pid_t start(const char *user, int pidns, const char *const *env, const ch
     argv[k++] = "unshare";
     argv[k++] = "--pid";
     argv[k++] = "--fork";
+    if (pidns == 2) argv[k++] = "--kill-child";   /* killing unshare kills the namespace */
     argv[k++] = "--mount-proc";
   }
   argv[k++] = "env";
@@ -365,6 +367,80 @@ static int wait_file(const char *path, pid_t pid) {
   return -1;
 }
 
+/* The IPC file names (socket or record) in the folder for the handle in
+ * hexfile: "ipc-<pid>-<tag>.", into out. */
+static void ipc_prefix(const char *hexfile, char *out, size_t n) {
+  FILE *f = fopen(hexfile, "r");
+  char txt[200] = "";
+  T_CHECK(f && fgets(txt, sizeof txt, f), "read %s", hexfile);
+  fclose(f);
+  CUipcMemHandle h;
+  t_ipc_from_hex(txt, &h);
+  int32_t pid;
+  uint64_t tag;
+  memcpy(&pid, h.reserved + 16, sizeof pid);
+  memcpy(&tag, h.reserved + 40, sizeof tag);
+  snprintf(out, n, "ipc-%d-%llx.", (int)pid, (unsigned long long)tag);
+}
+
+/* Files of dir whose names start with prefix. */
+static int count_prefixed(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += !strncmp(e->d_name, prefix, strlen(prefix));
+  if (d) closedir(d);
+  return n;
+}
+
+/* (4) Containers restart with new pid namespaces, so the files of a killed
+ * exporter are never replaced by a process of the same name: the next
+ * export removes them (a socket nobody listens on, a record nobody holds),
+ * and leaves a live exporter's alone. Before: the files stayed. */
+static int case_stale(const char *mode) {
+  if (geteuid() != 0 || sh("unshare --pid --fork --kill-child --mount-proc true >/dev/null 2>&1") != 0) {
+    T_SAY("SKIP: unshare --pid --fork --kill-child --mount-proc is not permitted here");
+    return 77;
+  }
+  char conf[2048], cfgenv[1100], ledger[1100];
+  snprintf(ledger, sizeof ledger, "%s", path_in("ledger"));
+  T_CHECK(mkdir(ledger, 0700) == 0, "mkdir");
+  snprintf(conf, sizeof conf, "[global]\narena = %s\nledger_dir = %s\ndump_dir = %s\n", mode, ledger,
+           path_in("dumps"));
+  write_file(path_in("vs.conf"), conf, 0644);
+  snprintf(cfgenv, sizeof cfgenv, "VRAMSHIM_CONFIG=%s", path_in("vs.conf"));
+  const char *env[] = {cfgenv, NULL};
+  char hex[3][1100], go[2][1100], pre[3][200];
+  pid_t kid[3];
+  for (int i = 0; i < 3; i++) {
+    snprintf(hex[i], sizeof hex[i], "%s/handle%d.hex", g_dir, i);
+    if (i < 2) snprintf(go[i], sizeof go[i], "%s/go%d", g_dir, i);
+  }
+  /* 0: killed after its export; 1: alive through the sweep. */
+  for (int i = 0; i < 2; i++) {
+    const char *args[] = {"export", mode, hex[i], go[i], "5", NULL};
+    kid[i] = start(NULL, 2, env, args);
+    T_CHECK(wait_file(hex[i], kid[i]) == 0, "exporter %d wrote its handle", i);
+    ipc_prefix(hex[i], pre[i], sizeof pre[i]);
+  }
+  kill(kid[0], SIGKILL);   /* unshare --kill-child: its namespace goes with it */
+  wait_status(kid[0]);
+  sleep_ms(100);
+  int left0 = count_prefixed(ledger, pre[0]);
+  T_SAY("%s: the killed exporter left %d file(s) %s*", mode, left0, pre[0]);
+  T_CHECK(left0 == 1, "the killed exporter's file is there before the sweep (%d)", left0);
+  /* 2: a new exporter's first export sweeps. */
+  const char *args[] = {"export", mode, hex[2], "-", "6", NULL};
+  int st2 = wait_status(start(NULL, 2, env, args));
+  int after0 = count_prefixed(ledger, pre[0]), after1 = count_prefixed(ledger, pre[1]);
+  write_file(go[1], "", 0644);
+  int st1 = wait_status(kid[1]);
+  T_SAY("%s: after a new export, the dead exporter's files: %d, the live one's: %d", mode, after0, after1);
+  T_CHECK(st2 == 0 && st1 == 0, "the new and the live exporter's imports worked (%d, %d)", st2, st1);
+  T_CHECK(after0 == 0, "the dead exporter's file was removed (%d)", after0);
+  T_CHECK(after1 == 1, "the live exporter's file stayed (%d)", after1);
+  return 0;
+}
+
 /* (9) A shared dump folder is never its first user's: in a sticky 1777
  * folder (as the package makes /var/tmp/vramshim) a service account's dump
  * goes to <dir>/<uid> (0700, its own) and root's to <dir>/0; in a folder
@@ -505,6 +581,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "packaged")) r = case_packaged(arg);
   else if (!strcmp(c, "pidns")) r = case_pidns(arg);
   else if (!strcmp(c, "dumpdir")) r = case_dumpdir();
+  else if (!strcmp(c, "stale")) r = case_stale(arg);
   else if (!strcmp(c, "fallback")) r = case_fallback();
   else T_CHECK(0, "unknown case %s", c);
   if (r == 0) T_SAY("PASS %s %s", c, arg);

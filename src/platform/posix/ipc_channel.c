@@ -3,10 +3,12 @@
 
 #include "random.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -84,15 +86,82 @@ static int private_socket(int dfd, const char *name) {
   return rc;
 }
 
+/* ---- Stale names (issue 23) ----
+ * A killed exporter leaves its socket and record; the next process with
+ * its pid in its pid namespace replaces them, but a container that
+ * restarts has a new namespace. So the first export of a process removes
+ * this user's names of dead exporters: a socket nobody listens on
+ * (ECONNREFUSED), a record nobody holds locked (an exporter holds a lock
+ * on its record for its life). Names appear only complete (made under a
+ * hidden name, renamed when listening / locked), and a name is removed only
+ * while it is still the file found stale. */
+static int same_file(int dfd, const char *name, const struct stat *was) {
+  struct stat now;
+  return fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == was->st_dev && now.st_ino == was->st_ino;
+}
+
+/* 1 when the socket name (ours) has no listener. */
+static int socket_dead(int dfd, const char *name) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if (snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, name) >= (int)sizeof sa.sun_path) return 0;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return 0;
+  int dead = connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno == ECONNREFUSED;
+  close(fd);
+  return dead;
+}
+
+/* 1 when the record name (ours) is locked by nobody. */
+static int record_dead(int dfd, const char *name) {
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  close(fd);
+  return dead;
+}
+
+/* Removes this user's ipc-*.<ext> names of dead exporters from the folder
+ * open as dfd (at most 256 a call: the rest go at a later first export). */
+static void sweep(int dfd, const char *ext) {
+  int d2 = dup(dfd);
+  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  if (!d) {
+    if (d2 >= 0) close(d2);
+    return;
+  }
+  size_t el = strlen(ext);
+  int removed = 0;
+  for (struct dirent *e; removed < 256 && (e = readdir(d));) {
+    const char *n = e->d_name;
+    size_t nl = strlen(n);
+    if (strncmp(n, "ipc-", 4) || nl < el + 6 || n[nl - el - 1] != '.' || strcmp(n + nl - el, ext)) continue;
+    struct stat st;
+    if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid()) continue;
+    int dead = S_ISSOCK(st.st_mode) ? socket_dead(dfd, n) : S_ISREG(st.st_mode) ? record_dead(dfd, n) : 0;
+    if (dead && same_file(dfd, n, &st) && unlinkat(dfd, n, 0) == 0) removed++;
+  }
+  closedir(d);
+}
+
 int vs_plat_chan_listen(int dfd, int pid) {
   if (!folder_ok(dfd)) {
     errno = EPERM;
     return -1;
   }
+  sweep(dfd, "sock");
   struct sockaddr_un sa;
-  char name[64];
-  sock_addr(&sa, dfd, pid, vs_plat_chan_tag(), name, sizeof name);
-  (void)unlinkat(dfd, name, 0);   /* left by a dead process with this name */
+  char name[64], hidden[72];
+  uint64_t tag = vs_plat_chan_tag();
+  chan_name(name, sizeof name, pid, tag, "sock");
+  /* Bound and listening under a hidden name first: the name importers (and
+   * sweeps) see is always a live server's. */
+  snprintf(hidden, sizeof hidden, ".%s.new", name);
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, hidden);
+  (void)unlinkat(dfd, hidden, 0);   /* left by a dead process with this name */
   errno = 0;
   int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int ok = lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0;
@@ -100,12 +169,13 @@ int vs_plat_chan_listen(int dfd, int pid) {
    * group-shared folder another member could swap the name for a link
    * meanwhile: the mode is set without following one, and the name must
    * still be our socket. */
-  ok = ok && private_socket(dfd, name) == 0;
+  ok = ok && private_socket(dfd, hidden) == 0;
   ok = ok && listen(lfd, 64) == 0;
+  ok = ok && renameat(dfd, hidden, dfd, name) == 0;   /* replaces a dead process's */
   if (!ok) {
     int saved = errno ? errno : EPERM;
     if (lfd >= 0) close(lfd);
-    (void)unlinkat(dfd, name, 0);
+    (void)unlinkat(dfd, hidden, 0);
     errno = saved;
     return -1;
   }
@@ -237,14 +307,27 @@ int vs_plat_rec_create(int dfd, int pid) {
     errno = EPERM;
     return -1;
   }
-  char name[64];
+  sweep(dfd, "rec");
+  char name[64], hidden[72];
   chan_name(name, sizeof name, pid, vs_plat_chan_tag(), "rec");
+  snprintf(hidden, sizeof hidden, ".%s.new", name);
   /* Exclusive: a file planted under the name (by a group member, between
-   * the unlink and the open too) is never one we write our handles into. */
+   * the unlink and the open too) is never one we write our handles into.
+   * Locked for this process's life (a sweep tells a live exporter's by the
+   * lock), then given its name. */
   for (int tries = 0; tries < 4; tries++) {
-    (void)unlinkat(dfd, name, 0);   /* left by a dead process with this name */
-    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-    if (fd >= 0 || errno != EEXIST) return fd;
+    (void)unlinkat(dfd, hidden, 0);   /* left by a dead process with this name */
+    int fd = openat(dfd, hidden, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || renameat(dfd, hidden, dfd, name) != 0) {
+      int e = errno;
+      close(fd);
+      (void)unlinkat(dfd, hidden, 0);
+      errno = e;
+      return -1;
+    }
+    return fd;
   }
   errno = EEXIST;
   return -1;
