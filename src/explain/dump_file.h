@@ -2,9 +2,15 @@
  *
  * dump_dir is created 0700 when missing; an existing one must be a real
  * directory (not a symlink) owned by this user and not writable by group
- * or others. The file is created with O_CREAT|O_EXCL|O_NOFOLLOW, mode
- * 0600, named vramshim-<pid>-<card>-<UTC time>.json (card "all" for a
- * dump of every card); a name already taken gets a -1, -2... suffix. */
+ * or others, or a shared sticky one (the default /var/tmp/vramshim, 1777),
+ * where this user writes in <dump_dir>/<uid> (0700; dir.h). The file is
+ * written under a hidden name (.NAME.part, O_CREAT|O_EXCL|O_NOFOLLOW,
+ * 0600) and renamed when complete, so no empty or partial dump is left by
+ * a killed writer or a full disk; NAME is vramshim-<pid>-<card>-<UTC
+ * time>.json (card "all" for a dump of every card), with a -1, -2...
+ * suffix when taken. After each dump the folder keeps its
+ * VS_DUMP_FOLDER_KEEP newest dumps (every dump there is this user's), and
+ * parts older than a minute are removed. */
 #ifndef VS_DUMP_FILE_H
 #define VS_DUMP_FILE_H
 
@@ -33,6 +39,8 @@ int vs_dump_write_logged(const vs_dump *d, const char *dir, int card, const char
 /* At most one event per interval: automatic dumps on a refused allocation
  * (VS_DUMP_AUTO_INTERVAL_MS per process). Lock-free; safe from any thread. */
 #define VS_DUMP_AUTO_INTERVAL_MS 10000
+/* Dumps a folder keeps (all processes of its user together). */
+#define VS_DUMP_FOLDER_KEEP 64
 typedef struct vs_ratelimit { _Atomic uint64_t next_ms; } vs_ratelimit;
 /* 1 when the caller may go ahead now (and the next one is due interval_ms
  * later), 0 when it is too soon. */

@@ -21,13 +21,15 @@
 
 static const char k_magic[16] = "vramshim-ipc-v1";
 
-/* The program's handle. */
+/* The program's handle. tag tells the exporter's pid apart from the same
+ * pid in another pid namespace sharing the folder (ipc_channel.h). */
 typedef struct token {
   char magic[16];
   int32_t pid;
   uint32_t pad;
   uint64_t seq;
   uint64_t nonce;
+  uint64_t tag;
 } token;
 _Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
 
@@ -121,6 +123,7 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
   memset(&t, 0, sizeof t);
   memcpy(t.magic, k_magic, sizeof k_magic);
   t.pid = (int32_t)getpid();
+  t.tag = vs_plat_chan_tag();
   t.seq = e->seq;
   t.nonce = e->rec.nonce;
   pthread_mutex_unlock(&g_lock);
@@ -137,7 +140,7 @@ int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offse
   int fd = -1;
   const char *why = NULL;
   if (dfd >= 0) {
-    fd = vs_plat_rec_open(dfd, t.pid, &why);
+    fd = vs_plat_rec_open(dfd, t.pid, t.tag, &why);
     close(dfd);
   } else {
     why = "no record of the exporting process (is it running the shim with the same ledger_dir?)";

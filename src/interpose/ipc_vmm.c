@@ -22,13 +22,15 @@
 
 static const char k_magic[16] = "vramshim-ipc-vm";
 
-/* The program's handle. */
+/* The program's handle. tag tells the exporter's pid apart from the same
+ * pid in another pid namespace sharing the folder (ipc_channel.h). */
 typedef struct token {
   char magic[16];
   int32_t pid;
   uint32_t pad;
   uint64_t seq;
   uint64_t nonce;
+  uint64_t tag;
 } token;
 _Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
 
@@ -230,6 +232,7 @@ CUresult vs_ipc_vmm_export(uint64_t base, uint64_t size, int card, CUipcMemHandl
   memset(&t, 0, sizeof t);
   memcpy(t.magic, k_magic, sizeof k_magic);
   t.pid = (int32_t)getpid();
+  t.tag = vs_plat_chan_tag();
   t.seq = e->seq;
   t.nonce = e->nonce;
   pthread_mutex_unlock(&g_lock);
@@ -256,7 +259,7 @@ void vs_ipc_vmm_block_freed(uint64_t base) {
 typedef struct import_key {
   int32_t pid;
   uint32_t pad;
-  uint64_t seq, nonce;
+  uint64_t tag, seq, nonce;
 } import_key;
 
 typedef struct import_rec {
@@ -274,13 +277,13 @@ static void *g_imp_orphan;
 
 /* Connects to pid's export channel after checking that it is this user's
  * private one. -1 with *why set. */
-static int connect_exporter(int pid, const char **why) {
+static int connect_exporter(int pid, uint64_t tag, const char **why) {
   int dfd = vs_settings_ledger_dir_open(0);
   if (dfd < 0) {
     *why = "this process has no ledger folder (is the exporter running the shim with the same ledger_dir?)";
     return -1;
   }
-  int fd = vs_plat_chan_connect(dfd, pid, why);
+  int fd = vs_plat_chan_connect(dfd, pid, tag, why);
   close(dfd);
   return fd;
 }
@@ -337,7 +340,7 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
   CUresult r = real->cuCtxGetDevice ? real->cuCtxGetDevice(&dev) : CUDA_ERROR_INVALID_CONTEXT;
   if (r != CUDA_SUCCESS) return r;
   /* The driver opens no handle in the process that made it (the sim: INVALID_CONTEXT). */
-  if (t.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (t.pid == (int32_t)getpid() && t.tag == vs_plat_chan_tag()) return CUDA_ERROR_INVALID_CONTEXT;
   if (t.pid <= 0) return CUDA_ERROR_INVALID_VALUE;
   if (!real->cuMemImportFromShareableHandle || !real->cuMemAddressReserve || !real->cuMemAddressFree ||
       !real->cuMemMap || !real->cuMemUnmap || !real->cuMemSetAccess || !real->cuMemRelease) {
@@ -345,7 +348,7 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
             "lacks the VMM functions", (int)t.pid);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  import_key key = {t.pid, 0, t.seq, t.nonce};
+  import_key key = {t.pid, 0, t.tag, t.seq, t.nonce};
   /* The lock is held across the exchange: two threads opening one handle
    * get one mapping (opens are rare; the socket has timeouts). */
   pthread_mutex_lock(&g_imp_lock);
@@ -359,7 +362,7 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
     return CUDA_SUCCESS;
   }
   const char *why = NULL;
-  int fd = connect_exporter(t.pid, &why);
+  int fd = connect_exporter(t.pid, t.tag, &why);
   reply rp;
   memset(&rp, 0, sizeof rp);
   request q;
@@ -463,7 +466,8 @@ void vs_ipc_vmm_atfork_child(void) {
 }
 
 /* The socket goes with its exporter (a killed one leaves it: the next
- * process with that pid replaces it, an importer's connect is refused). */
+ * process with that pid in that pid namespace replaces it, an importer's
+ * connect is refused). */
 __attribute__((destructor)) static void remove_socket(void) {
   if (g_server < 0 || !vs_plat_exit_work_ok()) return;
   vs_settings_ledger_dir_unlink(vs_plat_chan_unlink);

@@ -48,11 +48,14 @@ static void account(const vs_alloc_info *rec, int sign) {
   }
 }
 
-/* A request for device memory that failed (refused by the quota or the
- * arena, or the driver's error): counted, and observed (a dump may follow). */
-static void failed(const vs_mem_op *op) {
+/* A request for device memory that failed with r: counted. Observed as a
+ * refusal (a dump may follow) only for want of memory (refused by the quota
+ * or the arena, the driver's OOM): CUDA_ERROR_NOT_INITIALIZED before
+ * cuInit, say, is no refusal (issue 23). */
+static void failed(const vs_mem_op *op, CUresult r) {
   vs_acct_failed(op->rec.card);
-  vs_observe_refused(op->rec.card, op->rec.size);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) vs_observe_refused(op->rec.card, op->rec.size);
+  else vs_observe_failed(op->rec.card, op->rec.size);
 }
 
 /* Arena blocks' CU_POINTER_ATTRIBUTE_BUFFER_ID: one counter for the
@@ -194,7 +197,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
         op->addr = addr;
         record(op);
       } else {
-        failed(op);
+        failed(op, res);
       }
       return done(op);
     }
@@ -219,7 +222,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   if (ended_while_waiting(op)) return done(op);
   if (q != CUDA_SUCCESS) {
     op->result = q;
-    failed(op);
+    failed(op, q);
     return done(op);
   }
   op->rec.charged = 1;
@@ -247,7 +250,7 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
       done(op);
       return CUDA_SUCCESS;
     }
-    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op);
+    if (holds_device_memory(op->rec.kind) && !op->zero) failed(op, r);
     done(op);
     return r;
   }
@@ -332,6 +335,10 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
      * context may have ended since this thread took the record: then the
      * driver freed it, and says so. */
     vs_ipc_block_freed(key);   /* its IPC handles end with it (ipc_record.h) */
+    /* Observed (the trace's free line) before the arena may hand the
+     * address to another thread, whose allocate line must come after it
+     * (issue 23: a trace recorded from several threads replays). */
+    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
     vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
     /* The lane is the legacy stream of the block's own context. */
     int lane = route == VS_ROUTE_LANE && vs_ctx_is_current(vs_driver_if_loaded(), c);
@@ -340,7 +347,6 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
     account(&op->rec, -1);
-    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
     /* Someone on this card waits for memory (on_limit = wait): what this
      * process caches is charged to it, so give the cache back now rather
      * than at the next growth or exit. One load of the ledger when nobody waits. */
@@ -362,6 +368,10 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     op->result = CUDA_ERROR_INVALID_VALUE;
     return VS_MEM_DONE;
   }
+  /* Observed before the driver may hand the address out again (see the
+   * arena's case above); vs_mem_free_end observes it again if the driver
+   * refuses the free. */
+  if (holds_device_memory(op->rec.kind)) vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
   return VS_MEM_PASS;
 }
 
@@ -374,18 +384,18 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   }
   vs_acct_call(op->rec.card, op->call);
   if (r != CUDA_SUCCESS) {
-    /* Still live in the driver, so nobody can have been handed the key. */
+    /* Still live in the driver, so nobody can have been handed the key.
+     * vs_mem_free_begin observed the free: observed live again (a trace
+     * shows the refused free as a free and an allocate of the block). */
     vs_tracker_insert(op->space, &op->rec, NULL);
+    if (holds_device_memory(op->rec.kind)) vs_observe_alloc(op->rec.card, op->rec.key, op->rec.size);
     vs_ctx_put(op->ctx);
     op->ctx = NULL;
     return r;
   }
   vs_ctx_put(op->ctx);
   op->ctx = NULL;
-  if (holds_device_memory(op->rec.kind)) {
-    vs_acct_request(op->rec.card, 0);
-    vs_observe_free(op->rec.card, op->rec.key, op->rec.size);
-  }
+  if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
   account(&op->rec, -1);
   if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
   else if (holds_device_memory(op->rec.kind)) vs_quota_refresh_live(op->rec.card);

@@ -134,6 +134,11 @@ void vs_observe_spill(int card, uint64_t ptr, uint64_t size, int sign) {
   }
 }
 
+void vs_observe_failed(int card, uint64_t size) {
+  obs_card *c = card_get(card);
+  if (c && c->trace) vs_trace_alloc_failed(c->trace, size, 0);
+}
+
 void vs_observe_refused(int card, uint64_t size) {
   obs_card *c = card_get(card);
   if (!c) return;

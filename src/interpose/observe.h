@@ -16,9 +16,13 @@ void vs_observe_exit(void);
 /* Device memory the program got (ptr, size) or gave back. */
 void vs_observe_alloc(int card, uint64_t ptr, uint64_t size);
 void vs_observe_free(int card, uint64_t ptr, uint64_t size);
-/* An allocation of size bytes refused (driver OOM, quota, or another
- * driver error). */
+/* An allocation of size bytes refused for want of memory (the driver's or
+ * the arena's OOM, the quota): counted, traced, and dumped (rate-limited). */
 void vs_observe_refused(int card, uint64_t size);
+/* An allocation that failed for another reason (CUDA_ERROR_NOT_INITIALIZED
+ * before cuInit, a bad argument, a lost context): only the trace's
+ * "allocate failure" line; no refusal counted, logged or dumped. */
+void vs_observe_failed(int card, uint64_t size);
 /* A refused request served from host memory (on_limit = spill; sign +1),
  * or such a block freed (-1): the card's spilled figures and timeline. */
 void vs_observe_spill(int card, uint64_t ptr, uint64_t size, int sign);

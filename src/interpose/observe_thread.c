@@ -161,6 +161,7 @@ static unsigned g_kept_next;
 static char g_last_req_path[VS_PATH_MAX + 128];
 static uint64_t g_last_req_ns;
 static uint64_t g_min_interval_ns = DUMP_MIN_INTERVAL_NS; /* test hook: $VRAMSHIM_TEST_DUMP_INTERVAL_MS */
+static uint64_t g_last_signal_ns;
 
 static void keep_file(const char *path) {
   char *slot = g_kept[g_kept_next++ % DUMP_KEEP];
@@ -168,15 +169,56 @@ static void keep_file(const char *path) {
   snprintf(slot, sizeof g_kept[0], "%s", path);
 }
 
+/* Issue 23: the dump lines are bounded whatever the source (a storm of
+ * signals or requests, a full disk, a folder this process cannot write):
+ * at most DUMP_LOG_BURST lines per DUMP_LOG_WINDOW_NS, then one summary
+ * line when the window ends. On this thread only. */
+#define DUMP_LOG_BURST 8
+#define DUMP_LOG_WINDOW_NS 60000000000ull
+static uint64_t g_dump_log_window_ns = DUMP_LOG_WINDOW_NS; /* test hook: $VRAMSHIM_TEST_DUMP_LOG_WINDOW_MS */
+static struct {
+  uint64_t start_ns;
+  unsigned lines;
+  uint64_t written, failed;   /* dumps said nothing about in this window */
+} g_dump_log;
+
+static void dump_log_tick(uint64_t now) {
+  if (now - g_dump_log.start_ns < g_dump_log_window_ns) return;
+  if (g_dump_log.written || g_dump_log.failed)
+    VS_WARN("%llu more dumps written and %llu that could not be written in the last %llu s, not logged one by one "
+            "(at most %d lines per %llu s); dump_dir is %s",
+            (unsigned long long)g_dump_log.written, (unsigned long long)g_dump_log.failed,
+            (unsigned long long)((now - g_dump_log.start_ns) / 1000000000ull), DUMP_LOG_BURST,
+            (unsigned long long)(g_dump_log_window_ns / 1000000000ull), vs_settings_get()->config.dump_dir);
+  g_dump_log.start_ns = now;
+  g_dump_log.lines = 0;
+  g_dump_log.written = g_dump_log.failed = 0;
+}
+
+/* 1 when one more dump line may be logged now; else it is counted. */
+static int dump_log_ok(int ok) {
+  dump_log_tick(vs_mono_ns());
+  if (g_dump_log.lines < DUMP_LOG_BURST) {
+    g_dump_log.lines++;
+    return 1;
+  }
+  if (ok) g_dump_log.written++;
+  else g_dump_log.failed++;
+  return 0;
+}
+
 static void write_auto(const char *reason, int card, const char *what) {
   vs_dump d;
-  char path[VS_PATH_MAX + 128];
+  char path[VS_PATH_MAX + 128], err[VS_PATH_MAX + 100], where[24];
+  if (card < 0) snprintf(where, sizeof where, "all cards");
+  else snprintf(where, sizeof where, "card %d", card);
   if (vs_obs_build_dump(&d, reason, tenant_of)) {
-    VS_WARN("card %d: %s; no dump: out of host memory", card, what);
+    if (dump_log_ok(0)) VS_WARN("%s: %s; no dump: out of host memory", where, what);
+  } else if (vs_dump_write_file(&d, vs_settings_get()->config.dump_dir, card, path, sizeof path, err, sizeof err)) {
+    if (dump_log_ok(0)) VS_WARN("%s: %s; no dump written: %s", where, what, err);
   } else {
-    path[0] = 0;
-    if (vs_dump_write_logged(&d, vs_settings_get()->config.dump_dir, card, what, path, sizeof path) == 0 && path[0])
-      keep_file(path);
+    keep_file(path);
+    if (dump_log_ok(1)) VS_WARN("%s: %s; dump written to %s", where, what, path);
   }
   vs_dump_free(&d);
 }
@@ -188,8 +230,11 @@ static void answer_requests(void) {
   if (!any) return;
   uint64_t now = vs_mono_ns();
   struct stat st;
-  if (g_last_req_path[0] && now - g_last_req_ns < g_min_interval_ns && stat(g_last_req_path, &st) == 0) {
-    /* A flood of requests: the last dump is at most a second old. */
+  /* A flood of requests: the last answer is at most a second old, a dump
+   * (still there) or why none could be written (issue 23: a process that
+   * cannot write tries once a second, not once a request). */
+  if (g_last_req_path[0] && now - g_last_req_ns < g_min_interval_ns &&
+      (!strncmp(g_last_req_path, "error: ", 7) || stat(g_last_req_path, &st) == 0)) {
     for (int i = 0; i < g_nboxes; i++) vs_mailbox_answer(&g_boxes[i].m, g_boxes[i].slot, req[i], g_last_req_path);
     return;
   }
@@ -200,13 +245,13 @@ static void answer_requests(void) {
     snprintf(path, sizeof path, "error: out of host memory building the dump");
   } else if (vs_dump_write_file(&d, vs_settings_get()->config.dump_dir, -1, path, sizeof path, err, sizeof err)) {
     snprintf(path, sizeof path, "error: %s", err);
-    VS_WARN("dump requested, but it cannot be written: %s", err);
+    if (dump_log_ok(0)) VS_WARN("dump requested, but it cannot be written: %s", err);
   } else {
-    VS_INFO("dump requested; written to %s", path);
+    if (dump_log_ok(1)) VS_INFO("dump requested; written to %s", path);
     keep_file(path);
-    snprintf(g_last_req_path, sizeof g_last_req_path, "%s", path);
-    g_last_req_ns = now;
   }
+  snprintf(g_last_req_path, sizeof g_last_req_path, "%s", path);
+  g_last_req_ns = now;
   vs_dump_free(&d);
   for (int i = 0; i < g_nboxes; i++) vs_mailbox_answer(&g_boxes[i].m, g_boxes[i].slot, req[i], path);
 }
@@ -219,7 +264,15 @@ static void handle(void) {
     snprintf(what, sizeof what, "%s%s%s", q->pre, vs_fmt_bytes(atomic_load(&q->bytes), b, sizeof b), q->post);
     write_auto(q->reason, atomic_load(&q->card), what);
   }
-  if (atomic_exchange(&g_signal_flag, 0)) write_auto("signal", -1, "dump signal received");
+  /* A storm of dump signals (issue 23): at most one dump a second; the
+   * signals in between are covered by it. */
+  if (atomic_exchange(&g_signal_flag, 0)) {
+    uint64_t now = vs_mono_ns();
+    if (!g_last_signal_ns || now - g_last_signal_ns >= g_min_interval_ns) {
+      g_last_signal_ns = now;
+      write_auto("signal", -1, "dump signal received");
+    }
+  }
   answer_requests();
 }
 
@@ -238,6 +291,9 @@ static void *thread_main(void *arg) {
   g_start_time = vs_ledger_self_start_time();
   const char *iv = vs_plat_getenv("VRAMSHIM_TEST_DUMP_INTERVAL_MS");
   if (iv && *iv) g_min_interval_ns = strtoull(iv, NULL, 10) * 1000000ull;
+  const char *lw = vs_plat_getenv("VRAMSHIM_TEST_DUMP_LOG_WINDOW_MS");
+  if (lw && *lw && strtoull(lw, NULL, 10)) g_dump_log_window_ns = strtoull(lw, NULL, 10) * 1000000ull;
+  g_dump_log.start_ns = vs_mono_ns();
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;
   uint64_t next_sample = vs_mono_ns();   /* a first sample at once */
@@ -260,6 +316,7 @@ static void *thread_main(void *arg) {
     vs_quota_check_ledgers();
     prune();
     handle();
+    dump_log_tick(vs_mono_ns());
 
     uint32_t *word = g_nboxes ? vs_mailbox_req_word(&g_boxes[0].m, g_boxes[0].slot) : &g_local_word;
     atomic_store(&g_wait_word, word);
@@ -319,6 +376,12 @@ void vs_obs_thread_atfork_child(void) {
     atomic_store(&g_auto[k].rl.next_ms, 0);
   }
   atomic_store(&g_signal_flag, 0);
+  /* The parent's dumps are not the child's to remove or to answer with. */
+  memset(g_kept, 0, sizeof g_kept);
+  g_kept_next = 0;
+  g_last_req_path[0] = 0;
+  g_last_signal_ns = 0;
+  memset(&g_dump_log, 0, sizeof g_dump_log);
   pthread_mutex_init(&g_start_lock, NULL);
   atomic_store(&vs_obs_thread_started, 0);
 }

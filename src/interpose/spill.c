@@ -184,6 +184,9 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     *res = CUDA_ERROR_INVALID_VALUE;
     return 1;
   }
+  /* Counted (the trace's free line) before the address can be handed out
+   * again, and counted back if the host refuses (see vs_mem_free_begin). */
+  count(b->card, b->dptr, b->size, -1);
   const vs_real_table *real = vs_driver_if_loaded();
   CUresult r = real && real->cuMemFreeHost ? real->cuMemFreeHost(b->host) : CUDA_ERROR_NOT_INITIALIZED;
   vs_mem_count_call(b->card, VRAMSHIM_CALL_OTHER);
@@ -192,12 +195,12 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     pthread_mutex_lock(&g_lock);
     HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
     pthread_mutex_unlock(&g_lock);
+    count(b->card, b->dptr, b->size, 1);
     vs_ctx_put(c);
     *res = r;
     return 1;
   }
   vs_ctx_put(c);
-  count(b->card, b->dptr, b->size, -1);
   vs_quota_unspill(b->card, b->size);
   free(b);
   *res = CUDA_SUCCESS;

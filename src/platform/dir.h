@@ -19,11 +19,20 @@
  * Administrators; Wine enforces no ACLs, so none is checked). what names
  * it in err ("ledger dir"). A descriptor, or -1 with err. */
 int vs_plat_private_dir_open(const char *dir, const char *what, int create, char *err, size_t errlen);
-/* A folder only this user may write (dumps): dir and its missing parents
- * are made owner-only; dir itself must not be a symbolic link (reparse
- * point). POSIX: owned by us and writable by nobody else; Windows: the ACL
- * is not checked (see above). A descriptor, or -1 with err ("dump_dir ..."). */
-int vs_plat_own_dir_open(const char *dir, char *err, size_t errlen);
+/* A folder only this user may write (dumps), opened as a descriptor with
+ * its path in used: dir and its missing parents are made owner-only; dir
+ * itself must not be a symbolic link (reparse point). POSIX: dir itself
+ * when it is ours and writable by nobody else; else, when dir is shared
+ * (sticky, like /tmp and the packaged /var/tmp/vramshim, 1777), or we are
+ * root and dir is another user's private folder, the per-user folder
+ * <dir>/<uid>, made 0700 and checked ours and private. The system's
+ * default dump folder, when missing, is made 1777 (sticky) so that it
+ * never becomes its first user's private folder, and root gives it that
+ * mode (root:root 1777, as the package's tmpfiles.d entry) when it finds
+ * it otherwise.
+ * Windows: dir (the per-user %TEMP%), the ACL not checked (see above).
+ * -1 with err ("dump_dir ..."). */
+int vs_plat_own_dir_open(const char *dir, char *used, size_t usedlen, char *err, size_t errlen);
 /* 0 when the opened shared file may be used: a regular file, POSIX: not
  * world-writable, ours or root's (or a group member's inside a root-owned
  * setgid folder); our own is made group-writable (0660). -1 with err. */
@@ -43,7 +52,9 @@ const char *vs_plat_system_dump_dir(void);
 const char *vs_plat_system_config_path(void);
 /* The folder to use when none is configured: the system's when usable
  * (made when missing), else a per-user one (*fallback = 1): POSIX
- * $XDG_RUNTIME_DIR/vramshim or /tmp/vramshim-<uid>, Windows
+ * $XDG_RUNTIME_DIR/vramshim, else /tmp/vramshim-<uid> unless another user
+ * made that name first (or made it writable by others), then
+ * $HOME/.cache/vramshim (a name nobody else can make); Windows
  * %LOCALAPPDATA%\vramshim. -1 when the system folder exists but may not be
  * trusted (never fall back silently past a takeover). */
 int vs_plat_default_ledger_dir(char *out, size_t len, int *fallback);

@@ -257,6 +257,12 @@ static int first_time(struct parser *ps, int *seen_line, const char *name) {
 
 static const char size_help[] = "expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%";
 static const char duration_help[] = "expected a number with ms, s or min, e.g. 30s";
+static const char size_big[] = "larger than the maximum of 1 EiB";
+static const char duration_big[] = "longer than the maximum of 365 days";
+/* Why vs_parse_size (vs_parse_duration_ms) refused a value: rc -2 is a
+ * well-formed one out of range (units.h). */
+static const char *size_why(int rc) { return rc == -2 ? size_big : size_help; }
+static const char *duration_why(int rc) { return rc == -2 ? duration_big : duration_help; }
 
 static void global_key(struct parser *ps, const char *name, const char *value) {
   vs_config *cfg = ps->cfg;
@@ -273,11 +279,12 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
       else if (!strcmp(value, "off")) cfg->arena = VS_CFG_ARENA_OFF;
       else fail(ps, ps->line, "bad value '%s' for 'arena': expected vmm, chunks or off", value);
       break;
-    case GK_RELEASE:
-      if (vs_parse_size(value, &cfg->release_threshold))
-        fail(ps, ps->line, "bad size '%s' for 'release_threshold': %s", value, size_help);
+    case GK_RELEASE: {
+      int rc = vs_parse_size(value, &cfg->release_threshold);
+      if (rc) fail(ps, ps->line, "bad size '%s' for 'release_threshold': %s", value, size_why(rc));
       cfg->has_release_threshold = 1;
       break;
+    }
     case GK_LEDGER:
     case GK_DUMPDIR: {
       char *dst = k == GK_LEDGER ? cfg->ledger_dir : cfg->dump_dir;
@@ -293,10 +300,15 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
       else if (!strcmp(value, "USR2") || !strcmp(value, "SIGUSR2")) cfg->dump_signal = SIGUSR2;
       else fail(ps, ps->line, "bad value '%s' for 'dump_signal': expected none, USR1 or USR2", value);
       break;
-    case GK_TIMELINE:
-      if (vs_parse_duration_ms(value, &cfg->timeline_interval_ms) || cfg->timeline_interval_ms == 0)
-        fail(ps, ps->line, "bad duration '%s' for 'timeline_interval': %s", value, duration_help);
+    case GK_TIMELINE: {
+      /* Checked for overflow (issue 23): 11971936903837499ms once wrapped
+       * to 1,216 ns once made nanoseconds, and the sampler spun. */
+      int rc = vs_parse_duration_ms(value, &cfg->timeline_interval_ms);
+      if (rc || cfg->timeline_interval_ms == 0)
+        fail(ps, ps->line, "bad duration '%s' for 'timeline_interval': %s", value,
+             rc ? duration_why(rc) : duration_help);
       break;
+    }
   }
 }
 
@@ -360,8 +372,9 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
     case TK_RESERVE:
     case TK_LIMIT: {
       vs_size *dst = k == TK_RESERVE ? &t->reserve : &t->limit;
-      if (vs_parse_size(value, dst)) {
-        fail(ps, ps->line, "bad size '%s' for '%s': %s", value, name, size_help);
+      int rc = vs_parse_size(value, dst);
+      if (rc) {
+        fail(ps, ps->line, "bad size '%s' for '%s': %s", value, name, size_why(rc));
         return;
       }
       if (k == TK_RESERVE) t->reserve_line = ps->line;
@@ -373,28 +386,31 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
         fail(ps, ps->line, "bad value '%s' for 'warn_at': expected a percentage of the limit above 0, e.g. 90%%",
              value);
       break;
-    case TK_ONLIMIT:
+    case TK_ONLIMIT: {
       t->wait_ms = 0;
       t->has_spill = 0;
       if (!strcmp(value, "fail")) break;
       if (!strncmp(value, "spill:", 6)) {
         /* MAX is a size as elsewhere (a percentage of the card's capacity);
          * spill:0 would be fail spelled differently: refused. */
-        if (vs_parse_size(value + 6, &t->spill_max) || (t->spill_max.is_pct ? !t->spill_max.ppm : !t->spill_max.bytes))
+        int rc = vs_parse_size(value + 6, &t->spill_max);
+        if (rc || (t->spill_max.is_pct ? !t->spill_max.ppm : !t->spill_max.bytes))
           fail(ps, ps->line, "bad value '%s' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (%s)",
-               value, size_help);
+               value, size_why(rc));
         else t->has_spill = 1;
         break;
       }
-      if (strncmp(value, "wait:", 5) || vs_parse_duration_ms(value + 5, &t->wait_ms) || t->wait_ms == 0)
+      int rc = strncmp(value, "wait:", 5) ? -1 : vs_parse_duration_ms(value + 5, &t->wait_ms);
+      if (rc == -1 || (rc == 0 && t->wait_ms == 0))
         fail(ps, ps->line,
              "bad value '%s' for 'on_limit': expected fail, wait:DURATION or spill:MAX, e.g. wait:30s or spill:8GiB",
              value);
-      else if (t->wait_ms > VS_CFG_MAX_WAIT_MS)
+      else if (rc || t->wait_ms > VS_CFG_MAX_WAIT_MS)
         /* Deadlines are nanoseconds in 64 bits: a wait past this would
          * wrap (and one day is already longer than any request should block). */
         fail(ps, ps->line, "bad value '%s' for 'on_limit': the wait is longer than the maximum of 24 h", value);
       break;
+    }
     case TK_CARDS: parse_cards(ps, t, value); break;
     case TK_EXE: parse_exes(ps, t, value); break;
   }
@@ -412,8 +428,8 @@ static int handler(void *user, const char *section, const char *name, const char
       if (strcmp(name, "headroom")) fail(ps, ps->line, "unknown key '%s' in %s", name, ps->sec_label);
       else if (first_time(ps, &ps->ckey_line[ps->idx], name)) {
         vs_card_cfg *c = &ps->cfg->cards[ps->idx];
-        if (vs_parse_size(value, &c->headroom))
-          fail(ps, ps->line, "bad size '%s' for 'headroom': %s", value, size_help);
+        int rc = vs_parse_size(value, &c->headroom);
+        if (rc) fail(ps, ps->line, "bad size '%s' for 'headroom': %s", value, size_why(rc));
         c->headroom_line = ps->line;
       }
       break;

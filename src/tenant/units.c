@@ -11,13 +11,16 @@
 /* Parses "123", "1.5": integer part and up to 9 decimals as a fraction in
  * billionths, so "1.5GiB" is exact without floating point. Returns the
  * position after the number, or NULL when there is no digit. */
-static const char *parse_number(const char *p, uint64_t *ip, uint64_t *frac_e9) {
+/* *big is set when the integer part does not fit 64 bits (well-formed but
+ * out of range: the caller says -2). */
+static const char *parse_number(const char *p, uint64_t *ip, uint64_t *frac_e9, int *big) {
   uint64_t v = 0;
   int digits = 0;
+  *big = 0;
   while (isdigit((unsigned char)*p)) {
     unsigned d = (unsigned)(*p - '0');
-    if (v > (UINT64_MAX - d) / 10) return NULL;
-    v = v * 10 + d;
+    if (v > (UINT64_MAX - d) / 10) *big = 1;
+    else v = v * 10 + d;
     p++;
     digits++;
   }
@@ -44,10 +47,10 @@ static const char *skip_space(const char *p) {
   return p;
 }
 
-/* v * mult + frac_e9 * mult / 1e9, or -1 on overflow. */
-static int scale_exact(uint64_t v, uint64_t frac_e9, uint64_t mult, uint64_t *out) {
+/* v * mult + frac_e9 * mult / 1e9, or -2 above max. */
+static int scale_exact(uint64_t v, uint64_t frac_e9, uint64_t mult, uint64_t max, uint64_t *out) {
   vs_u128 r = (vs_u128)v * mult + (vs_u128)frac_e9 * mult / 1000000000u;
-  if (r > UINT64_MAX) return -1;
+  if (r > max) return -2;
   *out = (uint64_t)r;
   return 0;
 }
@@ -60,12 +63,13 @@ int vs_parse_size(const char *text, vs_size *out) {
   };
   if (!text) return -1;
   uint64_t v, f;
-  const char *p = parse_number(skip_space(text), &v, &f);
+  int big;
+  const char *p = parse_number(skip_space(text), &v, &f, &big);
   if (!p) return -1;
   p = skip_space(p);
   if (*p == '%') {
     if (*skip_space(p + 1)) return -1;
-    if (v > 100 || (v == 100 && f)) return -1;
+    if (big || v > 100 || (v == 100 && f)) return -1;
     out->is_pct = 1;
     out->ppm = (uint32_t)(v * 10000 + f / 100000);
     out->bytes = 0;
@@ -84,7 +88,7 @@ int vs_parse_size(const char *text, vs_size *out) {
   }
   if (*skip_space(p + ulen)) return -1;
   uint64_t bytes;
-  if (scale_exact(v, f, mult, &bytes)) return -1;
+  if (big || scale_exact(v, f, mult, VS_SIZE_MAX, &bytes)) return -2;
   out->is_pct = 0;
   out->ppm = 0;
   out->bytes = bytes;
@@ -94,7 +98,8 @@ int vs_parse_size(const char *text, vs_size *out) {
 int vs_parse_duration_ms(const char *text, uint64_t *ms) {
   if (!text) return -1;
   uint64_t v, f;
-  const char *p = parse_number(skip_space(text), &v, &f);
+  int big;
+  const char *p = parse_number(skip_space(text), &v, &f, &big);
   if (!p) return -1;
   p = skip_space(p);
   uint64_t mult;
@@ -104,7 +109,7 @@ int vs_parse_duration_ms(const char *text, uint64_t *ms) {
   else if (!strncmp(p, "s", 1)) mult = 1000, ulen = 1;
   else return -1;
   if (*skip_space(p + ulen)) return -1;
-  return scale_exact(v, f, mult, ms);
+  return big ? -2 : scale_exact(v, f, mult, VS_DURATION_MAX_MS, ms);
 }
 
 int vs_parse_percent(const char *text, uint32_t *ppm) {

@@ -17,7 +17,16 @@ typedef struct vs_size {
   int is_pct;
 } vs_size;
 
-/* 0 on success; -1 on a malformed or out-of-range text (nothing written). */
+/* The largest size and duration a config may write. A size above 1 EiB or
+ * a duration above 365 days is a typo, and refusing them keeps every sum
+ * of sizes, and every deadline (a clock reading plus a duration, in
+ * nanoseconds), within 64 bits. */
+#define VS_SIZE_MAX (1ull << 60)
+#define VS_DURATION_MAX_MS (365ull * 24 * 3600 * 1000)
+
+/* 0 on success; -1 on a malformed text, -2 on a well-formed one above
+ * VS_SIZE_MAX or VS_DURATION_MAX_MS (or past 64 bits); nothing written
+ * on an error. */
 int vs_parse_size(const char *text, vs_size *out);
 int vs_parse_duration_ms(const char *text, uint64_t *ms);
 /* A percentage only ("90%"), into ppm of 100%. */

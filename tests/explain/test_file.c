@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,95 @@ static void test_write_logged(void **state) {
   vs_dump_free(&d);
 }
 
+/* Files of dir whose names start with prefix. */
+static int count_files(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) n += !strncmp(e->d_name, prefix, strlen(prefix));
+  closedir(d);
+  return n;
+}
+
+/* Issue 23: a shared sticky folder (as /var/tmp/vramshim, 1777) is never
+ * one user's: each user writes in <dir>/<uid>, 0700. Before the fix: the
+ * first user's process refused it ("writable by group or others"), or made
+ * the default folder 0700 for itself, after which other users' dumps failed. */
+static void test_shared_folder(void **state) {
+  (void)state;
+  char dir[400], sub[420], path[600], err[256];
+  snprintf(dir, sizeof dir, "%s/shared", root);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 01777), 0);
+  vs_dump d;
+  layout_dump(&d, 0);
+  if (vs_dump_write_file(&d, dir, 0, path, sizeof path, err, sizeof err)) fail_msg("%s", err);
+  snprintf(sub, sizeof sub, "%s/%u/", dir, (unsigned)geteuid());
+  assert_true(!strncmp(path, sub, strlen(sub)));
+  struct stat st;
+  sub[strlen(sub) - 1] = 0;
+  assert_int_equal(lstat(sub, &st), 0);
+  assert_true(S_ISDIR(st.st_mode) && st.st_uid == geteuid());
+  assert_int_equal(st.st_mode & 07777, 0700);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 01777);   /* the shared folder itself is left alone */
+  /* A symlink planted as the user's folder is not followed. */
+  char dir2[400], target[420], link[440];
+  snprintf(dir2, sizeof dir2, "%s/shared2", root);
+  assert_int_equal(mkdir(dir2, 0700), 0);
+  assert_int_equal(chmod(dir2, 01777), 0);
+  snprintf(target, sizeof target, "%s/elsewhere", root);
+  assert_int_equal(mkdir(target, 0700), 0);
+  snprintf(link, sizeof link, "%s/%u", dir2, (unsigned)geteuid());
+  assert_int_equal(symlink(target, link), 0);
+  assert_int_equal(vs_dump_write_file(&d, dir2, 0, path, sizeof path, err, sizeof err), -1);
+  assert_non_null(strstr(err, "symlink"));
+  assert_int_equal(count_files(target, "vramshim-"), 0);
+  vs_dump_free(&d);
+}
+
+/* Issue 23: no partial file under a dump's name (written as .NAME.part,
+ * renamed when complete), stale parts of killed writers removed, and a
+ * folder keeps its VS_DUMP_FOLDER_KEEP newest dumps whichever processes
+ * wrote them. Before the fix: a kill during a dump left an empty file, and
+ * 30 processes left 497 files. */
+static void test_folder_bounded(void **state) {
+  (void)state;
+  char dir[400], path[600], err[256], stale[700], fresh[700];
+  snprintf(dir, sizeof dir, "%s/bounded", root);
+  vs_dump d;
+  layout_dump(&d, 0);
+  uint64_t t0 = d.time_unix_ms;
+  /* Parts of killed writers: one an hour old, one from this second. */
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(stale, sizeof stale, "%s/.vramshim-77-0-20000101T000000.000Z.json.part", dir);
+  snprintf(fresh, sizeof fresh, "%s/.vramshim-78-0-29991231T235959.000Z.json.part", dir);
+  assert_int_equal(close(open(stale, O_WRONLY | O_CREAT, 0600)), 0);
+  assert_int_equal(close(open(fresh, O_WRONLY | O_CREAT, 0600)), 0);
+  /* A file of the user's own, not a dump: never touched. */
+  char mine[700];
+  snprintf(mine, sizeof mine, "%s/vramshim-notes.txt", dir);
+  assert_int_equal(close(open(mine, O_WRONLY | O_CREAT, 0600)), 0);
+  const int n = VS_DUMP_FOLDER_KEEP + 10;
+  for (int i = 0; i < n; i++) {
+    d.pid = 1000 + i % 7;            /* several processes */
+    d.time_unix_ms = t0 + 1000ull * i; /* each second a newer dump */
+    if (vs_dump_write_file(&d, dir, 0, path, sizeof path, err, sizeof err)) fail_msg("%s", err);
+    assert_null(strstr(path, ".part"));
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 0);
+  }
+  assert_int_equal(count_files(dir, "vramshim-") - 1, VS_DUMP_FOLDER_KEEP);
+  assert_int_equal(access(mine, F_OK), 0);
+  assert_int_equal(access(stale, F_OK), -1);
+  assert_int_equal(access(fresh, F_OK), 0);
+  assert_int_equal(count_files(dir, ".vramshim-"), 1);
+  /* The newest stayed: the last one written is there. */
+  assert_int_equal(access(path, F_OK), 0);
+  vs_dump_free(&d);
+}
+
 static void test_ratelimit(void **state) {
   (void)state;
   vs_ratelimit rl = {0};
@@ -112,6 +203,8 @@ int main(void) {
       cmocka_unit_test(test_write_and_read_back),
       cmocka_unit_test(test_refuses_unsafe_dirs),
       cmocka_unit_test(test_write_logged),
+      cmocka_unit_test(test_shared_folder),
+      cmocka_unit_test(test_folder_bounded),
       cmocka_unit_test(test_ratelimit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -148,6 +148,10 @@ in_root getent group vramshim >/dev/null || fail "postinst made no group vramshi
 st=$(in_root stat -c '%a %U %G' /run/vramshim 2>/dev/null)
 [ "$st" = "2770 root vramshim" ] || fail "/run/vramshim is '$st', expected '2770 root vramshim'"
 say "postinst: group vramshim, /run/vramshim $st"
+# The shared dump folder comes from systemd-tmpfiles only (never made by hand
+# in a world-writable /var/tmp); the entry is what makes it 1777 root.
+tf=$(cat "$root/usr/lib/tmpfiles.d/vramshim.conf")
+grep -q '^d /var/tmp/vramshim 1777 root root -$' <<<"$tf" || fail "tmpfiles.d lacks the shared dump folder (1777 root)"
 [ -e "$root/etc/ld.so.preload" ] && fail "the package wrote /etc/ld.so.preload"
 [ -e "$root/etc/vramshim.conf" ] && fail "the package installed /etc/vramshim.conf (HAMi's variables would never apply)"
 out=$(in_root ldconfig -p)

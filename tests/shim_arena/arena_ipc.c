@@ -61,7 +61,11 @@ static int exporter_file(const CUipcMemHandle *h, int pid, char *out, size_t n) 
   char dir[400];
   if (ledger_dir(dir, sizeof dir) != 0) return -1;
   int vmm = !memcmp(h->reserved, "vramshim-ipc-vm", 15);
-  snprintf(out, n, "%s/ipc-%d.%s", dir, pid, vmm ? "sock" : "rec");
+  /* ipc-<pid>-<tag>: the tag (the handle's last 8 bytes of its token, at
+   * 40) tells pid namespaces apart (ipc_channel.h). */
+  uint64_t tag;
+  memcpy(&tag, h->reserved + 40, sizeof tag);
+  snprintf(out, n, "%s/ipc-%d-%llx.%s", dir, pid, (unsigned long long)tag, vmm ? "sock" : "rec");
   return 0;
 }
 

@@ -24,6 +24,7 @@ static void sizes_good(void **state) {
       {"3MB", 3000000},
       {"24GB", 24000000000ull},
       {"1.5GB", 1500000000ull},
+      {"1048576TiB", 1ull << 60}, /* VS_SIZE_MAX */
       {"16777216TiB", 0}, /* overflows: checked below as bad */
   };
   for (size_t i = 0; i + 1 < sizeof cases / sizeof cases[0]; i++) {
@@ -42,6 +43,14 @@ static void sizes_bad(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     vs_size s = {.bytes = 7};
     if (vs_parse_size(bad[i], &s) == 0) fail_msg("'%s' parsed as a size", bad[i]);
+  }
+  /* Well-formed but above 1 EiB: -2, so the config can say why (issue 23). */
+  static const char *big[] = {"1048577TiB", "16777216TiB", "18446744073709551616", "1152921504606846977",
+                              "99999999999999999999999999GB"};
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    vs_size s = {.bytes = 7};
+    if (vs_parse_size(big[i], &s) != -2) fail_msg("'%s' not refused as too large", big[i]);
+    assert_int_equal(s.bytes, 7);
   }
 }
 
@@ -76,9 +85,20 @@ static void durations(void **state) {
   assert_int_equal(ms, 120000);
   assert_int_equal(vs_parse_duration_ms("1.5 s", &ms), 0);
   assert_int_equal(ms, 1500);
+  assert_int_equal(vs_parse_duration_ms("525600min", &ms), 0); /* 365 days: VS_DURATION_MAX_MS */
+  assert_int_equal(ms, 31536000000ull);
   static const char *bad[] = {"30", "", "s", "30 sec", "3h", "1.5.s", "-1s", "30s x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    if (vs_parse_duration_ms(bad[i], &ms) == 0) fail_msg("'%s' parsed as a duration", bad[i]);
+    if (vs_parse_duration_ms(bad[i], &ms) != -1) fail_msg("'%s' parsed as a duration", bad[i]);
+  /* Issue 23: durations whose nanoseconds (or a deadline from now) leave 64
+   * bits are out of range (-2), not wrapped. */
+  static const char *big[] = {"11971936903837499ms", "525601min", "31536000001ms", "18446744073709551616ms",
+                              "99999999999999999999999s"};
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    ms = 7;
+    if (vs_parse_duration_ms(big[i], &ms) != -2) fail_msg("'%s' not refused as too long", big[i]);
+    assert_int_equal(ms, 7);
+  }
 }
 
 int main(void) {

@@ -105,6 +105,14 @@ const char *vs_plat_system_dump_dir(void) { return "/var/tmp/vramshim"; }
 
 const char *vs_plat_system_config_path(void) { return "/etc/vramshim.conf"; }
 
+/* path (followed) is a directory of ours that others may not write;
+ * group-writable allowed when group_ok (a home folder may be 0775). */
+static int own_private(const char *path, int group_ok) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+         !(st.st_mode & (group_ok ? S_IWOTH : (S_IWGRP | S_IWOTH)));
+}
+
 int vs_plat_default_ledger_dir(char *out, size_t len, int *fallback) {
   const char *d = vs_plat_system_ledger_dir();
   struct stat st;
@@ -120,12 +128,29 @@ int vs_plat_default_ledger_dir(char *out, size_t len, int *fallback) {
   }
   *fallback = 1;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
-  struct stat xs;
-  if (xdg && xdg[0] == '/' && strlen(xdg) < len - 16 && stat(xdg, &xs) == 0 && S_ISDIR(xs.st_mode) &&
-      xs.st_uid == geteuid() && !(xs.st_mode & 022))
+  if (xdg && xdg[0] == '/' && strlen(xdg) < len - 16 && own_private(xdg, 0)) {
     snprintf(out, len, "%s/vramshim", xdg);
-  else
-    snprintf(out, len, "/tmp/vramshim-%u", (unsigned)geteuid());
+    return 0;
+  }
+  /* Issue 23: another local user may make /tmp/vramshim-<uid> first; used
+   * only when it is missing (made 0700 by the ledger) or ours and private,
+   * else $HOME/.cache/vramshim, which nobody else can make. All of this
+   * user's processes make the same choice. */
+  snprintf(out, len, "/tmp/vramshim-%u", (unsigned)geteuid());
+  struct stat ts;
+  if (lstat(out, &ts) != 0 || (S_ISDIR(ts.st_mode) && ts.st_uid == geteuid() && !(ts.st_mode & 022))) return 0;
+  const char *home = getenv("HOME");
+  char cache[4096];
+  if (home && home[0] == '/' && strlen(home) < len - 32 && own_private(home, 1)) {
+    snprintf(cache, sizeof cache, "%s/.cache", home);
+    if (mkdir(cache, 0700) == 0 || errno == EEXIST) {
+      if (own_private(cache, 1)) {
+        snprintf(out, len, "%s/vramshim", cache);
+        return 0;
+      }
+    }
+  }
+  /* Nowhere better: the taken name, which the ledger refuses saying why. */
   return 0;
 }
 
@@ -158,7 +183,7 @@ int vs_plat_dir_each(int dfd, int (*fn)(const char *name, void *arg), void *arg)
 }
 
 /* ---- Dump folders (was src/explain/dump_file.c) ---- */
-/* An existing directory is acceptable when it is ours and private enough:
+/* A directory is acceptable as it is when it is ours and private enough:
  * a world- or group-writable one would let another user swap files. */
 static int check_own_dir(int fd, const char *dir, char *err, size_t errlen) {
   struct stat st;
@@ -187,13 +212,56 @@ static int open_dir(const char *dir) {
   return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-int vs_plat_own_dir_open(const char *dir, char *err, size_t errlen) {
+/* Issue 23: a shared dump folder never becomes one user's. dir (open as
+ * fd) is not ours-and-private: when it is shared (sticky: only an entry's
+ * owner may remove or rename it), or we are root and it is another user's
+ * private folder (the default folder made 0700 by an older version run by
+ * that user), this user's dumps go to <dir>/<uid>, made 0700 and checked
+ * like a private dump_dir (files are made through its descriptor, so a
+ * rename of the name changes nothing). A folder anyone may write and
+ * rename in (world-writable, not sticky) stays refused. fd is closed; the
+ * subfolder's descriptor, -1, or -2 when dir is not shared. */
+static int per_user_dir(int fd, const char *dir, char *used, size_t usedlen, char *err, size_t errlen) {
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISDIR(st.st_mode) ||
+      !((st.st_mode & S_ISVTX) || (geteuid() == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH))))) {
+    close(fd);
+    return -2;   /* not shared: the caller reports why dir itself is refused */
+  }
+  char name[24];
+  snprintf(name, sizeof name, "%u", (unsigned)geteuid());
+  if (snprintf(used, usedlen, "%s/%s", dir, name) >= (int)usedlen) {
+    close(fd);
+    snprintf(err, errlen, "dump_dir path too long");
+    return -1;
+  }
+  if (mkdirat(fd, name, 0700) && errno != EEXIST) {
+    snprintf(err, errlen, "cannot create dump_dir %s: %s", used, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int e = errno;
+  close(fd);
+  if (sub < 0) {
+    snprintf(err, errlen, "dump_dir %s: %s%s", used, strerror(e),
+             e == ELOOP || e == ENOTDIR ? " (a symlink or not a directory)" : "");
+    return -1;
+  }
+  if (check_own_dir(sub, used, err, errlen)) {
+    close(sub);
+    return -1;
+  }
+  return sub;
+}
+
+int vs_plat_own_dir_open(const char *dir, char *used, size_t usedlen, char *err, size_t errlen) {
   if (!dir || !*dir) {
     snprintf(err, errlen, "dump_dir is empty");
     return -1;
   }
   char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
+  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp || snprintf(used, usedlen, "%s", dir) >= (int)usedlen) {
     snprintf(err, errlen, "dump_dir path too long");
     return -1;
   }
@@ -207,7 +275,14 @@ int vs_plat_own_dir_open(const char *dir, char *err, size_t errlen) {
     }
     *s = '/';
   }
-  if (mkdir(dir, 0700) && errno != EEXIST) {
+  /* The system's default folder is everybody's: made sticky and
+   * world-writable (as /tmp), each user then writes in a folder of its own
+   * (per_user_dir). The package makes it so too (tmpfiles.d). */
+  int shared = !strcmp(dir, vs_plat_system_dump_dir());
+  if (mkdir(dir, 0700) == 0) {
+    if (shared && chmod(dir, 01777)) {
+    }
+  } else if (errno != EEXIST) {
     snprintf(err, errlen, "cannot create dump_dir %s: %s", dir, strerror(errno));
     return -1;
   }
@@ -217,9 +292,23 @@ int vs_plat_own_dir_open(const char *dir, char *err, size_t errlen) {
              errno == ELOOP || errno == ENOTDIR ? " (a symlink or not a directory)" : "");
     return -1;
   }
-  if (check_own_dir(fd, dir, err, errlen)) {
-    close(fd);
+  /* Root puts the default folder back to what the package makes it (as
+   * systemd-tmpfiles does at boot): an older version made it 0700 for its
+   * first user, locking every other user out. */
+  struct stat st;
+  if (shared && geteuid() == 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) != 01777) {
+    if (fchown(fd, 0, 0) == 0 && fchmod(fd, 01777) == 0) {
+    }
+  }
+  if (check_own_dir(fd, dir, err, errlen) == 0) return fd;
+  char why[600];
+  snprintf(why, sizeof why, "%s", err);
+  int sub = per_user_dir(fd, dir, used, usedlen, err, errlen);
+  if (sub == -2) {
+    snprintf(err, errlen, "%s (and it is not a shared sticky folder, where each user writes in a folder of its own)",
+             why);
+    snprintf(used, usedlen, "%s", dir);
     return -1;
   }
-  return fd;
+  return sub;
 }

@@ -212,7 +212,8 @@ int vs_plat_dir_each(int dfd, int (*fn)(const char *name, void *arg), void *arg)
 }
 
 /* Missing parents are made owner-only too; existing parents are left alone. */
-int vs_plat_own_dir_open(const char *dir, char *err, size_t errlen) {
+int vs_plat_own_dir_open(const char *dir, char *used, size_t usedlen, char *err, size_t errlen) {
+  if (used && usedlen) snprintf(used, usedlen, "%s", dir ? dir : "");
   if (!dir || !*dir) {
     snprintf(err, errlen, "dump_dir is empty");
     return -1;

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 
+uint64_t vs_plat_chan_tag(void) { return 0; }
+
 int vs_plat_chan_listen(int dfd, int pid) {
   (void)dfd, (void)pid;
   errno = ENOSYS;
@@ -17,8 +19,8 @@ int vs_plat_chan_peer_ok(int fd) {
   (void)fd;
   return 0;
 }
-int vs_plat_chan_connect(int dfd, int pid, const char **why) {
-  (void)dfd, (void)pid;
+int vs_plat_chan_connect(int dfd, int pid, uint64_t tag, const char **why) {
+  (void)dfd, (void)pid, (void)tag;
   *why = "IPC of VMM blocks is not available on Windows";
   errno = ENOSYS;
   return -1;
@@ -40,8 +42,8 @@ int vs_plat_rec_create(int dfd, int pid) {
   errno = ENOSYS;
   return -1;
 }
-int vs_plat_rec_open(int dfd, int pid, const char **why) {
-  (void)dfd, (void)pid;
+int vs_plat_rec_open(int dfd, int pid, uint64_t tag, const char **why) {
+  (void)dfd, (void)pid, (void)tag;
   *why = "IPC records are not available on Windows";
   return -1;
 }
