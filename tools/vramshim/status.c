@@ -144,8 +144,8 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
            s->capacity ? (double)x->used / (double)s->capacity : 0.0, x->nprocs);
     /* on_limit = spill (issue 13): host bytes, never part of used; spill_max null when the tenant does not spill */
     printf(", \"spilled\": %" PRIu64 ", \"spill_peak\": %" PRIu64 ", \"spill_max\": ", x->spilled, x->spill_peak);
-    if (x->spill_max) printf("%" PRIu64 "}", x->spill_max);
-    else printf("null}");
+    if (x->spill_max) printf("%" PRIu64, x->spill_max);
+    else printf("null");
     printf(", \"reserve_held_by\": [");
     for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s%d", k ? ", " : "", x->reserve_pids[k]);
     printf("]}");
@@ -312,6 +312,7 @@ int cmd_status(int argc, char **argv) {
       if (i) printf("\n");
       print_table(dir, snaps[i], events);
     }
+    vs_history_status_note(stdout); /* failed threshold actions (issue 26) */
   }
   for (int i = 0; i < got; i++) free(snaps[i]);
   return rc;
