@@ -284,17 +284,7 @@ int vs_store_action(vs_store *s, int64_t t_ms, const char *card, const char *ten
   return step_done(st);
 }
 
-static int64_t meta_i64(vs_store *s, const char *key, int64_t dflt) {
-  sqlite3_stmt *st;
-  int64_t v = dflt;
-  if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL)) return dflt;
-  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return v;
-}
-
-/* Runs sql with ?1 = from, ?2 = to (and ?3 = key/value for meta). */
+/* Runs sql with ?1 = a, ?2 = b. */
 static int run2(vs_store *s, const char *sql, int64_t a, int64_t b) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL)) return -1;
@@ -303,53 +293,39 @@ static int run2(vs_store *s, const char *sql, int64_t a, int64_t b) {
   return step_done(st);
 }
 
-static int set_meta(vs_store *s, const char *key, int64_t v) {
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta VALUES(?, ?)", -1, &st, NULL)) return -1;
-  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, v);
-  return step_done(st);
-}
-
-/* Every complete hour [from, to) of raw tenant totals into level 1, and
- * every complete day of level 1 into level 2. A bucket is written once its
- * period has ended (a late sample of a closed hour is kept raw only). */
+/* Hourly aggregates of every complete hour the raw samples still hold,
+ * daily ones of every complete day the hourly ones still hold, written
+ * again at each pass (INSERT OR REPLACE: a late or inserted sample of a
+ * kept hour is counted); then pruning, at whole hours and days so that the
+ * oldest kept hour (day) is never a partial one. A period past its
+ * retention keeps the aggregate made while it was whole. */
 int vs_store_maintain(vs_store *s, int64_t now_ms, char *err, size_t errlen) {
   int64_t hour_end = now_ms / VS_STORE_HOUR_MS * VS_STORE_HOUR_MS;
   int64_t day_end = now_ms / VS_STORE_DAY_MS * VS_STORE_DAY_MS;
-  if (vs_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) return -1;
-  int64_t hour_from = meta_i64(s, "hourly_done", 0), day_from = meta_i64(s, "daily_done", 0);
-  int bad = 0;
-  if (hour_from < hour_end) {
-    bad |= run2(s,
-                "INSERT OR REPLACE INTO agg SELECT 1, t / 3600000 * 3600000 AS b, card, tenant, count(*), min(used),"
-                " avg(used), max(used), min(cached), avg(cached), max(cached), max(spilled), max(lim), max(reserve)"
-                " FROM samples WHERE pid = 0 AND t >= ?1 AND t < ?2 GROUP BY b, card, tenant",
-                hour_from, hour_end);
-    bad |= set_meta(s, "hourly_done", hour_end);
-  }
-  if (day_from < day_end) {
-    bad |= run2(s,
-                "INSERT OR REPLACE INTO agg SELECT 2, t / 86400000 * 86400000 AS b, card, tenant, sum(n),"
-                " min(used_min), sum(used_mean * n) / sum(n), max(used_max), min(cached_min),"
-                " sum(cached_mean * n) / sum(n), max(cached_max), max(spilled_max), max(lim), max(reserve)"
-                " FROM agg WHERE level = 1 AND t >= ?1 AND t < ?2 GROUP BY b, card, tenant",
-                day_from, day_end);
-    bad |= set_meta(s, "daily_done", day_end);
-  }
-  /* Pruning: raw only once its hour is aggregated. */
-  int64_t raw_cut = now_ms - VS_STORE_RAW_DAYS * VS_STORE_DAY_MS;
-  if (raw_cut > hour_end) raw_cut = hour_end;
-  bad |= run2(s, "DELETE FROM samples WHERE t < ?1 AND ?2 = ?2", raw_cut, 0);
-  bad |= run2(s, "DELETE FROM agg WHERE level = 1 AND t < ?1 AND ?2 = ?2",
-              now_ms - VS_STORE_HOURLY_DAYS * VS_STORE_DAY_MS, 0);
+  int64_t raw_cut = (now_ms - VS_STORE_RAW_DAYS * VS_STORE_DAY_MS) / VS_STORE_HOUR_MS * VS_STORE_HOUR_MS;
+  int64_t hourly_cut = (now_ms - VS_STORE_HOURLY_DAYS * VS_STORE_DAY_MS) / VS_STORE_DAY_MS * VS_STORE_DAY_MS;
   int64_t year = now_ms - VS_STORE_DAILY_DAYS * VS_STORE_DAY_MS;
+  if (vs_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) return -1;
+  int bad = 0;
+  bad |= run2(s,
+              "INSERT OR REPLACE INTO agg SELECT 1, t / 3600000 * 3600000 AS b, card, tenant, count(*), min(used),"
+              " avg(used), max(used), min(cached), avg(cached), max(cached), max(spilled), max(lim), max(reserve)"
+              " FROM samples WHERE pid = 0 AND t >= ?1 AND t < ?2 GROUP BY b, card, tenant",
+              (int64_t)0, hour_end);
+  bad |= run2(s,
+              "INSERT OR REPLACE INTO agg SELECT 2, t / 86400000 * 86400000 AS b, card, tenant, sum(n),"
+              " min(used_min), sum(used_mean * n) / sum(n), max(used_max), min(cached_min),"
+              " sum(cached_mean * n) / sum(n), max(cached_max), max(spilled_max), max(lim), max(reserve)"
+              " FROM agg WHERE level = 1 AND t >= ?1 AND t < ?2 GROUP BY b, card, tenant",
+              (int64_t)0, day_end);
+  bad |= run2(s, "DELETE FROM samples WHERE t < ?1 AND ?2 = ?2", raw_cut, 0);
+  bad |= run2(s, "DELETE FROM agg WHERE level = 1 AND t < ?1 AND ?2 = ?2", hourly_cut, 0);
   bad |= run2(s, "DELETE FROM agg WHERE level = 2 AND t < ?1 AND ?2 = ?2", year, 0);
   bad |= run2(s, "DELETE FROM events WHERE time_ns < ?1 * 1000000 AND ?2 = ?2", year, 0);
   bad |= run2(s, "DELETE FROM actions WHERE t < ?1 AND ?2 = ?2", year, 0);
   if (bad) {
     snprintf(err, errlen, "history database %s: aggregation failed: %s", s->path, sqlite3_errmsg(s->db));
-    vs_store_exec(s, "ROLLBACK", err + strlen(err), 0);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
   }
   return vs_store_exec(s, "COMMIT", err, errlen);

@@ -13,7 +13,7 @@
  *       every ledger event (warn, limit = a refusal, reclaim, spill), once.
  *   actions(t, card, tenant, event, program, status, exit_code, duration_ms, output)
  *       every threshold action run: status ok, failed, timeout, not-started.
- *   meta(key, value): schema, the aggregation marks.
+ *   meta(key, value): the schema version.
  *
  * WAL journal, synchronous = NORMAL: each sampling pass is one transaction,
  * so a recorder killed at any point loses at most the pass it was in. One
@@ -61,7 +61,8 @@ int vs_store_event(vs_store *s, uint64_t time_ns, const char *card, const char *
                    uint64_t bytes, uint64_t used, uint64_t lim);
 int vs_store_action(vs_store *s, int64_t t_ms, const char *card, const char *tenant, const char *event,
                     const char *program, const char *status, int exit_code, int64_t duration_ms, const char *output);
-/* Hourly and daily aggregates of every complete hour and day before now,
- * then pruning past the retention above. 0, or -1 with err. */
+/* Hourly and daily aggregates of every complete hour and day before now
+ * that the finer level still holds, then pruning past the retention
+ * above. Run at start and once an hour. 0, or -1 with err. */
 int vs_store_maintain(vs_store *s, int64_t now_ms, char *err, size_t errlen);
 #endif
