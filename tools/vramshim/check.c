@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_actions.h"
 #include "commands.h"
 #include "config.h"
 #include "log.h"
@@ -145,6 +146,8 @@ int cmd_check(int argc, char **argv) {
     rc = 1;
   } else if (ncaps && vs_config_check_cards(cfg, caps, ncaps, err, sizeof err)) {
     fprintf(stderr, "vramshim: %s\n", err);
+    rc = 1;
+  } else if (vs_check_actions(cfg)) { /* on_warn / on_refuse programs (issue 26) */
     rc = 1;
   } else {
     printf("vramshim: %s is valid (config generation %016" PRIx64 ")\n", file, cfg->generation);
