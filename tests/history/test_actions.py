@@ -91,11 +91,15 @@ def main():
             in p.stderr, p.stderr
 
         llm, slow = e.holder("llm"), e.holder("slow")
+        # A refusal before the recorder starts is history (stored), not a crossing to act on.
+        assert llm.alloc(300 * MiB).startswith("refused")
+        time.sleep(0.3)
         rec = e.recorder("--config", e.conf, "--action-timeout", "1s")
         # Crossing warn_at (128 MiB): one run, with the event in its environment.
         assert llm.alloc(150 * MiB) == "ok"
         w = eventually(lambda: runs(e, "warn"), "on_warn ran")
         assert len(w) == 1, w
+        assert not runs(e, "refuse"), runs(e, "refuse")
         env = w[0]
         card = e.status()["cards"][0]["card"]
         assert env["VRAMSHIM_EVENT"] == "warn" and env["VRAMSHIM_TENANT"] == "llm", env

@@ -56,7 +56,7 @@ for f in usr/lib/x86_64-linux-gnu/libvramshim.so.0 usr/bin/vramshim usr/include/
          usr/lib/x86_64-linux-gnu/pkgconfig/vramshim.pc usr/lib/x86_64-linux-gnu/cmake/vramshim/vramshimConfig.cmake \
          usr/lib/tmpfiles.d/vramshim.conf usr/share/doc/vramshim/copyright usr/share/doc/vramshim/changelog.gz \
          usr/share/doc/vramshim/examples/config/vramshim.conf usr/share/doc/vramshim/README.md \
-         lib/systemd/system/vramshim-record.service usr/share/doc/vramshim/schemas/history.schema.json; do
+         usr/lib/systemd/system/vramshim-record.service usr/share/doc/vramshim/schemas/history.schema.json; do
   [ "$arch" = amd64 ] || f=${f//x86_64-linux-gnu/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)}
   grep -q " \./$f\( \|$\)" <<<"$listing" || fail "not in the package: /$f"
 done

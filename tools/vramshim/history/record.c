@@ -68,7 +68,7 @@ static vs_config *load_config(const char *file, vs_config *cfg, uint64_t *gen_se
 /* One pass: a snapshot of every ledger in one transaction. 0, -1 with err
  * (the database failed; damaged when *damaged). */
 static int pass(vs_store *st, const char *dir, vs_ledger_snapshot *snap, vs_actions_state *acts, const vs_config *cfg,
-                int64_t t, int *damaged, char *err, size_t errlen) {
+                int64_t t, uint64_t act_from_ns, int *damaged, char *err, size_t errlen) {
   static char ids[MAX_LEDGERS][VS_NAME_MAX];
   char lerr[VS_ERR_MAX];
   int n = vs_ledger_list(dir, ids, MAX_LEDGERS, lerr, sizeof lerr);
@@ -83,7 +83,9 @@ static int pass(vs_store *st, const char *dir, vs_ledger_snapshot *snap, vs_acti
       int r = vs_store_event(st, ev->time_ns, snap->card_id, ev->tenant, ev->pid, ev->kind, ev->bytes, ev->used,
                              ev->limit);
       if (r < 0) goto db_fail;
-      if (r) fresh[nfresh++] = ev;
+      /* Stored once; acted on only when it happened while recording (an old
+       * refusal in the ring of a first pass is history, not a crossing). */
+      if (r && ev->time_ns >= act_from_ns) fresh[nfresh++] = ev;
     }
     for (int k = 0; k < snap->ntenants; k++) {
       const vs_snap_tenant *x = &snap->tenants[k];
@@ -173,6 +175,8 @@ int cmd_record(int argc, char **argv) {
   if (!once)
     fprintf(stderr, "vramshim: recording the ledgers of %s into %s every %.3g s\n", dir, db, (double)interval / 1000.0);
   int64_t last_hour = -1;
+  /* Events from one interval before the start on are acted on. */
+  uint64_t act_from_ns = vs_clock_ns(CLOCK_REALTIME) - interval * 1000000ull;
   uint64_t next = vs_mono_ns(), last_cfg = vs_mono_ns();
   int rc = 0;
   while (!stop_flag) {
@@ -183,7 +187,7 @@ int cmd_record(int argc, char **argv) {
     }
     int damaged = 0;
     err[0] = 0;
-    if (pass(&st, dir, snap, acts, cfg, t, &damaged, err, sizeof err)) {
+    if (pass(&st, dir, snap, acts, cfg, t, act_from_ns, &damaged, err, sizeof err)) {
       fprintf(stderr, "vramshim: %s\n", err);
       vs_store_close(&st);
       if (!damaged || vs_store_open_writer(db, &st, note, sizeof note, err, sizeof err)) {

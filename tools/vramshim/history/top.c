@@ -5,6 +5,7 @@
  * with --once) it prints the same view once, as plain text. Reads the
  * ledgers as `vramshim status` does (ledger_read.h). */
 #include <curses.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,7 @@ int cmd_top(int argc, char **argv) {
   if (once || !isatty(STDOUT_FILENO)) {
     draw(&v, dir, snaps, read_all(dir, snaps));
   } else {
+    setlocale(LC_CTYPE, ""); /* the terminal's encoding for paths; numbers stay in the C locale */
     initscr();
     cbreak();
     noecho();
