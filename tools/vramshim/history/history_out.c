@@ -306,7 +306,7 @@ int vs_history_json(const vs_history *h, FILE *out) {
 #define PANEL_H 280
 #define PX0 90
 #define PX1 930
-#define PY0 40
+#define PY0 52
 #define PY1 240
 #define SVG_POINTS 600
 
@@ -329,7 +329,8 @@ static void panel(vs_sbuf *b, const vs_hist_tenant *x, int y0, vs_hist_point *ds
   vs_sb_xml_str(b, x->tenant);
   vs_sb_puts(b, " on card ");
   vs_sb_xml_str(b, x->card);
-  vs_sb_printf(b, ": %s</text>\n", vs_drift_text(x->drift));
+  vs_sb_printf(b, "</text>\n<text class=\"verdict\" x=\"%d\" y=\"%d\">%s</text>\n", PX0, y0 + 38,
+               vs_drift_text(x->drift));
   vs_sb_printf(b, "<rect class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", PX0, y0 + PY0, PX1 - PX0,
                PY1 - PY0);
   vs_sb_printf(b, "<text class=\"axis\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", PX0 - 6, Y(ymax / 1.05) + 4,
@@ -363,8 +364,9 @@ static void panel(vs_sbuf *b, const vs_hist_tenant *x, int y0, vs_hist_point *ds
   static const char *const leg[][2] = {{"usage", "held (usage)"}, {"cache", "cached (held - live)"},
                                        {"limit", "limit"}, {"reserve", "reservation"},
                                        {"refusal", "refusal"}, {"warn", "warning"}};
+  static const int at[6] = {0, 140, 320, 400, 530, 630};
   for (int i = 0; i < 6; i++) {
-    int lx = PX0 + i * 140;
+    int lx = PX0 + at[i];
     if (i < 4)
       vs_sb_printf(b, "<line class=\"%s\" x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\"/>", leg[i][0], lx, lx + 20,
                    y0 + PY1 + 34, y0 + PY1 + 34);
@@ -383,7 +385,7 @@ int vs_history_svg(const vs_history *h, FILE *out) {
   vs_sb_printf(&b,
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"12\">\n<style>\n"
-               ".title{font-size:14px;font-weight:bold} .axis,.legend{fill:#444}\n"
+               ".title{font-size:14px;font-weight:bold} .verdict{fill:#222} .axis,.legend{fill:#444}\n"
                ".plot{fill:#fafafa;stroke:#ccc} .usage{fill:none;stroke:#1f77b4;stroke-width:1.5}\n"
                ".cache{fill:none;stroke:#ff7f0e;stroke-width:1.2} .limit{stroke:#d62728;stroke-dasharray:6 3}\n"
                ".reserve{stroke:#2ca02c;stroke-dasharray:2 3} .mark.refusal{fill:#d62728} .mark.warn{fill:#e6a800}\n"
