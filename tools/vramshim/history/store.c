@@ -108,7 +108,7 @@ static int move_aside(const char *path, char *to, size_t tolen) {
   if (vs_plat_rename(path, to)) return -1;
   static const char *const sides[] = {"-wal", "-shm"};
   for (int i = 0; i < 2; i++) {
-    char a[600], b[600];
+    char a[704], b[704];
     snprintf(a, sizeof a, "%s%s", path, sides[i]);
     snprintf(b, sizeof b, "%s%s", to, sides[i]);
     if (access(a, F_OK) == 0) vs_plat_rename(a, b);
