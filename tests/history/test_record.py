@@ -48,7 +48,15 @@ def main():
         assert emb.alloc(600 * MiB).startswith("refused")   # an event: a refusal
 
         rec = e.recorder()
-        eventually(lambda: passes(e.db) >= 5, "five passes recorded")
+        # Read only once it has opened the database (its first line): a
+        # reader during the creation could hold it off WAL mode.
+        eventually(lambda: "recording the ledgers" in open(e.path("recorder.err")).read() or rec.poll() is not None,
+                   "the recorder started")
+        try:
+            eventually(lambda: passes(e.db) >= 5, "five passes recorded")
+        except AssertionError:
+            print(open(e.path("recorder.err")).read())
+            raise
         # One writer per database: a second recorder says so and exits.
         p = e.tool("record", "--db", e.db, "--ledger-dir", e.ledger, "--once", ok=False)
         assert p.returncode == 3, (p.returncode, p.stderr)
@@ -96,8 +104,9 @@ def main():
             t, _, _ = last_pass(e.db)
             lost = killed - t
             worst = max(worst, lost)
-            # One interval, plus the pass in flight and a loaded machine's scheduling.
-            assert lost <= INTERVAL_MS + 1000, ("lost %.0f ms of samples" % lost)
+            # One interval, plus the pass in flight and a loaded machine's scheduling
+            # (measured on an idle machine: at most 207 ms).
+            assert lost <= INTERVAL_MS + 1500, ("lost %.0f ms of samples" % lost, open(e.path("recorder.err")).read())
             c = sqlite3.connect(e.db)
             assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
             c.close()
