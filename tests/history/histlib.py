@@ -45,6 +45,7 @@ class Env:
         self.env.update(VRAMSHIM_CONFIG=self.conf, VRAMSIM_STATE=os.path.join(self.dir, "sim.state"),
                         VRAMSIM_CARDS="4GiB", LD_LIBRARY_PATH=a.sim_dir)
         self.procs = []
+        self.recorders = []
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -67,13 +68,25 @@ class Env:
 
     def recorder(self, *extra, interval="200ms"):
         err = open(self.path("recorder.err"), "a")
-        return subprocess.Popen([self.a.tool, "record", "--interval", interval, "--db", self.db, "--ledger-dir",
-                                 self.ledger] + list(extra), env=self.env, stdout=err, stderr=err)
+        p = subprocess.Popen([self.a.tool, "record", "--interval", interval, "--db", self.db, "--ledger-dir",
+                              self.ledger] + list(extra), env=self.env, stdout=err, stderr=err)
+        self.recorders.append(p)
+        return p
 
     def status(self):
         return json.loads(self.tool("status", "--json", "--events", "--ledger-dir", self.ledger).stdout)
 
     def close(self):
+        # A recorder left by a failed test would go on running actions over
+        # the next run's folder: none outlives its test.
+        for p in self.recorders:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         for p in self.procs:
             if p.poll() is None:
                 try:

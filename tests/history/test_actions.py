@@ -16,7 +16,8 @@ import time
 from histlib import MiB, Env, args, eventually, stop, validate
 
 ACT = """#!/bin/sh
-env | grep '^VRAMSHIM_' | sort > "{runs}/$VRAMSHIM_EVENT-$(date +%s%N).env"
+f="{runs}/$VRAMSHIM_EVENT-$(date +%s%N).env"
+env | grep '^VRAMSHIM_' | sort > "$f.part" && mv "$f.part" "$f"   # whole when the test sees it
 echo "action saw $VRAMSHIM_EVENT for $VRAMSHIM_TENANT"
 """
 HANG = """#!/bin/sh

@@ -2,8 +2,9 @@
 """`vramshim record` over live processes on the sim at --interval 200ms: the
 rows of a pass match `vramshim status --json`; a second recorder on the
 database is refused; kill -9 at random moments loses at most one interval
-and leaves a sound database; a truncated database is moved aside with a
-message and a new one started."""
+and leaves a sound database; a database removed under the recorder is made
+again; a truncated database is moved aside with a message and a new one
+started."""
 import glob
 import json
 import os
@@ -112,6 +113,16 @@ def main():
             c.close()
         print("kill -9 x8: newest sample at most %.0f ms before the kill (interval %d ms)" % (worst, INTERVAL_MS))
         assert not glob.glob(e.db + ".damaged-*"), "a killed recorder's database was moved aside"
+
+        # Removed under a running recorder: it says so and starts the file again.
+        rec = e.recorder()
+        eventually(lambda: passes(e.db) >= 2, "the recorder runs again")
+        for suffix in ("", "-wal", "-shm", ".lock"):
+            if os.path.exists(e.db + suffix):
+                os.unlink(e.db + suffix)
+        eventually(lambda: "was removed or replaced while recording; opening it again" in
+                   open(e.path("recorder.err")).read() and passes(e.db) >= 2, "the recorder made the file again")
+        assert stop(rec) == 0
 
         # A truncated database is moved aside, with a message, never reset.
         size = os.path.getsize(e.db)

@@ -185,6 +185,18 @@ int cmd_record(int argc, char **argv) {
       cfg = load_config(config, cfgbuf, &gen);
       last_cfg = vs_mono_ns();
     }
+    if (!vs_store_still_there(&st)) {
+      /* Removed or replaced under the recorder (an operator's rm, a
+       * restore): writing on would go into a file nobody can read. */
+      fprintf(stderr, "vramshim: history database %s was removed or replaced while recording; opening it again\n", db);
+      vs_store_close(&st);
+      r = vs_store_open_writer(db, &st, note, sizeof note, err, sizeof err);
+      if (r) {
+        fprintf(stderr, "vramshim: %s\n", err);
+        rc = r == VS_STORE_BUSY ? 3 : 1;
+        break;
+      }
+    }
     int damaged = 0;
     err[0] = 0;
     if (pass(&st, dir, snap, acts, cfg, t, act_from_ns, &damaged, err, sizeof err)) {

@@ -216,6 +216,12 @@ int vs_store_open_reader(const char *path, vs_store *s, char *err, size_t errlen
   return 0;
 }
 
+int vs_store_still_there(const vs_store *s) {
+  char lock[600];
+  snprintf(lock, sizeof lock, "%s.lock", s->path);
+  return s->lock_fd < 0 || (vs_plat_path_is_file(lock, s->lock_fd) == 1 && access(s->path, F_OK) == 0);
+}
+
 void vs_store_close(vs_store *s) {
   if (s->db) sqlite3_close(s->db);
   s->db = NULL;

@@ -51,6 +51,9 @@ int vs_store_open_writer(const char *path, vs_store *s, char *note, size_t notel
 /* Read-only, for history, status and the tests: 0, or -1 with err. */
 int vs_store_open_reader(const char *path, vs_store *s, char *err, size_t errlen);
 void vs_store_close(vs_store *s);
+/* Writer: 1 while the path still names the database and lock it holds; 0
+ * once they were removed or replaced under it (then: close, open again). */
+int vs_store_still_there(const vs_store *s);
 
 int vs_store_exec(vs_store *s, const char *sql, char *err, size_t errlen);
 /* One sample row; lim UINT64_MAX = none. */
