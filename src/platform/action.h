@@ -36,7 +36,8 @@ int vs_plat_program_check(const char *program, char *err, size_t errlen);
  * "%ProgramData%\vramshim") when this user may write there (for_writing)
  * or the file is there to read; else a per-user one (*fallback = 1):
  * POSIX $XDG_STATE_HOME/vramshim or ~/.local/state/vramshim, Windows
- * %LOCALAPPDATA%\vramshim. The folder itself is made by the caller. */
+ * %LOCALAPPDATA%\vramshim. A writer makes the system folder (0755) when
+ * it may; the per-user folder is made by the caller. */
 void vs_plat_default_state_file(const char *name, int for_writing, char *out, size_t len, int *fallback);
 /* The system's state folder: "/var/lib/vramshim", "%ProgramData%\vramshim". */
 const char *vs_plat_system_state_dir(void);

@@ -173,6 +173,10 @@ void vs_plat_default_state_file(const char *name, int for_writing, char *out, si
   const char *sys = vs_plat_system_state_dir();
   *fallback = 0;
   snprintf(out, len, "%s/%s", sys, name);
+  /* A writer that may make the system folder (root without systemd's
+   * StateDirectory=, a container) makes it readable by all: `vramshim
+   * history` and `status` read it as any user. */
+  if (for_writing && access(sys, F_OK) != 0 && access("/var/lib", W_OK | X_OK) == 0) mkdir(sys, 0755);
   if (for_writing ? access(sys, W_OK | X_OK) == 0 : access(out, R_OK) == 0) return;
   *fallback = 1;
   const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
