@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import time
 
-from histlib import MiB, Env, args, eventually, stop
+from histlib import MiB, Env, args, eventually, stop, validate
 
 INTERVAL_MS = 200
 
@@ -93,6 +93,22 @@ def main():
         assert sorted(evs) == sorted(want), (evs, want)
         assert ("embed", "limit", 600 * MiB) in evs, evs
 
+        # The card as seen, and history by card index or id (a few seconds: no verdict yet).
+        c = sqlite3.connect(e.db)
+        cards = c.execute("SELECT card, card_index, capacity, headroom FROM cards").fetchall()
+        c.close()
+        assert cards == [(card["card"], card["index"], card["capacity"], card["headroom"])], (cards, card)
+        for sel in ("0", card["card"]):
+            h = json.loads(e.tool("history", "--db", e.db, "--json", "--since", "1h", "--card", sel).stdout)
+            validate(a.schemas, "history", h)
+            ts = {t["tenant"]: t for t in h["tenants"]}
+            assert sorted(ts) == ["embed", "llm"], h
+            assert ts["llm"]["usage"]["now"] == 464 * MiB and ts["llm"]["limit"] == 1 << 30, ts["llm"]
+            assert ts["llm"]["drift"]["verdict"] == "not_enough_data", ts["llm"]["drift"]
+            assert ts["embed"]["days"][0]["refusals"] == 1, ts["embed"]["days"]
+        h = json.loads(e.tool("history", "--db", e.db, "--json", "--since", "1h", "--card", "7").stdout)
+        assert h["tenants"] == [], h
+
         # kill -9 at random moments: each loses at most the pass it was in.
         rnd = random.Random(26)
         worst = 0
@@ -128,7 +144,7 @@ def main():
         # A truncated database is moved aside, with a message, never reset.
         size = os.path.getsize(e.db)
         with open(e.db, "r+b") as f:
-            f.truncate(size // 2 + 100)
+            f.truncate(min(size // 2, 3 * 4096) + 100)   # the schema page kept, tables' pages cut
         p = e.tool("record", "--db", e.db, "--ledger-dir", e.ledger, "--once")
         moved = glob.glob(e.db + ".damaged-*")
         assert len([m for m in moved if not m.endswith(("-wal", "-shm"))]) == 1, moved

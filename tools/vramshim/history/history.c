@@ -19,6 +19,7 @@ static void usage(FILE *out) {
           "  slope per week, when the tenant reaches its limit at that slope, refusals and\n"
           "  warnings per day, and the threshold actions run (and whether they failed).\n"
           "  --since D   the window: 90m, 12h, 60d, 8w (default 60d)\n"
+          "  --card C    a card by its id (as `vramshim status` shows it) or its index\n"
           "  --json      one JSON document (docs/schemas/history.schema.json)\n"
           "  --svg FILE  a plot per tenant: usage, cache, limit, reservation, events\n");
 }

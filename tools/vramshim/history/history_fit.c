@@ -248,7 +248,8 @@ int vs_history_load(vs_store *s, int64_t since, int64_t until, const char *tenan
       "SELECT card, tenant FROM (SELECT card, tenant FROM samples WHERE pid = 0 AND t >= ?1 AND t < ?2 UNION"
       " SELECT card, tenant FROM agg WHERE t >= ?1 - 86400000 AND t < ?2 UNION SELECT card, tenant FROM events"
       " WHERE time_ns >= ?1 * 1000000 AND time_ns < ?2 * 1000000 AND tenant != '')"
-      " WHERE (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR card = ?4) ORDER BY card, tenant";
+      " WHERE (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR card = ?4 OR card IN (SELECT card FROM cards WHERE"
+      " CAST(card_index AS TEXT) = ?4)) ORDER BY card, tenant";
   if (sqlite3_prepare_v2(s->db, keys, -1, &st, NULL)) goto fail;
   sqlite3_bind_int64(st, 1, since);
   sqlite3_bind_int64(st, 2, until);

@@ -76,6 +76,7 @@ static int pass(vs_store *st, const char *dir, vs_ledger_snapshot *snap, vs_acti
   if (vs_store_exec(st, "BEGIN IMMEDIATE", err, errlen)) goto db_fail;
   for (int c = 0; c < n; c++) {
     if (vs_ledger_snapshot_read(dir, ids[c], snap, lerr, sizeof lerr)) continue;
+    if (vs_store_card(st, t, snap->card_id, snap->card_index, snap->capacity, snap->headroom)) goto db_fail;
     const vs_snap_event *fresh[VS_SNAP_EVENTS];
     int nfresh = 0;
     for (int e = 0; e < snap->nevents; e++) {

@@ -34,6 +34,8 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS actions(t INTEGER NOT NULL, card TEXT NOT NULL, tenant TEXT NOT NULL,"
     " event TEXT NOT NULL, program TEXT NOT NULL, status TEXT NOT NULL, exit_code INTEGER,"
     " duration_ms INTEGER NOT NULL, output TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS cards(card TEXT PRIMARY KEY, card_index INTEGER NOT NULL, capacity INTEGER NOT NULL,"
+    " headroom INTEGER NOT NULL, t INTEGER NOT NULL);"
     "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "');";
 
 void vs_store_default_path(int for_writing, char *out, size_t len, int *fallback) {
@@ -254,6 +256,17 @@ int vs_store_sample(vs_store *s, int64_t t_ms, const char *card, const char *ten
   sqlite3_bind_int64(st, 8, (sqlite3_int64)overhead);
   bind_lim(st, 9, lim);
   sqlite3_bind_int64(st, 10, (sqlite3_int64)reserve);
+  return step_done(st);
+}
+
+int vs_store_card(vs_store *s, int64_t t_ms, const char *card, int card_index, uint64_t capacity, uint64_t headroom) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO cards VALUES(?,?,?,?,?)", -1, &st, NULL)) return -1;
+  sqlite3_bind_text(st, 1, card, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 2, card_index);
+  sqlite3_bind_int64(st, 3, (sqlite3_int64)capacity);
+  sqlite3_bind_int64(st, 4, (sqlite3_int64)headroom);
+  sqlite3_bind_int64(st, 5, t_ms);
   return step_done(st);
 }
 

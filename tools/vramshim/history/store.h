@@ -13,6 +13,8 @@
  *       every ledger event (warn, limit = a refusal, reclaim, spill), once.
  *   actions(t, card, tenant, event, program, status, exit_code, duration_ms, output)
  *       every threshold action run: status ok, failed, timeout, not-started.
+ *   cards(card, card_index, capacity, headroom, t)
+ *       each card as last seen (t): its index, so `history --card 0` works.
  *   meta(key, value): the schema version.
  *
  * WAL journal, synchronous = NORMAL: each sampling pass is one transaction,
@@ -59,6 +61,8 @@ int vs_store_exec(vs_store *s, const char *sql, char *err, size_t errlen);
 /* One sample row; lim UINT64_MAX = none. */
 int vs_store_sample(vs_store *s, int64_t t_ms, const char *card, const char *tenant, int pid, uint64_t used,
                     uint64_t cached, uint64_t spilled, uint64_t overhead, uint64_t lim, uint64_t reserve);
+/* The card as seen in this pass. */
+int vs_store_card(vs_store *s, int64_t t_ms, const char *card, int card_index, uint64_t capacity, uint64_t headroom);
 /* One ledger event: 1 when new, 0 when already stored, -1 on error. */
 int vs_store_event(vs_store *s, uint64_t time_ns, const char *card, const char *tenant, int pid, const char *kind,
                    uint64_t bytes, uint64_t used, uint64_t lim);
