@@ -25,7 +25,12 @@ file(GLOB VS_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/doc
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${VS_DOC_FILES} DESTINATION ${VS_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/config ${PROJECT_SOURCE_DIR}/examples/kubernetes
   DESTINATION ${VS_DOCDIR}/examples)
-# systemd reads /usr/lib/tmpfiles.d (not a multiarch folder): lib/, not LIBDIR.
+# systemd reads /usr/lib/tmpfiles.d and /usr/lib/systemd/system (not multiarch folders): lib/, not LIBDIR.
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/tmpfiles.d/vramshim.conf DESTINATION lib/tmpfiles.d)
+# The recorder's unit (issue 26), installed but not enabled: the operator
+# enables it (systemctl enable --now vramshim-record; docs/history.md).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/systemd/vramshim-record.service DESTINATION lib/systemd/system)
+# The JSON schemas and samples of the tool's outputs.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/schemas DESTINATION ${VS_DOCDIR})
 
 include(${PROJECT_SOURCE_DIR}/cmake/package.cmake)

@@ -1,7 +1,9 @@
 # `cpack -G DEB` in the build folder: vramshim_<version>_<arch>.deb, laid out
 # under /usr by the install rules of install.cmake (the library in the
 # multiarch libdir: see CMakeLists.txt). Depends is computed from the
-# binaries (dpkg-shlibdeps: libc6, libinih1). The maintainer scripts
+# binaries (dpkg-shlibdeps: libc6, libinih1; the tool's libsqlite3-0 and
+# libncursesw6 for record, history and top). The recorder's systemd unit
+# (packaging/systemd) is installed but not enabled. The maintainer scripts
 # (packaging/deb) make the group `vramshim` and /run/vramshim; nothing here
 # or there writes /etc/ld.so.preload: preloading system-wide stays the
 # operator's choice (README). tests/package installs the result into a clean
@@ -42,13 +44,17 @@ vramshim run). It serves device allocations from an arena, enforces
 per-tenant reservations and limits from /etc/vramshim.conf across processes,
 gives each program a cuMemGetInfo view that matches its quota, honours
 HAMi-core's CUDA_DEVICE_MEMORY_LIMIT variables, and explains memory: dumps,
-timelines and trace replay through the vramshim tool.")
+timelines and trace replay through the vramshim tool; vramshim record keeps
+weeks of history (SQLite) with drift verdicts and threshold actions, and
+vramshim top is a live view.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # vramshim_0.1.0_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)           # Depends: libc6, libinih1 (dpkg-shlibdeps)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)           # Depends: libc6, libinih1, libsqlite3-0, libncursesw6 (dpkg-shlibdeps)
+# The sqlite3 shell recovers a history database the recorder moved aside (docs/history.md).
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "sqlite3")
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)     # the shlibs file for libvramshim.so.0
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${VS_PKG_DIR}/postinst ${VS_PKG_DIR}/postrm ${VS_PKG_DIR}/triggers)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)

@@ -23,10 +23,14 @@
 
 enum sec_kind { SEC_NONE, SEC_GLOBAL, SEC_CARD, SEC_TENANT, SEC_BAD };
 enum { GK_ARENA, GK_RELEASE, GK_LEDGER, GK_DUMPDIR, GK_DUMPSIG, GK_TIMELINE, GK_N };
-enum { TK_RESERVE, TK_LIMIT, TK_WARN, TK_ONLIMIT, TK_CARDS, TK_EXE, TK_N };
+enum { TK_RESERVE, TK_LIMIT, TK_WARN, TK_ONLIMIT, TK_CARDS, TK_EXE, TK_ONWARN, TK_ONREFUSE, TK_N };
 static const char *const global_keys[GK_N] = {"arena", "release_threshold", "ledger_dir",
                                               "dump_dir", "dump_signal", "timeline_interval"};
-static const char *const tenant_keys[TK_N] = {"reserve", "limit", "warn_at", "on_limit", "cards", "match_exe"};
+static const char *const tenant_keys[TK_N] = {"reserve", "limit", "warn_at", "on_limit", "cards", "match_exe",
+                                              "on_warn", "on_refuse"};
+/* [card] keys: headroom, and the card-wide threshold actions (issue 26). */
+enum { CK_HEADROOM, CK_ONWARN, CK_ONREFUSE, CK_N };
+static const char *const card_keys[CK_N] = {"headroom", "on_warn", "on_refuse"};
 
 struct parser {
   vs_config *cfg;
@@ -42,7 +46,7 @@ struct parser {
   char sec_label[VS_NAME_MAX + 16]; /* "[tenant llm]" for messages */
   int global_line;
   int gkey_line[GK_N];
-  int ckey_line[VS_CFG_MAX_CARDS];
+  int ckey_line[VS_CFG_MAX_CARDS][CK_N];
   int tkey_line[VS_CFG_MAX_TENANTS][TK_N];
 };
 
@@ -360,6 +364,27 @@ static void parse_exes(struct parser *ps, vs_tenant_cfg *t, const char *value) {
   if (!t->nexes) fail(ps, ps->line, "'match_exe' is empty");
 }
 
+/* on_warn / on_refuse = run:PROGRAM (issue 26): an absolute path, no
+ * arguments (a script takes them from its VRAMSHIM_* variables). Whether
+ * the program exists and may be run is `vramshim check`'s and the
+ * recorder's to say: the shim never runs it, and a config must load on a
+ * machine where the program is not installed. */
+static void parse_action(struct parser *ps, vs_actions *a, int refuse, const char *name, const char *value) {
+  const char *prog = value + 4;
+  if (strncmp(value, "run:", 4) || !vs_plat_path_absolute(prog) || strpbrk(prog, " \t")) {
+    fail(ps, ps->line, "bad value '%s' for '%s': expected run:PROGRAM with an absolute path and no arguments, "
+         "e.g. run:/usr/local/bin/llm-degrade", value, name);
+    return;
+  }
+  if (strlen(prog) >= VS_PATH_MAX) {
+    fail(ps, ps->line, "the program of '%s' is too long (at most %d bytes)", name, VS_PATH_MAX - 1);
+    return;
+  }
+  snprintf(refuse ? a->on_refuse : a->on_warn, VS_PATH_MAX, "%s", prog);
+  if (refuse) a->on_refuse_line = ps->line;
+  else a->on_warn_line = ps->line;
+}
+
 static void tenant_key(struct parser *ps, const char *name, const char *value) {
   vs_tenant_cfg *t = &ps->cfg->tenants[ps->idx];
   int k = key_index(tenant_keys, TK_N, name);
@@ -413,6 +438,8 @@ static void tenant_key(struct parser *ps, const char *name, const char *value) {
     }
     case TK_CARDS: parse_cards(ps, t, value); break;
     case TK_EXE: parse_exes(ps, t, value); break;
+    case TK_ONWARN:
+    case TK_ONREFUSE: parse_action(ps, &t->actions, k == TK_ONREFUSE, name, value); break;
   }
 }
 
@@ -424,15 +451,19 @@ static int handler(void *user, const char *section, const char *name, const char
     case SEC_NONE: fail(ps, ps->line, "key '%s' outside any section", name); break;
     case SEC_BAD: break;
     case SEC_GLOBAL: global_key(ps, name, value); break;
-    case SEC_CARD:
-      if (strcmp(name, "headroom")) fail(ps, ps->line, "unknown key '%s' in %s", name, ps->sec_label);
-      else if (first_time(ps, &ps->ckey_line[ps->idx], name)) {
-        vs_card_cfg *c = &ps->cfg->cards[ps->idx];
+    case SEC_CARD: {
+      int k = key_index(card_keys, CK_N, name);
+      vs_card_cfg *c = &ps->cfg->cards[ps->idx];
+      if (k < 0) fail(ps, ps->line, "unknown key '%s' in %s", name, ps->sec_label);
+      else if (!first_time(ps, &ps->ckey_line[ps->idx][k], name)) break;
+      else if (k != CK_HEADROOM) parse_action(ps, &c->actions, k == CK_ONREFUSE, name, value);
+      else {
         int rc = vs_parse_size(value, &c->headroom);
         if (rc) fail(ps, ps->line, "bad size '%s' for 'headroom': %s", value, size_why(rc));
         c->headroom_line = ps->line;
       }
       break;
+    }
     case SEC_TENANT: tenant_key(ps, name, value); break;
   }
   return ps->err_line && !ps->all ? 0 : 1;

@@ -33,6 +33,14 @@
 /* The [global] arena key. Its own names: the arena library has vs_arena_mode. */
 typedef enum { VS_CFG_ARENA_AUTO = 0, VS_CFG_ARENA_VMM, VS_CFG_ARENA_CHUNKS, VS_CFG_ARENA_OFF } vs_cfg_arena;
 
+/* Threshold actions of a tenant or of a whole card: the programs
+ * `vramshim record` runs (absolute paths; "" when none) and their lines. */
+typedef struct vs_actions {
+  char on_warn[VS_PATH_MAX];
+  char on_refuse[VS_PATH_MAX];
+  int on_warn_line, on_refuse_line;
+} vs_actions;
+
 typedef struct vs_tenant_cfg {
   char name[VS_NAME_MAX];
   int line;                     /* of the [tenant] header */
@@ -54,6 +62,10 @@ typedef struct vs_tenant_cfg {
    * replaces `limit` on that card. No config key sets it: only HAMi-core's
    * CUDA_DEVICE_MEMORY_LIMIT_<i> does (hami_env.h). */
   uint64_t card_limit[VS_CFG_MAX_CARD_INDEX];
+  /* Threshold actions (issue 26): on_warn = run:PROGRAM, on_refuse =
+   * run:PROGRAM; an absolute path, "" when not set. Run by `vramshim
+   * record`, never by the shim (docs/history.md). */
+  vs_actions actions;
 } vs_tenant_cfg;
 
 typedef struct vs_card_cfg {
@@ -62,6 +74,7 @@ typedef struct vs_card_cfg {
   int line;
   vs_size headroom;             /* 0 B when not set */
   int headroom_line;
+  vs_actions actions;           /* for every tenant on the card without an action of its own */
 } vs_card_cfg;
 
 typedef struct vs_config {

@@ -48,11 +48,15 @@ depends=$(dpkg-deb -f "$deb" Depends)
 say "Depends: $depends"
 case "$depends" in *libinih1*) ;; *) fail "Depends lacks libinih1: $depends" ;; esac
 case "$depends" in *libc6*) ;; *) fail "Depends lacks libc6: $depends" ;; esac
+for d in libsqlite3-0 libncursesw6; do   # record/history (SQLite) and top (ncurses), issue 26
+  case "$depends" in *$d*) ;; *) fail "Depends lacks $d: $depends" ;; esac
+done
 listing=$(dpkg-deb -c "$deb")
 for f in usr/lib/x86_64-linux-gnu/libvramshim.so.0 usr/bin/vramshim usr/include/vramshim.h \
          usr/lib/x86_64-linux-gnu/pkgconfig/vramshim.pc usr/lib/x86_64-linux-gnu/cmake/vramshim/vramshimConfig.cmake \
          usr/lib/tmpfiles.d/vramshim.conf usr/share/doc/vramshim/copyright usr/share/doc/vramshim/changelog.gz \
-         usr/share/doc/vramshim/examples/config/vramshim.conf usr/share/doc/vramshim/README.md; do
+         usr/share/doc/vramshim/examples/config/vramshim.conf usr/share/doc/vramshim/README.md \
+         usr/lib/systemd/system/vramshim-record.service usr/share/doc/vramshim/schemas/history.schema.json; do
   [ "$arch" = amd64 ] || f=${f//x86_64-linux-gnu/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)}
   grep -q " \./$f\( \|$\)" <<<"$listing" || fail "not in the package: /$f"
 done
@@ -116,27 +120,32 @@ mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 shm "$root/dev/shm" || s
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 grep -q 'VERSION_ID="12"' "$root/etc/os-release" || fail "the root is not Debian 12"
 
-# ---- 3. install offline: libinih1 carried in, then the package ---------------
+# ---- 3. install offline: libinih1 (and the tool's libsqlite3-0, libncursesw6) carried in, then the package ----
 mkdir -p "$root/tmp/debs"
-inih=$(ls /var/cache/apt/archives/libinih1_*_"$arch".deb 2>/dev/null | head -1)
-if [ -z "$inih" ]; then
-  (cd "$root/tmp/debs" && apt-get download "libinih1:$arch" >/dev/null 2>&1) || true
-else
-  cp "$inih" "$root/tmp/debs/"
-fi
+carried=1
+for p in libinih1 libsqlite3-0 libncursesw6; do
+  [ -n "$(in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed')" ] && continue
+  got=$(ls /var/cache/apt/archives/${p}_*_"$arch".deb 2>/dev/null | head -1)
+  if [ -z "$got" ]; then
+    (cd "$root/tmp/debs" && apt-get download "$p:$arch" >/dev/null 2>&1) || true
+  else
+    cp "$got" "$root/tmp/debs/"
+  fi
+  ls "$root"/tmp/debs/${p}_*.deb >/dev/null 2>&1 || carried=0
+done
 cp "$deb" "$root/tmp/debs/"
 t=$(now)
-if ls "$root"/tmp/debs/libinih1_*.deb >/dev/null 2>&1; then
+if [ $carried = 1 ]; then
   debs=()
   for f in "$root"/tmp/debs/*.deb; do debs+=("/tmp/debs/$(basename "$f")"); done
   in_root dpkg -i "${debs[@]}" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i in the root"; }
-  say "installed offline with dpkg -i (libinih1 + vramshim) in $(secs "$t") s"
+  say "installed offline with dpkg -i ($(ls "$root/tmp/debs" | sed 's/_.*//' | tr '\n' ' ')) in $(secs "$t") s"
 else
-  # No libinih1 .deb here: apt inside the root fetches it from the mirror.
-  in_root apt-get update -qq >"$work/apt.log" 2>&1 || skip "no libinih1 .deb here and apt cannot reach $mirror"
+  # No .deb of a dependency here: apt inside the root fetches them from the mirror.
+  in_root apt-get update -qq >"$work/apt.log" 2>&1 || skip "no .deb of the dependencies here and apt cannot reach $mirror"
   in_root apt-get install -y -qq /tmp/debs/$(basename "$deb") >>"$work/apt.log" 2>&1 ||
     { cat "$work/apt.log"; fail "apt-get install of the package in the root"; }
-  say "installed with apt (libinih1 from $mirror) in $(secs "$t") s"
+  say "installed with apt (dependencies from $mirror) in $(secs "$t") s"
 fi
 
 # ---- 4. what the installed files do -------------------------------------------
@@ -159,6 +168,12 @@ grep -q 'libvramshim.so.0 ' <<<"$out" || fail "ldconfig does not know libvramshi
 out=$(in_root vramshim check /usr/share/doc/vramshim/examples/config/vramshim.conf 2>&1) ||
   { echo "$out"; fail "vramshim check of the example config"; }
 say "vramshim check of the installed example config: ok ($(echo "$out" | wc -l) lines)"
+# The recorder's unit is installed, not enabled; record and history work from the installed files.
+ls "$root"/etc/systemd/system/*/vramshim-record.service >/dev/null 2>&1 && fail "the package enabled vramshim-record"
+mkdir -p "$root/tmp/ledger-empty" && chmod 700 "$root/tmp/ledger-empty" && printf '[global]\n' >"$root/tmp/empty.conf"
+out=$(in_root vramshim record --once --db /tmp/h.db --ledger-dir /tmp/ledger-empty --config /tmp/empty.conf 2>&1 &&
+      in_root vramshim history --db /tmp/h.db 2>&1) || { echo "$out"; fail "vramshim record --once / history"; }
+say "vramshim-record.service installed, not enabled; record --once and history run"
 out=$(in_root vramshim --version)
 grep -q "^vramshim $version" <<<"$out" || fail "vramshim --version is not $version"
 

@@ -106,6 +106,28 @@ static void spill_values(void **state) {
   free(cfg);
 }
 
+/* Threshold actions (issue 26): per tenant and per card, run:ABSOLUTE_PATH. */
+static void action_values(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  char err[VS_ERR_MAX] = "";
+  if (parse_both("[card 0]\non_refuse = run:/usr/local/bin/page-oncall\n"
+                 "[tenant llm]\nlimit = 1GiB\nwarn_at = 90%\non_warn = run:/usr/local/bin/llm-degrade\n"
+                 "on_refuse = run:/opt/x/page\n[tenant b]\n",
+                 cfg, err, sizeof err))
+    fail_msg("%s", err);
+  const vs_tenant_cfg *t = vs_config_tenant(cfg, "llm"), *b = vs_config_tenant(cfg, "b");
+  assert_string_equal(t->actions.on_warn, "/usr/local/bin/llm-degrade");
+  assert_string_equal(t->actions.on_refuse, "/opt/x/page");
+  assert_int_equal(t->actions.on_warn_line, 6);
+  assert_int_equal(t->actions.on_refuse_line, 7);
+  assert_string_equal(b->actions.on_warn, "");
+  assert_string_equal(b->actions.on_refuse, "");
+  assert_string_equal(cfg->cards[0].actions.on_refuse, "/usr/local/bin/page-oncall");
+  assert_string_equal(cfg->cards[0].actions.on_warn, "");
+  free(cfg);
+}
+
 static void every_key(void **state) {
   (void)state;
   vs_config *cfg = malloc(sizeof *cfg);
@@ -225,6 +247,13 @@ static const struct bad_case {
      ":2: bad value 'wait:1441min' for 'on_limit': the wait is longer than the maximum of 24 h"},
     {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63, comma-separated"},
     {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes, or remove the key for all cards"},
+    {"[tenant a]\non_warn = /usr/bin/degrade\n",
+     ":2: bad value '/usr/bin/degrade' for 'on_warn': expected run:PROGRAM with an absolute path and no arguments, "
+     "e.g. run:/usr/local/bin/llm-degrade"},
+    {"[card 0]\non_refuse = run:page --now\n",
+     ":2: bad value 'run:page --now' for 'on_refuse': expected run:PROGRAM with an absolute path and no arguments, "
+     "e.g. run:/usr/local/bin/llm-degrade"},
+    {"[card 0]\non_warn = run:/bin/a\non_warn = run:/bin/b\n", ":3: duplicate key 'on_warn' in [card 0] (first at line 2)"},
     {"[tenant a]\nmatch_exe = /usr/bin/vllm\n",
      ":2: bad executable name '/usr/bin/vllm' in 'match_exe': a file name without '/'"},
     {"[tenant a]\nmatch_exe = vllm\n[tenant b]\nmatch_exe = x, vllm\n",
@@ -417,6 +446,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_key),
       cmocka_unit_test(spill_values),
+      cmocka_unit_test(action_values),
       cmocka_unit_test(bad_inputs),
       cmocka_unit_test(long_line_and_missing_file),
       cmocka_unit_test(cards_checked_against_capacity),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_actions.h"
 #include "commands.h"
 #include "config.h"
 #include "json.h"
@@ -310,6 +311,8 @@ int cmd_check(int argc, char **argv) {
     rc = 1;
   } else if ((parsed = 1) && ncaps && vs_config_check_cards(cfg, caps, ncaps, err, sizeof err)) {
     fprintf(stderr, "vramshim: %s\n", err);   /* parsed: the JSON still lists the config as written */
+    rc = 1;
+  } else if (vs_check_actions(cfg)) { /* on_warn / on_refuse programs (issue 26) */
     rc = 1;
   } else {
     if (!json) printf("vramshim: %s is valid (config generation %016" PRIx64 ")\n", file, cfg->generation);

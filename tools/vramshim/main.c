@@ -17,6 +17,9 @@ static const struct command commands[] = {
     {"dump", cmd_dump, "fragmentation histogram, memory map and timeline of a live process or a dump file"},
     {"run", cmd_run, "run a program under the shim: vramshim run [--tenant T] [--config F] -- PROGRAM [ARGS]"},
     {"replay", cmd_replay, "replay allocation traces (RMM CSV) through allocator policies side by side"},
+    {"record", cmd_record, "sample every card's ledger into the history database; run threshold actions"},
+    {"history", cmd_history, "usage over weeks per tenant: drift verdict, forecast of the limit, events (--json, --svg)"},
+    {"top", cmd_top, "a live view of every card, tenant and process, refreshed every second"},
 };
 
 static void usage(FILE *out) {

@@ -342,6 +342,7 @@ int cmd_status(int argc, char **argv) {
       if (i) printf("\n");
       print_table(dir, snaps[i], events);
     }
+    vs_history_status_note(stdout); /* failed threshold actions (issue 26) */
   }
   for (int i = 0; i < got; i++) free(snaps[i]);
   return rc;
