@@ -170,7 +170,7 @@ def t_refused(env, v):
     deadline = time.monotonic() + EVENTUALLY
     files = []
     while time.monotonic() < deadline:
-        files = [f for f in os.listdir(env.dumps)] if os.path.isdir(env.dumps) else []
+        files = dump_files(env)
         if files and "dump written to" in env.read_log():
             break
         time.sleep(0.05)
@@ -249,11 +249,18 @@ def t_tenant(env, v):
           % (alpha, allp))
 
 
+def dump_files(env):
+    """The finished dumps: a dump is written under a hidden '.NAME.part' and renamed when complete."""
+    if not os.path.isdir(env.dumps):
+        return []
+    return sorted(f for f in os.listdir(env.dumps) if not f.startswith("."))
+
+
 def wait_dumps(env, n, timeout=EVENTUALLY):
     deadline = time.monotonic() + timeout
     files = []
     while time.monotonic() < deadline:
-        files = sorted(os.listdir(env.dumps)) if os.path.isdir(env.dumps) else []
+        files = dump_files(env)
         if len(files) >= n:
             break
         time.sleep(0.05)
