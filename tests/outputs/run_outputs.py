@@ -300,6 +300,9 @@ def t_live(env, schemas):
         for k in ("warn", "limit", "reclaim", "spill"):
             want[("vramshim_events_recent", (("card", c["card"]), ("kind", k)))] = sum(
                 1 for e in c["events"] if e["kind"] == k)
+    for a in st["actions_failed"]:   # from the history database, when there is one
+        k = ("vramshim_threshold_actions_failed", (("card", a["card"]), ("event", a["event"]), ("tenant", a["tenant"])))
+        want[k] = want.get(k, 0) + 1
     got = {}
     for f in fams.values():
         if f.type != "gauge":
