@@ -100,6 +100,14 @@ static int w_random(int argc, char **argv) {
   return 0;
 }
 
+/* A finished dump's name: NAME.json. A dump being written is the hidden
+ * .NAME.json.part until it is renamed (one left by a process killed
+ * mid-write stays so): never a dump to read. */
+static int is_dump_name(const char *name) {
+  size_t n = strlen(name);
+  return name[0] != '.' && n > 5 && !strcmp(name + n - 5, ".json");
+}
+
 /* Dumps in dir that are whole: each a JSON document the project's strict
  * parser reads through (a dump cut short is no document). */
 static int whole_dumps(const char *dir) {
@@ -107,7 +115,7 @@ static int whole_dumps(const char *dir) {
   if (!d) return 0;
   int n = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    if (!strstr(e->d_name, ".json")) continue;
+    if (!is_dump_name(e->d_name)) continue;
     char p[1024];
     snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
     FILE *f = fopen(p, "rb");
@@ -346,7 +354,7 @@ static int case_fail(const char *arena) {
   DIR *dd = opendir(tp_path("dumps"));
   CHECK(dd != NULL, "the dump directory exists");
   for (struct dirent *e; (e = readdir(dd));) {
-    if (!strstr(e->d_name, ".json")) continue;
+    if (!is_dump_name(e->d_name)) continue;
     char rel[300];
     snprintf(rel, sizeof rel, "dumps/%s", e->d_name);
     char *j = tp_read(rel);
