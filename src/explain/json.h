@@ -1,7 +1,7 @@
 /* JSON for every document the project reads or prints: a small strict parser
  * (RFC 8259) into a tree, for reading dumps (json.c), and the one writer
  * (json_write.c) that every JSON output goes through: dumps, dump lists,
- * `vramshim status`, `check`, `replay` (docs/schemas/).
+ * `vramshim status`, `check`, `replay`, `history` (docs/schemas/).
  *
  * The parser is strict:
  * no comments, no trailing commas, no duplicate keys, no control

@@ -157,6 +157,32 @@ def main():
         st = e.tool("status", "--ledger-dir", e.ledger, env=dict(e.env, VRAMSHIM_HISTORY_DB=e.db)).stdout
         assert "vramshim: threshold action on_refuse of tenant slow on card %s failed at " % card in st, st
         assert "(exit status 3): %s/fail.sh" % d in st and "on_warn of tenant slow" in st, st
+        # ... and so do its JSON (schema 1.1: actions_failed) and its Prometheus text.
+        henv = dict(e.env, VRAMSHIM_HISTORY_DB=e.db)
+        sj = json.loads(e.tool("status", "--json", "--ledger-dir", e.ledger, env=henv).stdout)
+        validate(a.schemas, "status", sj)
+        assert sj["schema_version"] == "1.1", sj["schema_version"]
+        fl = [(x["card"], x["tenant"], x["event"], x["status"], x["exit_code"], x["program"])
+              for x in sj["actions_failed"]]
+        assert fl == [(card, "slow", "warn", "timeout", None, d + "/hang.sh"),
+                      (card, "slow", "refuse", "failed", 3, d + "/fail.sh")], fl
+        assert sj["actions_failed"][1]["output"] == "pager: no route to host\n", sj["actions_failed"]
+        assert all(abs(x["time_ns"] / 1e9 - time.time()) < 600 for x in sj["actions_failed"]), sj["actions_failed"]
+        none = dict(e.env, VRAMSHIM_HISTORY_DB=e.path("no-such.db"))
+        assert json.loads(e.tool("status", "--json", "--ledger-dir", e.ledger, env=none).stdout)["actions_failed"] == []
+        try:
+            from prometheus_client.parser import text_string_to_metric_families
+        except ImportError:
+            text_string_to_metric_families = None
+            print("prometheus_client is not installed: status --prometheus not parsed")
+        if text_string_to_metric_families:
+            prom = e.tool("status", "--prometheus", "--ledger-dir", e.ledger, env=henv).stdout
+            fams = {f.name: f for f in text_string_to_metric_families(prom)}
+            f = fams["vramshim_threshold_actions_failed"]
+            assert f.type == "gauge" and f.documentation, f
+            got = sorted((tuple(sorted(x.labels.items())), x.value) for x in f.samples)
+            assert got == [((("card", card), ("event", "refuse"), ("tenant", "slow")), 1.0),
+                           ((("card", card), ("event", "warn"), ("tenant", "slow")), 1.0)], got
     finally:
         e.close()
 

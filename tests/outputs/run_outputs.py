@@ -300,6 +300,9 @@ def t_live(env, schemas):
         for k in ("warn", "limit", "reclaim", "spill"):
             want[("vramshim_events_recent", (("card", c["card"]), ("kind", k)))] = sum(
                 1 for e in c["events"] if e["kind"] == k)
+    for a in st["actions_failed"]:   # from the history database, when there is one
+        k = ("vramshim_threshold_actions_failed", (("card", a["card"]), ("event", a["event"]), ("tenant", a["tenant"])))
+        want[k] = want.get(k, 0) + 1
     got = {}
     for f in fams.values():
         if f.type != "gauge":
@@ -445,7 +448,9 @@ def t_samples(env, schemas):
     bad = {"status": {"schema_version": "1.0", "generator": "vramshim", "ledger_dir": "/x", "cards": [{"card": 0}]},
            "check": {"schema_version": "1.0", "valid": "yes"},
            "replay": {"schema_version": "1.0", "trace": "t", "policy": "off", "requests": -1},
-           "dump-list": {"schema_version": "1.0", "generator": "vramshim", "dumps": [{"cards": []}]}}
+           "dump-list": {"schema_version": "1.0", "generator": "vramshim", "dumps": [{"cards": []}]},
+           "history": {"schema_version": "1.0", "generator": "vramshim", "db": "/x", "since": "2026-01-01T00:00:00Z",
+                       "until": "2026-01-02T00:00:00Z", "tenants": [{"card": "0", "tenant": "a", "limit": -1}]}}
     for name, doc in bad.items():
         if name in schemas.by_name:
             v = schemas.js.Draft202012Validator(schemas.by_name[name],

@@ -13,6 +13,7 @@
  *   shim_spill case ctxend ARENA WORKDIR TOOL   a context that ends holding a spilled block gives it back
  *   shim_spill ctxspill                         worker (below) */
 #include "tenant_proc.h"
+#include "tp_json.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -351,10 +352,14 @@ static int case_spill(const char *arena, const char *tool) {
   free(txt);
   tool_out(tool, "--json", "status.json");
   char *js = tp_read("status.json");
-  snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_peak\": ", (unsigned long long)S * BLK);
-  CHECK(strstr(js, want), "status --json shows the tenant's spilled bytes:\n%s", js);
-  snprintf(want, sizeof want, "\"spill_max\": %llu}", (unsigned long long)SPILL_MAX);
-  CHECK(strstr(js, want), "status --json shows MAX");
+  vs_json doc;
+  CHECK(tj_parse(js, &doc, "status --json") == 0, "status --json parses");
+  const vs_json *ts = NULL;   /* tenant s, on whichever card holds it */
+  for (size_t c = 0; !ts && tj_at(&doc, "cards") && c < tj_at(&doc, "cards")->n; c++)
+    ts = tj_find_str(&tj_at(&doc, "cards")->items[c], "tenants", "name", "s");
+  CHECK(ts && tj_u64_is(ts, "spilled", (uint64_t)S * BLK), "status --json shows the tenant's spilled bytes:\n%s", js);
+  CHECK(tj_u64_is(ts, "spill_max", SPILL_MAX), "status --json shows MAX");
+  vs_json_free(&doc);
   free(js);
   tool_out(tool, "--prometheus", "status.prom");
   char *pm = tp_read("status.prom");
@@ -373,15 +378,20 @@ static int case_spill(const char *arena, const char *tool) {
            tp_path("ledger"), tp_path("dump.json"));
   CHECK(system(cmd) == 0, "%s", cmd);
   char *dj = tp_read("dump.json");
-  snprintf(want, sizeof want, "\"spilled_bytes\": %llu,", (unsigned long long)S * BLK);
-  CHECK(strstr(dj, want), "the dump shows the card's spilled bytes:\n%.2000s", dj);
-  snprintf(want, sizeof want, "\"spilled_count\": %d,", S);
-  CHECK(strstr(dj, want), "the dump shows the spilled blocks");
-  snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_max\": %llu}", (unsigned long long)S * BLK,
-           (unsigned long long)SPILL_MAX);
-  CHECK(strstr(dj, want), "the dump shows the tenant's spilled bytes and MAX");
-  snprintf(want, sizeof want, "\"spilled\": %llu}", (unsigned long long)S * BLK);
-  CHECK(strstr(dj, "\"timeline\"") && strstr(strstr(dj, "\"timeline\""), want), "a timeline sample shows them");
+  CHECK(tj_parse(dj, &doc, "dump --pid --json") == 0, "the dump parses");
+  const vs_json *dc = NULL;   /* the card the spiller's blocks are on */
+  for (size_t c = 0; !dc && tj_at(&doc, "cards") && c < tj_at(&doc, "cards")->n; c++)
+    if (tj_u64_is(&tj_at(&doc, "cards")->items[c], "spilled_bytes", (uint64_t)S * BLK)) dc = &tj_at(&doc, "cards")->items[c];
+  CHECK(dc, "the dump shows the card's spilled bytes:\n%.2000s", dj);
+  CHECK(tj_u64_is(dc, "spilled_count", (uint64_t)S), "the dump shows the spilled blocks");
+  CHECK(tj_u64_is(dc, "tenant/spilled", (uint64_t)S * BLK) && tj_u64_is(dc, "tenant/spill_max", SPILL_MAX),
+        "the dump shows the tenant's spilled bytes and MAX");
+  const vs_json *tl = tj_at(dc, "timeline");
+  int shown = 0;
+  for (size_t i = 0; tl && tl->type == VS_JSON_ARRAY && i < tl->n; i++)
+    shown |= tj_u64_is(&tl->items[i], "spilled", (uint64_t)S * BLK);
+  CHECK(shown, "a timeline sample shows them");
+  vs_json_free(&doc);
   free(dj);
 
   /* A neighbour takes all the rest of the card. */

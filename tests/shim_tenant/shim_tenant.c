@@ -12,6 +12,7 @@
  *
  * Cases: mix, fail, wait, view, cfgerr, fork, kill (see each function). */
 #include "tenant_proc.h"
+#include "tp_json.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -99,28 +100,50 @@ static int w_random(int argc, char **argv) {
   return 0;
 }
 
-/* Dumps in dir that are whole (a JSON object closed by its last '}'). */
+/* A finished dump's name: NAME.json. A dump being written is the hidden
+ * .NAME.json.part until it is renamed (one left by a process killed
+ * mid-write stays so): never a dump to read. */
+static int is_dump_name(const char *name) {
+  size_t n = strlen(name);
+  return name[0] != '.' && n > 5 && !strcmp(name + n - 5, ".json");
+}
+
+/* Dumps in dir that are whole: each a JSON document the project's strict
+ * parser reads through (a dump cut short is no document). */
 static int whole_dumps(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return 0;
   int n = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    if (!strstr(e->d_name, ".json")) continue;
+    if (!is_dump_name(e->d_name)) continue;
     char p[1024];
     snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(p, "r");
+    FILE *f = fopen(p, "rb");
     if (!f) continue;
-    int c, last = 0;
-    while ((c = fgetc(f)) != EOF)
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') last = c;
+    size_t len = 0, cap = 0, got;
+    char *text = NULL;
+    do {
+      if (len + 4096 > cap) {
+        char *m = realloc(text, cap = 2 * cap + 4096);
+        if (!m) break;
+        text = m;
+      }
+      got = fread(text + len, 1, cap - len, f);
+      len += got;
+    } while (got > 0);
     fclose(f);
-    n += last == '}';
+    vs_json doc;
+    char err[128];
+    if (text && vs_json_parse(text, len, &doc, err, sizeof err) == 0) {
+      n++;
+      vs_json_free(&doc);
+    }
+    free(text);
   }
   closedir(d);
   return n;
 }
 
-/* Limit 256 MiB, warn_at 50 %, on_limit = fail. ARGS: ARENA DUMP_DIR. */
 static int w_failcase(int argc, char **argv) {
   CHECK(argc == 2, "failcase ARENA DUMP_DIR");
   tp_cuda_up();
@@ -331,12 +354,16 @@ static int case_fail(const char *arena) {
   DIR *dd = opendir(tp_path("dumps"));
   CHECK(dd != NULL, "the dump directory exists");
   for (struct dirent *e; (e = readdir(dd));) {
-    if (!strstr(e->d_name, ".json")) continue;
+    if (!is_dump_name(e->d_name)) continue;
     char rel[300];
     snprintf(rel, sizeof rel, "dumps/%s", e->d_name);
     char *j = tp_read(rel);
-    if (strstr(j, "\"reason\": \"warn_at\"")) warn_dumps++;
-    if (strstr(j, "\"reason\": \"refused\"")) refused_dumps++;
+    vs_json dump;
+    CHECK(tj_parse(j, &dump, rel) == 0, "the dump %s parses", rel);
+    const char *reason = tj_str(&dump, "reason");
+    if (reason && !strcmp(reason, "warn_at")) warn_dumps++;
+    if (reason && !strcmp(reason, "refused")) refused_dumps++;
+    vs_json_free(&dump);
     free(j);
   }
   closedir(dd);
@@ -606,11 +633,16 @@ static int case_fork(const char *tool) {
            tp_path("status.json"));
   CHECK(system(cmd) == 0, "%s", cmd);
   char *js = tp_read("status.json");
+  vs_json doc;
+  CHECK(tj_parse(js, &doc, "status --json") == 0, "status --json parses");
+  const vs_json *cards = tj_at(&doc, "cards");
   for (int i = 0; i < 3; i++) {
-    char want[64];
-    snprintf(want, sizeof want, "\"pid\": %d,", pids[i]);
-    CHECK(strstr(js, want), "vramshim status shows pid %d", pids[i]);
+    int shown = 0;
+    for (size_t c = 0; cards && cards->type == VS_JSON_ARRAY && c < cards->n; c++)
+      shown |= tj_find_int(&cards->items[c], "processes", "pid", pids[i]) != NULL;
+    CHECK(shown, "vramshim status shows pid %d", pids[i]);
   }
+  vs_json_free(&doc);
   free(js);
   SAY("pids %d (parent), %d (fork child), %d (exec'd child): each its own slot", pids[0], pids[1], pids[2]);
   kill(f, SIGTERM);

@@ -112,9 +112,26 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   }
 }
 
+/* After the tables: each failed threshold action of the last day (issue 26). */
+static void print_failed_actions(const vs_failed_action *fa, int nfa) {
+  for (int i = 0; i < nfa; i++) {
+    const vs_failed_action *a = &fa[i];
+    time_t t = (time_t)(a->t_ms / 1000);
+    struct tm tm;
+    char when[32], how[64];
+    vs_plat_localtime(t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    if (a->has_exit_code) snprintf(how, sizeof how, "exit status %d", a->exit_code);
+    else snprintf(how, sizeof how, "%s", a->status);
+    printf("vramshim: threshold action on_%s of tenant %s on card %s failed at %s (%s): %s; see `vramshim history`\n",
+           a->event, a->tenant, a->card, when, how, a->program);
+  }
+}
+
 /* ---- JSON ------------------------------------------------------------------ */
-/* docs/schemas/status.schema.json; a field added keeps the major version. */
-#define STATUS_SCHEMA_VERSION "1.0"
+/* docs/schemas/status.schema.json; a field added keeps the major version
+ * (1.1: actions_failed). */
+#define STATUS_SCHEMA_VERSION "1.1"
 
 static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
   vs_jw_object(w, VS_JSON_BLOCK);
@@ -191,7 +208,8 @@ static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
   vs_jw_end(w);
 }
 
-static int print_json(const char *dir, vs_ledger_snapshot **snaps, int n, int events) {
+static int print_json(const char *dir, vs_ledger_snapshot **snaps, int n, int events, const vs_failed_action *fa,
+                      int nfa) {
   vs_jw w;
   vs_jw_init(&w, 0);
   vs_jw_object(&w, VS_JSON_BLOCK);
@@ -201,6 +219,25 @@ static int print_json(const char *dir, vs_ledger_snapshot **snaps, int n, int ev
   vs_jw_key(&w, "cards");
   vs_jw_array(&w, VS_JSON_BLOCK);
   for (int i = 0; i < n; i++) json_card(&w, snaps[i], events);
+  vs_jw_end(&w);
+  vs_jw_key(&w, "actions_failed");
+  vs_jw_array(&w, VS_JSON_BLOCK);
+  for (int i = 0; i < nfa; i++) {
+    const vs_failed_action *a = &fa[i];
+    vs_jw_object(&w, VS_JSON_INLINE);
+    vs_jw_ku64(&w, "time_ns", a->t_ms > 0 ? (uint64_t)a->t_ms * 1000000ull : 0);
+    vs_jw_kstr(&w, "card", a->card);
+    vs_jw_kstr(&w, "tenant", a->tenant);
+    vs_jw_kstr(&w, "event", a->event);
+    vs_jw_kstr(&w, "program", a->program);
+    vs_jw_kstr(&w, "status", a->status);
+    vs_jw_key(&w, "exit_code");
+    if (a->has_exit_code) vs_jw_i64(&w, a->exit_code);
+    else vs_jw_null(&w);
+    vs_jw_ku64(&w, "duration_ms", a->duration_ms > 0 ? (uint64_t)a->duration_ms : 0);
+    vs_jw_kstr(&w, "output", a->output);
+    vs_jw_end(&w);
+  }
   vs_jw_end(&w);
   vs_jw_end(&w);
   if (vs_jw_print(&w, stdout)) {
@@ -220,7 +257,7 @@ static void prom_label(const char *s) {
 }
 
 enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_SPILLED, M_SPILL_MAX, M_HELD,
-       M_LIVE, M_PSPILLED, M_EVENTS, M_N };
+       M_LIVE, M_PSPILLED, M_EVENTS, M_ACTIONS_FAILED, M_N };
 static const char *const prom_names[M_N][2] = {
     {"vramshim_card_capacity_bytes", "Capacity of the card in the newest process's plan."},
     {"vramshim_card_headroom_bytes", "Headroom of the card: never given to any tenant."},
@@ -237,12 +274,40 @@ static const char *const prom_names[M_N][2] = {
     {"vramshim_process_live_bytes", "Bytes of the process's live allocations."},
     {"vramshim_process_spilled_bytes", "Host bytes the process serves in place of device memory (on_limit = spill)."},
     {"vramshim_events_recent", "Events of each kind in the card's event ring (the most recent 256)."},
+    {"vramshim_threshold_actions_failed", "Threshold actions (on_warn, on_refuse) that failed in the last 24 hours, from the history database."},
 };
 
-static void print_prom(vs_ledger_snapshot **snaps, int n) {
+/* vramshim_threshold_actions_failed: one sample per (card, tenant, event)
+ * with failures, from the history database rather than a ledger (a card
+ * may have no ledger any more). */
+static void prom_failed_actions(const vs_failed_action *fa, int nfa) {
+  for (int i = 0; i < nfa; i++) {
+    int seen = 0, count = 0;
+    for (int k = 0; k < nfa; k++) {
+      int same = !strcmp(fa[k].card, fa[i].card) && !strcmp(fa[k].tenant, fa[i].tenant) &&
+                 !strcmp(fa[k].event, fa[i].event);
+      if (same && k < i) seen = 1;
+      count += same;
+    }
+    if (seen) continue;   /* counted at its first one */
+    printf("%s{card=\"", prom_names[M_ACTIONS_FAILED][0]);
+    prom_label(fa[i].card);
+    printf("\",tenant=\"");
+    prom_label(fa[i].tenant);
+    printf("\",event=\"");
+    prom_label(fa[i].event);
+    printf("\"} %d\n", count);
+  }
+}
+
+static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action *fa, int nfa) {
   static const char *const kinds[] = {"warn", "limit", "reclaim", "spill"};
   for (int m = 0; m < M_N; m++) {
     printf("# HELP %s %s\n# TYPE %s gauge\n", prom_names[m][0], prom_names[m][1], prom_names[m][0]);
+    if (m == M_ACTIONS_FAILED) {
+      prom_failed_actions(fa, nfa);
+      continue;
+    }
     for (int c = 0; c < n; c++) {
       const vs_ledger_snapshot *s = snaps[c];
       if (m <= M_DEAD) {
@@ -333,17 +398,20 @@ int cmd_status(int argc, char **argv) {
       rc = 1;
     }
   }
+  vs_failed_action *fa;
+  int nfa = vs_history_failed_actions(&fa); /* threshold actions (issue 26) */
   if (fmt == FMT_JSON) {
-    if (print_json(dir, snaps, got, events)) rc = 1;
+    if (print_json(dir, snaps, got, events, fa, nfa)) rc = 1;
   } else if (fmt == FMT_PROM) {
-    print_prom(snaps, got);
+    print_prom(snaps, got, fa, nfa);
   } else {
     for (int i = 0; i < got; i++) {
       if (i) printf("\n");
       print_table(dir, snaps[i], events);
     }
-    vs_history_status_note(stdout); /* failed threshold actions (issue 26) */
+    print_failed_actions(fa, nfa);
   }
+  free(fa);
   for (int i = 0; i < got; i++) free(snaps[i]);
   return rc;
 }

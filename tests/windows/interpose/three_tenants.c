@@ -23,6 +23,8 @@
 #include <string.h>
 #include <windows.h>
 
+#include "tp_json.h"
+
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 #define CUDA_ERROR_OUT_OF_MEMORY 2
@@ -97,7 +99,7 @@ static const char *answer(worker *w, DWORD ms) {
   }
 }
 
-static void tell(worker *w, const char *fmt, ...) {
+static void tell_worker(worker *w, const char *fmt, ...) {
   char buf[128];
   va_list ap;
   va_start(ap, fmt);
@@ -109,7 +111,7 @@ static void tell(worker *w, const char *fmt, ...) {
 
 /* One command, one answer (30 s at most). */
 static const char *ask(worker *w, const char *fmt, unsigned long arg) {
-  tell(w, fmt, arg);
+  tell_worker(w, fmt, arg);
   const char *a = answer(w, 30000);
   return a ? a : "(no answer)";
 }
@@ -145,7 +147,7 @@ static DWORD status(const char *tool, const char *ledger, char *out, size_t len)
   STARTUPINFOA si = {.cb = sizeof si, .dwFlags = STARTF_USESTDHANDLES};
   si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
   si.hStdOutput = wr;
-  si.hStdError = wr;
+  si.hStdError = GetStdHandle(STD_ERROR_HANDLE);   /* the JSON alone in out */
   PROCESS_INFORMATION pi;
   BOOL ok = CreateProcessA(NULL, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi);
   CloseHandle(wr);
@@ -237,7 +239,7 @@ int main(int argc, char **argv) {
   view(c, 512 * MiB, 1 * GiB, "a at its limit, b holds 1 GiB");
 
   /* 4. c waits for 1 GiB (only 512 MiB are free to it) until b frees. */
-  tell(c, "alloc 1024\n");
+  tell_worker(c, "alloc 1024\n");
   const char *r = answer(c, 1000);
   check(r == NULL, "tenant c's 1 GiB request waits (%s)", r ? r : "no answer within 1 s");
   check(freed(b, b1), "tenant b frees its last 1 GiB");
@@ -268,27 +270,36 @@ int main(int argc, char **argv) {
   check(b3 >= 0, "tenant b gets 1 GiB once a's usage is reclaimed (%d tries, %lu ms)", tries,
         (unsigned long)(GetTickCount() - t0));
   view(b, 0, 2 * GiB, "a dead and reclaimed, b and c hold 1 GiB each");
+  /* status --json, parsed with the project's strict parser: the dead
+   * process is gone from every card's processes, b's and c's are there. */
   static char out[1 << 16];
-  char want[32];
-  snprintf(want, sizeof want, "\"pid\": %lu,", a->pid);
-  int gone = 0;
+  int gone = 0, listed = 0;
   t0 = GetTickCount();
   do {
     code = status(tool, ledger, out, sizeof out);
-    gone = code == 0 && strstr(out, "\"tenants\"") && !strstr(out, want);
+    vs_json doc;
+    if (code == 0 && vs_json_parse(out, strlen(out), &doc, NULL, 0) == 0) {
+      const vs_json *cards = tj_at(&doc, "cards");
+      int cards_ok = cards && cards->type == VS_JSON_ARRAY && cards->n > 0, a_in = 0, b_in = 0, c_in = 0;
+      for (size_t k = 0; cards_ok && k < cards->n; k++) {
+        cards_ok &= tj_at(&cards->items[k], "tenants") != NULL;
+        a_in |= tj_find_int(&cards->items[k], "processes", "pid", a->pid) != NULL;
+        b_in |= tj_find_int(&cards->items[k], "processes", "pid", b->pid) != NULL;
+        c_in |= tj_find_int(&cards->items[k], "processes", "pid", c->pid) != NULL;
+      }
+      gone = cards_ok && !a_in;
+      listed = b_in && c_in;
+      vs_json_free(&doc);
+    }
     if (!gone) Sleep(100);
   } while (!gone && GetTickCount() - t0 < 30000);
-  char bpid[32], cpid[32];
-  snprintf(bpid, sizeof bpid, "\"pid\": %lu,", b->pid);
-  snprintf(cpid, sizeof cpid, "\"pid\": %lu,", c->pid);
-  check(gone && strstr(out, bpid) && strstr(out, cpid),
-        "vramshim.exe status --json lists b's and c's processes, not the dead %lu (exit %lu)", a->pid,
+  check(gone && listed, "vramshim.exe status --json lists b's and c's processes, not the dead %lu (exit %lu)", a->pid,
         (unsigned long)code);
   if (!gone || g_fails) printf("three_tenants: status output:\n%s\n", out);
 
   /* The end: the living quit and give back. */
   for (int i = 1; i < 3; i++) {
-    tell(&w[i], "quit\n");
+    tell_worker(&w[i], "quit\n");
     WaitForSingleObject(w[i].proc, 30000);
     code = 1;
     GetExitCodeProcess(w[i].proc, &code);

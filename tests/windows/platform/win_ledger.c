@@ -28,6 +28,7 @@
 #include "proc.h"
 #include "ledger_read.h"
 #include "plan.h"
+#include "tp_json.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -378,10 +379,10 @@ static void case_bench(void) {
   vs_ledger_close(h);
 }
 
-/* Runs cmd with its output (stdout and stderr) into out: its exit code
- * (STILL_ACTIVE after EVENTUALLY_MS: it was ended then), or ~0 when it did
- * not start. */
-static DWORD run_tool(char *cmd, char *out, DWORD size) {
+/* Runs cmd with its output (stdout, and stderr when with_stderr; else
+ * stderr goes to ours) into out: its exit code (STILL_ACTIVE after
+ * EVENTUALLY_MS: it was ended then), or ~0 when it did not start. */
+static DWORD run_tool_to(char *cmd, char *out, DWORD size, int with_stderr) {
   SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
   HANDLE rd, wr;
   CreatePipe(&rd, &wr, &sa, 0);
@@ -392,7 +393,7 @@ static DWORD run_tool(char *cmd, char *out, DWORD size) {
   si.cb = sizeof si;
   si.dwFlags = STARTF_USESTDHANDLES;
   si.hStdOutput = wr;
-  si.hStdError = wr;
+  si.hStdError = with_stderr ? wr : GetStdHandle(STD_ERROR_HANDLE);
   si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
   out[0] = 0;
   if (!CreateProcessA(NULL, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
@@ -424,6 +425,8 @@ static DWORD run_tool(char *cmd, char *out, DWORD size) {
   CloseHandle(rd);
   return code;
 }
+
+static DWORD run_tool(char *cmd, char *out, DWORD size) { return run_tool_to(cmd, out, size, 1); }
 
 /* Issue 10 on Windows: a named pipe given as the config file is refused at
  * once (never read, never waited on), with a message naming it. */
@@ -461,12 +464,19 @@ static void case_status(const char *tool) {
   snprintf(env, sizeof env, "%s", conf);
   SetEnvironmentVariableA("VRAMSHIM_CONFIG", env);
   static char out[1 << 16];
-  DWORD code = run_tool(cmd, out, sizeof out);
+  DWORD code = run_tool_to(cmd, out, sizeof out, 0);   /* the JSON alone: stderr to ours */
   SetEnvironmentVariableA("VRAMSHIM_CONFIG", NULL);
   check(code == 0, "vramshim status --json exits 0 (%lu)", (unsigned long)code);
-  char want[64];
-  snprintf(want, sizeof want, "%llu", (unsigned long long)(64 * MiB));
-  check(strstr(out, "\"b\"") && strstr(out, want), "status lists tenant b holding %s bytes", want);
+  /* Parsed with the project's strict parser, tenant b's usage read. */
+  vs_json doc;
+  int parsed = tj_parse(out, &doc, "status --json") == 0;
+  check(parsed, "status --json parses");
+  const vs_json *tb = NULL;
+  for (size_t c = 0; parsed && tj_at(&doc, "cards") && c < tj_at(&doc, "cards")->n && !tb; c++)
+    tb = tj_find_str(&tj_at(&doc, "cards")->items[c], "tenants", "name", "b");
+  check(tb && tj_u64_is(tb, "used", 64 * MiB), "status lists tenant b holding %llu bytes",
+        (unsigned long long)(64 * MiB));
+  if (parsed) vs_json_free(&doc);
   if (g_failed) printf("status output:\n%s\n", out);
   end(p);
 }

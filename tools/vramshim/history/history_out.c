@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "history.h"
+#include "json.h"
 #include "log.h"
 #include "sbuf.h"
 #include "timeutil.h"
@@ -174,131 +175,114 @@ void vs_history_text(const vs_history *h, FILE *out) {
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
-static void j_key(vs_sbuf *b, const char *k, int *first) {
-  vs_sb_puts(b, *first ? "" : ", ");
-  *first = 0;
-  vs_sb_json_str(b, k);
-  vs_sb_puts(b, ": ");
-}
-static void j_str(vs_sbuf *b, const char *k, const char *v, int *first) {
-  j_key(b, k, first);
-  if (v) vs_sb_json_str(b, v);
-  else vs_sb_puts(b, "null");
-}
-static void j_u64(vs_sbuf *b, const char *k, uint64_t v, int *first) {
-  j_key(b, k, first);
-  if (v == UINT64_MAX) vs_sb_puts(b, "null");
-  else vs_sb_u64(b, v);
-}
-static void j_num(vs_sbuf *b, const char *k, double v, int *first) {
-  j_key(b, k, first);
-  vs_sb_fixed(b, v, 3);
-}
-static void j_time(vs_sbuf *b, const char *k, int64_t ms, int have, int *first) {
+/* docs/schemas/history.schema.json; written by the project's one JSON writer
+ * (src/explain/json_write.c). A field added keeps the major version. */
+#define HISTORY_SCHEMA_VERSION "1.0"
+
+static void j_time(vs_jw *w, const char *k, int64_t ms, int have) {
   char t[32];
-  j_str(b, k, have ? ISO(ms, t) : NULL, first);
+  vs_jw_key(w, k);
+  if (have) vs_jw_str(w, ISO(ms, t));
+  else vs_jw_null(w);
 }
 static uint64_t u(double v) { return v > 0 ? (uint64_t)(v + 0.5) : 0; }
 
-int vs_history_json(const vs_history *h, FILE *out) {
-  vs_sbuf b = {0};
-  int f = 1;
-  vs_sb_puts(&b, "{");
-  j_str(&b, "schema", "vramshim-history/1", &f);
-  j_str(&b, "db", h->db, &f);
-  j_time(&b, "since", h->since, 1, &f);
-  j_time(&b, "until", h->until, 1, &f);
-  j_key(&b, "tenants", &f);
-  vs_sb_puts(&b, "[");
-  vs_hist_point *ds = malloc(200 * sizeof *ds);
-  for (int i = 0; i < h->n && ds; i++) {
-    const vs_hist_tenant *x = &h->t[i];
-    int g = 1;
-    vs_sb_puts(&b, i ? ",\n  {" : "\n  {");
-    j_str(&b, "card", x->card, &g);
-    j_str(&b, "tenant", x->tenant, &g);
-    j_u64(&b, "limit", x->limit, &g);
-    j_u64(&b, "reserve", x->reserve, &g);
-    j_time(&b, "first", x->first, x->npts > 0, &g);
-    j_time(&b, "last", x->last, x->npts > 0, &g);
-    j_u64(&b, "points", (uint64_t)x->npts, &g);
-    j_key(&b, "usage", &g);
-    int k = 1;
-    vs_sb_puts(&b, "{");
-    j_u64(&b, "now", u(x->used_now), &k);
-    j_u64(&b, "live_now", u(x->used_now - x->cached_now), &k);
-    j_u64(&b, "cached_now", u(x->cached_now), &k);
-    j_u64(&b, "min", u(x->used_min), &k);
-    j_u64(&b, "mean", u(x->used_mean), &k);
-    j_u64(&b, "max", u(x->used_max), &k);
-    vs_sb_puts(&b, "}");
-    j_key(&b, "drift", &g);
-    k = 1;
-    vs_sb_puts(&b, "{");
-    j_str(&b, "verdict", vs_drift_name(x->drift), &k);
-    j_str(&b, "text", vs_drift_text(x->drift), &k);
-    j_num(&b, "used_per_week", x->slope_used, &k);
-    j_num(&b, "live_per_week", x->slope_live, &k);
-    j_num(&b, "cached_per_week", x->slope_cached, &k);
-    vs_sb_puts(&b, "}");
-    j_key(&b, "forecast", &g);
-    k = 1;
-    vs_sb_puts(&b, "{");
-    j_time(&b, "limit_at", x->limit_at, x->has_forecast, &k);
-    j_key(&b, "days_to_limit", &k);
-    if (x->has_forecast) vs_sb_fixed(&b, x->days_to_limit, 3);
-    else vs_sb_puts(&b, "null");
-    j_str(&b, "note", x->forecast_note, &k);
-    vs_sb_puts(&b, "}");
-    j_key(&b, "days", &g);
-    vs_sb_puts(&b, "[");
-    for (int d = 0; d < x->ndays; d++) {
-      k = 1;
-      vs_sb_puts(&b, d ? ", {" : "{");
-      j_str(&b, "date", x->days[d].date, &k);
-      j_u64(&b, "refusals", (uint64_t)x->days[d].refusals, &k);
-      j_u64(&b, "warnings", (uint64_t)x->days[d].warnings, &k);
-      j_u64(&b, "spills", (uint64_t)x->days[d].spills, &k);
-      vs_sb_puts(&b, "}");
-    }
-    vs_sb_puts(&b, "]");
-    j_key(&b, "actions", &g);
-    vs_sb_puts(&b, "[");
-    for (int d = 0; d < x->nacts; d++) {
-      const vs_hist_action *ac = &x->acts[d];
-      k = 1;
-      vs_sb_puts(&b, d ? ",\n    {" : "\n    {");
-      j_time(&b, "time", ac->t, 1, &k);
-      j_str(&b, "event", ac->event, &k);
-      j_str(&b, "program", ac->program, &k);
-      j_str(&b, "status", ac->status, &k);
-      j_key(&b, "exit_code", &k);
-      if (ac->has_exit_code) vs_sb_i64(&b, ac->exit_code);
-      else vs_sb_puts(&b, "null");
-      j_u64(&b, "duration_ms", (uint64_t)(ac->duration_ms > 0 ? ac->duration_ms : 0), &k);
-      j_str(&b, "output", ac->output, &k);
-      vs_sb_puts(&b, "}");
-    }
-    vs_sb_puts(&b, "]");
-    j_key(&b, "series", &g);
-    vs_sb_puts(&b, "[");
-    int n = downsample(x, 200, ds);
-    for (int d = 0; d < n; d++) {
-      k = 1;
-      vs_sb_puts(&b, d ? ",\n    {" : "\n    {");
-      j_time(&b, "time", ds[d].t, 1, &k);
-      j_u64(&b, "used", u(ds[d].used), &k);
-      j_u64(&b, "cached", u(ds[d].cached), &k);
-      vs_sb_puts(&b, "}");
-    }
-    vs_sb_puts(&b, "]}");
+static void j_tenant(vs_jw *w, const vs_hist_tenant *x, vs_hist_point *ds) {
+  vs_jw_object(w, VS_JSON_BLOCK);
+  vs_jw_kstr(w, "card", x->card);
+  vs_jw_kstr(w, "tenant", x->tenant);
+  vs_jw_ku64_or_null(w, "limit", x->limit, UINT64_MAX);
+  vs_jw_ku64(w, "reserve", x->reserve);
+  j_time(w, "first", x->first, x->npts > 0);
+  j_time(w, "last", x->last, x->npts > 0);
+  vs_jw_ku64(w, "points", (uint64_t)x->npts);
+  vs_jw_key(w, "usage");
+  vs_jw_object(w, VS_JSON_INLINE);
+  vs_jw_ku64(w, "now", u(x->used_now));
+  vs_jw_ku64(w, "live_now", u(x->used_now - x->cached_now));
+  vs_jw_ku64(w, "cached_now", u(x->cached_now));
+  vs_jw_ku64(w, "min", u(x->used_min));
+  vs_jw_ku64(w, "mean", u(x->used_mean));
+  vs_jw_ku64(w, "max", u(x->used_max));
+  vs_jw_end(w);
+  vs_jw_key(w, "drift");
+  vs_jw_object(w, VS_JSON_INLINE);
+  vs_jw_kstr(w, "verdict", vs_drift_name(x->drift));
+  vs_jw_kstr(w, "text", vs_drift_text(x->drift));
+  vs_jw_kfixed(w, "used_per_week", x->slope_used, 3);
+  vs_jw_kfixed(w, "live_per_week", x->slope_live, 3);
+  vs_jw_kfixed(w, "cached_per_week", x->slope_cached, 3);
+  vs_jw_end(w);
+  vs_jw_key(w, "forecast");
+  vs_jw_object(w, VS_JSON_INLINE);
+  j_time(w, "limit_at", x->limit_at, x->has_forecast);
+  vs_jw_key(w, "days_to_limit");
+  if (x->has_forecast) vs_jw_fixed(w, x->days_to_limit, 3);
+  else vs_jw_null(w);
+  vs_jw_key(w, "note");
+  if (x->forecast_note) vs_jw_str(w, x->forecast_note);
+  else vs_jw_null(w);
+  vs_jw_end(w);
+  vs_jw_key(w, "days");
+  vs_jw_array(w, VS_JSON_BLOCK);
+  for (int d = 0; d < x->ndays; d++) {
+    vs_jw_object(w, VS_JSON_INLINE);
+    vs_jw_kstr(w, "date", x->days[d].date);
+    vs_jw_ku64(w, "refusals", (uint64_t)x->days[d].refusals);
+    vs_jw_ku64(w, "warnings", (uint64_t)x->days[d].warnings);
+    vs_jw_ku64(w, "spills", (uint64_t)x->days[d].spills);
+    vs_jw_end(w);
   }
-  vs_sb_puts(&b, "]}\n");
-  int bad = !ds || b.failed;
+  vs_jw_end(w);
+  vs_jw_key(w, "actions");
+  vs_jw_array(w, VS_JSON_BLOCK);
+  for (int d = 0; d < x->nacts; d++) {
+    const vs_hist_action *ac = &x->acts[d];
+    vs_jw_object(w, VS_JSON_INLINE);
+    j_time(w, "time", ac->t, 1);
+    vs_jw_kstr(w, "event", ac->event);
+    vs_jw_kstr(w, "program", ac->program);
+    vs_jw_kstr(w, "status", ac->status);
+    vs_jw_key(w, "exit_code");
+    if (ac->has_exit_code) vs_jw_i64(w, ac->exit_code);
+    else vs_jw_null(w);
+    vs_jw_ku64(w, "duration_ms", (uint64_t)(ac->duration_ms > 0 ? ac->duration_ms : 0));
+    vs_jw_kstr(w, "output", ac->output);
+    vs_jw_end(w);
+  }
+  vs_jw_end(w);
+  vs_jw_key(w, "series");
+  vs_jw_array(w, VS_JSON_BLOCK);
+  int n = downsample(x, 200, ds);
+  for (int d = 0; d < n; d++) {
+    vs_jw_object(w, VS_JSON_INLINE);
+    j_time(w, "time", ds[d].t, 1);
+    vs_jw_ku64(w, "used", u(ds[d].used));
+    vs_jw_ku64(w, "cached", u(ds[d].cached));
+    vs_jw_end(w);
+  }
+  vs_jw_end(w);
+  vs_jw_end(w);
+}
+
+int vs_history_json(const vs_history *h, FILE *out) {
+  vs_hist_point *ds = malloc(200 * sizeof *ds);
+  if (!ds) return -1;
+  vs_jw w;
+  vs_jw_init(&w, 0);
+  vs_jw_object(&w, VS_JSON_BLOCK);
+  vs_jw_kstr(&w, "schema_version", HISTORY_SCHEMA_VERSION);
+  vs_jw_kstr(&w, "generator", "vramshim");
+  vs_jw_kstr(&w, "db", h->db);
+  j_time(&w, "since", h->since, 1);
+  j_time(&w, "until", h->until, 1);
+  vs_jw_key(&w, "tenants");
+  vs_jw_array(&w, VS_JSON_BLOCK);
+  for (int i = 0; i < h->n; i++) j_tenant(&w, &h->t[i], ds);
+  vs_jw_end(&w);
+  vs_jw_end(&w);
   free(ds);
-  if (!bad) bad = fputs(b.p, out) < 0;
-  vs_sb_free(&b);
-  return bad ? -1 : 0;
+  return vs_jw_print(&w, out);
 }
 
 /* ---- SVG ------------------------------------------------------------------- */

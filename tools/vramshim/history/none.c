@@ -22,4 +22,7 @@ int cmd_top(int argc, char **argv) {
   (void)argc, (void)argv;
   return none("top");
 }
-void vs_history_status_note(FILE *out) { (void)out; }
+int vs_history_failed_actions(vs_failed_action **out) {
+  *out = NULL;
+  return 0;
+}

@@ -129,7 +129,9 @@ static int make_parent(const char *path, char *err, size_t errlen) {
   if (!slash || slash == dir) return 0;
   *slash = 0;
   if (access(dir, F_OK) == 0) return 0;
-  int fd = vs_plat_own_dir_open(dir, err, errlen);
+  /* Missing, so made here, owner-only: it is the folder itself (used). */
+  char used[600];
+  int fd = vs_plat_own_dir_open(dir, used, sizeof used, err, errlen);
   if (fd < 0) return -1;
   close(fd);
   return 0;
