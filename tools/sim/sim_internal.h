@@ -104,6 +104,8 @@ struct sim_alloc {
     struct sim_pool *pool;
     int free_pending;   /* cuMemFreeAsync queued */
     int ipc_refs;       /* SIM_K_IPC: opens of the same handle */
+    int pool_import;    /* SIM_K_IPC: imported from an exported pool (cuMemPoolImportPointer):
+                           freed by cuMemFree / cuMemFreeAsync, not cuIpcCloseMemHandle */
     int32_t ipc_pid;
     uint64_t ipc_id;
 };
@@ -133,6 +135,13 @@ void sim_free_record(struct sim_alloc *a);
 static inline int sim_kind_freeable(enum sim_kind k)
 {
     return k == SIM_K_DEVICE || k == SIM_K_MANAGED || k == SIM_K_POOL;
+}
+/* what cuMemFree and cuMemFreeAsync accept: the kinds above, and a
+ * pointer imported from another process's pool (cuda.h: "The pointer may
+ * be freed with cuMemFree or cuMemFreeAsync") */
+static inline int sim_alloc_freeable(const struct sim_alloc *a)
+{
+    return sim_kind_freeable(a->kind) || (a->kind == SIM_K_IPC && a->pool_import);
 }
 /* 1 when [p, p+n) lies in device memory this process may touch */
 int sim_dev_range_ok(uintptr_t p, size_t n);
