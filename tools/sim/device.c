@@ -159,6 +159,10 @@ static int attr_value(CUdevice_attribute a, int dev, int *v)
     case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID: *v = -1; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *v = -1; break;
+    /* host locations for cuMemCreate (vmm.c): drivers from CUDA 12.2 */
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        *v = sim_cfg.vmm && sim_driver_version() >= 12020;
+        break;
     default:
         if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX) return -1;
         *v = 0;
