@@ -1,0 +1,210 @@
+/* The quota is what the card holds (issue 22): real processes under the
+ * shim over the simulated driver, one tenant limited to 64 MiB on a 4 GiB
+ * card, in every arena mode (and on a card without VMM, VRAMSIM_VMM=0 set
+ * by the test).
+ *
+ *   card_truth case pool KIND MODE WORKDIR   a driver pool (KIND created,
+ *        exportable or default) that keeps freed memory (release threshold
+ *        at its maximum) while the program allocates to the limit: the
+ *        sim's own charge of the card never passes the limit; trim, a
+ *        lowered threshold at a sync and a destroy give it back; the
+ *        program's cuMemPoolGetAttribute answers the driver's numbers.
+ *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
+ *        the limit: the driver's own answer, the tenant's view unchanged.
+ *
+ * Workers (started by the orchestrator under the tenant): pool KIND, host. */
+#include "tenant_proc.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "vramsim.h"
+
+#define LIMIT (64 * MiB)
+
+static uint64_t card_used(void) { return vramsim_card_used(0); }
+
+/* The card never holds more than the limit for the tenant (the only one). */
+#define WITHIN_LIMIT(what) \
+  CHECK(card_used() <= LIMIT, "%s: the card holds %llu MiB for a 64 MiB tenant", what, \
+        (unsigned long long)(card_used() / MiB))
+
+static uint64_t reserved_of(CUmemoryPool pool) {
+  cuuint64_t v = 0;
+  CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS, "reserved");
+  return v;
+}
+
+static CUresult pool_alloc(const char *kind, CUdeviceptr *p, uint64_t n, CUmemoryPool pool, CUstream s) {
+  if (!strcmp(kind, "default")) return cuMemAllocAsync(p, n, s);
+  return cuMemAllocFromPoolAsync(p, n, pool, s);
+}
+
+static int w_pool(const char *kind) {
+  tp_cuda_up();
+  CUmemoryPool pool;
+  /* the default pool: on the per-thread stream, which the driver's pool
+   * serves in every arena mode (docs/arena.md, "The lane") */
+  CUstream s = !strcmp(kind, "default") ? CU_STREAM_PER_THREAD : 0;
+  if (!strcmp(kind, "default")) {
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, "default pool");
+  } else {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    if (!strcmp(kind, "exportable")) props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS, "cuMemPoolCreate");
+  }
+  cuuint64_t keep = UINT64_MAX;
+  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
+
+  /* 1. The pool keeps 32 MiB it no longer uses: they are the tenant's. */
+  CUdeviceptr a, big;
+  CHECK(pool_alloc(kind, &a, 32 * MiB, pool, s) == CUDA_SUCCESS, "32 MiB from the pool");
+  CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS, "free async");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(reserved_of(pool) == 32 * MiB, "the driver's reserved bytes: %llu", (unsigned long long)reserved_of(pool));
+  CHECK(card_used() == 32 * MiB, "the pool keeps 32 MiB on the card");
+  CUresult r = cuMemAlloc(&big, 48 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(48 MiB) next to a pool keeping 32 MiB");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(48 MiB) = %d, the pool keeps 32 MiB of 64", (int)r);
+
+  /* 2. The pool grows to the limit, never past it (its unused memory goes
+   * back first when the growth is refused). */
+  CUdeviceptr blk[64];
+  int n = 0;
+  for (; n < 64; n++) {
+    r = pool_alloc(kind, &blk[n], 8 * MiB, pool, s);
+    WITHIN_LIMIT("the pool growing");
+    if (r != CUDA_SUCCESS) break;
+  }
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the growth past the limit is refused: %d", (int)r);
+  CHECK(n * 8 * MiB <= LIMIT && n >= 6, "%d blocks of 8 MiB", n);
+  SAY("%s pool: %d blocks of 8 MiB, the card holds %llu MiB", kind, n, (unsigned long long)(card_used() / MiB));
+  for (int i = 0; i < n; i++) CHECK(cuMemFreeAsync(blk[i], s) == CUDA_SUCCESS, "free");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(card_used() == (uint64_t)n * 8 * MiB, "the pool keeps its blocks");
+  CHECK(cuMemAlloc(&big, 48 * MiB) == CUDA_ERROR_OUT_OF_MEMORY, "the pool's memory is still the tenant's");
+
+  /* 3. A trim gives it back to the card and to the tenant. */
+  CHECK(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS, "trim");
+  CHECK(card_used() == 0, "trimmed");
+  CHECK(cuMemAlloc(&big, 48 * MiB) == CUDA_SUCCESS, "48 MiB once the pool gave its memory back");
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+
+  /* 4. A lowered release threshold gives it back at the next sync. */
+  CHECK(pool_alloc(kind, &a, 16 * MiB, pool, s) == CUDA_SUCCESS, "16 MiB");
+  CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "free");
+  CHECK(reserved_of(pool) == 16 * MiB, "the pool keeps 16 MiB");
+  cuuint64_t none = 0;
+  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &none) == CUDA_SUCCESS, "threshold 0");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(reserved_of(pool) == 0, "given back at the sync");
+  r = cuMemAlloc(&big, 56 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(56 MiB)");
+  CHECK(r == CUDA_SUCCESS, "56 MiB once the threshold gave the pool's memory back: %d", (int)r);
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+
+  /* 5. A destroyed pool gives back what it kept. */
+  if (strcmp(kind, "default") != 0) {
+    CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
+    CHECK(pool_alloc(kind, &a, 16 * MiB, pool, s) == CUDA_SUCCESS, "16 MiB");
+    CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "free");
+    CHECK(cuMemPoolDestroy(pool) == CUDA_SUCCESS, "destroy");
+    r = cuMemAlloc(&big, 56 * MiB);
+    WITHIN_LIMIT("cuMemAlloc(56 MiB) after the destroy");
+    CHECK(r == CUDA_SUCCESS, "56 MiB once the pool was destroyed: %d", (int)r);
+    CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+  }
+  SAY("pool %s ok", kind);
+  return 0;
+}
+
+static CUmemAllocationProp host_prop(CUmemLocationType t, int id) {
+  CUmemAllocationProp p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = t;
+  p.location.id = id;
+  return p;
+}
+
+static int w_host(void) {
+  tp_cuda_up();
+  size_t free0, total0, free1, total1;
+  CHECK(cuMemGetInfo(&free0, &total0) == CUDA_SUCCESS, "view");
+  CHECK(total0 == LIMIT, "the tenant's view: %llu", (unsigned long long)total0);
+  int vmm = 0;
+  CHECK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0) == CUDA_SUCCESS, "attr");
+  CUmemGenericAllocationHandle h = 0, n = 0;
+  CUmemAllocationProp p = host_prop(CU_MEM_LOCATION_TYPE_HOST, 0);
+  CUresult r = cuMemCreate(&h, 256 * MiB, &p, 0);   /* four times the limit */
+  CHECK(r == (vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED), "cuMemCreate(HOST, 256 MiB) = %d", (int)r);
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  r = cuMemCreate(&n, 128 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED), "cuMemCreate(HOST_NUMA 0, 128 MiB) = %d", (int)r);
+  CUmemGenericAllocationHandle bad;
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA, 5);
+  r = cuMemCreate(&bad, 2 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED), "HOST_NUMA 5: %d", (int)r);
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+  r = cuMemCreate(&bad, 2 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED), "HOST_NUMA_CURRENT: %d", (int)r);
+  CHECK(card_used() == 0, "host memory is on no card");
+  CHECK(cuMemGetInfo(&free1, &total1) == CUDA_SUCCESS, "view");
+  CHECK(free1 == free0 && total1 == total0, "the tenant's view is unchanged: free %llu -> %llu",
+        (unsigned long long)free0, (unsigned long long)free1);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, 48 * MiB) == CUDA_SUCCESS, "the tenant's device memory is untouched");
+  WITHIN_LIMIT("after host memory");
+  CHECK(cuMemFree(d) == CUDA_SUCCESS, "free");
+  if (vmm) CHECK(cuMemRelease(h) == CUDA_SUCCESS && cuMemRelease(n) == CUDA_SUCCESS, "release");
+  SAY("host ok");
+  return 0;
+}
+
+static const char *arena_line(const char *mode) {
+  static char g[64];
+  snprintf(g, sizeof g, "arena = %s", mode);
+  return g;
+}
+
+static int run_worker(const char *tag, const char *const *args) {
+  int st = tp_wait(tp_spawn(tag, "t", NULL, args));
+  char name[64];
+  snprintf(name, sizeof name, "%s.out", tag);
+  char *out = tp_read(name);
+  snprintf(name, sizeof name, "%s.err", tag);
+  char *err = tp_read(name);
+  printf("%s%s", out, err);
+  free(out);
+  free(err);
+  return st;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  CHECK(argc >= 2, "usage: card_truth case pool KIND MODE WORKDIR | case host MODE WORKDIR | WORKER ARGS");
+  if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
+  if (!strcmp(argv[1], "host")) return w_host();
+  CHECK(!strcmp(argv[1], "case") && argc >= 5, "case NAME ...");
+  const char *c = argv[2];
+  if (!strcmp(c, "pool")) {
+    CHECK(argc == 6, "case pool KIND MODE WORKDIR");
+    tp_workdir(argv[5]);
+    tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
+    const char *args[] = {"pool", argv[3], NULL};
+    CHECK(run_worker("pool", args) == 0, "the pool worker passed");
+  } else if (!strcmp(c, "host")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
+    const char *args[] = {"host", NULL};
+    CHECK(run_worker("host", args) == 0, "the host worker passed");
+  } else {
+    CHECK(0, "unknown case %s", c);
+  }
+  SAY("PASS %s", c);
+  return 0;
+}
