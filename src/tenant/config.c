@@ -73,8 +73,8 @@ void vs_config_defaults(vs_config *cfg) {
   cfg->timeline_interval_ms = 10000;
 }
 
-static int valid_name(const char *s) {
-  size_t n = strlen(s);
+int vs_tenant_name_ok(const char *s) {
+  size_t n = strnlen(s, VS_NAME_MAX);
   if (n == 0 || n >= VS_NAME_MAX) return 0;
   for (const char *p = s; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') return 0;
@@ -175,9 +175,8 @@ static void section_header(struct parser *ps, const char *text) {
       fail(ps, ps->line, "section [tenant] needs a name, e.g. [tenant llm]");
       return;
     }
-    if (!valid_name(arg)) {
-      fail(ps, ps->line, "bad tenant name '%s': use letters, digits, '_', '-', '.' (at most %d)", arg,
-           VS_NAME_MAX - 1);
+    if (!vs_tenant_name_ok(arg)) {
+      fail(ps, ps->line, "bad tenant name '%s': %s", arg, VS_TENANT_NAME_RULE);
       return;
     }
     const vs_tenant_cfg *dup = vs_config_tenant(cfg, arg);

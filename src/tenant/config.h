@@ -111,13 +111,24 @@ const vs_tenant_cfg *vs_config_rules(const vs_config *cfg, const char *name);
 const vs_card_cfg *vs_config_card(const vs_config *cfg, int index, const char *uuid);
 
 /* ---- Tenant selection ---------------------------------------------------- */
+/* A tenant name (a section, $VRAMSHIM_TENANT, a match_exe result): 1 to 63
+ * bytes of letters, digits, '_', '-' and '.' (docs/config.md), so that every
+ * output (the ledger's fixed-size entries, log lines, status, Prometheus
+ * labels, file names) holds it whole. A name outside is an error, never cut. */
+#define VS_TENANT_NAME_RULE "a tenant name is 1 to 63 bytes of letters, digits, '_', '-' and '.'"
+int vs_tenant_name_ok(const char *s);
 /* $VRAMSHIM_TENANT (env_tenant, may be NULL or ""), else the tenant whose
  * match_exe names exe (a basename or a path; may be NULL), else "default".
  * Writes the name (which need not have a section) and returns how it was
- * chosen: "VRAMSHIM_TENANT", "match_exe" or "default". */
+ * chosen: "VRAMSHIM_TENANT", "match_exe" or "default". NULL when
+ * $VRAMSHIM_TENANT is no valid name (vs_tenant_name_ok): a config error
+ * (name is then "default"; vs_config_bad_tenant says why). */
 const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
                                     char name[VS_NAME_MAX]);
-/* The basename of /proc/self/exe, else of argv0 (may be NULL). */
+/* The error line of a $VRAMSHIM_TENANT that is no valid name (escaped). */
+void vs_config_bad_tenant(const char *env_tenant, char *err, size_t errlen);
+/* The basename of /proc/self/exe, else of argv0 (may be NULL); "" when it
+ * is longer than a name can be (it then matches no match_exe). */
 void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]);
 
 /* ---- Loading at program start -------------------------------------------- */

@@ -43,6 +43,12 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   char exe[VS_NAME_MAX];
   vs_self_exe(argv0, exe);
   const char *how = vs_config_select_tenant(&s->cfg, vs_plat_getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  if (!how) {   /* a bad name is a config error: never cut, never merged with another */
+    vs_config_bad_tenant(vs_plat_getenv("VRAMSHIM_TENANT"), err, sizeof err);
+    vs_config_on_error(err); /* returns only with passthrough */
+    s->enforcing = 0;
+    how = "default";
+  }
   int hami = vs_hami_apply_env(environ, &s->cfg, r != 1, s->tenant, err, sizeof err);
   if (hami < 0) {
     vs_config_on_error(err); /* returns only with passthrough */

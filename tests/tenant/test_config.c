@@ -167,7 +167,7 @@ static const struct bad_case {
     {"[globals]\n", ":1: unknown section [globals] (known: [global], [card N], [card GPU-UUID], [tenant NAME])"},
     {"[tenant a b]\n", ":1: unknown section [tenant a b] (known: [global], [card N], [card GPU-UUID], [tenant NAME])"},
     {"[tenant]\n", ":1: section [tenant] needs a name, e.g. [tenant llm]"},
-    {"[tenant l/m]\n", ":1: bad tenant name 'l/m': use letters, digits, '_', '-', '.' (at most 63)"},
+    {"[tenant l/m]\n", ":1: bad tenant name 'l/m': a tenant name is 1 to 63 bytes of letters, digits, '_', '-' and '.'"},
     {"[card]\n", ":1: section [card] needs a card index or a GPU UUID, e.g. [card 0]"},
     {"[card 64]\n", ":1: bad card index '64': expected 0 to 63 or a GPU UUID"},
     {"[card gpu0]\n", ":1: bad card 'gpu0': expected an index or a UUID like GPU-8c1f0e2a-..."},
@@ -333,6 +333,31 @@ static void tenant_selection(void **state) {
   char exe[VS_NAME_MAX];
   vs_self_exe("ignored", exe);
   assert_string_equal(exe, "tenant_config");
+  /* issue 22: a name outside 1..63 bytes of [A-Za-z0-9._-] is refused
+   * whole, never cut (two long names once became one tenant). */
+  char n63[64], n64[65], n65[66];
+  memset(n63, 'a', 63), n63[63] = 0;
+  memset(n64, 'a', 64), n64[64] = 0;
+  memset(n65, 'a', 65), n65[65] = 0;
+  assert_string_equal(vs_config_select_tenant(cfg, n63, NULL, name), "VRAMSHIM_TENANT");
+  assert_string_equal(name, n63);
+  assert_null(vs_config_select_tenant(cfg, n64, NULL, name));
+  assert_string_equal(name, "default");
+  assert_null(vs_config_select_tenant(cfg, n65, NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "evil\nvramshim: forged", NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "a b", NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "t/..", NULL, name));
+  assert_true(vs_tenant_name_ok("llm-2.small_x"));
+  assert_false(vs_tenant_name_ok(""));
+  vs_config_bad_tenant("evil\nvramshim: forged", err, sizeof err);
+  assert_null(strchr(err, '\n'));
+  assert_non_null(strstr(err, "evil\\nvramshim: forged"));
+  assert_non_null(strstr(err, "1 to 63 bytes"));
+  /* a section name obeys the same rule */
+  char text[200];
+  snprintf(text, sizeof text, "[tenant %s]\nlimit = 1GiB\n", n64);
+  assert_int_not_equal(vs_config_parse_string(text, "t.conf", cfg, err, sizeof err), 0);
+  assert_non_null(strstr(err, "1 to 63 bytes"));
   free(cfg);
 }
 
