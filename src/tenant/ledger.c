@@ -523,6 +523,12 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
     VS_STORE(&s->tenants[k].spill_max, plan->tenants[i].spill_max);
     s->tenants[k].generation = plan->generation;
   }
+  /* A tenant without a section is held to [tenant default]'s rules
+   * (vs_plan_rules): its entry says so, for status and dumps (issue 22). */
+  if (!vs_plan_find(plan, h->tenant_name)) {
+    VS_STORE(&s->tenants[t].limit, h->limit);
+    VS_STORE(&s->tenants[t].spill_max, h->spill_max);
+  }
   s->capacity = plan->capacity;
   s->headroom = plan->headroom;
   s->plan_generation = plan->generation;

@@ -11,10 +11,17 @@
  *        program's cuMemPoolGetAttribute answers the driver's numbers.
  *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
  *        the limit: the driver's own answer, the tenant's view unchanged.
+ *   card_truth case names MODE WORKDIR   tenant names: a name with a newline
+ *        and names longer than 63 bytes are refused at start (exit 78; run
+ *        without enforcement under VRAMSHIM_ON_ERROR=passthrough), the log
+ *        line escaped; two 63-byte names differing in the last byte are two
+ *        tenants; a tenant without a section shows [tenant default]'s limit.
  *
- * Workers (started by the orchestrator under the tenant): pool KIND, host. */
+ * Workers (started by the orchestrator under the tenant): pool KIND, host,
+ * hold MIB (allocate, then wait for SIGTERM). */
 #include "tenant_proc.h"
 
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -165,6 +172,18 @@ static int w_host(void) {
   return 0;
 }
 
+static int w_hold(const char *mib) {
+  tp_cuda_up();
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(mib, NULL, 10) * MiB);
+  printf("result=%d\n", (int)r);
+  fflush(stdout);
+  CHECK(r == CUDA_SUCCESS, "hold: cuMemAlloc(%s MiB) = %d", mib, (int)r);
+  while (tp_wait_signal() != SIGTERM) {
+  }
+  return 0;
+}
+
 static const char *arena_line(const char *mode) {
   static char g[64];
   snprintf(g, sizeof g, "arena = %s", mode);
@@ -184,11 +203,79 @@ static int run_worker(const char *tag, const char *const *args) {
   return st;
 }
 
+/* A worker under tenant `name` (raw bytes) holding mib; extra_env may be NULL. */
+static pid_t spawn_hold(const char *tag, const char *name, const char *extra_env, const char *mib) {
+  const char *args[] = {"hold", mib, NULL};
+  return tp_spawn(tag, name, extra_env, args);
+}
+
+static int has_line_starting(const char *text, const char *prefix) {
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (!strncmp(l, prefix, strlen(prefix))) return 1;
+  return 0;
+}
+
+static int case_names(void) {
+  /* A newline in the name: refused, the log line escaped (no forged line). */
+  int st = tp_wait(spawn_hold("nl", "evil\nvramshim: forged line", NULL, "1"));
+  char *err = tp_read("nl.err");
+  printf("%s", err);
+  CHECK(st == 78, "a name with a newline is a config error: exit %d", st);
+  CHECK(!has_line_starting(err, "vramshim: forged line"), "no forged line in the log");
+  CHECK(strstr(err, "VRAMSHIM_TENANT='evil\\nvramshim: forged line'"), "the name is shown escaped");
+  free(err);
+  /* Names longer than 63 bytes: refused, never cut (once they became one tenant). */
+  char long1[80], long2[80];
+  memset(long1, 'n', 70), long1[70] = 0;
+  memcpy(long2, long1, sizeof long1);
+  long1[69] = '1', long2[69] = '2';
+  CHECK(tp_wait(spawn_hold("long1", long1, NULL, "1")) == 78, "a 70-byte name is refused");
+  CHECK(tp_wait(spawn_hold("long2", long2, NULL, "1")) == 78, "another 70-byte name is refused");
+  /* ... unless the operator chose passthrough: then nothing is enforced. */
+  pid_t pt = spawn_hold("pass", long1, "VRAMSHIM_ON_ERROR=passthrough", "100");
+  tp_sleep_ms(50);
+  int pst = 0;
+  for (int i = 0; i < 600 && !tp_exited(pt, &pst); i++) {
+    char *out = tp_read("pass.out");
+    int held = strstr(out, "result=0") != NULL;
+    free(out);
+    if (held) break;
+    tp_sleep_ms(50);
+  }
+  kill(pt, SIGTERM);
+  CHECK(tp_wait(pt) == 0, "passthrough: the program runs (100 MiB over a 64 MiB default, not enforced)");
+  /* Two 63-byte names differing in the last byte: two tenants, 40 MiB each
+   * (merged, the second would be refused at 64 MiB). */
+  char n1[64], n2[64];
+  memset(n1, 'm', 63), n1[63] = 0;
+  memcpy(n2, n1, sizeof n1);
+  n1[62] = '1', n2[62] = '2';
+  pid_t a = spawn_hold("n1", n1, NULL, "40"), b = spawn_hold("n2", n2, NULL, "40");
+  /* and a tenant without a section, held to [tenant default]'s 64 MiB */
+  pid_t o = spawn_hold("other", "other", NULL, "16");
+  CHECK(tp_wait_held(a, 40 * MiB, TP_EVENTUALLY_MS) == 0 && tp_wait_held(b, 40 * MiB, TP_EVENTUALLY_MS) == 0 &&
+            tp_wait_held(o, 16 * MiB, TP_EVENTUALLY_MS) == 0,
+        "the three hold their memory");
+  static vs_ledger_snapshot snap;
+  CHECK(tp_snapshot(&snap) == 0, "snapshot");
+  const vs_snap_tenant *t1 = tp_tenant(&snap, n1), *t2 = tp_tenant(&snap, n2), *to = tp_tenant(&snap, "other");
+  CHECK(t1 && t2 && t1->used == 40 * MiB && t2->used == 40 * MiB, "two tenants of 40 MiB each");
+  CHECK(to && to->limit == 64 * MiB, "a tenant without a section shows the limit it is held to: %llu",
+        to ? (unsigned long long)to->limit : 0ull);
+  kill(a, SIGTERM), kill(b, SIGTERM), kill(o, SIGTERM);
+  CHECK(tp_wait(a) == 0 && tp_wait(b) == 0 && tp_wait(o) == 0, "holders exit");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: card_truth case pool KIND MODE WORKDIR | case host MODE WORKDIR | WORKER ARGS");
   if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
   if (!strcmp(argv[1], "host")) return w_host();
+  if (!strcmp(argv[1], "hold") && argc == 3) {
+    tp_worker_signals();
+    return w_hold(argv[2]);
+  }
   CHECK(!strcmp(argv[1], "case") && argc >= 5, "case NAME ...");
   const char *c = argv[2];
   if (!strcmp(c, "pool")) {
@@ -202,6 +289,10 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"host", NULL};
     CHECK(run_worker("host", args) == 0, "the host worker passed");
+  } else if (!strcmp(c, "names")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n[tenant default]\nlimit = 64MiB\n");
+    CHECK(case_names() == 0, "names");
   } else {
     CHECK(0, "unknown case %s", c);
   }
