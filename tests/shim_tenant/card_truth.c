@@ -244,22 +244,23 @@ static int case_names(void) {
   }
   kill(pt, SIGTERM);
   CHECK(tp_wait(pt) == 0, "passthrough: the program runs (100 MiB over a 64 MiB default, not enforced)");
-  /* Two 63-byte names differing in the last byte: two tenants, 40 MiB each
-   * (merged, the second would be refused at 64 MiB). */
+  /* Two 63-byte names differing in the last byte: two tenants (cut to a
+   * common prefix they would be one). */
   char n1[64], n2[64];
   memset(n1, 'm', 63), n1[63] = 0;
   memcpy(n2, n1, sizeof n1);
   n1[62] = '1', n2[62] = '2';
-  pid_t a = spawn_hold("n1", n1, NULL, "40"), b = spawn_hold("n2", n2, NULL, "40");
+  pid_t a = spawn_hold("n1", n1, NULL, "16"), b = spawn_hold("n2", n2, NULL, "16");
   /* and a tenant without a section, held to [tenant default]'s 64 MiB */
   pid_t o = spawn_hold("other", "other", NULL, "16");
-  CHECK(tp_wait_held(a, 40 * MiB, TP_EVENTUALLY_MS) == 0 && tp_wait_held(b, 40 * MiB, TP_EVENTUALLY_MS) == 0 &&
+  CHECK(tp_wait_held(a, 16 * MiB, TP_EVENTUALLY_MS) == 0 && tp_wait_held(b, 16 * MiB, TP_EVENTUALLY_MS) == 0 &&
             tp_wait_held(o, 16 * MiB, TP_EVENTUALLY_MS) == 0,
         "the three hold their memory");
   static vs_ledger_snapshot snap;
   CHECK(tp_snapshot(&snap) == 0, "snapshot");
   const vs_snap_tenant *t1 = tp_tenant(&snap, n1), *t2 = tp_tenant(&snap, n2), *to = tp_tenant(&snap, "other");
-  CHECK(t1 && t2 && t1->used == 40 * MiB && t2->used == 40 * MiB, "two tenants of 40 MiB each");
+  CHECK(t1 && t2 && t1 != t2 && t1->used >= 16 * MiB && t2->used >= 16 * MiB && t1->nprocs == 1 && t2->nprocs == 1,
+        "two tenants of one process each");
   CHECK(to && to->limit == 64 * MiB, "a tenant without a section shows the limit it is held to: %llu",
         to ? (unsigned long long)to->limit : 0ull);
   kill(a, SIGTERM), kill(b, SIGTERM), kill(o, SIGTERM);
