@@ -16,6 +16,7 @@
 #define VS_CFG_MAX_TENANTS 32
 #define VS_CFG_MAX_CARDS 16     /* [card] sections */
 #define VS_CFG_MAX_CARD_INDEX 64 /* card indexes 0..63 */
+#define VS_CFG_MAX_CARD_UUIDS 8  /* UUIDs in one tenant's `cards` */
 #define VS_CFG_MAX_EXES 8       /* match_exe names per tenant */
 #define VS_NAME_MAX 64          /* tenant names, exe names, UUIDs (with NUL) */
 #define VS_PATH_MAX 256
@@ -47,7 +48,11 @@ typedef struct vs_tenant_cfg {
    * tenant on each card (all its processes). has_spill = 0 otherwise. */
   int has_spill;
   vs_size spill_max;
-  uint64_t cards_mask;          /* bit i = card i; all ones when not set */
+  uint64_t cards_mask;          /* bit i = card i (physical index, docs/config.md); all ones when not set */
+  /* `cards` entries naming a card by UUID (issue 22): the card is the
+   * tenant's when its UUID is listed here or its index in cards_mask. */
+  char cards_uuid[VS_CFG_MAX_CARD_UUIDS][VS_NAME_MAX];
+  int ncards_uuid;
   char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
   int nexes;
   /* A limit of its own on card i, in bytes, when card_limit[i] != 0; it
@@ -55,6 +60,11 @@ typedef struct vs_tenant_cfg {
    * CUDA_DEVICE_MEMORY_LIMIT_<i> does (hami_env.h). */
   uint64_t card_limit[VS_CFG_MAX_CARD_INDEX];
 } vs_tenant_cfg;
+
+/* Whether a tenant's `cards` take the card of physical index `index` (-1:
+ * not known to this process) and UUID `uuid` (may be NULL): every card when
+ * the key is not set. */
+int vs_tenant_on_card(const vs_tenant_cfg *t, int index, const char *uuid);
 
 typedef struct vs_card_cfg {
   int index;                    /* -1 for a [card GPU-...] section */

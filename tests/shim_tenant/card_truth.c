@@ -17,8 +17,15 @@
  *        line escaped; two 63-byte names differing in the last byte are two
  *        tenants; a tenant without a section shows [tenant default]'s limit.
  *
+ *   card_truth case visible MODE WORKDIR   one physical card seen under
+ *        different CUDA_VISIBLE_DEVICES (unset: device 1; "1": device 0;
+ *        its UUID: device 0): one tenant usage, one limit ([tenant t]
+ *        cards = 1, limit 256 MiB), one ledger, whose header keeps the
+ *        physical index. Cards: 4GiB,4GiB.
+ *
  * Workers (started by the orchestrator under the tenant): pool KIND, host,
- * hold MIB (allocate, then wait for SIGTERM). */
+ * hold MIB [DEV] (allocate on device DEV, then wait for SIGTERM), try DEV MIB
+ * ok|oom. */
 #include "tenant_proc.h"
 
 #include <signal.h>
@@ -172,8 +179,25 @@ static int w_host(void) {
   return 0;
 }
 
-static int w_hold(const char *mib) {
-  tp_cuda_up();
+static void cuda_up_on(int dev) {
+  CUcontext c;
+  CHECK(cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&c, dev) == CUDA_SUCCESS &&
+            cuCtxSetCurrent(c) == CUDA_SUCCESS,
+        "context on device %d", dev);
+}
+
+static int w_try(int dev, const char *mib, const char *want) {
+  cuda_up_on(dev);
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(mib, NULL, 10) * MiB);
+  printf("result=%d\n", (int)r);
+  CHECK(!strcmp(want, "ok") ? r == CUDA_SUCCESS : r == CUDA_ERROR_OUT_OF_MEMORY, "try: cuMemAlloc(%s MiB) on %d = %d",
+        mib, dev, (int)r);
+  return 0;
+}
+
+static int w_hold(const char *mib, int dev) {
+  cuda_up_on(dev);
   CUdeviceptr p;
   CUresult r = cuMemAlloc(&p, strtoull(mib, NULL, 10) * MiB);
   printf("result=%d\n", (int)r);
@@ -268,15 +292,63 @@ static int case_names(void) {
   return 0;
 }
 
+/* cvd: CUDA_VISIBLE_DEVICES for the worker (NULL: unset) */
+static pid_t spawn_env(const char *tag, const char *cvd, const char *const *args) {
+  static char env[160];
+  if (cvd) snprintf(env, sizeof env, "CUDA_VISIBLE_DEVICES=%s", cvd);
+  else snprintf(env, sizeof env, "VRAMSHIM_TEST_UNUSED=1");
+  return tp_spawn(tag, "t", env, args);
+}
+
+static int case_visible(void) {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  /* the physical card 1's UUID, as a process without the variable sees it */
+  CUuuid u;
+  CHECK(cuInit(0) == CUDA_SUCCESS && cuDeviceGetUuid(&u, 1) == CUDA_SUCCESS, "uuid of card 1");
+  const unsigned char *b = (const unsigned char *)u.bytes;
+  char uuid[48];
+  snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  /* A: no CUDA_VISIBLE_DEVICES, device 1, holds 128 MiB of the 256 MiB limit */
+  const char *hold_a[] = {"hold", "128", "1", NULL};
+  pid_t a = spawn_env("a", NULL, hold_a);
+  CHECK(tp_wait_held(a, 128 * MiB, TP_EVENTUALLY_MS) == 0, "A holds 128 MiB");
+  /* B sees the same card as its device 0: the same tenant, the same limit */
+  const char *try_b[] = {"try", "0", "192", "oom", NULL};
+  int st = tp_wait(spawn_env("b", "1", try_b));
+  char *out = tp_read("b.err");
+  printf("%s", out);
+  free(out);
+  CHECK(st == 0, "B (CUDA_VISIBLE_DEVICES=1) is refused 192 MiB next to A's 128 MiB");
+  /* C names it by UUID: the index comes from the card's ledger header */
+  const char *hold_c[] = {"hold", "64", "0", NULL};
+  pid_t c = spawn_env("c", uuid, hold_c);
+  CHECK(tp_wait_held(c, 64 * MiB, TP_EVENTUALLY_MS) == 0, "C holds 64 MiB");
+  const char *try_c[] = {"try", "0", "128", "oom", NULL};
+  CHECK(tp_wait(spawn_env("c2", uuid, try_c)) == 0, "C2 (CUDA_VISIBLE_DEVICES=%s) is refused past the limit", uuid);
+  static vs_ledger_snapshot snap;
+  CHECK(tp_snapshot(&snap) == 0, "one ledger for the card");
+  const vs_snap_tenant *t = tp_tenant(&snap, "t");
+  CHECK(t && t->used >= 192 * MiB && t->used <= 256 * MiB && t->limit == 256 * MiB && t->nprocs == 2,
+        "one tenant usage (%llu MiB) and one limit", t ? (unsigned long long)(t->used / MiB) : 0ull);
+  CHECK(snap.card_index == 1 && snap.headroom == 256 * MiB, "the header keeps the physical index (%d)", snap.card_index);
+  CHECK(!strcmp(snap.card_id, uuid), "the ledger is the card's UUID's");
+  /* an unknown ordinal/UUID pairing: C's process still on card index 1 */
+  kill(a, SIGTERM), kill(c, SIGTERM);
+  CHECK(tp_wait(a) == 0 && tp_wait(c) == 0, "holders exit");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: card_truth case pool KIND MODE WORKDIR | case host MODE WORKDIR | WORKER ARGS");
   if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
   if (!strcmp(argv[1], "host")) return w_host();
-  if (!strcmp(argv[1], "hold") && argc == 3) {
+  if (!strcmp(argv[1], "hold") && argc >= 3) {
     tp_worker_signals();
-    return w_hold(argv[2]);
+    return w_hold(argv[2], argc > 3 ? atoi(argv[3]) : 0);
   }
+  if (!strcmp(argv[1], "try") && argc == 5) return w_try(atoi(argv[2]), argv[3], argv[4]);
   CHECK(!strcmp(argv[1], "case") && argc >= 5, "case NAME ...");
   const char *c = argv[2];
   if (!strcmp(c, "pool")) {
@@ -290,6 +362,10 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"host", NULL};
     CHECK(run_worker("host", args) == 0, "the host worker passed");
+  } else if (!strcmp(c, "visible")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[card 1]\nheadroom = 256MiB\n[tenant t]\ncards = 1\nlimit = 256MiB\n");
+    CHECK(case_visible() == 0, "visible");
   } else if (!strcmp(c, "names")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n[tenant default]\nlimit = 64MiB\n");
