@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "card_ident.h"
 #include "config.h"
 #include "plan.h"
 #include "tenant_test.h"
@@ -207,8 +208,9 @@ static const struct bad_case {
      ":2: bad value 'wait:18446744073710ms' for 'on_limit': the wait is longer than the maximum of 24 h"},
     {"[tenant a]\non_limit = wait:1441min\n",
      ":2: bad value 'wait:1441min' for 'on_limit': the wait is longer than the maximum of 24 h"},
-    {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63, comma-separated"},
-    {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes, or remove the key for all cards"},
+    {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63 or GPU UUIDs, comma-separated"},
+    {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes or UUIDs, or remove the key for all cards"},
+    {"[tenant a]\ncards = GPU-xyz\n", ":2: bad card 'GPU-xyz' in 'cards': expected an index or a UUID like GPU-8c1f0e2a-..."},
     {"[tenant a]\nmatch_exe = /usr/bin/vllm\n",
      ":2: bad executable name '/usr/bin/vllm' in 'match_exe': a file name without '/'"},
     {"[tenant a]\nmatch_exe = vllm\n[tenant b]\nmatch_exe = x, vllm\n",
@@ -361,6 +363,42 @@ static void tenant_selection(void **state) {
   free(cfg);
 }
 
+/* issue 22: a card's rules are its physical index's and UUID's, never the
+ * ordinal a process gives it; `cards =` names cards by UUID too. */
+static void card_identity(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  vs_plan *plan = malloc(sizeof *plan);
+  char err[VS_ERR_MAX];
+  const char *text = "[card 1]\nheadroom = 1GiB\n"
+                     "[tenant a]\ncards = 1\nlimit = 2GiB\n"
+                     "[tenant b]\ncards = GPU-AAAAAAAA-1111-2222-3333-444455556666, 0\nlimit = 3GiB\n";
+  assert_int_equal(vs_config_parse_string(text, "t.conf", cfg, err, sizeof err), 0);
+  /* physical card 1, device 0 of this process: card 1's rules */
+  assert_int_equal(vs_plan_build_card(cfg, 1, 0, "GPU-bbbbbbbb-1111-2222-3333-444455556666", 10 * GiB, plan, err,
+                                      sizeof err), 0);
+  assert_int_equal(plan->card, 1);
+  assert_int_equal(plan->headroom, GiB);
+  assert_int_equal(vs_plan_find(plan, "a")->limit, 2 * GiB);
+  assert_int_equal(vs_plan_find(plan, "b")->limit, VS_NO_LIMIT);
+  /* index unknown: only UUID rules match (case does not matter) */
+  assert_int_equal(vs_plan_build_card(cfg, -1, 1, "GPU-aaaaaaaa-1111-2222-3333-444455556666", 10 * GiB, plan, err,
+                                      sizeof err), 0);
+  assert_int_equal(plan->headroom, 0);
+  assert_int_equal(vs_plan_find(plan, "a")->limit, VS_NO_LIMIT);
+  assert_int_equal(vs_plan_find(plan, "b")->limit, 3 * GiB);
+  /* the physical index from CUDA_VISIBLE_DEVICES */
+  const char *u = "GPU-bbbbbbbb-1111-2222-3333-444455556666";
+  assert_int_equal(vs_card_index(1, u, NULL, "/nonexistent"), 1);
+  assert_int_equal(vs_card_index(0, u, "3, 1", "/nonexistent"), 3);
+  assert_int_equal(vs_card_index(1, u, "3, 1", "/nonexistent"), 1);
+  assert_int_equal(vs_card_index(2, u, "3,1", "/nonexistent"), -1);
+  /* a UUID entry: the card's ledger header says, when there is one */
+  assert_int_equal(vs_card_index(0, u, "GPU-bbbb", "/nonexistent"), -1);
+  free(plan);
+  free(cfg);
+}
+
 /* The error policy at load: exit 78, or passthrough with a line. */
 static void error_policy(void **state) {
   (void)state;
@@ -430,7 +468,7 @@ int main(void) {
       cmocka_unit_test(long_line_and_missing_file),
       cmocka_unit_test(cards_checked_against_capacity),
       cmocka_unit_test(plan_per_card),
-      cmocka_unit_test(tenant_selection),
+      cmocka_unit_test(tenant_selection), cmocka_unit_test(card_identity),
       cmocka_unit_test(error_policy),
       cmocka_unit_test(load_from_env),
   };
