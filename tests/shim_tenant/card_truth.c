@@ -277,10 +277,16 @@ static int case_names(void) {
   pid_t a = spawn_hold("n1", n1, NULL, "16"), b = spawn_hold("n2", n2, NULL, "16");
   /* and a tenant without a section, held to [tenant default]'s 64 MiB */
   pid_t o = spawn_hold("other", "other", NULL, "16");
-  CHECK(tp_wait_held(a, 16 * MiB, TP_EVENTUALLY_MS) == 0 && tp_wait_held(b, 16 * MiB, TP_EVENTUALLY_MS) == 0 &&
-            tp_wait_held(o, 16 * MiB, TP_EVENTUALLY_MS) == 0,
-        "the three hold their memory");
   static vs_ledger_snapshot snap;
+  pid_t who[3] = {a, b, o};
+  for (int i = 0; i < 3; i++)
+    if (tp_wait_held(who[i], 16 * MiB, TP_EVENTUALLY_MS) != 0) {
+      if (tp_snapshot(&snap) == 0)
+        for (int k = 0; k < snap.nprocs; k++)
+          SAY("ledger: pid %d tenant %s held %llu alive %d", snap.procs[k].pid, snap.procs[k].tenant,
+              (unsigned long long)snap.procs[k].held, snap.procs[k].alive);
+      CHECK(0, "holder %d (pid %d) holds 16 MiB", i, (int)who[i]);
+    }
   CHECK(tp_snapshot(&snap) == 0, "snapshot");
   const vs_snap_tenant *t1 = tp_tenant(&snap, n1), *t2 = tp_tenant(&snap, n2), *to = tp_tenant(&snap, "other");
   CHECK(t1 && t2 && t1 != t2 && t1->used >= 16 * MiB && t2->used >= 16 * MiB && t1->nprocs == 1 && t2->nprocs == 1,
