@@ -417,10 +417,11 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   /* A pool's block went back to its pool (at once, or in stream order): the
    * pool may keep it reserved or give it back; what it holds is read again
    * (and at the program's next synchronisation, stream_syncs.c). */
-  if (op->rec.owner == VS_OWNER_DRIVER && pool_served((vs_mem_kind)op->rec.kind)) {
+  if (op->rec.owner == VS_OWNER_DRIVER && pool_served((vs_mem_kind)op->rec.kind))
     vs_pool_block_freed(op->rec.pool, op->rec.size);
-    vs_pool_refresh(vs_driver_if_loaded(), op->rec.card);
-  }
+  /* cuMemFree synchronises the device, where pools give back what is above
+   * their threshold: one relaxed load when this process charges no pool. */
+  if (op->rec.owner == VS_OWNER_DRIVER) vs_pool_refresh(vs_driver_if_loaded(), op->rec.card);
   return r;
 }
 
