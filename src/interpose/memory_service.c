@@ -143,7 +143,10 @@ static int pool_served(vs_mem_kind kind) { return kind == VS_MEM_POOL || kind ==
 /* The charge before the driver is asked: the pool's growth for a pool
  * request, else the request itself. */
 static CUresult charge(vs_mem_op *op, vs_mem_kind kind, uint64_t size, CUmemoryPool pool) {
-  if (pool_served(kind)) return vs_pool_alloc_begin(vs_driver_if_loaded(), &op->pool, pool, op->rec.card, size);
+  if (pool_served(kind)) {
+    CUresult q = vs_pool_alloc_begin(vs_driver_if_loaded(), &op->pool, pool, op->rec.card, size);
+    if (q != CUDA_SUCCESS || !op->pool.per_block) return q;
+  }
   CUresult q = vs_quota_charge(op->rec.card, size);
   if (q == CUDA_SUCCESS) op->rec.charged = 1;
   return q;
@@ -155,6 +158,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->pool.pool = NULL;
   op->pool.admitted = 0;
   op->pool.serial = 0;
+  op->pool.per_block = 0;
   op->call = call;
   op->known = 0;
   op->rec.key = 0;

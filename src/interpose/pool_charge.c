@@ -134,9 +134,13 @@ CUresult vs_pool_alloc_begin(const vs_real_table *real, vs_pool_op *op, CUmemory
   op->card = card;
   op->admitted = 0;
   op->serial = 0;
+  op->per_block = 0;
   if (card < 0) return CUDA_SUCCESS;   /* no current context: the driver's error */
   if (!pool) pool = current_pool(real, card);
-  if (!pool) return CUDA_SUCCESS;
+  if (!pool) {
+    op->per_block = 1;
+    return CUDA_SUCCESS;
+  }
   pthread_mutex_lock(&g_lock);
   pool_ent *e = get(pool, card);
   int exempt = !e || e->exempt;

@@ -35,6 +35,8 @@ typedef struct vs_pool_op {
   int card;
   uint64_t admitted;   /* growth charged before the driver call */
   uint64_t serial;     /* the pool's entry; recorded with the block (vs_alloc_info.pool) */
+  int per_block;       /* the pool could not be told (a driver without cuDeviceGetMemPool):
+                          the caller charges the block itself, as any other allocation */
 } vs_pool_op;
 
 /* Before a pool allocation of size bytes on card from pool (NULL: the
