@@ -1,5 +1,6 @@
 #include "file.h"
 #include "log.h"
+#include "text_escape.h"
 #include "procenv.h"
 
 #include <errno.h>
@@ -69,15 +70,19 @@ int vs_log_enabled(vs_log_level level) {
 void vs_log(vs_log_level level, const char *fmt, ...) {
   if (!vs_log_enabled(level)) return;
   /* One write() per line so lines from threads and processes don't interleave. */
-  char line[1024];
-  int n = snprintf(line, sizeof line, "vramshim: ");
+  char msg[1024], line[1024];
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+  int m = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (m < 0) return;
-  size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m : sizeof line - (size_t)n - 2);
-  if (len == 0 || line[len - 1] != '\n') line[len++] = '\n';
+  size_t mlen = (size_t)m < sizeof msg ? (size_t)m : sizeof msg - 1;
+  if (mlen && msg[mlen - 1] == '\n') mlen--;
+  /* One line, whatever the message carries: names and paths from outside
+   * (a tenant name with a newline, say) cannot forge lines (text_escape.h). */
+  int n = snprintf(line, sizeof line, "vramshim: ");
+  size_t len = (size_t)n + vs_text_escape_n(msg, mlen, line + n, sizeof line - (size_t)n - 1);
+  line[len++] = '\n';
   ssize_t w = write(g_fd, line, len);
   (void)w;
 }

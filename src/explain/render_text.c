@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "text_escape.h"
 #include "render.h"
 #include "timeutil.h"
 
@@ -96,7 +97,8 @@ static void sparklines(FILE *out, const vs_dump_card *c) {
 
 static void print_card(FILE *out, const vs_dump_card *c) {
   char a[32], b[32], x[32];
-  fprintf(out, "\ncard %d (arena %s, capacity %s)\n", c->index, c->arena,
+  char arena[4 * sizeof c->arena];
+  fprintf(out, "\ncard %d (arena %s, capacity %s)\n", c->index, vs_text_escape(c->arena, arena, sizeof arena),
           c->capacity ? vs_fmt_short(c->capacity, a, sizeof a) : "unknown");
   fprintf(out, "  live        %10s in %llu allocations (peak %s)\n", vs_fmt_short(c->live_bytes, a, sizeof a),
           (unsigned long long)c->live_count, vs_fmt_short(c->peak_live_bytes, b, sizeof b));
@@ -201,8 +203,12 @@ int vs_render_text(FILE *out, const vs_dump *d) {
   char when[40];
   vs_plat_gmtime(t, &tm);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  /* names read from the file: control characters escaped (text_escape.h) */
+  char exe[4 * sizeof d->exe], tenant[4 * sizeof d->tenant], reason[4 * sizeof d->reason];
   fprintf(out, "vramshim: dump of pid %lld (%s), tenant %s, %s, reason %s, schema %u.%u\n", (long long)d->pid,
-          d->exe[0] ? d->exe : "?", d->tenant[0] ? d->tenant : "?", when, d->reason, d->schema_major, d->schema_minor);
+          d->exe[0] ? vs_text_escape(d->exe, exe, sizeof exe) : "?",
+          d->tenant[0] ? vs_text_escape(d->tenant, tenant, sizeof tenant) : "?", when,
+          vs_text_escape(d->reason, reason, sizeof reason), d->schema_major, d->schema_minor);
   if (!d->ncards) fprintf(out, "\n(no cards in use)\n");
   for (size_t i = 0; i < d->ncards; i++) print_card(out, &d->cards[i]);
   return ferror(out) ? -1 : 0;

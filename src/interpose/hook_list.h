@@ -110,6 +110,12 @@
   X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
   X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
   X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))              \
+  /* driver pools charged by what they reserve (pool_charge.c, hooks_pool.c) */                      \
+  X(cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps), (pool, poolProps))       \
+  X(cuMemPoolDestroy, (CUmemoryPool pool), (pool))                                                    \
+  X(cuMemPoolImportFromShareableHandle,                                                               \
+    (CUmemoryPool * pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags), \
+    (pool_out, handle, handleType, flags))                                                            \
   /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \
   X(cuCtxSynchronize, (void), ())                                                                     \
   X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                      \
@@ -149,6 +155,8 @@
   X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
   /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync */                       \
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))           \
+  /* pool_charge.c: the pool cuMemAllocAsync takes */                                              \
+  X(cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev), (pool, dev))                          \
   X(cuMemGetAllocationGranularity,                                                                 \
     (size_t * granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option), \
     (granularity, prop, option))                                                                   \

@@ -46,17 +46,20 @@ CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
 #undef STREAM_BEGIN
 #undef DRIVER_ARGS
 #define DRIVER_ARGS (dptr, bytesize, pool, hStream)
+/* Charged by what the pool grows (pool_charge.h). */
+#define POOL_BEGIN vs_mem_alloc_pool_begin(&op, CARD, bytesize, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, pool)
 CUresult vs_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
-  ALLOC_BODY(cuMemAllocFromPoolAsync, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr, bytesize,
-             CARD, real->cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream));
+  ALLOC_BODY_BEGIN(cuMemAllocFromPoolAsync, POOL_BEGIN, dptr, CUdeviceptr,
+                   real->cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream));
 }
 CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
   VS_STREAM_SEEN(hStream, 1);
-  ALLOC_BODY(cuMemAllocFromPoolAsync_ptsz, VS_MEM_POOL, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, dptr, CUdeviceptr,
-             bytesize, CARD, real->cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream));
+  ALLOC_BODY_BEGIN(cuMemAllocFromPoolAsync_ptsz, POOL_BEGIN, dptr, CUdeviceptr,
+                   real->cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream));
 }
+#undef POOL_BEGIN
 #undef DRIVER_ARGS
 
 /* ---- cuMemAllocPitch: the size is known after the call ------------------ */

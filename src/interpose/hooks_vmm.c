@@ -6,9 +6,14 @@
 CUresult vs_hook_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                              unsigned long long flags) {
   VS_HOOK_ENTER(cuMemCreate, (handle, size, prop, flags));
-  if (!handle || !prop) VS_FORWARD(cuMemCreate, (handle, size, prop, flags));
+  /* Only device memory is a card's: a host location (CU_MEM_LOCATION_TYPE_HOST,
+   * HOST_NUMA, HOST_NUMA_CURRENT; drivers from CUDA 12.2, NCCL asks for it)
+   * is host memory, never charged, never recorded: the driver's own answer,
+   * as are the errors of any other location. */
+  if (!handle || !prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    VS_FORWARD(cuMemCreate, (handle, size, prop, flags));
   vs_guard_enter();
-  int card = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : vs_driver_current_card(real);
+  int card = prop->location.id;
   vs_mem_op op;
   CUresult r;
   if (vs_mem_alloc_begin(&op, VS_MEM_VMM_PHYS, card, size, VRAMSHIM_CALL_MEM_CREATE) == VS_MEM_DONE) {

@@ -11,6 +11,7 @@
 #include "ipc_vmm.h"
 #include "log.h"
 #include "observe.h"
+#include "pool_charge.h"
 #include "quota.h"
 #include "spill.h"
 
@@ -138,9 +139,29 @@ static int ended_while_waiting(vs_mem_op *op) {
 
 /* serve: how the arena may serve it (VS_ROUTE_*; a cuMemAlloc is OFF_LANE:
  * its memory may be used on any stream at once). */
+/* A request the driver's pool serves: charged by what the pool grows
+ * (pool_charge.h), not block by block. */
+static int pool_served(vs_mem_kind kind) { return kind == VS_MEM_POOL || kind == VS_MEM_ASYNC; }
+
+/* The charge before the driver is asked: the pool's growth for a pool
+ * request, else the request itself. */
+static CUresult charge(vs_mem_op *op, vs_mem_kind kind, uint64_t size, CUmemoryPool pool) {
+  if (pool_served(kind)) {
+    CUresult q = vs_pool_alloc_begin(vs_driver_if_loaded(), &op->pool, pool, op->rec.card, size);
+    if (q != CUDA_SUCCESS || !op->pool.per_block) return q;
+  }
+  CUresult q = vs_quota_charge(op->rec.card, size);
+  if (q == CUDA_SUCCESS) op->rec.charged = 1;
+  return q;
+}
+
 static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call,
-                       int serve, CUstream stream) {
+                       int serve, CUstream stream, CUmemoryPool pool) {
   op->space = space_of(kind);
+  op->pool.pool = NULL;
+  op->pool.admitted = 0;
+  op->pool.serial = 0;
+  op->pool.per_block = 0;
   op->call = call;
   op->known = 0;
   op->rec.key = 0;
@@ -151,6 +172,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->rec.charged = 0;
   op->rec.ctx_id = 0;
   op->rec.buffer_id = 0;
+  op->rec.pool = 0;
   op->result = CUDA_SUCCESS;
   op->addr = 0;
   op->ctx = NULL;
@@ -214,7 +236,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   CUresult q;
   uint64_t deadline = 0;
   for (;;) {
-    q = vs_quota_charge(op->rec.card, size);
+    q = charge(op, kind, size, card < 0 ? NULL : pool);
     if (q == CUDA_SUCCESS) break;
     if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
     if (!wait_unheld(op, size, &deadline)) break;
@@ -225,22 +247,29 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
     failed(op, q);
     return done(op);
   }
-  op->rec.charged = 1;
   return VS_MEM_PASS;
 }
 
 int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size, vramshim_driver_call call) {
-  return alloc_begin(op, kind, card, size, call, kind == VS_MEM_DEVICE ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER, NULL);
+  return alloc_begin(op, kind, card, size, call, kind == VS_MEM_DEVICE ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER, NULL,
+                     NULL);
+}
+
+int vs_mem_alloc_pool_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, CUmemoryPool pool) {
+  return alloc_begin(op, VS_MEM_POOL, card, size, call, VS_ROUTE_DRIVER, NULL, pool);
 }
 
 int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, int route,
                               CUstream stream) {
   if (route != VS_ROUTE_LANE && route != VS_ROUTE_OFF_LANE) route = VS_ROUTE_DRIVER;
-  return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route, stream);
+  return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route, stream, NULL);
 }
 
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {
   vs_acct_call(op->rec.card, op->call);
+  /* a pool's block: the pool's charge becomes what it now reserves */
+  op->rec.pool = op->pool.serial;
+  vs_pool_alloc_end(vs_driver_if_loaded(), &op->pool, r);
   if (r != CUDA_SUCCESS) {
     if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
     op->rec.charged = 0;
@@ -399,6 +428,14 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   account(&op->rec, -1);
   if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
   else if (holds_device_memory(op->rec.kind)) vs_quota_refresh_live(op->rec.card);
+  /* A pool's block went back to its pool (at once, or in stream order): the
+   * pool may keep it reserved or give it back; what it holds is read again
+   * (and at the program's next synchronisation, stream_syncs.c). */
+  if (op->rec.owner == VS_OWNER_DRIVER && pool_served((vs_mem_kind)op->rec.kind))
+    vs_pool_block_freed(op->rec.pool, op->rec.size);
+  /* cuMemFree synchronises the device, where pools give back what is above
+   * their threshold: one relaxed load when this process charges no pool. */
+  if (op->rec.owner == VS_OWNER_DRIVER) vs_pool_refresh(vs_driver_if_loaded(), op->rec.card);
   return r;
 }
 
@@ -464,6 +501,7 @@ static void sweep(vs_ctx *c) {
  * the device is done with it), then the record. */
 static void finish(vs_ctx *c) {
   vs_arena_glue_ctx_end(c);
+  vs_pool_refresh(vs_driver_if_loaded(), c->card);   /* what the card's pools hold after the end */
   vs_quota_refresh_live(c->card);
   vs_ctx_free(c);
 }
@@ -511,6 +549,7 @@ void vs_mem_atfork_child(void) {
   vs_acct_reset();
   vs_arena_glue_atfork_child();
   vs_quota_atfork_child();
+  vs_pool_atfork_child();
   vs_spill_atfork_child();
   vs_observe_atfork_child();
 }

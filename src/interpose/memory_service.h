@@ -30,6 +30,10 @@
  *     the arena's driver memory. The arena's backend calls the driver
  *     table directly and charges the tenant for its growths (its chunks
  *     and handles are "reserved", its blocks "live").
+ *   - driver pools (pool_charge.h): a cuMemAllocFromPoolAsync, and a
+ *     cuMemAllocAsync the driver's pool serves, is charged by what its
+ *     pool grows (admitted before the call), never block by block; frees
+ *     and synchronisations read the pool's reserved bytes again;
  *   - the tenant ledger (quota.h), for every other request for device
  *     memory: alloc_begin charges op->size (waiting under on_limit = wait)
  *     and answers VS_MEM_DONE with CUDA_ERROR_OUT_OF_MEMORY when admission
@@ -51,6 +55,7 @@
 
 #include "contexts.h"
 #include "cuda_api.h"
+#include "pool_charge.h"
 #include "tracker.h"
 #include "vramshim.h"
 
@@ -101,6 +106,7 @@ typedef struct vs_mem_op {
   uint64_t addr;        /* when VS_MEM_DONE after an alloc: the address served */
   vs_ctx *ctx;          /* alloc of memory a context owns: its context, referenced until the end */
   int zero;             /* alloc of 0 bytes: the driver's error, not a refusal */
+  vs_pool_op pool;      /* a driver pool's allocation: its growth admitted (pool_charge.h) */
 } vs_mem_op;
 
 /* card: the device the memory is on (-1 unknown: recorded on card 0 if the
@@ -110,6 +116,9 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
 /* r: what the driver returned; addr: the address or handle it gave (read
  * only when r == CUDA_SUCCESS). Returns what the hook returns. */
 CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr);
+/* cuMemAllocFromPoolAsync from pool: charged by the pool's growth
+ * (pool_charge.h), as cuMemAllocAsync requests the driver's pool serves. */
+int vs_mem_alloc_pool_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, CUmemoryPool pool);
 /* Same, with the size known only after the call (pitch x height). */
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size);
 

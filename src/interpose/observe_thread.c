@@ -74,9 +74,13 @@ static void kick(void) {
 }
 
 /* ---- Finding this process's slots ------------------------------------------ */
+/* By the card's ledger id: the header's index is the physical card's, not
+ * what this process calls it (CUDA_VISIBLE_DEVICES). */
 static int box_for_card(int card) {
+  char id[VS_NAME_MAX];
+  if (vs_quota_card_id(card, id)) return -1;
   for (int i = 0; i < g_nboxes; i++)
-    if (g_boxes[i].m.card_index == card) return i;
+    if (!strcmp(g_boxes[i].m.card_id, id)) return i;
   return -1;
 }
 

@@ -17,6 +17,7 @@
 
 #include "accounting.h"
 #include "arena_glue.h"
+#include "pool_charge.h"
 
 /* The card whose default pool `pool` is, among the cards where want(card)
  * holds; -1 if none. One cuDeviceGetDefaultMemPool per such card. */
@@ -66,6 +67,8 @@ CUresult vs_hook_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   vs_guard_enter();
   CUresult r = real->cuMemPoolSetAttribute(pool, attr, value);
   vs_guard_leave();
+  /* a release threshold lowered may give memory back: the pool's charge follows */
+  if (r == CUDA_SUCCESS) vs_pool_changed(real, pool);
   /* The driver accepts only 0 for a high: a reset. */
   if (r != CUDA_SUCCESS || !is_high(attr)) return r;
   int card = default_pool_card(real, pool, has_pool_bytes);
@@ -77,6 +80,7 @@ CUresult vs_hook_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   VS_HOOK_ENTER(cuMemPoolTrimTo, (pool, minBytesToKeep));
   vs_guard_enter();
   CUresult r = real->cuMemPoolTrimTo(pool, minBytesToKeep);
+  if (r == CUDA_SUCCESS) vs_pool_changed(real, pool);   /* what it gave back leaves the tenant's charge */
   if (r == CUDA_SUCCESS) {
     int card = default_pool_card(real, pool, vs_arena_glue_on);
     if (card >= 0) vs_arena_glue_trim_card(card, minBytesToKeep);

@@ -42,6 +42,7 @@ static vs_tenant_session *g_session;
 static pthread_once_t g_session_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_card[NCARDS];
 static uint64_t g_capacity[NCARDS];   /* written under g_open_lock, before g_card says OPEN */
+static char g_card_id[NCARDS][VS_NAME_MAX];   /* the card's ledger id (its UUID); same rule */
 static pthread_mutex_t g_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The last charge this thread saw refused, until the request is settled. */
@@ -128,6 +129,8 @@ static vs_tenant_session *card_session(int card) {
       /* A plan error exits 78 or, under passthrough, leaves the card unenforced. */
       if (vs_tenant_card(s, card, uuid, cap)) {
         g_capacity[card] = cap;
+        if (uuid[0]) snprintf(g_card_id[card], VS_NAME_MAX, "%s", uuid);
+        else snprintf(g_card_id[card], VS_NAME_MAX, "%d", card);
         st = CARD_OPEN;
       } else {
         st = CARD_OFF;
@@ -137,6 +140,12 @@ static vs_tenant_session *card_session(int card) {
   }
   pthread_mutex_unlock(&g_open_lock);
   return st == CARD_OPEN ? s : NULL;
+}
+
+int vs_quota_card_id(int card, char out[VS_NAME_MAX]) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  snprintf(out, VS_NAME_MAX, "%s", g_card_id[card]);
+  return 0;
 }
 
 void vs_quota_refresh_live(int card) {

@@ -83,5 +83,10 @@ int vs_quota_refusal_pending(void);
  * replaced, truncated or damaged ledger and carries its usage into the new one. */
 void vs_quota_check_ledgers(void);
 
+/* The id of the card's ledger (its UUID; the ordinal where the driver has
+ * none) when its ledger is open: 0, else -1. The same card has the same id
+ * in every process, whatever ordinal CUDA_VISIBLE_DEVICES gives it. */
+int vs_quota_card_id(int card, char out[64]);
+
 void vs_quota_atfork_child(void);
 #endif

@@ -33,6 +33,12 @@ static void load(void) {
   char exe[VS_NAME_MAX];
   vs_self_exe(NULL, exe);
   s->tenant_how = vs_config_select_tenant(&s->config, vs_plat_getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  if (!s->tenant_how) {   /* a bad name is a config error: never cut, never merged with another */
+    vs_config_bad_tenant(vs_plat_getenv("VRAMSHIM_TENANT"), err, sizeof err);
+    vs_config_on_error(err);  /* exits 78 unless VRAMSHIM_ON_ERROR=passthrough */
+    s->enforce = 0;
+    s->tenant_how = "default";
+  }
   /* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<i>]: the config when there is no file. */
   int hami = vs_hami_apply_env(environ, &s->config, r != 1, s->tenant, err, sizeof err);
   if (hami < 0) {

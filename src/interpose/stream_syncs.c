@@ -290,6 +290,7 @@ CUresult vs_hook_cuCtxSynchronize(void) {
   vs_ctx *c = vs_ctx_acquire_current(real);
   CUresult r = c ? ctx_sync(c, call_sync, (void *)real) : real->cuCtxSynchronize();
   if (c) vs_ctx_put(c);
+  vs_pool_refresh(real, -1);   /* pools give back above their release threshold here */
   vs_guard_leave();
   return r;
 }
@@ -318,6 +319,7 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
   sync_v2_arg arg = {real, ctx};
   CUresult r = c ? ctx_sync(c, call_sync_v2, &arg) : real->cuCtxSynchronize_v2(ctx);
   if (c) vs_ctx_put(c);
+  vs_pool_refresh(real, -1);
   vs_guard_leave();
   return r;
 }
@@ -335,6 +337,7 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
   CUresult r = real->name(h);                                        \
   if (r == CUDA_SUCCESS && t) stream_synced(c, a, serial, t);        \
   if (c) vs_ctx_put(c);                                              \
+  vs_pool_refresh(real, -1);                                         \
   vs_guard_leave();                                                  \
   return r
 
@@ -469,6 +472,7 @@ CUresult vs_hook_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsign
     if (same) stream_synced(c, a, serial, ticket);                              \
   }                                                                             \
   if (c) vs_ctx_put(c);                                                         \
+  vs_pool_refresh(real, -1);                                                    \
   vs_guard_leave();                                                             \
   return r
 

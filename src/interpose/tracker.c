@@ -38,7 +38,7 @@ typedef struct stripe {
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};

@@ -30,6 +30,7 @@ typedef struct vs_alloc_info {
   uint32_t charged; /* 1 when its bytes were charged to the tenant quota at allocation */
   uint64_t ctx_id;  /* the context it was allocated in (contexts.h), 0 for memory no context owns */
   uint64_t buffer_id; /* an arena block's CU_POINTER_ATTRIBUTE_BUFFER_ID; 0 for the driver's own */
+  uint64_t pool;      /* a driver pool's block: its pool's entry (pool_charge.h), else 0 */
 } vs_alloc_info;
 
 enum { VS_OWNER_DRIVER = 0, VS_OWNER_ARENA = 1 };

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,8 +78,8 @@ void vs_config_defaults(vs_config *cfg) {
   cfg->timeline_interval_ms = 10000;
 }
 
-static int valid_name(const char *s) {
-  size_t n = strlen(s);
+int vs_tenant_name_ok(const char *s) {
+  size_t n = strnlen(s, VS_NAME_MAX);
   if (n == 0 || n >= VS_NAME_MAX) return 0;
   for (const char *p = s; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') return 0;
@@ -179,9 +180,8 @@ static void section_header(struct parser *ps, const char *text) {
       fail(ps, ps->line, "section [tenant] needs a name, e.g. [tenant llm]");
       return;
     }
-    if (!valid_name(arg)) {
-      fail(ps, ps->line, "bad tenant name '%s': use letters, digits, '_', '-', '.' (at most %d)", arg,
-           VS_NAME_MAX - 1);
+    if (!vs_tenant_name_ok(arg)) {
+      fail(ps, ps->line, "bad tenant name '%s': %s", arg, VS_TENANT_NAME_RULE);
       return;
     }
     const vs_tenant_cfg *dup = vs_config_tenant(cfg, arg);
@@ -321,21 +321,42 @@ static void parse_cards(struct parser *ps, vs_tenant_cfg *t, const char *value) 
   char buf[256];
   snprintf(buf, sizeof buf, "%s", value);
   char *save = NULL;
+  t->ncards_uuid = 0;
   for (char *tok = strtok_r(buf, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+    if (!strncmp(tok, "GPU-", 4)) {   /* a card by UUID (issue 22) */
+      if (!valid_uuid(tok)) {
+        fail(ps, ps->line, "bad card '%s' in 'cards': expected an index or a UUID like GPU-8c1f0e2a-...", tok);
+        return;
+      }
+      if (t->ncards_uuid == VS_CFG_MAX_CARD_UUIDS) {
+        fail(ps, ps->line, "too many UUIDs in 'cards' (at most %d)", VS_CFG_MAX_CARD_UUIDS);
+        return;
+      }
+      snprintf(t->cards_uuid[t->ncards_uuid++], VS_NAME_MAX, "%s", tok);
+      continue;
+    }
     char *endp;
     long v = strtol(tok, &endp, 10);
     if (!isdigit((unsigned char)tok[0]) || *endp || v < 0 || v >= VS_CFG_MAX_CARD_INDEX) {
-      fail(ps, ps->line, "bad card index '%s' in 'cards': expected indexes 0 to %d, comma-separated", tok,
-           VS_CFG_MAX_CARD_INDEX - 1);
+      fail(ps, ps->line, "bad card index '%s' in 'cards': expected indexes 0 to %d or GPU UUIDs, comma-separated",
+           tok, VS_CFG_MAX_CARD_INDEX - 1);
       return;
     }
     mask |= 1ull << v;
   }
-  if (!mask) {
-    fail(ps, ps->line, "'cards' is empty: list card indexes, or remove the key for all cards");
+  if (!mask && !t->ncards_uuid) {
+    fail(ps, ps->line, "'cards' is empty: list card indexes or UUIDs, or remove the key for all cards");
     return;
   }
   t->cards_mask = mask;
+}
+
+int vs_tenant_on_card(const vs_tenant_cfg *t, int index, const char *uuid) {
+  if (t->cards_mask == UINT64_MAX && !t->ncards_uuid) return 1;   /* not set: every card */
+  if (index >= 0 && index < 64 && (t->cards_mask >> index & 1)) return 1;
+  for (int i = 0; uuid && *uuid && i < t->ncards_uuid; i++)
+    if (!strcasecmp(t->cards_uuid[i], uuid)) return 1;
+  return 0;
 }
 
 static void parse_exes(struct parser *ps, vs_tenant_cfg *t, const char *value) {
@@ -579,7 +600,7 @@ const vs_tenant_cfg *vs_config_tenant(const vs_config *cfg, const char *name) {
 const vs_card_cfg *vs_config_card(const vs_config *cfg, int index, const char *uuid) {
   if (uuid && *uuid)
     for (int i = 0; i < cfg->ncards; i++)
-      if (!strcmp(cfg->cards[i].uuid, uuid)) return &cfg->cards[i];
+      if (!strcasecmp(cfg->cards[i].uuid, uuid)) return &cfg->cards[i];
   for (int i = 0; i < cfg->ncards; i++)
     if (cfg->cards[i].index >= 0 && cfg->cards[i].index == index) return &cfg->cards[i];
   return NULL;

@@ -16,6 +16,7 @@
 #define VS_CFG_MAX_TENANTS 32
 #define VS_CFG_MAX_CARDS 16     /* [card] sections */
 #define VS_CFG_MAX_CARD_INDEX 64 /* card indexes 0..63 */
+#define VS_CFG_MAX_CARD_UUIDS 8  /* UUIDs in one tenant's `cards` */
 #define VS_CFG_MAX_EXES 8       /* match_exe names per tenant */
 #define VS_NAME_MAX 64          /* tenant names, exe names, UUIDs (with NUL) */
 #define VS_PATH_MAX 256
@@ -55,7 +56,11 @@ typedef struct vs_tenant_cfg {
    * tenant on each card (all its processes). has_spill = 0 otherwise. */
   int has_spill;
   vs_size spill_max;
-  uint64_t cards_mask;          /* bit i = card i; all ones when not set */
+  uint64_t cards_mask;          /* bit i = card i (physical index, docs/config.md); all ones when not set */
+  /* `cards` entries naming a card by UUID (issue 22): the card is the
+   * tenant's when its UUID is listed here or its index in cards_mask. */
+  char cards_uuid[VS_CFG_MAX_CARD_UUIDS][VS_NAME_MAX];
+  int ncards_uuid;
   char exes[VS_CFG_MAX_EXES][VS_NAME_MAX];
   int nexes;
   /* A limit of its own on card i, in bytes, when card_limit[i] != 0; it
@@ -67,6 +72,11 @@ typedef struct vs_tenant_cfg {
    * record`, never by the shim (docs/history.md). */
   vs_actions actions;
 } vs_tenant_cfg;
+
+/* Whether a tenant's `cards` take the card of physical index `index` (-1:
+ * not known to this process) and UUID `uuid` (may be NULL): every card when
+ * the key is not set. */
+int vs_tenant_on_card(const vs_tenant_cfg *t, int index, const char *uuid);
 
 typedef struct vs_card_cfg {
   int index;                    /* -1 for a [card GPU-...] section */
@@ -124,13 +134,24 @@ const vs_tenant_cfg *vs_config_rules(const vs_config *cfg, const char *name);
 const vs_card_cfg *vs_config_card(const vs_config *cfg, int index, const char *uuid);
 
 /* ---- Tenant selection ---------------------------------------------------- */
+/* A tenant name (a section, $VRAMSHIM_TENANT, a match_exe result): 1 to 63
+ * bytes of letters, digits, '_', '-' and '.' (docs/config.md), so that every
+ * output (the ledger's fixed-size entries, log lines, status, Prometheus
+ * labels, file names) holds it whole. A name outside is an error, never cut. */
+#define VS_TENANT_NAME_RULE "a tenant name is 1 to 63 bytes of letters, digits, '_', '-' and '.'"
+int vs_tenant_name_ok(const char *s);
 /* $VRAMSHIM_TENANT (env_tenant, may be NULL or ""), else the tenant whose
  * match_exe names exe (a basename or a path; may be NULL), else "default".
  * Writes the name (which need not have a section) and returns how it was
- * chosen: "VRAMSHIM_TENANT", "match_exe" or "default". */
+ * chosen: "VRAMSHIM_TENANT", "match_exe" or "default". NULL when
+ * $VRAMSHIM_TENANT is no valid name (vs_tenant_name_ok): a config error
+ * (name is then "default"; vs_config_bad_tenant says why). */
 const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
                                     char name[VS_NAME_MAX]);
-/* The basename of /proc/self/exe, else of argv0 (may be NULL). */
+/* The error line of a $VRAMSHIM_TENANT that is no valid name (escaped). */
+void vs_config_bad_tenant(const char *env_tenant, char *err, size_t errlen);
+/* The basename of /proc/self/exe, else of argv0 (may be NULL); "" when it
+ * is longer than a name can be (it then matches no match_exe). */
 void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]);
 
 /* ---- Loading at program start -------------------------------------------- */

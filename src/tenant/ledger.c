@@ -523,11 +523,23 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
     VS_STORE(&s->tenants[k].spill_max, plan->tenants[i].spill_max);
     s->tenants[k].generation = plan->generation;
   }
-  s->capacity = plan->capacity;
-  s->headroom = plan->headroom;
-  s->plan_generation = plan->generation;
-  s->plan_pid = h->pid;
-  s->card_index = plan->card;
+  /* A tenant without a section is held to [tenant default]'s rules
+   * (vs_plan_rules): its entry says so, for status and dumps (issue 22). */
+  if (!vs_plan_find(plan, h->tenant_name)) {
+    VS_STORE(&s->tenants[t].limit, h->limit);
+    VS_STORE(&s->tenants[t].spill_max, h->spill_max);
+  }
+  /* The header is the card's, not the last attacher's (issue 22): the plan
+   * fields change with a config of another generation only, and the
+   * physical index is written once, by the first process that knows it
+   * (a process that sees the card by UUID alone reads it here, card_ident.h). */
+  if (s->plan_generation != plan->generation || !s->plan_pid) {
+    s->capacity = plan->capacity;
+    s->headroom = plan->headroom;
+    s->plan_generation = plan->generation;
+    s->plan_pid = h->pid;
+  }
+  if (s->card_index < 0 && plan->card >= 0) s->card_index = plan->card;
   vs_ledger_slot *sl = &s->slots[slot];
   memset(sl, 0, sizeof *sl);
   sl->pid = h->pid;

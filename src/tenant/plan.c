@@ -6,8 +6,11 @@
 #include "log.h"
 
 /* Checks one card and (when out is not NULL) fills its plan. */
-static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap, vs_plan *out, char *err,
-                 size_t errlen) {
+/* card: the physical index (-1 unknown); ordinal: what this process calls
+ * it (HAMi-core's per-device limits are by ordinal); both -1: checking a
+ * [card GPU-...] section, where every tenant may be. */
+static int build(const vs_config *cfg, int card, int ordinal, const char *uuid, uint64_t cap, vs_plan *out,
+                 char *err, size_t errlen) {
   char a[32], b[32], c[32], d[32];
   const vs_card_cfg *cc = vs_config_card(cfg, card, uuid);
   uint64_t headroom = cc ? vs_size_resolve(cc->headroom, cap) : 0;
@@ -30,10 +33,10 @@ static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap,
   int tip_line = 0; /* the reserve that first pushed the sum over the capacity */
   for (int i = 0; i < cfg->ntenants; i++) {
     const vs_tenant_cfg *t = &cfg->tenants[i];
-    int here = card < 0 || (card < 64 && (t->cards_mask >> card) & 1);
+    int here = (card < 0 && ordinal < 0) || vs_tenant_on_card(t, card, uuid);
     uint64_t r = here ? vs_size_resolve(t->reserve, cap) : 0;
     uint64_t l = here && t->has_limit ? vs_size_resolve(t->limit, cap) : VS_NO_LIMIT;
-    if (here && card >= 0 && card < VS_CFG_MAX_CARD_INDEX && t->card_limit[card]) l = t->card_limit[card];
+    if (here && ordinal >= 0 && ordinal < VS_CFG_MAX_CARD_INDEX && t->card_limit[ordinal]) l = t->card_limit[ordinal];
     if (r > l) {
       snprintf(err, errlen, "%s:%d: reserve %s of tenant '%s' is above its limit %s on %s (capacity %s)",
                cfg->file, t->reserve_line, vs_fmt_bytes(r, a, sizeof a), t->name, vs_fmt_bytes(l, b, sizeof b),
@@ -65,17 +68,22 @@ static int build(const vs_config *cfg, int card, const char *uuid, uint64_t cap,
 
 int vs_plan_build(const vs_config *cfg, int card, const char *uuid, uint64_t capacity, vs_plan *out, char *err,
                   size_t errlen) {
-  return build(cfg, card, uuid, capacity, out, err, errlen);
+  return build(cfg, card, card, uuid, capacity, out, err, errlen);
+}
+
+int vs_plan_build_card(const vs_config *cfg, int index, int ordinal, const char *uuid, uint64_t capacity,
+                       vs_plan *out, char *err, size_t errlen) {
+  return build(cfg, index, ordinal, uuid, capacity, out, err, errlen);
 }
 
 int vs_config_check_cards(const vs_config *cfg, const uint64_t *caps, int ncaps, char *err, size_t errlen) {
   for (int i = 0; i < ncaps; i++)
-    if (build(cfg, i, NULL, caps[i], NULL, err, errlen)) return -1;
+    if (build(cfg, i, i, NULL, caps[i], NULL, err, errlen)) return -1;
   /* A card named by UUID may be any of them. */
   for (int k = 0; k < cfg->ncards; k++)
     if (cfg->cards[k].index < 0)
       for (int i = 0; i < ncaps; i++)
-        if (build(cfg, -1, cfg->cards[k].uuid, caps[i], NULL, err, errlen)) return -1;
+        if (build(cfg, -1, -1, cfg->cards[k].uuid, caps[i], NULL, err, errlen)) return -1;
   return 0;
 }
 

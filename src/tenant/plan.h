@@ -18,7 +18,7 @@ typedef struct vs_plan_tenant {
 } vs_plan_tenant;
 
 typedef struct vs_plan {
-  int card;                    /* index, as the process sees it */
+  int card;                    /* physical index (-1 unknown): the same for every process on the card */
   uint64_t capacity;           /* C */
   uint64_t headroom;           /* H */
   uint64_t generation;         /* of the config it came from */
@@ -32,6 +32,12 @@ typedef struct vs_plan {
  * its limit once percentages are resolved. */
 int vs_plan_build(const vs_config *cfg, int card, const char *uuid, uint64_t capacity, vs_plan *out, char *err,
                   size_t errlen);
+/* The same for a card the shim uses (issue 22): index is its physical index
+ * ([card N], `cards = N`; -1 when this process cannot tell: then only UUID
+ * rules match it), ordinal what this process calls it (HAMi-core's
+ * CUDA_DEVICE_MEMORY_LIMIT_<i>, which is per visible device). */
+int vs_plan_build_card(const vs_config *cfg, int index, int ordinal, const char *uuid, uint64_t capacity,
+                       vs_plan *out, char *err, size_t errlen);
 
 /* The tenant's entry, or NULL when the plan has none (no section). */
 const vs_plan_tenant *vs_plan_find(const vs_plan *plan, const char *name);

@@ -10,11 +10,14 @@
 
 #include "config.h"
 #include "log.h"
+#include "text_escape.h"
 #include "procenv.h"
 
-/* Copies at most VS_NAME_MAX - 1 bytes: longer names are cut, not rejected. */
+/* Never cut: a name longer than VS_NAME_MAX - 1 bytes becomes "" (two
+ * long names would otherwise become one). */
 static void copy_name(char out[VS_NAME_MAX], const char *s) {
-  size_t n = strnlen(s, VS_NAME_MAX - 1);
+  size_t n = strnlen(s, VS_NAME_MAX);
+  if (n >= VS_NAME_MAX) n = 0;
   memcpy(out, s, n);
   out[n] = 0;
 }
@@ -24,6 +27,10 @@ static const char *base_name(const char *path) { return vs_plat_base_name(path);
 const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant, const char *exe,
                                     char name[VS_NAME_MAX]) {
   if (env_tenant && *env_tenant) {
+    if (!vs_tenant_name_ok(env_tenant)) {
+      snprintf(name, VS_NAME_MAX, "%s", VS_DEFAULT_TENANT);
+      return NULL;
+    }
     copy_name(name, env_tenant);
     return "VRAMSHIM_TENANT";
   }
@@ -38,6 +45,14 @@ const char *vs_config_select_tenant(const vs_config *cfg, const char *env_tenant
   }
   snprintf(name, VS_NAME_MAX, "%s", VS_DEFAULT_TENANT);
   return "default";
+}
+
+void vs_config_bad_tenant(const char *env_tenant, char *err, size_t errlen) {
+  char shown[4 * VS_NAME_MAX];
+  size_t n = strlen(env_tenant);
+  vs_text_escape_n(env_tenant, n < VS_NAME_MAX ? n : VS_NAME_MAX, shown, sizeof shown);
+  snprintf(err, errlen, "VRAMSHIM_TENANT='%s%s' (%zu bytes): %s", shown, n < VS_NAME_MAX ? "" : "...", n,
+           VS_TENANT_NAME_RULE);
 }
 
 void vs_self_exe(const char *argv0, char out[VS_NAME_MAX]) {

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "card_ident.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,12 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
   char exe[VS_NAME_MAX];
   vs_self_exe(argv0, exe);
   const char *how = vs_config_select_tenant(&s->cfg, vs_plat_getenv("VRAMSHIM_TENANT"), exe, s->tenant);
+  if (!how) {   /* a bad name is a config error: never cut, never merged with another */
+    vs_config_bad_tenant(vs_plat_getenv("VRAMSHIM_TENANT"), err, sizeof err);
+    vs_config_on_error(err); /* returns only with passthrough */
+    s->enforcing = 0;
+    how = "default";
+  }
   int hami = vs_hami_apply_env(environ, &s->cfg, r != 1, s->tenant, err, sizeof err);
   if (hami < 0) {
     vs_config_on_error(err); /* returns only with passthrough */
@@ -76,6 +84,15 @@ int vs_tenant_enforcing(const vs_tenant_session *s) { return s && s->enforcing; 
 const char *vs_tenant_name(const vs_tenant_session *s) { return s->tenant; }
 const vs_config *vs_tenant_config(const vs_tenant_session *s) { return &s->cfg; }
 
+/* Whether the config names any card by index ([card N], `cards = N`). */
+static int uses_indexes(const vs_config *cfg) {
+  for (int i = 0; i < cfg->ncards; i++)
+    if (cfg->cards[i].index >= 0) return 1;
+  for (int i = 0; i < cfg->ntenants; i++)
+    if (cfg->tenants[i].cards_mask != UINT64_MAX && cfg->tenants[i].cards_mask) return 1;
+  return 0;
+}
+
 static vs_ledger *open_card_locked(vs_tenant_session *s, int card, const char *uuid, uint64_t capacity) {
   vs_ledger *h = s->cards[card];
   if (h && vs_ledger_inherited(h)) {
@@ -89,7 +106,16 @@ static vs_ledger *open_card_locked(vs_tenant_session *s, int card, const char *u
   char err[VS_ERR_MAX], id[VS_NAME_MAX];
   if (uuid && *uuid) snprintf(id, sizeof id, "%s", uuid);
   else snprintf(id, sizeof id, "%d", card);
-  if (!plan || vs_plan_build(&s->cfg, card, uuid, capacity, plan, err, sizeof err) ||
+  /* The card's rules are its physical index's and UUID's, not the ordinal's
+   * (card_ident.h): two processes seeing it under different ordinals get
+   * the same plan and the same ledger. */
+  int index = vs_card_index(card, uuid, vs_plat_getenv("CUDA_VISIBLE_DEVICES"), s->cfg.ledger_dir);
+  if (index < 0 && uses_indexes(&s->cfg))
+    VS_WARN("card %s (device %d in this process): CUDA_VISIBLE_DEVICES names it by UUID and no process that knows "
+            "its index has used it yet, so the [card N] sections and 'cards = N' entries of %s do not apply to it; "
+            "name it by UUID there ([card GPU-...], cards = GPU-...)",
+            uuid && *uuid ? uuid : "?", card, s->cfg.file);
+  if (!plan || vs_plan_build_card(&s->cfg, index, card, uuid, capacity, plan, err, sizeof err) ||
       !(h = vs_ledger_open(s->cfg.ledger_dir, id, plan, s->tenant, err, sizeof err))) {
     if (!plan) snprintf(err, sizeof err, "out of memory");
     vs_config_on_error(err); /* returns only with passthrough */

@@ -30,7 +30,9 @@ static const char *const memory_families[] = {
     "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool",
     "cuMemPoolSetAccess",
     /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */
-    "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo"};
+    "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
+    /* driver pools charged by what they reserve (pool_charge.c) */
+    "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolImportFromShareableHandle"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the

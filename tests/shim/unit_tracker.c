@@ -16,12 +16,12 @@
 
 static void insert_find_remove(void **state) {
   (void)state;
-  vs_alloc_info a = {0x7f0000001000ULL, 4096, 0, 0, 0, 0, 0, 0}, out;
+  vs_alloc_info a = {0x7f0000001000ULL, 4096, 0, 0, 0, 0, 0, 0, 0}, out;
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
   assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
   assert_int_equal(out.size, 4096);
   assert_int_equal(vs_tracker_find(VS_SPACE_HANDLE, a.key, &out), -1);   /* spaces are separate */
-  vs_alloc_info h = {a.key, 77, 0, 5, 0, 0, 0, 0};
+  vs_alloc_info h = {a.key, 77, 0, 5, 0, 0, 0, 0, 0};
   assert_int_equal(vs_tracker_insert(VS_SPACE_HANDLE, &h, NULL), 0);     /* same number, other space */
   assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 1, &out), -1); /* wrong kind stays */
   assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 0, &out), 0);
@@ -34,7 +34,7 @@ static void insert_find_remove(void **state) {
 
 static void stale_record_is_returned(void **state) {
   (void)state;
-  vs_alloc_info a = {0x1000, 100, 1, 0, 0, 0, 0, 0}, b = {0x1000, 200, 1, 0, 0, 0, 0, 0}, stale;
+  vs_alloc_info a = {0x1000, 100, 1, 0, 0, 0, 0, 0, 0}, b = {0x1000, 200, 1, 0, 0, 0, 0, 0, 0}, stale;
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &b, &stale), 1);
   assert_int_equal(stale.size, 100);
@@ -46,7 +46,7 @@ static void stale_record_is_returned(void **state) {
 static void fork_child_drops_everything(void **state) {
   (void)state;
   for (uint64_t i = 1; i <= 100; i++) {
-    vs_alloc_info a = {i * 512, i, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {i * 512, i, 0, 0, 0, 0, 0, 0, 0};
     assert_int_equal(vs_tracker_insert(VS_SPACE_VA, &a, NULL), 0);
   }
   assert_int_equal(vs_tracker_count(VS_SPACE_VA), 100);
@@ -56,7 +56,7 @@ static void fork_child_drops_everything(void **state) {
   assert_true(pid >= 0);
   if (pid == 0) {
     vs_tracker_atfork_child();
-    vs_alloc_info a = {512, 1, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {512, 1, 0, 0, 0, 0, 0, 0, 0};
     int ok = vs_tracker_count(VS_SPACE_VA) == 0 && vs_tracker_insert(VS_SPACE_VA, &a, NULL) == 0 &&
              vs_tracker_remove(VS_SPACE_VA, 512, ~0u, NULL) == 0;
     _exit(ok ? 0 : 1);
@@ -97,7 +97,7 @@ static void counters_and_peak(void **state) {
 static void *churn(void *arg) {
   uint64_t base = (uint64_t)(uintptr_t)arg << 40;
   for (uint64_t i = 0; i < PER_THREAD; i++) {
-    vs_alloc_info a = {base + i * 512, 512, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {base + i * 512, 512, 0, 0, 0, 0, 0, 0, 0};
     if (vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL) != 0) return (void *)1;
     vs_acct_live_add(0, 512);
     if (i >= 8) {

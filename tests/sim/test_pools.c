@@ -1,10 +1,14 @@
 /* Stream-ordered allocation: default and created pools, frees that happen
  * in stream order, reuse of freed blocks, release threshold and trimming,
  * and the pool giving cached memory back before failing; access for the
- * other card. Cards: 1GiB, 1GiB. */
+ * other card; exportable pools shared with another process (POSIX file
+ * descriptors). Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void default_pool_alloc_free(void **state)
 {
@@ -143,11 +147,105 @@ static void pool_access(void **state)
     CU_ERR(cuMemPoolGetAccess(NULL, pool, &peer), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The importer (a fork child, clean for the sim: it calls cuInit again and
+ * gets the descriptor by inheritance, as by SCM_RIGHTS): 0 when every
+ * check passed, else the failing step. */
+static int pool_importer(int fd, CUmemPoolPtrExportData data, size_t n)
+{
+    CUcontext c;
+    CUmemoryPool pool;
+    CUdeviceptr p, q;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c)) return 10;
+    if (cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_NONE, 0) !=
+        CUDA_ERROR_INVALID_VALUE)
+        return 11;
+    if (cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) !=
+        CUDA_ERROR_INVALID_VALUE)
+        return 12;
+    if (cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0))
+        return 13;
+    /* cuda.h: an imported pool makes no new allocations */
+    if (cuMemAllocFromPoolAsync(&q, 4096, pool, 0) != CUDA_ERROR_INVALID_VALUE) return 14;
+    if (cuDeviceSetMemPool(0, pool) != CUDA_ERROR_INVALID_VALUE) return 15;
+    CUmemPoolPtrExportData bad = data;
+    bad.reserved[0] ^= 0xff;
+    if (cuMemPoolImportPointer(&p, pool, &bad) != CUDA_ERROR_INVALID_VALUE) return 16;
+    if (cuMemPoolImportPointer(&p, pool, &data)) return 17;
+    uint8_t *buf = malloc(n);
+    if (!buf || cuMemcpyDtoH(buf, p, n)) return 18;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != 0x5a) return 19;
+    if (cuMemsetD8(p, 0xa5, 4096)) return 20;
+    /* the memory is the exporter's: nothing counted here */
+    if (vramsim_live_bytes(0) != 0) return 21;
+    cuuint64_t reserved = 1;
+    if (cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) || reserved != 0) return 22;
+    if (cuIpcCloseMemHandle(p) != CUDA_ERROR_INVALID_VALUE) return 23;
+    if (cuMemFree(p) || cuMemFree(p) != CUDA_ERROR_INVALID_VALUE) return 24;
+    if (cuMemPoolDestroy(pool)) return 25;
+    free(buf);
+    return 0;
+}
+
+static void exportable_pool(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemoryPool pool, plain, def;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    CU_OK(cuMemPoolCreate(&plain, &props));
+    CU_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    int fd = -1;
+    /* only a pool made with a POSIX descriptor handle type exports */
+    CU_ERR(cuMemPoolExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemPoolExportToShareableHandle(&fd, def, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    assert_true(fd >= 0);
+    const size_t n = 3 * MiB + 5;
+    CUdeviceptr p, q;
+    CU_OK(cuMemAllocFromPoolAsync(&p, n, pool, 0));
+    CU_OK(cuMemAllocFromPoolAsync(&q, 4096, plain, 0));
+    CU_OK(cuMemsetD8(p, 0x5a, n));
+    CUmemPoolPtrExportData data;
+    CU_ERR(cuMemPoolExportPointer(&data, q), CUDA_ERROR_INVALID_VALUE);   /* its pool does not export */
+    CU_ERR(cuMemPoolExportPointer(&data, p + 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemPoolExportPointer(&data, p));
+    uint64_t used = vramsim_card_used(0);
+    pid_t pid = fork();
+    if (pid == 0) _exit(pool_importer(fd, data, n));
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    /* the importer's write is seen here; the card holds what it held */
+    uint8_t b[2];
+    CU_OK(cuMemcpyDtoH(b, p + 4095, 2));
+    assert_int_equal(b[0], 0xa5);
+    assert_int_equal(b[1], 0x5a);
+    assert_int_equal(vramsim_card_used(0), used);
+    close(fd);
+    CU_OK(cuMemFreeAsync(p, 0));
+    CU_OK(cuMemFreeAsync(q, 0));
+    CU_OK(cuStreamSynchronize(0));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuMemPoolDestroy(plain));
+    assert_int_equal(vramsim_card_used(0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_pool_alloc_free), cmocka_unit_test(reuse_threshold_trim),
         cmocka_unit_test(created_pool), cmocka_unit_test(pool_access),
+        cmocka_unit_test(exportable_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,11 +195,58 @@ static void vmm_disabled(void **state)
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Host locations (CUDA 12.2+ drivers): host memory mapped for the device,
+ * never charged to the card, larger than the card if need be; bad ids and
+ * HOST_NUMA_CURRENT refused as cuda.h says. Card: 4GiB. */
+static void host_locations(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    int numa_vmm = -1;
+    CU_OK(cuDeviceGetAttribute(&numa_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    assert_int_equal(numa_vmm, 1);
+    CUmemAllocationProp prop = prop_on(0);
+    CUmemGenericAllocationHandle h, n;
+    uint64_t used = vramsim_card_used(0), live = vramsim_live_bytes(0);
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 77;   /* ignored for HOST */
+    size_t g = 0;
+    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    assert_int_equal(g, 2 * MiB);
+    CU_OK(cuMemCreate(&h, 6 * GiB, &prop, 0));   /* above the card: host memory */
+    assert_int_equal(vramsim_card_used(0), used);
+    assert_int_equal(vramsim_live_bytes(0), live);
+    CUmemAllocationProp got;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
+    assert_int_equal(got.location.type, CU_MEM_LOCATION_TYPE_HOST);
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0));
+    CU_OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+    rw(va, 2 * MiB);
+    CU_OK(cuMemsetD8(va, 0x33, 2 * MiB));
+    CU_OK(cuMemUnmap(va, 2 * MiB));
+    CU_OK(cuMemAddressFree(va, 2 * MiB));
+    CU_OK(cuMemRelease(h));
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;   /* HOST is not IPC capable */
+    CU_ERR(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    prop.location.id = 1;   /* no NUMA here: only node 0 */
+    CU_ERR(cuMemCreate(&n, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    prop.location.id = 0;
+    CU_OK(cuMemCreate(&n, 4 * MiB, &prop, 0));
+    assert_int_equal(vramsim_card_used(0), used);
+    CU_OK(cuMemRelease(n));
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+    CU_ERR(cuMemCreate(&n, 2 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(vramsim_card_used(0), used);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(shareable_handles),
-        cmocka_unit_test(vmm_disabled),
+        cmocka_unit_test(vmm_disabled), cmocka_unit_test(host_locations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "card_ident.h"
 #include "config.h"
 #include "plan.h"
 #include "tenant_test.h"
@@ -189,7 +190,7 @@ static const struct bad_case {
     {"[globals]\n", ":1: unknown section [globals] (known: [global], [card N], [card GPU-UUID], [tenant NAME])"},
     {"[tenant a b]\n", ":1: unknown section [tenant a b] (known: [global], [card N], [card GPU-UUID], [tenant NAME])"},
     {"[tenant]\n", ":1: section [tenant] needs a name, e.g. [tenant llm]"},
-    {"[tenant l/m]\n", ":1: bad tenant name 'l/m': use letters, digits, '_', '-', '.' (at most 63)"},
+    {"[tenant l/m]\n", ":1: bad tenant name 'l/m': a tenant name is 1 to 63 bytes of letters, digits, '_', '-' and '.'"},
     {"[card]\n", ":1: section [card] needs a card index or a GPU UUID, e.g. [card 0]"},
     {"[card 64]\n", ":1: bad card index '64': expected 0 to 63 or a GPU UUID"},
     {"[card gpu0]\n", ":1: bad card 'gpu0': expected an index or a UUID like GPU-8c1f0e2a-..."},
@@ -245,8 +246,9 @@ static const struct bad_case {
      ":2: bad value 'wait:18446744073710ms' for 'on_limit': the wait is longer than the maximum of 24 h"},
     {"[tenant a]\non_limit = wait:1441min\n",
      ":2: bad value 'wait:1441min' for 'on_limit': the wait is longer than the maximum of 24 h"},
-    {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63, comma-separated"},
-    {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes, or remove the key for all cards"},
+    {"[tenant a]\ncards = 0, x\n", ":2: bad card index 'x' in 'cards': expected indexes 0 to 63 or GPU UUIDs, comma-separated"},
+    {"[tenant a]\ncards = ,\n", ":2: 'cards' is empty: list card indexes or UUIDs, or remove the key for all cards"},
+    {"[tenant a]\ncards = GPU-xyz\n", ":2: bad card 'GPU-xyz' in 'cards': expected an index or a UUID like GPU-8c1f0e2a-..."},
     {"[tenant a]\non_warn = /usr/bin/degrade\n",
      ":2: bad value '/usr/bin/degrade' for 'on_warn': expected run:PROGRAM with an absolute path and no arguments, "
      "e.g. run:/usr/local/bin/llm-degrade"},
@@ -378,6 +380,67 @@ static void tenant_selection(void **state) {
   char exe[VS_NAME_MAX];
   vs_self_exe("ignored", exe);
   assert_string_equal(exe, "tenant_config");
+  /* issue 22: a name outside 1..63 bytes of [A-Za-z0-9._-] is refused
+   * whole, never cut (two long names once became one tenant). */
+  char n63[64], n64[65], n65[66];
+  memset(n63, 'a', 63), n63[63] = 0;
+  memset(n64, 'a', 64), n64[64] = 0;
+  memset(n65, 'a', 65), n65[65] = 0;
+  assert_string_equal(vs_config_select_tenant(cfg, n63, NULL, name), "VRAMSHIM_TENANT");
+  assert_string_equal(name, n63);
+  assert_null(vs_config_select_tenant(cfg, n64, NULL, name));
+  assert_string_equal(name, "default");
+  assert_null(vs_config_select_tenant(cfg, n65, NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "evil\nvramshim: forged", NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "a b", NULL, name));
+  assert_null(vs_config_select_tenant(cfg, "t/..", NULL, name));
+  assert_true(vs_tenant_name_ok("llm-2.small_x"));
+  assert_false(vs_tenant_name_ok(""));
+  vs_config_bad_tenant("evil\nvramshim: forged", err, sizeof err);
+  assert_null(strchr(err, '\n'));
+  assert_non_null(strstr(err, "evil\\nvramshim: forged"));
+  assert_non_null(strstr(err, "1 to 63 bytes"));
+  /* a section name obeys the same rule */
+  char text[200];
+  snprintf(text, sizeof text, "[tenant %s]\nlimit = 1GiB\n", n64);
+  assert_int_not_equal(vs_config_parse_string(text, "t.conf", cfg, err, sizeof err), 0);
+  assert_non_null(strstr(err, "1 to 63 bytes"));
+  free(cfg);
+}
+
+/* issue 22: a card's rules are its physical index's and UUID's, never the
+ * ordinal a process gives it; `cards =` names cards by UUID too. */
+static void card_identity(void **state) {
+  (void)state;
+  vs_config *cfg = malloc(sizeof *cfg);
+  vs_plan *plan = malloc(sizeof *plan);
+  char err[VS_ERR_MAX];
+  const char *text = "[card 1]\nheadroom = 1GiB\n"
+                     "[tenant a]\ncards = 1\nlimit = 2GiB\n"
+                     "[tenant b]\ncards = GPU-AAAAAAAA-1111-2222-3333-444455556666, 0\nlimit = 3GiB\n";
+  assert_int_equal(vs_config_parse_string(text, "t.conf", cfg, err, sizeof err), 0);
+  /* physical card 1, device 0 of this process: card 1's rules */
+  assert_int_equal(vs_plan_build_card(cfg, 1, 0, "GPU-bbbbbbbb-1111-2222-3333-444455556666", 10 * GiB, plan, err,
+                                      sizeof err), 0);
+  assert_int_equal(plan->card, 1);
+  assert_int_equal(plan->headroom, GiB);
+  assert_int_equal(vs_plan_find(plan, "a")->limit, 2 * GiB);
+  assert_int_equal(vs_plan_find(plan, "b")->limit, VS_NO_LIMIT);
+  /* index unknown: only UUID rules match (case does not matter) */
+  assert_int_equal(vs_plan_build_card(cfg, -1, 1, "GPU-aaaaaaaa-1111-2222-3333-444455556666", 10 * GiB, plan, err,
+                                      sizeof err), 0);
+  assert_int_equal(plan->headroom, 0);
+  assert_int_equal(vs_plan_find(plan, "a")->limit, VS_NO_LIMIT);
+  assert_int_equal(vs_plan_find(plan, "b")->limit, 3 * GiB);
+  /* the physical index from CUDA_VISIBLE_DEVICES */
+  const char *u = "GPU-bbbbbbbb-1111-2222-3333-444455556666";
+  assert_int_equal(vs_card_index(1, u, NULL, "/nonexistent"), 1);
+  assert_int_equal(vs_card_index(0, u, "3, 1", "/nonexistent"), 3);
+  assert_int_equal(vs_card_index(1, u, "3, 1", "/nonexistent"), 1);
+  assert_int_equal(vs_card_index(2, u, "3,1", "/nonexistent"), -1);
+  /* a UUID entry: the card's ledger header says, when there is one */
+  assert_int_equal(vs_card_index(0, u, "GPU-bbbb", "/nonexistent"), -1);
+  free(plan);
   free(cfg);
 }
 
@@ -451,7 +514,7 @@ int main(void) {
       cmocka_unit_test(long_line_and_missing_file),
       cmocka_unit_test(cards_checked_against_capacity),
       cmocka_unit_test(plan_per_card),
-      cmocka_unit_test(tenant_selection),
+      cmocka_unit_test(tenant_selection), cmocka_unit_test(card_identity),
       cmocka_unit_test(error_policy),
       cmocka_unit_test(load_from_env),
   };

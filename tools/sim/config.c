@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 _Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
 struct sim_config sim_cfg;
@@ -83,6 +84,68 @@ static int read_config(struct sim_config *c)
     return 0;
 }
 
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+static void uuid_text(const CUuuid *u, char out[41])
+{
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(out, 41, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* The physical card one entry names, or -1. */
+static int entry_card(const char *e, size_t n, int nphys, const uint64_t *cap)
+{
+    if (n == 0) return -1;
+    int digits = 1;
+    for (size_t i = 0; i < n; i++) digits &= isdigit((unsigned char)e[i]) != 0;
+    if (digits) {
+        if (n > 3) return -1;
+        int v = atoi(e);
+        return v < nphys ? v : -1;
+    }
+    /* a UUID with or without "GPU-", or a prefix naming one card only */
+    const char *want = e;
+    size_t wn = n;
+    if (wn >= 4 && !strncmp(want, "GPU-", 4)) want += 4, wn -= 4;
+    if (wn == 0) return -1;
+    int found = -1;
+    for (int c = 0; c < nphys; c++) {
+        CUuuid u;
+        char t[41];
+        sim_phys_uuid(c, cap[c], &u);
+        uuid_text(&u, t);
+        if (wn <= strlen(t + 4) && strncasecmp(t + 4, want, wn) == 0) {
+            if (found >= 0) return -1;   /* not unique */
+            found = c;
+        }
+    }
+    return found;
+}
+
+int sim_visible_devices(const char *cvd, int nphys, const uint64_t *cap, int phys[SIM_MAX_CARDS])
+{
+    if (!cvd) {
+        for (int i = 0; i < nphys; i++) phys[i] = i;
+        return nphys;
+    }
+    int n = 0;
+    const char *p = cvd;
+    while (n < SIM_MAX_CARDS) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, ",");
+        size_t l = len;
+        while (l && p[l - 1] == ' ') l--;
+        int c = entry_card(p, l, nphys, cap);
+        for (int i = 0; i < n; i++)
+            if (phys[i] == c) c = -1;   /* listed twice: ends the list */
+        if (c < 0) break;
+        phys[n++] = c;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    return n;
+}
+
 static void before_fork(void)
 {
     pthread_mutex_lock(&init_lock);
@@ -134,8 +197,18 @@ SIM_API CUresult cuInit(unsigned int flags)
             struct sim_config got = want;
             r = sim_state_open(p, &want, &got);
             if (r == CUDA_SUCCESS) {
+                /* the state file's cards are the physical ones; this process
+                 * sees those CUDA_VISIBLE_DEVICES names, in its order */
+                got.nphys = got.ncards;
+                memcpy(got.phys_capacity, got.capacity, sizeof got.phys_capacity);
+                got.ncards = sim_visible_devices(getenv("CUDA_VISIBLE_DEVICES"), got.nphys, got.phys_capacity,
+                                                 got.phys);
+                for (int i = 0; i < got.ncards; i++) got.capacity[i] = got.phys_capacity[got.phys[i]];
                 sim_cfg = got;
-                atomic_store_explicit(&initialized, 1, memory_order_release);
+                /* no card visible (CUDA_VISIBLE_DEVICES names none): the
+                 * driver's answer, and it stays uninitialised */
+                if (got.ncards) atomic_store_explicit(&initialized, 1, memory_order_release);
+                else r = CUDA_ERROR_NO_DEVICE;
             }
         }
     }

@@ -37,14 +37,21 @@ SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-static void make_uuid(CUuuid *u, int dev)
+void sim_phys_uuid(int phys, uint64_t capacity, CUuuid *u)
 {
-    /* Stable per card index: "GPU-5653494d-...". */
+    /* Stable per physical card: "GPU-5653494d-...", its index and capacity
+     * in the last bytes. */
     static const unsigned char base[16] = {0x56, 0x53, 0x49, 0x4d, 0x8c, 0x1f, 0x4a, 0x2e,
                                            0x9b, 0x3d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
     memcpy(u->bytes, base, 16);
-    u->bytes[15] = (unsigned char)dev;
-    u->bytes[14] = (unsigned char)(sim_cfg.capacity[dev] >> 30);
+    u->bytes[15] = (unsigned char)phys;
+    u->bytes[14] = (unsigned char)(capacity >> 30);
+}
+
+/* The UUID of the card, whatever ordinal this process gives it. */
+static void make_uuid(CUuuid *u, int dev)
+{
+    sim_phys_uuid(sim_cfg.phys[dev], sim_cfg.phys_capacity[sim_cfg.phys[dev]], u);
 }
 
 SIM_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
@@ -132,7 +139,7 @@ static int attr_value(CUdevice_attribute a, int dev, int *v)
     case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *v = CU_COMPUTEMODE_DEFAULT; break;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0x10 + dev; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *v = 0x10 + sim_cfg.phys[dev]; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: *v = 0; break;
@@ -159,6 +166,10 @@ static int attr_value(CUdevice_attribute a, int dev, int *v)
     case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID: *v = -1; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *v = -1; break;
+    /* host locations for cuMemCreate (vmm.c): drivers from CUDA 12.2 */
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        *v = sim_cfg.vmm && sim_driver_version() >= 12020;
+        break;
     default:
         if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX) return -1;
         *v = 0;
@@ -192,7 +203,7 @@ SIM_API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
     SIM_REQUIRE_INIT();
     if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", 0x10 + dev);
+    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", 0x10 + sim_cfg.phys[dev]);   /* the physical card's */
     return CUDA_SUCCESS;
 }
 
@@ -205,11 +216,14 @@ SIM_API CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     if (sscanf(pciBusId, "%x:%x:%x.%x", &dom, &bus, &devno, &fn) != 4 &&
         sscanf(pciBusId, "%x:%x.%x", &bus, &devno, &fn) != 3)
         return CUDA_ERROR_INVALID_VALUE;
-    int d = (int)bus - 0x10;
-    if (dom != 0 || devno != 0 || fn != 0 || d < 0 || d >= sim_cfg.ncards)
-        return CUDA_ERROR_INVALID_DEVICE;
-    *dev = d;
-    return CUDA_SUCCESS;
+    int phys = (int)bus - 0x10;
+    if (dom != 0 || devno != 0 || fn != 0) return CUDA_ERROR_INVALID_DEVICE;
+    for (int d = 0; d < sim_cfg.ncards; d++)
+        if (sim_cfg.phys[d] == phys) {
+            *dev = d;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_INVALID_DEVICE;
 }
 
 SIM_API CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)

@@ -57,7 +57,7 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned fla
 
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *open_a = sim_mem_find_ipc(w.pid, w.id);
-    if (open_a) {
+    if (open_a && !open_a->pool_import) {
         open_a->ipc_refs++;
         *pdptr = open_a->base;
         pthread_mutex_unlock(&sim_mem_lock);
@@ -110,7 +110,7 @@ SIM_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
     if (!sim_os_ipc_supported()) return CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
-    if (!a || a->kind != SIM_K_IPC) {
+    if (!a || a->kind != SIM_K_IPC || a->pool_import) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }

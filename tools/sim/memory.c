@@ -145,7 +145,7 @@ static CUresult mem_free(CUdeviceptr p)
     sim_sync_all();
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)p);
-    if (!a || a->free_pending || !sim_kind_freeable(a->kind)) {
+    if (!a || a->free_pending || !sim_alloc_freeable(a)) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }

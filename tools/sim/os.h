@@ -95,4 +95,10 @@ int sim_os_obj_export_fd(sim_os_obj o);
  * size and its card when it is memory of the sim; -1 when it is not, -2
  * when it cannot be duplicated. */
 int sim_os_obj_import_fd(int fd, sim_os_obj *out, size_t *size, int *card);
+/* An exportable pool's shareable handle (cuMemPoolExportToShareableHandle):
+ * a new descriptor that names pool `id` of process pid on card (an empty
+ * memfd "vramsim-pool-<pid>-<id>.<card>"); -1 on failure. */
+int sim_os_pool_fd_create(int32_t pid, uint64_t id, int card);
+/* What such a descriptor names: 0, or -1 when it is not one. */
+int sim_os_pool_fd_read(int fd, int32_t *pid, uint64_t *id, int *card);
 #endif

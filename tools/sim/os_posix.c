@@ -256,3 +256,25 @@ int sim_os_obj_import_fd(int in, sim_os_obj *out, size_t *size, int *card)
     *out = fd;
     return 0;
 }
+
+int sim_os_pool_fd_create(int32_t pid, uint64_t id, int card)
+{
+    char name[96];
+    snprintf(name, sizeof name, "vramsim-pool-%d-%llu.%d", (int)pid, (unsigned long long)id, card);
+    return memfd_create(name, MFD_CLOEXEC);
+}
+
+int sim_os_pool_fd_read(int in, int32_t *pid, uint64_t *id, int *card)
+{
+    char path[64], link[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", in);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return -1;
+    link[n] = 0;
+    int p;
+    unsigned long long i;
+    if (sscanf(link, "/memfd:vramsim-pool-%d-%llu.%d", &p, &i, card) != 3 || p <= 0) return -1;
+    *pid = p;
+    *id = i;
+    return 0;
+}

@@ -294,3 +294,16 @@ int sim_os_obj_import_fd(int fd, sim_os_obj *out, size_t *size, int *card)
     (void)fd, (void)out, (void)size, (void)card;
     return -1;
 }
+
+/* POSIX file descriptor handles do not exist here (sim_os_posix_fd_handles). */
+int sim_os_pool_fd_create(int32_t pid, uint64_t id, int card)
+{
+    (void)pid, (void)id, (void)card;
+    return -1;
+}
+
+int sim_os_pool_fd_read(int fd, int32_t *pid, uint64_t *id, int *card)
+{
+    (void)fd, (void)pid, (void)id, (void)card;
+    return -1;
+}

@@ -19,6 +19,11 @@ struct sim_pool {
     int dev;
     int is_default;
     int destroyed;
+    uint64_t id;                    /* names it in its exported handle */
+    CUmemAllocationHandleType handle_types;   /* cuMemPoolCreate's: POSIX_FD makes it exportable */
+    int imported;                   /* cuMemPoolImportFromShareableHandle: another process's pool */
+    int32_t exp_pid;                /* imported: the exporter and its pool's id */
+    uint64_t exp_id;
     uint64_t release_threshold;
     int reuse[3];                   /* the three REUSE_* attributes */
     uint64_t reserved_cur, reserved_high, used_cur, used_high;
@@ -180,6 +185,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
     if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
     if (!sim_stream_get(s)) return CUDA_ERROR_INVALID_HANDLE;
     if (ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;   /* no peer pools */
+    if (p->imported) return CUDA_ERROR_INVALID_VALUE;          /* cuda.h: no new allocations from an imported pool */
     size_t charge = SIM_ROUND_UP(size, sim_cfg.alloc_granule);
     /* best fit among cached blocks of the pool (same charge class or larger) */
     pthread_mutex_lock(&pool_lock);
@@ -292,7 +298,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s)
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
     /* Plain cuMemAlloc memory may be freed in stream order too. */
-    if (!a || a->free_pending || !sim_kind_freeable(a->kind)) {
+    if (!a || a->free_pending || !sim_alloc_freeable(a)) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -351,7 +357,7 @@ SIM_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     pthread_mutex_lock(&pool_lock);
     default_pool(dev);
     struct sim_pool *p = pool_get(pool);
-    CUresult r = p && p->dev == dev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = p && p->dev == dev && !p->imported ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) current_pool[dev] = p;
     pthread_mutex_unlock(&pool_lock);
     return r;
@@ -371,6 +377,8 @@ SIM_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     p->magic = POOL_MAGIC;
     p->dev = props->location.id;
+    p->id = sim_next_id();
+    p->handle_types = props->handleTypes;
     p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
     pthread_mutex_lock(&pool_lock);
     p->next = pools;
@@ -520,6 +528,148 @@ SIM_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPo
     if (p) *flags = location->id == p->dev ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : p->peer[location->id];
     pthread_mutex_unlock(&pool_lock);
     return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- exportable (IPC) pools, POSIX file descriptors ----
+ * The pool's shareable handle is a descriptor naming (exporter pid, pool
+ * id, card); an importer gets a pool of its own that only imports. A
+ * pointer's export data names the block's memory object, as a legacy IPC
+ * handle does (ipc.c), plus the pool it came from; the importer maps the
+ * same pages after checking that the object still is that buffer. The
+ * memory stays the exporter's: charged there, never to an importer. */
+#define POOL_PTR_MAGIC 0x76735050u   /* "PPsv" */
+struct pool_ptr_wire {
+    uint32_t magic;
+    int32_t pid;
+    int32_t fd;
+    int32_t card;
+    uint64_t id;
+    uint64_t size;
+    uint64_t map_len;
+    uint64_t pool_id;
+};
+_Static_assert(sizeof(struct pool_ptr_wire) <= sizeof(CUmemPoolPtrExportData), "export data is 64 bytes");
+
+SIM_API CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                                  CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    SIM_COUNT(cuMemPoolExportToShareableHandle);
+    SIM_REQUIRE_INIT();
+    if (!sim_os_posix_fd_handles()) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!handle_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    int ok = p && !p->imported && !p->is_default && (p->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    uint64_t id = ok ? p->id : 0;
+    int dev = ok ? p->dev : 0;
+    pthread_mutex_unlock(&pool_lock);
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    int fd = sim_os_pool_fd_create(sim_os_pid(), id, dev);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)handle_out = fd;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                                    CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    SIM_COUNT(cuMemPoolImportFromShareableHandle);
+    SIM_REQUIRE_INIT();
+    if (!sim_os_posix_fd_handles()) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!pool_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    int32_t pid;
+    uint64_t id;
+    int card;
+    if (sim_os_pool_fd_read((int)(intptr_t)handle, &pid, &id, &card) != 0 || card < 0 || card >= sim_cfg.ncards)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_pool *p = calloc(1, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    p->magic = POOL_MAGIC;
+    p->dev = card;
+    p->id = sim_next_id();
+    p->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    p->imported = 1;
+    p->exp_pid = pid;
+    p->exp_id = id;
+    p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+    pthread_mutex_lock(&pool_lock);
+    p->next = pools;
+    pools = p;
+    pthread_mutex_unlock(&pool_lock);
+    *pool_out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+{
+    SIM_COUNT(cuMemPoolExportPointer);
+    SIM_REQUIRE_INIT();
+    if (!sim_os_posix_fd_handles()) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!shareData_out) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = sim_mem_find_base((uintptr_t)ptr);
+    if (a && a->kind == SIM_K_POOL && !a->free_pending && a->pool) {
+        pthread_mutex_lock(&pool_lock);
+        struct sim_pool *p = a->pool;
+        if (!p->imported && (p->handle_types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+            struct pool_ptr_wire w = {POOL_PTR_MAGIC, sim_os_pid(), (int32_t)a->obj, a->card, a->id, a->size,
+                                      a->map_len, p->id};
+            memset(shareData_out, 0, sizeof *shareData_out);
+            memcpy(shareData_out->reserved, &w, sizeof w);
+            r = CUDA_SUCCESS;
+        }
+        pthread_mutex_unlock(&pool_lock);
+    }
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
+}
+
+SIM_API CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData)
+{
+    SIM_COUNT(cuMemPoolImportPointer);
+    SIM_REQUIRE_INIT();
+    if (!sim_os_posix_fd_handles()) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!ptr_out || !shareData) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    struct pool_ptr_wire w;
+    memcpy(&w, shareData->reserved, sizeof w);
+    pthread_mutex_lock(&pool_lock);
+    struct sim_pool *p = pool_get(pool);
+    int ok = p && p->imported && p->exp_pid == w.pid && p->exp_id == w.pool_id;
+    pthread_mutex_unlock(&pool_lock);
+    if (!ok || w.magic != POOL_PTR_MAGIC || w.fd < 0 || w.map_len == 0 || w.size > w.map_len)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* each import is its own mapping, freed once (cuMemFree / cuMemFreeAsync) */
+    void *m = NULL;
+    int mr = sim_os_ipc_map(w.pid, w.fd, w.id, w.map_len, &m);
+    if (mr != 0) return mr == -2 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+    struct sim_alloc *a = calloc(1, sizeof *a);
+    if (!a) {
+        sim_os_obj_unmap(m, w.map_len);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->base = (uintptr_t)m;
+    a->size = w.size;
+    a->map_len = w.map_len;
+    a->obj = SIM_OS_NO_OBJ;
+    a->card = w.card;
+    a->kind = SIM_K_IPC;
+    a->ctx = ctx;
+    a->id = sim_next_id();
+    a->ipc_refs = 1;
+    a->ipc_pid = w.pid;
+    a->ipc_id = w.id;
+    a->pool_import = 1;
+    pthread_mutex_lock(&sim_mem_lock);
+    sim_mem_insert(a);
+    pthread_mutex_unlock(&sim_mem_lock);
+    *ptr_out = a->base;
+    return CUDA_SUCCESS;
 }
 
 void sim_pool_after_fork_child(void)

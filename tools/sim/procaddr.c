@@ -158,6 +158,10 @@ static const struct proc_row rows[] = {
     R(cuMemPoolGetAttribute, 11020, cuMemPoolGetAttribute)
     R(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess)
     R(cuMemPoolGetAccess, 11020, cuMemPoolGetAccess)
+    R(cuMemPoolExportToShareableHandle, 11020, cuMemPoolExportToShareableHandle)
+    R(cuMemPoolImportFromShareableHandle, 11020, cuMemPoolImportFromShareableHandle)
+    R(cuMemPoolExportPointer, 11020, cuMemPoolExportPointer)
+    R(cuMemPoolImportPointer, 11020, cuMemPoolImportPointer)
     /* virtual memory management */
     R(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity)
     R(cuMemAddressReserve, 10020, cuMemAddressReserve)

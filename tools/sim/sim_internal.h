@@ -43,8 +43,11 @@ extern _Atomic uint64_t sim_call_counts[SIM_FN_COUNT];
 
 /* ---- configuration, read once at cuInit (config.c) ---- */
 struct sim_config {
-    int ncards;
-    uint64_t capacity[SIM_MAX_CARDS];
+    int ncards;                       /* cards this process sees (CUDA_VISIBLE_DEVICES) */
+    uint64_t capacity[SIM_MAX_CARDS]; /* by ordinal */
+    int phys[SIM_MAX_CARDS];          /* ordinal -> physical index (the state file's card) */
+    int nphys;                        /* physical cards (VRAMSIM_CARDS) */
+    uint64_t phys_capacity[SIM_MAX_CARDS];
     int vmm;                    /* cards report VMM support */
     uint64_t async_delay_us;    /* before each async op on a stream worker */
     uint64_t alloc_latency_us;  /* per cuMemAlloc/Free/Create/Release */
@@ -59,11 +62,19 @@ int sim_initialized(void);
 #define CHECK_DEV(d) \
     do { if ((d) < 0 || (d) >= sim_cfg.ncards) return CUDA_ERROR_INVALID_DEVICE; } while (0)
 int sim_parse_size(const char *s, uint64_t *out);
+/* A physical card's UUID (stable per physical index and capacity). */
+void sim_phys_uuid(int phys, uint64_t capacity, CUuuid *u);
+/* The cards CUDA_VISIBLE_DEVICES (value cvd; NULL: all) shows, as the driver
+ * reads it: comma-separated indexes, GPU UUIDs ("GPU-..." or without the
+ * prefix, any unique prefix of one); the first entry that names no card, or
+ * one already listed, ends the list. Fills phys[] and returns the count. */
+int sim_visible_devices(const char *cvd, int nphys, const uint64_t *phys_capacity, int phys[SIM_MAX_CARDS]);
 void sim_sleep_us(uint64_t us);   /* the whole time, across signals */
 void sim_latency(void);             /* VRAMSIM_ALLOC_LATENCY_US */
 
 /* ---- shared state across processes (state.c) ---- */
 CUresult sim_state_open(const char *path, const struct sim_config *want, struct sim_config *got);
+/* card: the ordinal; the state file counts by physical card */
 CUresult sim_charge(int card, uint64_t bytes);   /* CUDA_ERROR_OUT_OF_MEMORY when full */
 void sim_uncharge(int card, uint64_t bytes);
 uint64_t sim_state_used(int card);               /* all live processes, dead ones reclaimed */
@@ -104,6 +115,8 @@ struct sim_alloc {
     struct sim_pool *pool;
     int free_pending;   /* cuMemFreeAsync queued */
     int ipc_refs;       /* SIM_K_IPC: opens of the same handle */
+    int pool_import;    /* SIM_K_IPC: imported from an exported pool (cuMemPoolImportPointer):
+                           freed by cuMemFree / cuMemFreeAsync, not cuIpcCloseMemHandle */
     int32_t ipc_pid;
     uint64_t ipc_id;
 };
@@ -133,6 +146,13 @@ void sim_free_record(struct sim_alloc *a);
 static inline int sim_kind_freeable(enum sim_kind k)
 {
     return k == SIM_K_DEVICE || k == SIM_K_MANAGED || k == SIM_K_POOL;
+}
+/* what cuMemFree and cuMemFreeAsync accept: the kinds above, and a
+ * pointer imported from another process's pool (cuda.h: "The pointer may
+ * be freed with cuMemFree or cuMemFreeAsync") */
+static inline int sim_alloc_freeable(const struct sim_alloc *a)
+{
+    return sim_kind_freeable(a->kind) || (a->kind == SIM_K_IPC && a->pool_import);
 }
 /* 1 when [p, p+n) lies in device memory this process may touch */
 int sim_dev_range_ok(uintptr_t p, size_t n);

@@ -112,6 +112,14 @@ CUresult sim_state_open(const char *path, const struct sim_config *want, struct 
     return CUDA_SUCCESS;
 }
 
+/* The state file's card of an ordinal this process sees; -1 if none. */
+static int phys_of(int card)
+{
+    if (!sh || card < 0 || card >= sim_cfg.ncards) return -1;
+    int p = sim_cfg.phys[card];
+    return p >= 0 && p < (int)sh->ncards ? p : -1;
+}
+
 static uint64_t used_locked(int card)
 {
     uint64_t u = 0;
@@ -120,9 +128,10 @@ static uint64_t used_locked(int card)
     return u;
 }
 
-CUresult sim_charge(int card, uint64_t bytes)
+CUresult sim_charge(int ordinal, uint64_t bytes)
 {
-    if (!sh || my_slot < 0 || card < 0 || card >= (int)sh->ncards) return CUDA_ERROR_INVALID_DEVICE;
+    int card = phys_of(ordinal);
+    if (my_slot < 0 || card < 0) return CUDA_ERROR_INVALID_DEVICE;
     lock_state();
     uint64_t cap = sh->capacity[card];
     uint64_t u = used_locked(card);
@@ -139,18 +148,20 @@ CUresult sim_charge(int card, uint64_t bytes)
     return r;
 }
 
-void sim_uncharge(int card, uint64_t bytes)
+void sim_uncharge(int ordinal, uint64_t bytes)
 {
-    if (!sh || my_slot < 0 || card < 0 || card >= (int)sh->ncards) return;
+    int card = phys_of(ordinal);
+    if (my_slot < 0 || card < 0) return;
     lock_state();
     uint64_t *u = &sh->slots[my_slot].used[card];
     *u = *u >= bytes ? *u - bytes : 0;
     sim_os_unlock(sh->lock);
 }
 
-uint64_t sim_state_used(int card)
+uint64_t sim_state_used(int ordinal)
 {
-    if (!sh || card < 0 || card >= (int)sh->ncards) return 0;
+    int card = phys_of(ordinal);
+    if (card < 0) return 0;
     lock_state();
     reclaim();
     uint64_t u = used_locked(card);

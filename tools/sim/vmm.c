@@ -21,6 +21,7 @@ struct phys {
     int released;
     uint64_t id;
     int imported;      /* from another process's descriptor: charged there */
+    int host;          /* a host location (CUDA 12.2+): host memory, never charged to a card */
     CUmemAllocationProp prop;
     struct phys *next;
 };
@@ -42,12 +43,31 @@ struct va {
 static struct phys *physs;
 static struct va *vas;
 
+/* Host locations (cuda.h, cuMemCreate; drivers from CUDA 12.2): HOST (id
+ * ignored; no shareable handle types), HOST_NUMA (id a host NUMA node: the
+ * sim's host has no NUMA, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID -1, so only 0),
+ * and HOST_NUMA_CURRENT, which cuMemCreate refuses. An older driver knows
+ * none of them. */
+static int is_host_location(CUmemLocationType t)
+{
+    return t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
 static CUresult check_prop(const CUmemAllocationProp *prop)
 {
-    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    CHECK_DEV(prop->location.id);
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    if (is_host_location(prop->location.type)) {
+        if (sim_driver_version() < 12020 || prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && prop->location.id != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        CHECK_DEV(prop->location.id);
+    }
     if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE &&
         (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !sim_os_posix_fd_handles()))
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -146,7 +166,7 @@ static void phys_destroy_list(struct phys *list)
 {
     while (list) {
         struct phys *n = list->next;
-        if (!list->imported) {
+        if (!list->imported && !list->host) {
             sim_latency();
             sim_live_add(list->dev, -(int64_t)list->size, -1);
             sim_uncharge(list->dev, list->size);
@@ -204,21 +224,24 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     if (!handle || size == 0 || size % SIM_VMM_GRANULE || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = check_prop(prop);
     if (r != CUDA_SUCCESS) return r;
-    int dev = prop->location.id;
+    /* host memory is mapped for the devices like device memory; it is
+     * named after card 0 and charged to none */
+    int host = is_host_location(prop->location.type);
+    int dev = host ? 0 : prop->location.id;
     sim_latency();
-    r = sim_charge(dev, size);
-    if (r != CUDA_SUCCESS) return r;
+    if (!host && (r = sim_charge(dev, size)) != CUDA_SUCCESS) return r;
     struct phys *ph = calloc(1, sizeof *ph);
     sim_os_obj obj = SIM_OS_NO_OBJ;
     /* only the memory object: mappings come from cuMemMap */
     if (!ph || (r = sim_backing_create(size, sim_next_id(), dev, &obj, NULL)) != CUDA_SUCCESS) {
         free(ph);
-        sim_uncharge(dev, size);
+        if (!host) sim_uncharge(dev, size);
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
     }
     ph->obj = obj;
     ph->size = size;
     ph->dev = dev;
+    ph->host = host;
     ph->refs = 1;
     ph->id = sim_next_id();
     ph->prop = *prop;
@@ -226,7 +249,7 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     ph->next = physs;
     physs = ph;
     pthread_mutex_unlock(&sim_mem_lock);
-    sim_live_add(dev, (int64_t)size, 1);
+    if (!host) sim_live_add(dev, (int64_t)size, 1);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
     return CUDA_SUCCESS;
 }

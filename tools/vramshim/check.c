@@ -45,6 +45,26 @@ static void print_exes(const vs_tenant_cfg *t) {
 }
 
 /* Without capacities: the tenants as written. */
+/* Rules that name a card by index (issue 22): the index is the card's in a
+ * process without CUDA_VISIBLE_DEVICES; a process that names cards by UUID
+ * there finds the index only through the card's ledger, after a process
+ * that knew it used the card. A UUID means one card in every process. */
+/* To stderr under --json, so stdout stays one document. */
+static void warn_indexes(const vs_config *cfg, FILE *out) {
+  int n = 0;
+  for (int k = 0; k < cfg->ncards; k++)
+    if (cfg->cards[k].index >= 0 && n++ < 8)
+      fprintf(out, "vramshim: warning: %s:%d: [card %d] names a card by index; under CUDA_VISIBLE_DEVICES an index may mean "
+             "another card to another process (the shim resolves it to the card CUDA numbers %d without the "
+             "variable, see docs/config.md \"Cards\"); [card GPU-...] names it the same way everywhere\n",
+             cfg->file, cfg->cards[k].line, cfg->cards[k].index, cfg->cards[k].index);
+  for (int t = 0; t < cfg->ntenants; t++)
+    if (cfg->tenants[t].cards_mask != UINT64_MAX && cfg->tenants[t].cards_mask && n++ < 8)
+      fprintf(out, "vramshim: warning: [tenant %s]: 'cards' names cards by index; under CUDA_VISIBLE_DEVICES an index may "
+             "mean another card to another process; 'cards = GPU-...' names a card the same way everywhere\n",
+             cfg->tenants[t].name);
+}
+
 static void print_unresolved(const vs_config *cfg) {
   char a[32], b[32], c[32];
   for (int k = 0; k < cfg->ncards; k++) {
@@ -56,13 +76,15 @@ static void print_unresolved(const vs_config *cfg) {
          "match_exe");
   for (int i = 0; i < cfg->ntenants; i++) {
     const vs_tenant_cfg *t = &cfg->tenants[i];
-    char warn[16] = "-", cards[32] = "all";
+    char warn[16] = "-", cards[VS_CFG_MAX_CARD_UUIDS * VS_NAME_MAX + 256] = "all";
     if (t->warn_ppm) snprintf(warn, sizeof warn, "%g%%", t->warn_ppm / 10000.0);
-    if (t->cards_mask != UINT64_MAX) {
+    if (t->cards_mask != UINT64_MAX || t->ncards_uuid) {
       size_t n = 0;
       cards[0] = 0;
       for (int k = 0; k < 64 && n + 4 < sizeof cards; k++)
         if ((t->cards_mask >> k) & 1) n += (size_t)snprintf(cards + n, sizeof cards - n, "%s%d", n ? "," : "", k);
+      for (int k = 0; k < t->ncards_uuid && n + VS_NAME_MAX + 2 < sizeof cards; k++)
+        n += (size_t)snprintf(cards + n, sizeof cards - n, "%s%s", n ? "," : "", t->cards_uuid[k]);
     }
     char sp[32];
     on_limit_str(t->wait_ms, t->has_spill ? vs_size_str(t->spill_max, sp, sizeof sp) : NULL, c, sizeof c);
@@ -316,6 +338,7 @@ int cmd_check(int argc, char **argv) {
     rc = 1;
   } else {
     if (!json) printf("vramshim: %s is valid (config generation %016" PRIx64 ")\n", file, cfg->generation);
+    warn_indexes(cfg, json ? stderr : stdout);
     if (!ncaps) {
       if (!json) {
         printf("vramshim: no --card-capacity given: percentages are not resolved and reservations are not checked\n"

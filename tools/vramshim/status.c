@@ -12,6 +12,8 @@
 #include "json.h"
 #include "ledger_read.h"
 #include "log.h"
+#include "text_escape.h"
+#include "sbuf.h"
 #include "timeutil.h"
 
 #define MAX_LEDGERS 64
@@ -31,6 +33,15 @@ static void usage(FILE *out) {
 
 static const char *bytes(uint64_t b, char buf[32]) { return vs_bytes_or_none(b, buf, 32); }
 
+/* A name or path read from a ledger file, control characters escaped
+ * (text_escape.h): the table's lines stay the table's. Four buffers in turn. */
+static const char *esc(const char *s) {
+  static char buf[4][4 * VS_PATH_MAX];
+  static int k;
+  k = (k + 1) % 4;
+  return vs_text_escape(s, buf[k], sizeof buf[k]);
+}
+
 static void fmt_time(uint64_t ns, char *buf, size_t len) {
   time_t t = (time_t)(ns / 1000000000ull);
   struct tm tm;
@@ -42,8 +53,8 @@ static void fmt_time(uint64_t ns, char *buf, size_t len) {
 /* ---- Table --------------------------------------------------------------- */
 static void print_table(const char *dir, const vs_ledger_snapshot *s, int events) {
   char a[32], b[32], c[32], d[32];
-  printf("card %s: capacity %s, headroom %s (%s/card-%s.ledger)\n", s->card_id, bytes(s->capacity, a),
-         bytes(s->headroom, b), dir, s->card_id);
+  printf("card %s: capacity %s, headroom %s (%s/card-%s.ledger)\n", esc(s->card_id), bytes(s->capacity, a),
+         bytes(s->headroom, b), esc(dir), esc(s->card_id));
   /* Spilled host bytes (on_limit = spill, issue 13) get columns of their own
    * only on a card where some tenant spills: other tables stay as they were. */
   int spill = 0;
@@ -54,7 +65,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   uint64_t taken = s->headroom, used = 0, spilled = 0;
   for (int t = 0; t < s->ntenants; t++) {
     const vs_snap_tenant *x = &s->tenants[t];
-    printf("  %-16s %12s %12s %12s %12s %6.1f%% %6d", x->name, bytes(x->reserve, a), bytes(x->limit, b),
+    printf("  %-16s %12s %12s %12s %12s %6.1f%% %6d", esc(x->name), bytes(x->reserve, a), bytes(x->limit, b),
            bytes(x->used, c), bytes(x->peak, d), s->capacity ? 100.0 * (double)x->used / (double)s->capacity : 0.0,
            x->nprocs);
     if (spill) printf(" %12s %12s", bytes(x->spilled, a), x->spill_max ? bytes(x->spill_max, b) : "-");
@@ -72,7 +83,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   for (int t = 0; t < s->ntenants; t++) {
     const vs_snap_tenant *x = &s->tenants[t];
     if (!x->reserve_procs) continue;
-    printf("  reservation of %s (%s) held by the config of %d live process%s: pid", x->name, bytes(x->reserve, a),
+    printf("  reservation of %s (%s) held by the config of %d live process%s: pid", esc(x->name), bytes(x->reserve, a),
            x->reserve_procs, x->reserve_procs == 1 ? "" : "es");
     for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s %d", k ? "," : "", x->reserve_pids[k]);
     printf("%s\n", x->reserve_procs > VS_SNAP_RESERVE_PIDS ? ", ..." : "");
@@ -83,7 +94,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
     printf("\n");
     for (int i = 0; i < s->nprocs; i++) {
       const vs_snap_proc *p = &s->procs[i];
-      printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64, p->pid, p->tenant, bytes(p->held, a), bytes(p->live, b),
+      printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64, p->pid, esc(p->tenant), bytes(p->held, a), bytes(p->live, b),
              bytes(p->peak, c), p->generation);
       if (spill) printf(" %12s", bytes(p->spilled, d));
       printf("%s\n", p->alive ? "" : "  (dead, reclaim pending)");
@@ -106,7 +117,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
       const vs_snap_event *ev = &s->events[e];
       char when[48];
       fmt_time(ev->time_ns, when, sizeof when);
-      printf("  %-23s %-8d %-16s %-8s %12s %12s %12s\n", when, ev->pid, ev->tenant, ev->kind, bytes(ev->bytes, a),
+      printf("  %-23s %-8d %-16s %-8s %12s %12s %12s\n", when, ev->pid, esc(ev->tenant), ev->kind, bytes(ev->bytes, a),
              bytes(ev->used, b), bytes(ev->limit, c));
     }
   }

@@ -1,0 +1,393 @@
+/* The quota is what the card holds (issue 22): real processes under the
+ * shim over the simulated driver, one tenant limited to 64 MiB on a 4 GiB
+ * card, in every arena mode (and on a card without VMM, VRAMSIM_VMM=0 set
+ * by the test).
+ *
+ *   card_truth case pool KIND MODE WORKDIR   a driver pool (KIND created,
+ *        exportable or default) that keeps freed memory (release threshold
+ *        at its maximum) while the program allocates to the limit: the
+ *        sim's own charge of the card never passes the limit; trim, a
+ *        lowered threshold at a sync and a destroy give it back; the
+ *        program's cuMemPoolGetAttribute answers the driver's numbers.
+ *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
+ *        the limit: the driver's own answer, the tenant's view unchanged.
+ *   card_truth case names MODE WORKDIR   tenant names: a name with a newline
+ *        and names longer than 63 bytes are refused at start (exit 78; run
+ *        without enforcement under VRAMSHIM_ON_ERROR=passthrough), the log
+ *        line escaped; two 63-byte names differing in the last byte are two
+ *        tenants; a tenant without a section shows [tenant default]'s limit.
+ *
+ *   card_truth case visible MODE WORKDIR   one physical card seen under
+ *        different CUDA_VISIBLE_DEVICES (unset: device 1; "1": device 0;
+ *        its UUID: device 0): one tenant usage, one limit ([tenant t]
+ *        cards = 1, limit 256 MiB), one ledger, whose header keeps the
+ *        physical index. Cards: 4GiB,4GiB.
+ *
+ * Workers (started by the orchestrator under the tenant): pool KIND, host,
+ * hold MIB [DEV] (allocate on device DEV, then wait for SIGTERM), try DEV MIB
+ * ok|oom. */
+#include "tenant_proc.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vramsim.h"
+
+#define LIMIT (64 * MiB)
+
+static uint64_t card_used(void) { return vramsim_card_used(0); }
+
+/* The card never holds more than the limit for the tenant (the only one). */
+#define WITHIN_LIMIT(what) \
+  CHECK(card_used() <= LIMIT, "%s: the card holds %llu MiB for a 64 MiB tenant", what, \
+        (unsigned long long)(card_used() / MiB))
+
+static uint64_t reserved_of(CUmemoryPool pool) {
+  cuuint64_t v = 0;
+  CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS, "reserved");
+  return v;
+}
+
+static CUresult pool_alloc(const char *kind, CUdeviceptr *p, uint64_t n, CUmemoryPool pool, CUstream s) {
+  if (!strcmp(kind, "default")) return cuMemAllocAsync(p, n, s);
+  return cuMemAllocFromPoolAsync(p, n, pool, s);
+}
+
+static int w_pool(const char *kind) {
+  tp_cuda_up();
+  CUmemoryPool pool;
+  /* the default pool: on the per-thread stream, which the driver's pool
+   * serves in every arena mode (docs/arena.md, "The lane") */
+  CUstream s = !strcmp(kind, "default") ? CU_STREAM_PER_THREAD : 0;
+  if (!strcmp(kind, "default")) {
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, "default pool");
+  } else {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    if (!strcmp(kind, "exportable")) props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS, "cuMemPoolCreate");
+  }
+  cuuint64_t keep = UINT64_MAX;
+  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
+
+  /* 1. The pool keeps 32 MiB it no longer uses: they are the tenant's. */
+  CUdeviceptr a, big;
+  CHECK(pool_alloc(kind, &a, 32 * MiB, pool, s) == CUDA_SUCCESS, "32 MiB from the pool");
+  CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS, "free async");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(reserved_of(pool) == 32 * MiB, "the driver's reserved bytes: %llu", (unsigned long long)reserved_of(pool));
+  CHECK(card_used() == 32 * MiB, "the pool keeps 32 MiB on the card");
+  CUresult r = cuMemAlloc(&big, 48 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(48 MiB) next to a pool keeping 32 MiB");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(48 MiB) = %d, the pool keeps 32 MiB of 64", (int)r);
+
+  /* 2. The pool grows to the limit, never past it (its unused memory goes
+   * back first when the growth is refused). */
+  CUdeviceptr blk[64];
+  int n = 0;
+  for (; n < 64; n++) {
+    r = pool_alloc(kind, &blk[n], 8 * MiB, pool, s);
+    WITHIN_LIMIT("the pool growing");
+    if (r != CUDA_SUCCESS) break;
+  }
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the growth past the limit is refused: %d", (int)r);
+  CHECK(n * 8 * MiB <= LIMIT && n >= 6, "%d blocks of 8 MiB", n);
+  SAY("%s pool: %d blocks of 8 MiB, the card holds %llu MiB", kind, n, (unsigned long long)(card_used() / MiB));
+  for (int i = 0; i < n; i++) CHECK(cuMemFreeAsync(blk[i], s) == CUDA_SUCCESS, "free");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(card_used() == (uint64_t)n * 8 * MiB, "the pool keeps its blocks");
+  CHECK(cuMemAlloc(&big, 48 * MiB) == CUDA_ERROR_OUT_OF_MEMORY, "the pool's memory is still the tenant's");
+
+  /* 3. A trim gives it back to the card and to the tenant. */
+  CHECK(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS, "trim");
+  CHECK(card_used() == 0, "trimmed");
+  CHECK(cuMemAlloc(&big, 48 * MiB) == CUDA_SUCCESS, "48 MiB once the pool gave its memory back");
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+
+  /* 4. A lowered release threshold gives it back at the next sync. */
+  CHECK(pool_alloc(kind, &a, 16 * MiB, pool, s) == CUDA_SUCCESS, "16 MiB");
+  CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "free");
+  CHECK(reserved_of(pool) == 16 * MiB, "the pool keeps 16 MiB");
+  cuuint64_t none = 0;
+  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &none) == CUDA_SUCCESS, "threshold 0");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+  CHECK(reserved_of(pool) == 0, "given back at the sync");
+  r = cuMemAlloc(&big, 56 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(56 MiB)");
+  CHECK(r == CUDA_SUCCESS, "56 MiB once the threshold gave the pool's memory back: %d", (int)r);
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+
+  /* 5. A destroyed pool gives back what it kept. */
+  if (strcmp(kind, "default") != 0) {
+    CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
+    CHECK(pool_alloc(kind, &a, 16 * MiB, pool, s) == CUDA_SUCCESS, "16 MiB");
+    CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "free");
+    CHECK(cuMemPoolDestroy(pool) == CUDA_SUCCESS, "destroy");
+    r = cuMemAlloc(&big, 56 * MiB);
+    WITHIN_LIMIT("cuMemAlloc(56 MiB) after the destroy");
+    CHECK(r == CUDA_SUCCESS, "56 MiB once the pool was destroyed: %d", (int)r);
+    CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+  }
+  SAY("pool %s ok", kind);
+  return 0;
+}
+
+static CUmemAllocationProp host_prop(CUmemLocationType t, int id) {
+  CUmemAllocationProp p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = t;
+  p.location.id = id;
+  return p;
+}
+
+static int w_host(void) {
+  tp_cuda_up();
+  size_t free0, total0, free1, total1;
+  CHECK(cuMemGetInfo(&free0, &total0) == CUDA_SUCCESS, "view");
+  CHECK(total0 == LIMIT, "the tenant's view: %llu", (unsigned long long)total0);
+  int vmm = 0;
+  CHECK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0) == CUDA_SUCCESS, "attr");
+  CUmemGenericAllocationHandle h = 0, n = 0;
+  CUmemAllocationProp p = host_prop(CU_MEM_LOCATION_TYPE_HOST, 0);
+  CUresult r = cuMemCreate(&h, 256 * MiB, &p, 0);   /* four times the limit */
+  CHECK(r == (vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED), "cuMemCreate(HOST, 256 MiB) = %d", (int)r);
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  r = cuMemCreate(&n, 128 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED), "cuMemCreate(HOST_NUMA 0, 128 MiB) = %d", (int)r);
+  CUmemGenericAllocationHandle bad;
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA, 5);
+  r = cuMemCreate(&bad, 2 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED), "HOST_NUMA 5: %d", (int)r);
+  p = host_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+  r = cuMemCreate(&bad, 2 * MiB, &p, 0);
+  CHECK(r == (vmm ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED), "HOST_NUMA_CURRENT: %d", (int)r);
+  CHECK(card_used() == 0, "host memory is on no card");
+  CHECK(cuMemGetInfo(&free1, &total1) == CUDA_SUCCESS, "view");
+  CHECK(free1 == free0 && total1 == total0, "the tenant's view is unchanged: free %llu -> %llu",
+        (unsigned long long)free0, (unsigned long long)free1);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, 48 * MiB) == CUDA_SUCCESS, "the tenant's device memory is untouched");
+  WITHIN_LIMIT("after host memory");
+  CHECK(cuMemFree(d) == CUDA_SUCCESS, "free");
+  if (vmm) CHECK(cuMemRelease(h) == CUDA_SUCCESS && cuMemRelease(n) == CUDA_SUCCESS, "release");
+  SAY("host ok");
+  return 0;
+}
+
+static void cuda_up_on(int dev) {
+  CUcontext c;
+  CHECK(cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&c, dev) == CUDA_SUCCESS &&
+            cuCtxSetCurrent(c) == CUDA_SUCCESS,
+        "context on device %d", dev);
+}
+
+static int w_try(int dev, const char *mib, const char *want) {
+  cuda_up_on(dev);
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(mib, NULL, 10) * MiB);
+  printf("result=%d\n", (int)r);
+  CHECK(!strcmp(want, "ok") ? r == CUDA_SUCCESS : r == CUDA_ERROR_OUT_OF_MEMORY, "try: cuMemAlloc(%s MiB) on %d = %d",
+        mib, dev, (int)r);
+  return 0;
+}
+
+static int w_hold(const char *mib, int dev) {
+  /* a holder never outlives its orchestrator (one that failed a check
+   * exits without its SIGTERM): it would hold memory in the next run's
+   * ledger and sim state */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return 1;
+  cuda_up_on(dev);
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(mib, NULL, 10) * MiB);
+  printf("result=%d\n", (int)r);
+  fflush(stdout);
+  CHECK(r == CUDA_SUCCESS, "hold: cuMemAlloc(%s MiB) = %d", mib, (int)r);
+  while (tp_wait_signal() != SIGTERM) {
+  }
+  return 0;
+}
+
+static const char *arena_line(const char *mode) {
+  static char g[64];
+  snprintf(g, sizeof g, "arena = %s", mode);
+  return g;
+}
+
+static int run_worker(const char *tag, const char *const *args) {
+  int st = tp_wait(tp_spawn(tag, "t", NULL, args));
+  char name[64];
+  snprintf(name, sizeof name, "%s.out", tag);
+  char *out = tp_read(name);
+  snprintf(name, sizeof name, "%s.err", tag);
+  char *err = tp_read(name);
+  printf("%s%s", out, err);
+  free(out);
+  free(err);
+  return st;
+}
+
+/* A worker under tenant `name` (raw bytes) holding mib; extra_env may be NULL. */
+static pid_t spawn_hold(const char *tag, const char *name, const char *extra_env, const char *mib) {
+  const char *args[] = {"hold", mib, NULL};
+  return tp_spawn(tag, name, extra_env, args);
+}
+
+static int has_line_starting(const char *text, const char *prefix) {
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (!strncmp(l, prefix, strlen(prefix))) return 1;
+  return 0;
+}
+
+static int case_names(void) {
+  /* A newline in the name: refused, the log line escaped (no forged line). */
+  int st = tp_wait(spawn_hold("nl", "evil\nvramshim: forged line", NULL, "1"));
+  char *err = tp_read("nl.err");
+  printf("%s", err);
+  CHECK(st == 78, "a name with a newline is a config error: exit %d", st);
+  CHECK(!has_line_starting(err, "vramshim: forged line"), "no forged line in the log");
+  CHECK(strstr(err, "VRAMSHIM_TENANT='evil\\nvramshim: forged line'"), "the name is shown escaped");
+  free(err);
+  /* Names longer than 63 bytes: refused, never cut (once they became one tenant). */
+  char long1[80], long2[80];
+  memset(long1, 'n', 70), long1[70] = 0;
+  memcpy(long2, long1, sizeof long1);
+  long1[69] = '1', long2[69] = '2';
+  CHECK(tp_wait(spawn_hold("long1", long1, NULL, "1")) == 78, "a 70-byte name is refused");
+  CHECK(tp_wait(spawn_hold("long2", long2, NULL, "1")) == 78, "another 70-byte name is refused");
+  /* ... unless the operator chose passthrough: then nothing is enforced. */
+  pid_t pt = spawn_hold("pass", long1, "VRAMSHIM_ON_ERROR=passthrough", "100");
+  tp_sleep_ms(50);
+  int pst = 0;
+  for (int i = 0; i < 600 && !tp_exited(pt, &pst); i++) {
+    char *out = tp_read("pass.out");
+    int held = strstr(out, "result=0") != NULL;
+    free(out);
+    if (held) break;
+    tp_sleep_ms(50);
+  }
+  kill(pt, SIGTERM);
+  CHECK(tp_wait(pt) == 0, "passthrough: the program runs (100 MiB over a 64 MiB default, not enforced)");
+  /* Two 63-byte names differing in the last byte: two tenants (cut to a
+   * common prefix they would be one). */
+  char n1[64], n2[64];
+  memset(n1, 'm', 63), n1[63] = 0;
+  memcpy(n2, n1, sizeof n1);
+  n1[62] = '1', n2[62] = '2';
+  pid_t a = spawn_hold("n1", n1, NULL, "16"), b = spawn_hold("n2", n2, NULL, "16");
+  /* and a tenant without a section, held to [tenant default]'s 64 MiB */
+  pid_t o = spawn_hold("other", "other", NULL, "16");
+  static vs_ledger_snapshot snap;
+  pid_t who[3] = {a, b, o};
+  for (int i = 0; i < 3; i++)
+    if (tp_wait_held(who[i], 16 * MiB, TP_EVENTUALLY_MS) != 0) {
+      if (tp_snapshot(&snap) == 0)
+        for (int k = 0; k < snap.nprocs; k++)
+          SAY("ledger: pid %d tenant %s held %llu alive %d", snap.procs[k].pid, snap.procs[k].tenant,
+              (unsigned long long)snap.procs[k].held, snap.procs[k].alive);
+      CHECK(0, "holder %d (pid %d) holds 16 MiB", i, (int)who[i]);
+    }
+  CHECK(tp_snapshot(&snap) == 0, "snapshot");
+  const vs_snap_tenant *t1 = tp_tenant(&snap, n1), *t2 = tp_tenant(&snap, n2), *to = tp_tenant(&snap, "other");
+  CHECK(t1 && t2 && t1 != t2, "two tenants");
+  CHECK(t1->used >= 16 * MiB && t2->used >= 16 * MiB && t1->nprocs == 1 && t2->nprocs == 1,
+        "two tenants of one process each: %llu MiB in %d, %llu MiB in %d", (unsigned long long)(t1->used / MiB),
+        t1->nprocs, (unsigned long long)(t2->used / MiB), t2->nprocs);
+  CHECK(to && to->limit == 64 * MiB, "a tenant without a section shows the limit it is held to: %llu",
+        to ? (unsigned long long)to->limit : 0ull);
+  kill(a, SIGTERM), kill(b, SIGTERM), kill(o, SIGTERM);
+  CHECK(tp_wait(a) == 0 && tp_wait(b) == 0 && tp_wait(o) == 0, "holders exit");
+  return 0;
+}
+
+/* cvd: CUDA_VISIBLE_DEVICES for the worker (NULL: unset) */
+static pid_t spawn_env(const char *tag, const char *cvd, const char *const *args) {
+  static char env[160];
+  if (cvd) snprintf(env, sizeof env, "CUDA_VISIBLE_DEVICES=%s", cvd);
+  else snprintf(env, sizeof env, "VRAMSHIM_TEST_UNUSED=1");
+  return tp_spawn(tag, "t", env, args);
+}
+
+static int case_visible(void) {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  /* the physical card 1's UUID, as a process without the variable sees it */
+  CUuuid u;
+  CHECK(cuInit(0) == CUDA_SUCCESS && cuDeviceGetUuid(&u, 1) == CUDA_SUCCESS, "uuid of card 1");
+  const unsigned char *b = (const unsigned char *)u.bytes;
+  char uuid[48];
+  snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  /* A: no CUDA_VISIBLE_DEVICES, device 1, holds 128 MiB of the 256 MiB limit */
+  const char *hold_a[] = {"hold", "64", "1", NULL};
+  pid_t a = spawn_env("a", NULL, hold_a);
+  CHECK(tp_wait_held(a, 64 * MiB, TP_EVENTUALLY_MS) == 0, "A holds 64 MiB");
+  /* B sees the same card as its device 0: the same tenant, the same limit
+   * (sizes leave room for an arena that grows by more than a request) */
+  const char *try_b[] = {"try", "0", "224", "oom", NULL};
+  int st = tp_wait(spawn_env("b", "1", try_b));
+  char *out = tp_read("b.err");
+  printf("%s", out);
+  free(out);
+  CHECK(st == 0, "B (CUDA_VISIBLE_DEVICES=1) is refused 224 MiB next to A's 64 MiB");
+  /* C names it by UUID: the index comes from the card's ledger header */
+  const char *hold_c[] = {"hold", "32", "0", NULL};
+  pid_t c = spawn_env("c", uuid, hold_c);
+  CHECK(tp_wait_held(c, 32 * MiB, TP_EVENTUALLY_MS) == 0, "C holds 32 MiB");
+  const char *try_c[] = {"try", "0", "192", "oom", NULL};
+  CHECK(tp_wait(spawn_env("c2", uuid, try_c)) == 0, "C2 (CUDA_VISIBLE_DEVICES=%s) is refused past the limit", uuid);
+  static vs_ledger_snapshot snap;
+  CHECK(tp_snapshot(&snap) == 0, "one ledger for the card");
+  const vs_snap_tenant *t = tp_tenant(&snap, "t");
+  CHECK(t && t->used >= 96 * MiB && t->used <= 256 * MiB && t->limit == 256 * MiB && t->nprocs == 2,
+        "one tenant usage (%llu MiB) and one limit", t ? (unsigned long long)(t->used / MiB) : 0ull);
+  CHECK(snap.card_index == 1 && snap.headroom == 256 * MiB, "the header keeps the physical index (%d)", snap.card_index);
+  CHECK(!strcmp(snap.card_id, uuid), "the ledger is the card's UUID's");
+  /* an unknown ordinal/UUID pairing: C's process still on card index 1 */
+  kill(a, SIGTERM), kill(c, SIGTERM);
+  CHECK(tp_wait(a) == 0 && tp_wait(c) == 0, "holders exit");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  CHECK(argc >= 2, "usage: card_truth case pool KIND MODE WORKDIR | case host MODE WORKDIR | WORKER ARGS");
+  if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
+  if (!strcmp(argv[1], "host")) return w_host();
+  if (!strcmp(argv[1], "hold") && argc >= 3) {
+    tp_worker_signals();
+    return w_hold(argv[2], argc > 3 ? atoi(argv[3]) : 0);
+  }
+  if (!strcmp(argv[1], "try") && argc == 5) return w_try(atoi(argv[2]), argv[3], argv[4]);
+  CHECK(!strcmp(argv[1], "case") && argc >= 5, "case NAME ...");
+  const char *c = argv[2];
+  if (!strcmp(c, "pool")) {
+    CHECK(argc == 6, "case pool KIND MODE WORKDIR");
+    tp_workdir(argv[5]);
+    tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
+    const char *args[] = {"pool", argv[3], NULL};
+    CHECK(run_worker("pool", args) == 0, "the pool worker passed");
+  } else if (!strcmp(c, "host")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
+    const char *args[] = {"host", NULL};
+    CHECK(run_worker("host", args) == 0, "the host worker passed");
+  } else if (!strcmp(c, "visible")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[card 1]\nheadroom = 256MiB\n[tenant t]\ncards = 1\nlimit = 256MiB\n");
+    CHECK(case_visible() == 0, "visible");
+  } else if (!strcmp(c, "names")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n[tenant default]\nlimit = 64MiB\n");
+    CHECK(case_names() == 0, "names");
+  } else {
+    CHECK(0, "unknown case %s", c);
+  }
+  SAY("PASS %s", c);
+  return 0;
+}
