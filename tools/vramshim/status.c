@@ -142,12 +142,18 @@ static void print_failed_actions(const vs_failed_action *fa, int nfa) {
 /* ---- JSON ------------------------------------------------------------------ */
 /* docs/schemas/status.schema.json; a field added keeps the major version
  * (1.1: actions_failed). */
-#define STATUS_SCHEMA_VERSION "1.1"
+#define STATUS_SCHEMA_VERSION "1.2"
 
 static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
   vs_jw_object(w, VS_JSON_BLOCK);
   vs_jw_kstr(w, "card", s->card_id);
-  vs_jw_ki64(w, "index", s->card_index);
+  /* The card's physical index (CUDA's number for it without CUDA_VISIBLE_DEVICES); null until a process
+   * that knows it has used the card (docs/config.md, "Cards"). */
+  if (s->card_index >= 0) vs_jw_ki64(w, "index", s->card_index);
+  else {
+    vs_jw_key(w, "index");
+    vs_jw_null(w);
+  }
   vs_jw_ku64(w, "capacity", s->capacity);
   vs_jw_ku64(w, "headroom", s->headroom);
   vs_jw_key(w, "generation");
