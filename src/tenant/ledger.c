@@ -22,6 +22,7 @@
 #include "procenv.h"
 #include "shm.h"
 #include "wake.h"
+#include "ledger_lock.h"
 #include "xlock.h"
 
 #define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
@@ -122,19 +123,56 @@ static void free_slot_locked(vs_ledger_shm *s, vs_ledger_slot *sl) {
   memset(sl, 0, sizeof *sl);
 }
 
-/* The lock (xlock.h) is robust: a process that died holding it may have
- * left the totals half-written; they are rebuilt from the slots. */
-static int lock_shm(vs_ledger_shm *s) {
-  int r = vs_plat_xlock_acquire(&s->lock);
-  if (r == VS_PLAT_OWNER_DIED) {
-    rebuild_locked(s);
-    vs_plat_xlock_consistent(&s->lock);
-    VS_INFO("ledger of card %s: a process died holding the lock; totals rebuilt from process slots", s->card_id);
-    return 0;
+/* The lock (ledger_lock.h) is never held against us for long: taken over
+ * from a holder that died, stopped past the lease, or a word no holder
+ * could have written, the totals that holder may have left half-written
+ * are rebuilt from the slots. The word this thread wrote is kept for the
+ * release (a thread holds one ledger's lock at a time). */
+static __thread uint32_t t_lock_mine;
+
+static int lock_shm(vs_ledger_shm *s, int fd, int slot) {
+  char key[40];
+  vs_plat_xlock_key(&s->lock, key, sizeof key);
+  uint32_t owner;
+  int r = vs_ledger_lock_take(&s->lk, fd, slot, key, &t_lock_mine, &owner);
+  if (r == VS_LOCK_TAKEN) return 0;
+  rebuild_locked(s);
+  int k = vs_ledger_lock_owner_slot(owner);
+  int pid = k >= 0 ? s->slots[k].pid : 0;
+  if (r == VS_LOCK_TAKEN_DEAD) {
+    VS_INFO("ledger of card %s: process %d died holding the lock; totals rebuilt from process slots", s->card_id, pid);
+  } else if (r == VS_LOCK_TAKEN_STUCK) {
+    VS_WARN("ledger of card %s: process %d held the lock for more than %llu ms (stopped, frozen, or its lock word "
+            "lies): took the lock over; totals rebuilt from process slots",
+            s->card_id, pid, (unsigned long long)(VS_LOCK_LEASE_NS / 1000000ull));
+  } else {
+    /* Damage: every process moves the file aside at its next call (file_trouble). */
+    VS_STORE(&s->damaged, 1);
+    VS_WARN("ledger of card %s: its lock word 0x%08x names no process (the file is damaged): took the lock over; "
+            "the file is moved aside",
+            s->card_id, (unsigned)owner);
   }
-  return r;
+  return 0;
 }
-static void unlock_shm(vs_ledger_shm *s) { vs_plat_xlock_release(&s->lock); }
+
+/* A release that finds the word changed: this process was stopped (or
+ * starved) inside the lock past the lease and another took it over; what
+ * it wrote after resuming may disagree with the slots, so it takes the
+ * lock again and rebuilds the totals from them (once: a second loss in a
+ * row is left to the next taker's repair). */
+static void unlock_shm(vs_ledger_shm *s, int fd, int slot) {
+  char key[40];
+  vs_plat_xlock_key(&s->lock, key, sizeof key);
+  if (vs_ledger_lock_give(&s->lk, t_lock_mine, key) == 0) return;
+  static _Atomic int said;
+  if (!said++)
+    VS_WARN("ledger of card %s: this process held the lock for more than %llu ms (it was stopped or starved) and "
+            "another process took it over; totals rebuilt from process slots",
+            s->card_id, (unsigned long long)(VS_LOCK_LEASE_NS / 1000000ull));
+  lock_shm(s, fd, slot);
+  rebuild_locked(s);
+  vs_ledger_lock_give(&s->lk, t_lock_mine, key);
+}
 
 static void wake_waiters(vs_ledger_shm *s) {
   if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
@@ -206,13 +244,13 @@ static void leave(vs_ledger *h);
 int vs_ledger_sweep(vs_ledger *h) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
   }
   int n = sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (n) wake_waiters(s);
   return n;
@@ -389,6 +427,8 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
                path, hdr.version, VS_LEDGER_VERSION);
       return -1;
     }
+    /* Issue 23: a process found a lock word no holder could have written. */
+    if (hdr.damaged) return move_aside(fd, dfd, name, path, "damaged (its lock word named no process)", err, errlen);
     return 0;
   }
   /* Not initialised: new, or its creator died before finishing (both: no
@@ -479,14 +519,14 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
 
   uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     snprintf(err, errlen, "ledger %s: its lock is unusable", path);
     goto fail;
   }
   int slot = claim_slot_locked(h);
   int t = slot < 0 ? -1 : find_tenant_locked(h, h->tenant_name, 1, 0);
   if (slot < 0 || t < 0) {
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
     if (slot < 0)
       snprintf(err, errlen, "ledger %s is full (%d processes at most)", path, VS_LEDGER_SLOTS);
     else
@@ -551,7 +591,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   write_end(s);
   refresh_map_locked(h);
   int reclaimed = sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   if (reclaimed) wake_waiters(s);
   return 0;
 fail:
@@ -615,6 +655,7 @@ static const char *file_trouble(vs_ledger *h, int force) {
   if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION ||
       s->size != sizeof *s)
     return "damaged (bad header)";
+  if (VS_LOAD(&s->damaged)) return "damaged (its lock word named no process)";
   if (s->slots[h->slot].pid != h->pid || s->slots[h->slot].state != VS_SLOT_ACTIVE) return "damaged (this process's slot was overwritten)";
   uint64_t now = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
   if (!force && now < h->next_check_ns) return NULL;
@@ -633,9 +674,9 @@ static const char *file_trouble(vs_ledger *h, int force) {
  * `slot`: the slot's bytes leave its tenant's totals and the slot is free
  * again. announce: the others learn of it at once (generation, wake-ups);
  * a file being left for another one needs no such news. 1 when left. */
-static int leave_file(vs_ledger_shm *s, int slot, uint32_t tenant, int pid, int announce) {
+static int leave_file(vs_ledger_shm *s, int fd, int slot, uint32_t tenant, int pid, int announce) {
   if (vs_plat_guard_broken(s) || __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC ||
-      s->slots[slot].pid != pid || lock_shm(s) != 0)
+      s->slots[slot].pid != pid || lock_shm(s, fd, slot) != 0)
     return 0;
   vs_ledger_slot *sl = &s->slots[slot];
   write_begin(s);
@@ -645,7 +686,7 @@ static int leave_file(vs_ledger_shm *s, int slot, uint32_t tenant, int pid, int 
   free_slot_locked(s, sl);
   write_end(s);
   if (announce) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-  unlock_shm(s);
+  unlock_shm(s, fd, slot);
   if (announce) wake_waiters(s);
   return 1;
 }
@@ -672,7 +713,7 @@ static void reattach(vs_ledger *h, const char *why) {
   }
   /* The old file, when still sound (deleted or replaced, not damaged), no
    * longer lists this process: its dump mailbox there is given up too. */
-  leave_file(old, old_slot, old_tenant, h->pid, 0);
+  leave_file(old, old_fd, old_slot, old_tenant, h->pid, 0);
   vs_plat_guard_retire(old, sizeof *old);
   close(old_fd);
   h->reattach_failed = 0;
@@ -698,7 +739,15 @@ static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 void vs_ledger_exit(vs_ledger *h) {
   if (!h || h->fd < 0) return;
   pthread_mutex_lock(&h->mu);
-  if (!h->exited) leave_file(h->shm, h->slot, h->tenant, h->pid, 1);
+  if (!h->exited && !vs_plat_guard_broken(h->shm) &&
+      __atomic_load_n(&h->shm->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC && lock_shm(h->shm, h->fd, h->slot) == 0) {
+    /* Issue 23: the dead go with us (forked children that died before
+     * this process, when no other process is left to reclaim them). */
+    int n = sweep_locked(h);
+    unlock_shm(h->shm, h->fd, h->slot);
+    if (n) wake_waiters(h->shm);
+  }
+  if (!h->exited) leave_file(h->shm, h->fd, h->slot, h->tenant, h->pid, 1);
   h->exited = 1;
   pthread_mutex_unlock(&h->mu);
 }
@@ -729,7 +778,7 @@ void vs_ledger_close(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   /* A damaged or truncated file is left alone: its slot lock goes with the
    * descriptor, and the others reclaim the slot. */
-  if (h->fd >= 0) leave_file(s, h->slot, h->tenant, h->pid, 1);
+  if (h->fd >= 0) leave_file(s, h->fd, h->slot, h->tenant, h->pid, 1);
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   if (h->fd >= 0) {
@@ -838,7 +887,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (!h) return -EINVAL;
   vs_ledger_shm *s = enter(h); /* NULL in a fork child (see atfork_child; getpid() would be a syscall) */
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
@@ -862,7 +911,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
       }
     }
   }
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   w->warned = warn;
@@ -879,9 +928,9 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
 void vs_ledger_force(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s) == 0) {
+  if (lock_shm(s, h->fd, h->slot) == 0) {
     add_locked(h, n, 0);
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
   }
   leave(h);
 }
@@ -901,7 +950,7 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     leave(h);
     return;
   }
@@ -909,7 +958,7 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   wake_waiters(s);
 }
@@ -967,14 +1016,14 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
 static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
   vs_ledger_shm *s = enter(h);
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
   }
   int reclaimed;
   vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   return k == VS_REFUSE_NONE ? 0 : 1;
@@ -1001,7 +1050,7 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
   if (!h->spill_max) return 1;
   vs_ledger_shm *s = enter(h);
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
@@ -1026,7 +1075,7 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
     if (o->episode) add_event_locked(s, VS_EVENT_SPILL, h->pid, h->tenant, n, t->spilled, h->spill_max);
   }
   o->spilled = t->spilled;
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   return refused;
@@ -1035,13 +1084,13 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
 void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     leave(h);
     return;
   }
   uint64_t spilled = give_back_locked(s, &s->slots[h->slot].spilled, &s->tenants[h->tenant].spilled, n);
   __atomic_store_n(&h->mine_spilled, spilled, __ATOMIC_RELAXED);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
 }
 
@@ -1099,9 +1148,9 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   vs_ledger_shm *s = enter(h);
   if (!s) return;
   /* h->mu also guards this handle's rate-limit fields (threads share it). */
-  if (lock_shm(s) == 0) {
+  if (lock_shm(s, h->fd, h->slot) == 0) {
     add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
   }
   uint64_t now = vs_mono_ns();
   if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {
