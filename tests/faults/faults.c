@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
 #include "ledger_shm.h"
 #include "vramsim.h"
 
@@ -697,6 +699,165 @@ static int case_flood(void) {
   return 0;
 }
 
+/* ---- issue 23: the ledger's lock ------------------------------------------------ */
+/* Waits up to ms for pid to exit: 1 with its status in *st, 0 still running. */
+static int exited_within(pid_t pid, int ms, int *st) {
+  for (int t = 0; t < ms; t += 10) {
+    if (tp_exited(pid, st)) return 1;
+    tp_sleep_ms(10);
+  }
+  return tp_exited(pid, st);
+}
+
+/* The ledger slot of pid in the file at path (read as the tool would), or -1. */
+static int slot_of(const char *path, int pid) {
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0, "open %s", path);
+  int found = -1;
+  for (int i = 0; i < VS_LEDGER_SLOTS && found < 0; i++) {
+    int32_t p = 0;
+    uint32_t st = 0;
+    if (pread(fd, &p, sizeof p, (off_t)offsetof(vs_ledger_shm, slots[i].pid)) == (ssize_t)sizeof p &&
+        pread(fd, &st, sizeof st, (off_t)offsetof(vs_ledger_shm, slots[i].state)) == (ssize_t)sizeof st &&
+        p == pid && st == VS_SLOT_ACTIVE)
+      found = i;
+  }
+  close(fd);
+  return found;
+}
+
+static void put_u32(const char *path, uint64_t off, uint32_t v) {
+  int fd = open(path, O_WRONLY);
+  CHECK(fd >= 0 && pwrite(fd, &v, sizeof v, (off_t)off) == (ssize_t)sizeof v, "write %s at %llu", path,
+        (unsigned long long)off);
+  close(fd);
+}
+
+static int count_damaged(void) {
+  DIR *d = opendir(tp_path("ledger"));
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".damaged-")) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+/* (23.1) Garbage in the ledger's lock word, while a churns and b holds:
+ * nobody hangs, a new process is served, a and b exit when told.
+ *   dead:   the word names slot 100, which no process holds (to the old
+ *           robust mutex, whose first word sat at the same offset: a thread
+ *           id that never existed);
+ *   live:   the word names a's slot, as if a held it for ever (the old
+ *           mutex: a thread id past pid_max);
+ *   bogus:  an owner no holder can write: the file is moved aside;
+ *   random: 2,000 seeded random bytes anywhere in the file.
+ * Before the fix (dead, live): a and b blocked for good, also on their way
+ * out, and so did every new process. */
+static int case_lockword(const char *mode) {
+  tp_config("", "[tenant a]\n[tenant b]\n[tenant c]\n");
+  const char *ca[] = {"churn", "1024", NULL}, *hb[] = {"hold", "1024", NULL};
+  pid_t a = tp_spawn("a", "a", NULL, ca), b = tp_spawn("b", "b", NULL, hb);
+  CHECK(wait_line("a.out", "holding", 20000) == 0 && wait_line("b.out", "holding", 20000) == 0, "a and b hold 1 GiB");
+  CHECK(both_counted(20000) == 0, "both counted before the fault");
+  const char *path = ledger_file();
+  uint64_t at = offsetof(vs_ledger_shm, lk.word);
+  CHECK(at == 16, "the lock word lies where the old mutex's owner word lay (offset %llu)", (unsigned long long)at);
+  if (!strcmp(mode, "dead")) {
+    put_u32(path, at, 101u << VS_LOCK_NONCE_BITS | 4242u);
+  } else if (!strcmp(mode, "live")) {
+    int k = slot_of(path, a);
+    CHECK(k >= 0 && k < 126, "a's slot (%d)", k);
+    put_u32(path, at, (uint32_t)(k + 1) << VS_LOCK_NONCE_BITS | 5u);
+  } else if (!strcmp(mode, "bogus")) {
+    put_u32(path, at, 445u << VS_LOCK_NONCE_BITS | 12345u);
+  } else if (!strcmp(mode, "random")) {
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0, "open %s", path);
+    srand(23);
+    for (int i = 0; i < 2000; i++) {
+      unsigned char byte = (unsigned char)rand();
+      off_t off = (off_t)((uint64_t)rand() * 2654435761u % sizeof(vs_ledger_shm));
+      CHECK(pwrite(fd, &byte, 1, off) == 1, "a random byte");
+    }
+    close(fd);
+  } else {
+    CHECK(0, "mode %s", mode);
+  }
+  uint64_t t0 = tp_now_ns();
+  const char *t1[] = {"try", "64", "ok", NULL};
+  pid_t c = tp_spawn("c", "c", NULL, t1);
+  int st = -1;
+  CHECK(exited_within(c, TP_EVENTUALLY_MS, &st) && st == 0, "a new process is served (exit %d, c.err)", st);
+  SAY("%s: a new process started and got 64 MiB %.0f ms after the damage", mode, (double)(tp_now_ns() - t0) / 1e6);
+  CHECK(!tp_exited(a, &st) && !tp_exited(b, &st), "a and b still run");
+  if (strcmp(mode, "random") != 0) {
+    /* The books are right again (the taker rebuilt them, or the new file holds both). */
+    CHECK(both_counted(TP_EVENTUALLY_MS) == 0, "both still counted");
+  }
+  if (!strcmp(mode, "bogus")) {
+    CHECK(count_damaged() == 1, "the damaged file is moved aside (%d files)", count_damaged());
+    const char *t2[] = {"try", "64", "ok", NULL};
+    CHECK(tp_wait(tp_spawn("c2", "c", NULL, t2)) == 0, "a new process is served from the new file (c2.err)");
+  }
+  t0 = tp_now_ns();
+  kill(a, SIGTERM);
+  kill(b, SIGTERM);
+  int sa = -1, sb = -1;
+  CHECK(exited_within(a, TP_EVENTUALLY_MS, &sa) && exited_within(b, TP_EVENTUALLY_MS, &sb) && sa == 0 && sb == 0,
+        "a and b exit when told (%d, %d)", sa, sb);
+  SAY("%s: a and b exited %.0f ms after SIGTERM", mode, (double)(tp_now_ns() - t0) / 1e6);
+  return 0;
+}
+
+/* (23.2) A process stopped (SIGSTOP: docker pause, a debugger, Ctrl-Z)
+ * inside the ledger's lock, between charging its slot and its tenant:
+ * another process's allocation goes on while it stays stopped (the lock
+ * is taken over after its lease, the totals rebuilt from the slots); once
+ * it resumes and finishes, the books are exact (its release finds the
+ * lock lost and rebuilds them). Before the fix: the other process waited
+ * as long as the holder stayed stopped. */
+static int case_stopped(void) {
+  tp_config("", "[tenant v]\n[tenant w]\n");
+  const char *h64[] = {"hold", "64", NULL};
+  pid_t s = tp_spawn("stalled", "v", "VRAMSHIM_TEST_LEDGER_STALL=stop", h64);
+  int wst = 0;
+  CHECK(waitpid(s, &wst, WUNTRACED) == s && WIFSTOPPED(wst), "stopped inside the ledger lock");
+  uint64_t t0 = tp_now_ns();
+  const char *tr[] = {"try", "64", "ok", NULL};
+  pid_t o = tp_spawn("other", "w", NULL, tr);
+  int st = -1;
+  CHECK(exited_within(o, TP_EVENTUALLY_MS, &st) && st == 0, "the other process went on while the holder is stopped "
+        "(exit %d, other.err)", st);
+  SAY("a holder stopped inside the lock: another process started and got 64 MiB in %.0f ms", (double)(tp_now_ns() - t0) / 1e6);
+  t0 = tp_now_ns();
+  pid_t o2 = tp_spawn("other2", "w", NULL, tr);
+  CHECK(exited_within(o2, TP_EVENTUALLY_MS, &st) && st == 0, "the next one too (exit %d)", st);
+  SAY("the next process: %.0f ms", (double)(tp_now_ns() - t0) / 1e6);
+  CHECK(!tp_exited(s, &st), "the holder is still stopped");
+  char *e = tp_read("other.err");
+  CHECK(strstr(e, "took the lock over"), "the takeover is logged: %s", e);
+  free(e);
+  kill(s, SIGCONT);
+  CHECK(wait_line("stalled.out", "holding", TP_EVENTUALLY_MS) == 0, "the holder resumes and finishes its allocation");
+  const vs_snap_tenant *v = NULL;
+  const vs_snap_proc *p = NULL;
+  for (uint64_t end = tp_now_ns() + TP_EVENTUALLY_MS * 1000000ull; tp_now_ns() < end; tp_sleep_ms(10)) {
+    if (tp_snapshot(&g_snap)) continue;
+    v = tp_tenant(&g_snap, "v");
+    p = tp_proc(&g_snap, s);
+    if (v && p && p->held >= 64 * MiB && v->recorded == p->held && v->used == p->held) break;
+  }
+  CHECK(v && p && p->held >= 64 * MiB && v->recorded == p->held,
+        "the books are exact after it resumed: tenant v records %llu, its process holds %llu",
+        v ? (unsigned long long)v->recorded : 0ull, p ? (unsigned long long)p->held : 0ull);
+  e = tp_read("stalled.err");
+  CHECK(strstr(e, "another process took it over"), "the resumed holder says it lost the lock: %s", e);
+  free(e);
+  stop(s);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -729,6 +890,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trace")) r = case_trace();
   else if (!strcmp(c, "flood")) r = case_flood();
   else if (!strcmp(c, "sigbus")) r = case_sigbus();
+  else if (!strcmp(c, "lockword")) r = case_lockword(arg);
+  else if (!strcmp(c, "stopped")) r = case_stopped();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
