@@ -257,7 +257,7 @@ static void *thread_main(void *arg) {
       next_discover = now + (fast_tries++ < DISCOVER_FAST_TRIES ? DISCOVER_FAST_NS : MAX_SLEEP_NS);
     }
     if (!unmatched) fast_tries = 0;
-    vs_quota_check_ledgers();
+    int ledgers = vs_quota_check_ledgers();
     prune();
     handle();
 
@@ -268,6 +268,9 @@ static void *thread_main(void *arg) {
     now = vs_mono_ns();
     uint64_t sleep = next_sample > now ? next_sample - now : 0;
     if (sleep > MAX_SLEEP_NS) sleep = MAX_SLEEP_NS;
+    /* Issue 23: the dead are reclaimed within VS_LEDGER_RECLAIM_MS of their
+     * death whatever this process does (ledger.h). */
+    if (ledgers && sleep > VS_LEDGER_CHECK_MS * 1000000ull) sleep = VS_LEDGER_CHECK_MS * 1000000ull;
     if (unmatched && next_discover > now && next_discover - now < sleep) sleep = next_discover - now;
     /* Keyed by the ledger when a slot is known: the wait a tool's post wakes
      * across processes on every system (wake.h); on Windows the unkeyed one

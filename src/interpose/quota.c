@@ -296,9 +296,14 @@ __attribute__((destructor)) static void quota_at_exit(void) {
   if (vs_plat_exit_work_ok()) vs_quota_exit();
 }
 
-void vs_quota_check_ledgers(void) {
+int vs_quota_check_ledgers(void) {
+  int n = 0;
   for (int c = 0; c < NCARDS; c++)
-    if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) vs_tenant_check(g_session, c);
+    if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) {
+      vs_tenant_check(g_session, c);
+      n++;
+    }
+  return n;
 }
 
 unsigned vs_quota_waiters(int card) {

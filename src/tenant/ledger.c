@@ -25,7 +25,7 @@
 #include "ledger_lock.h"
 #include "xlock.h"
 
-#define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
+#define SWEEP_EVERY_NS (VS_LEDGER_SWEEP_MS * 1000000ull) /* reclaim the dead at least this often (ledger.h) */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
 #define REFUSAL_LOG_EVERY_NS 1000000000ull
 #define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
@@ -228,14 +228,16 @@ static int sweep_locked(vs_ledger *h) {
               (unsigned long long)held, (int)pid, s->tenants[t].name);
     n++;
   }
-  s->last_sweep_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
+  VS_STORE(&s->last_sweep_ns, vs_clock_ns(CLOCK_MONOTONIC_COARSE));
   if (n) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   return n;
 }
 
-/* Signed: another process may have stamped a slightly later time. */
+/* Signed: another process may have stamped a slightly later time; a stamp
+ * far in the future is garbage (issue 23), and due. */
 static int sweep_due(const vs_ledger_shm *s) {
-  return (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
+  int64_t d = (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - VS_LOAD(&s->last_sweep_ns));
+  return d > (int64_t)SWEEP_EVERY_NS || d < -(int64_t)SWEEP_EVERY_NS;
 }
 
 static vs_ledger_shm *enter(vs_ledger *h);
@@ -761,7 +763,14 @@ int vs_ledger_check(vs_ledger *h) {
   }
   const char *why = file_trouble(h, 0);
   if (why) reattach(h, why);
+  vs_ledger_shm *s = h->shm;
+  int n = 0;
+  if (sweep_due(s) && lock_shm(s, h->fd, h->slot) == 0) {
+    n = sweep_locked(h);
+    unlock_shm(s, h->fd, h->slot);
+  }
   pthread_mutex_unlock(&h->mu);
+  if (n) wake_waiters(s);
   return why != NULL;
 }
 
