@@ -159,6 +159,26 @@ static int w_forkstorm(int argc, char **argv) {
   return 0;
 }
 
+/* idle N MIB: keeps 1 MiB live, says "ready", and on SIGUSR1 allocates N
+ * blocks of MIB, frees them all, says "freed" and goes idle (no call)
+ * until SIGTERM. */
+static int w_idle(int argc, char **argv) {
+  CHECK(argc == 2, "idle N MIB");
+  tp_cuda_up();
+  CUdeviceptr keep, p[64];
+  CHECK(cuMemAlloc(&keep, MiB) == CUDA_SUCCESS, "idle: the live MiB");
+  SAY("ready");
+  CHECK(tp_wait_signal() == SIGUSR1, "idle: go");
+  int n = atoi(argv[0]);
+  CHECK(n > 0 && n <= 64, "1..64 blocks");
+  for (int i = 0; i < n; i++)
+    CHECK(cuMemAlloc(&p[i], strtoull(argv[1], NULL, 10) * MiB) == CUDA_SUCCESS, "idle: block %d", i);
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "idle: free %d", i);
+  SAY("freed");
+  hold_until_term();
+  return 0;
+}
+
 /* ---- cases ---------------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap __attribute__((unused));
 
@@ -936,6 +956,43 @@ static int case_reclaim(void) {
   return 0;
 }
 
+/* (23.7) An idle process gives its cache back to release_threshold
+ * within twice the decay time although it never calls again: the
+ * background thread applies the decay. release_threshold = 0 and
+ * release_decay = 1s (the probe's 16 s idle period, shortened). Before the
+ * fix: the 1 GiB it had freed stayed charged (and on the card) until the
+ * program's next call. */
+static int case_idle(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 0\nrelease_decay = 1s\n", mode);
+  tp_config(global, "[tenant i]\n");
+  const char *iw[] = {"idle", "16", "64", NULL};
+  pid_t p = tp_spawn("idle", "i", NULL, iw);
+  CHECK(wait_line("idle.out", "ready", 20000) == 0, "the process is up (idle.err)");
+  CHECK(tp_wait_held(p, MiB, TP_EVENTUALLY_MS) == 0, "its live MiB is charged");
+  const vs_snap_proc *pr = NULL;
+  CHECK(tp_snapshot(&g_snap) == 0 && (pr = tp_proc(&g_snap, p)), "snapshot");
+  uint64_t base = pr->held;
+  kill(p, SIGUSR1);
+  CHECK(wait_line("idle.out", "freed", 20000) == 0, "1 GiB allocated and freed");
+  uint64_t t0 = tp_now_ns(), held = 0, peak = 0;
+  int back = 0;
+  for (uint64_t end = t0 + TP_EVENTUALLY_MS * 1000000ull; !back && tp_now_ns() < end;) {
+    if (tp_snapshot(&g_snap) == 0 && (pr = tp_proc(&g_snap, p))) {
+      held = pr->held;
+      peak = pr->peak;
+      back = held <= base;
+    }
+    if (!back) tp_sleep_ms(20);
+  }
+  CHECK(back, "%s: the idle process gives its cache back: holds %llu MiB, %llu MiB before (release_threshold 0)",
+        mode, (unsigned long long)(held / MiB), (unsigned long long)(base / MiB));
+  SAY("%s: idle after freeing 1 GiB (peak %llu MiB): back to %llu MiB %.0f ms later (release_decay 1 s; bound 2 s)",
+      mode, (unsigned long long)(peak / MiB), (unsigned long long)(held / MiB), (double)(tp_now_ns() - t0) / 1e6);
+  stop(p);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -949,6 +1006,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
     if (!strcmp(m, "sigbus")) return w_sigbus(argc - 2, argv + 2);
     if (!strcmp(m, "forkstorm")) return w_forkstorm(argc - 2, argv + 2);
+    if (!strcmp(m, "idle")) return w_idle(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
@@ -972,6 +1030,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "lockword")) r = case_lockword(arg);
   else if (!strcmp(c, "stopped")) r = case_stopped();
   else if (!strcmp(c, "reclaim")) r = case_reclaim();
+  else if (!strcmp(c, "idle")) r = case_idle(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
