@@ -23,6 +23,7 @@
 #include "shm.h"
 #include "wake.h"
 #include "ledger_lock.h"
+#include "ledger_mailbox.h"
 #include "xlock.h"
 
 #define SWEEP_EVERY_NS (VS_LEDGER_SWEEP_MS * 1000000ull) /* reclaim the dead at least this often (ledger.h) */
@@ -1046,6 +1047,55 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   int r = probe(h, n, w);
   if (r != 1 || !could_ever_fit(h, n)) return r;
   return wait_loop(h, n, deadline_ns, w, probe);
+}
+
+/* ---- Trims asked of the tenant's other processes (issue 23) ------------------- */
+int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return 0;
+  /* Lock-free: the mailbox words are atomics; a slot that changes owner
+   * meanwhile answers nothing and costs the wait. */
+  uint32_t want[VS_LEDGER_SLOTS];
+  int asked[VS_LEDGER_SLOTS], n = 0;
+  uint32_t tenant = h->tenant;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    vs_ledger_slot *sl = &s->slots[i];
+    if (i == h->slot || VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->tenant) != tenant ||
+        !VS_LOAD(&sl->held) || !vs_ledger_slot_alive(h->fd, i))
+      continue;
+    want[n] = __atomic_add_fetch(&sl->trim_req, 1, __ATOMIC_SEQ_CST);
+    asked[n++] = i;
+    vs_mailbox_nudge(s, i);
+  }
+  leave(h);
+  uint64_t deadline = vs_mono_ns() + timeout_ms * 1000000ull;
+  for (int left = n; left;) {
+    left = 0;
+    for (int k = 0; k < n; k++)
+      if ((int32_t)(__atomic_load_n(&s->slots[asked[k]].trim_done, __ATOMIC_SEQ_CST) - want[k]) < 0) left++;
+    if (!left || vs_mono_ns() >= deadline) break;
+    struct timespec nap = {0, 2000000};
+    nanosleep(&nap, NULL);
+  }
+  return n;
+}
+
+int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return 0;
+  const vs_ledger_slot *sl = &s->slots[h->slot];
+  uint32_t r = __atomic_load_n(&sl->trim_req, __ATOMIC_SEQ_CST);
+  int asked = r != __atomic_load_n(&sl->trim_done, __ATOMIC_SEQ_CST);
+  leave(h);
+  *req = r;
+  return asked;
+}
+
+void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return;
+  __atomic_store_n(&s->slots[h->slot].trim_done, req, __ATOMIC_SEQ_CST);
+  leave(h);
 }
 
 /* ---- on_limit = spill:MAX (issue 13) ------------------------------------------ */

@@ -110,6 +110,19 @@ int vs_ledger_sweep(vs_ledger *h);
 #define VS_LEDGER_RECLAIM_MS (VS_LEDGER_SWEEP_MS + VS_LEDGER_CHECK_MS)
 int vs_ledger_check(vs_ledger *h);
 
+/* Issue 23: before a `fail` refusal, the tenant's caches in its other
+ * processes get their chance. vs_ledger_trim_others asks every other live
+ * process of our tenant on the card that holds memory to give its arena
+ * cache back (the slot's trim mailbox; their background threads answer
+ * within VS_LEDGER_CHECK_MS) and waits for their answers, at most
+ * timeout_ms. Returns how many were asked (0: nobody to ask, no wait).
+ * The asked process's side: vs_ledger_trim_asked (1 with the request
+ * number when one waits), then vs_ledger_trim_answer once trimmed. */
+#define VS_LEDGER_TRIM_WAIT_MS 300
+int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms);
+int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req);
+void vs_ledger_trim_answer(vs_ledger *h, uint32_t req);
+
 /* At process exit: gives back the slot and its usage now (status shows the
  * truth at once, not "dead, reclaim pending"); the handle stays valid and
  * every later call on it does nothing (threads may still run during exit). */

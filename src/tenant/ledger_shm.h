@@ -32,7 +32,7 @@
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 6u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h) and `damaged` (issue 23) */
+#define VS_LEDGER_VERSION 6u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -91,6 +91,13 @@ typedef struct vs_ledger_slot {
    * device memory. Not in `held`; reclaimed with the slot at death. */
   uint64_t spilled;
   uint64_t spill_peak;
+  /* Trim mailbox (issue 23), used without the lock: a process of the same
+   * tenant about to refuse an allocation bumps trim_req and wakes the
+   * owner (on dump_req's wait); the owner's background thread gives its
+   * arena cache on the card back, then sets trim_done to the request
+   * number it answered (vs_ledger_trim_others). */
+  uint32_t trim_req;
+  uint32_t trim_done;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {

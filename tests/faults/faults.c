@@ -179,6 +179,21 @@ static int w_idle(int argc, char **argv) {
   return 0;
 }
 
+/* cache MIB: allocates MIB in 64 MiB blocks, frees them all (its arena
+ * keeps them cached), says "cached" and goes idle until SIGTERM. */
+static int w_cache(int argc, char **argv) {
+  CHECK(argc == 1, "cache MIB");
+  tp_cuda_up();
+  CUdeviceptr p[64];
+  int n = (int)(strtoull(argv[0], NULL, 10) / 64);
+  CHECK(n > 0 && n <= 64, "64 MiB .. 4 GiB");
+  for (int i = 0; i < n; i++) CHECK(cuMemAlloc(&p[i], 64 * MiB) == CUDA_SUCCESS, "cache: block %d", i);
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "cache: free %d", i);
+  SAY("cached");
+  hold_until_term();
+  return 0;
+}
+
 /* ---- cases ---------------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap __attribute__((unused));
 
@@ -993,6 +1008,38 @@ static int case_idle(const char *mode) {
   return 0;
 }
 
+/* (23.6) Before a `fail` refusal the tenant's caches in its other
+ * processes get their chance: two idle processes of tenant t cache 768 MiB
+ * each (nothing live), and a third asks for 1 GiB under t's 2 GiB limit:
+ * they are asked to trim, and it is served, with no refusal. Before the
+ * fix: refused (the others' caches count as t's usage, 1.5 GiB + 1 GiB). */
+static int case_trim(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, "[tenant t]\nlimit = 2GiB\non_limit = fail\n");
+  const char *cw[] = {"cache", "768", NULL};
+  pid_t a = tp_spawn("a", "t", NULL, cw), b = tp_spawn("b", "t", NULL, cw);
+  CHECK(wait_line("a.out", "cached", 20000) == 0 && wait_line("b.out", "cached", 20000) == 0,
+        "a and b cache 768 MiB each (a.err, b.err)");
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_tenant(&g_snap, "t"), "snapshot");
+  uint64_t before = tp_tenant(&g_snap, "t")->used;
+  CHECK(before >= 1536 * MiB, "their caches count as t's usage (%llu MiB)", (unsigned long long)(before / MiB));
+  uint64_t t0 = tp_now_ns();
+  const char *tr[] = {"try", "1024", "ok", NULL};
+  int st = tp_wait(tp_spawn("c", "t", NULL, tr));
+  char *e = tp_read("c.err");
+  CHECK(st == 0 && !strstr(e, "refused"), "%s: 1 GiB is served after the others trimmed (exit %d): %s", mode, st, e);
+  free(e);
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  const vs_snap_proc *pa = tp_proc(&g_snap, a), *pb = tp_proc(&g_snap, b);
+  SAY("%s: t used %llu MiB in caches; a 1 GiB request served in %.0f ms; a and b now hold %llu and %llu MiB", mode,
+      (unsigned long long)(before / MiB), (double)(tp_now_ns() - t0) / 1e6, pa ? (unsigned long long)(pa->held / MiB) : 0ull,
+      pb ? (unsigned long long)(pb->held / MiB) : 0ull);
+  stop(a);
+  stop(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -1007,6 +1054,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "sigbus")) return w_sigbus(argc - 2, argv + 2);
     if (!strcmp(m, "forkstorm")) return w_forkstorm(argc - 2, argv + 2);
     if (!strcmp(m, "idle")) return w_idle(argc - 2, argv + 2);
+    if (!strcmp(m, "cache")) return w_cache(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
@@ -1031,6 +1079,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "stopped")) r = case_stopped();
   else if (!strcmp(c, "reclaim")) r = case_reclaim();
   else if (!strcmp(c, "idle")) r = case_idle(arg);
+  else if (!strcmp(c, "trim")) r = case_trim(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
