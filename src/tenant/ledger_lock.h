@@ -12,7 +12,8 @@
  *     byte lock is not held (the holder died; VS_LOCK_TAKEN_DEAD);
  *   - when the same word stayed for VS_LOCK_LEASE_NS of its own waiting:
  *     the holder is stopped (SIGSTOP, a cgroup freezer, a debugger),
- *     frozen, or lies in the word with a live slot (VS_LOCK_TAKEN_STUCK).
+ *     frozen, died while attaching (VS_LOCK_NO_SLOT: no slot to test), or
+ *     the word lies with a live slot (VS_LOCK_TAKEN_STUCK).
  * Every takeover is repaired by the taker from what the ledger records:
  * the slots are the source of truth (each write section changes one slot's
  * fields with single stores), the totals are rebuilt from them. A holder

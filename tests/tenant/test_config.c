@@ -28,6 +28,7 @@ static const char three_tenants[] =
     "dump_dir = /var/tmp/vs\n"
     "dump_signal = USR2\n"
     "timeline_interval = 500ms\n"
+    "release_decay = 2s\n"
     "\n"
     "[card 0]\n"
     "  headroom = 1GiB   ; indented keys are keys\n"
@@ -117,6 +118,7 @@ static void every_key(void **state) {
   assert_string_equal(cfg->dump_dir, "/var/tmp/vs");
   assert_int_equal(cfg->dump_signal, SIGUSR2);
   assert_int_equal(cfg->timeline_interval_ms, 500);
+  assert_int_equal(cfg->release_decay_ms, 2000);
   assert_int_equal(cfg->ncards, 2);
   assert_int_equal(cfg->cards[0].index, 0);
   assert_int_equal(cfg->cards[0].headroom.bytes, GiB);
@@ -152,6 +154,7 @@ static void every_key(void **state) {
   assert_string_equal(cfg->ledger_dir, "/run/vramshim");
   assert_string_equal(cfg->dump_dir, "/var/tmp/vramshim");
   assert_int_equal(cfg->timeline_interval_ms, 10000);
+  assert_int_equal(cfg->release_decay_ms, 10000);
   assert_int_equal(cfg->release_threshold.bytes, GiB);
   assert_int_equal(cfg->ntenants, 1); /* an empty section still declares a tenant */
   free(cfg);
@@ -189,6 +192,8 @@ static const struct bad_case {
      ":2: bad size 'lots' for 'release_threshold': expected a number with B, KiB, MiB, GiB, TiB, KB, MB, GB, or a percentage like 25%"},
     {"[global]\ntimeline_interval = 10\n",
      ":2: bad duration '10' for 'timeline_interval': expected a number with ms, s or min, e.g. 30s"},
+    {"[global]\nrelease_decay = 1441min\n",
+     ":2: bad duration '1441min' for 'release_decay': expected a number with ms, s or min, e.g. 30s, at most 24h"},
     {"[global]\narena = cuda\n", ":2: bad value 'cuda' for 'arena': expected vmm, chunks or off"},
     {"[global]\ndump_signal = HUP\n", ":2: bad value 'HUP' for 'dump_signal': expected none, USR1 or USR2"},
     {"[global]\nledger_dir = shm/vs\n", ":2: 'ledger_dir' must be an absolute path, not 'shm/vs'"},
