@@ -28,7 +28,6 @@ static const char three_tenants[] =
     "dump_dir = /var/tmp/vs\n"
     "dump_signal = USR2\n"
     "timeline_interval = 500ms\n"
-    "release_decay = 2s\n"
     "\n"
     "[card 0]\n"
     "  headroom = 1GiB   ; indented keys are keys\n"
@@ -118,7 +117,6 @@ static void every_key(void **state) {
   assert_string_equal(cfg->dump_dir, "/var/tmp/vs");
   assert_int_equal(cfg->dump_signal, SIGUSR2);
   assert_int_equal(cfg->timeline_interval_ms, 500);
-  assert_int_equal(cfg->release_decay_ms, 2000);
   assert_int_equal(cfg->ncards, 2);
   assert_int_equal(cfg->cards[0].index, 0);
   assert_int_equal(cfg->cards[0].headroom.bytes, GiB);
@@ -155,6 +153,9 @@ static void every_key(void **state) {
   assert_string_equal(cfg->dump_dir, "/var/tmp/vramshim");
   assert_int_equal(cfg->timeline_interval_ms, 10000);
   assert_int_equal(cfg->release_decay_ms, 10000);
+  assert_int_equal(vs_config_parse_string("[global]\nrelease_decay = 2s\n", NULL, cfg, err, sizeof err), 0);
+  assert_int_equal(cfg->release_decay_ms, 2000);
+  assert_int_equal(vs_config_parse_string("[tenant x]\n", NULL, cfg, err, sizeof err), 0);
   assert_int_equal(cfg->release_threshold.bytes, GiB);
   assert_int_equal(cfg->ntenants, 1); /* an empty section still declares a tenant */
   free(cfg);
