@@ -6,9 +6,10 @@
 #include "proc.h"
 #include "wake.h"
 
-#define SPINS 64                      /* compare-and-swaps before the first sleep */
+#define SPINS 256                     /* looks at the word before the first sleep */
 #define SLICE_NS 2000000ull           /* a sleeper looks at the word at least this often */
-#define LIVENESS_EVERY_NS 10000000ull /* and asks whether its holder lives this often */
+#define LIVENESS_AFTER_NS 1000000ull  /* a word held this long: is its holder alive? */
+#define LIVENESS_EVERY_NS 10000000ull /* asked again this often */
 
 #define OWNER_OF(w) ((w) >> VS_LOCK_NONCE_BITS)
 #define NONCE_MASK ((1u << VS_LOCK_NONCE_BITS) - 1)
@@ -24,10 +25,12 @@ int vs_ledger_lock_word_valid(uint32_t w) {
 }
 
 /* A new word for this process: its owner field and the next nonce (seeded
- * by the pid, so two processes rarely start on the same values). */
+ * once by the pid, so two processes rarely start on the same values; not
+ * per call: getpid is a system call). */
 static uint32_t next_word(int slot) {
   static uint32_t counter;
-  uint32_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) + (uint32_t)vs_plat_pid() * 2654435761u;
+  uint32_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  if (n == 1) __atomic_store_n(&counter, n = (uint32_t)vs_plat_pid() * 2654435761u | 1u, __ATOMIC_RELAXED);
   uint32_t owner = slot >= 0 && slot < VS_LEDGER_SLOTS ? (uint32_t)slot + 1 : VS_LOCK_NO_SLOT;
   return owner << VS_LOCK_NONCE_BITS | (n & NONCE_MASK);
 }
@@ -72,8 +75,11 @@ int vs_ledger_lock_take(vs_ledger_lockw *l, int fd, int slot, const char *key, u
       seen_since = now;
       asked = 0;
     }
-    int why = 0;
-    if (!asked || now - asked >= LIVENESS_EVERY_NS) {
+    /* A word no holder could write: at once. Whether the holder lives (a
+     * system call) only once it held the word a while: a healthy holder
+     * lets go within microseconds, and contention must not pay for it. */
+    int why = vs_ledger_lock_word_valid(w) ? 0 : VS_LOCK_TAKEN_BAD;
+    if (!why && now - seen_since >= LIVENESS_AFTER_NS && (!asked || now - asked >= LIVENESS_EVERY_NS)) {
       why = holder_gone(w, fd, slot);
       asked = now;
     }
