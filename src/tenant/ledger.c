@@ -64,6 +64,10 @@ struct vs_ledger {
   struct vs_ledger *next;       /* every open handle of the process, for fork */
 };
 
+/* h->fd as the calls that do not take h->mu read it (-1 in a fork child;
+ * a re-attach changes it under mu). */
+static int fd_of(const vs_ledger *h) { return __atomic_load_n(&h->fd, __ATOMIC_RELAXED); }
+
 /* ---- Handles of this process, closed in a fork child ------------------- */
 static pthread_mutex_t g_handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static vs_ledger *g_handles;
@@ -517,7 +521,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   vs_plat_guard_add(s, sizeof *s);
   int old_fd = h->fd;
   vs_ledger_shm *old_shm = h->shm;
-  h->fd = fd;
+  __atomic_store_n(&h->fd, fd, __ATOMIC_RELAXED); /* read without mu (fd_of) */
   h->slot = -1;
   __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
 
@@ -601,7 +605,7 @@ fail:
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   close(fd);
-  h->fd = old_fd;
+  __atomic_store_n(&h->fd, old_fd, __ATOMIC_RELAXED);
   __atomic_store_n(&h->shm, old_shm, __ATOMIC_RELEASE);
   return -1;
 }
@@ -727,7 +731,7 @@ static void reattach(vs_ledger *h, const char *why) {
 /* Writers start here: takes h->mu and makes sure the file is sound. NULL
  * (nothing locked) in a fork child. */
 static vs_ledger_shm *enter(vs_ledger *h) {
-  if (h->fd < 0) return NULL;
+  if (fd_of(h) < 0) return NULL;
   pthread_mutex_lock(&h->mu);
   if (h->exited) {
     pthread_mutex_unlock(&h->mu);
@@ -740,7 +744,7 @@ static vs_ledger_shm *enter(vs_ledger *h) {
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 
 void vs_ledger_exit(vs_ledger *h) {
-  if (!h || h->fd < 0) return;
+  if (!h || fd_of(h) < 0) return;
   pthread_mutex_lock(&h->mu);
   if (!h->exited && !vs_plat_guard_broken(h->shm) &&
       __atomic_load_n(&h->shm->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC && lock_shm(h->shm, h->fd, h->slot) == 0) {
@@ -756,7 +760,7 @@ void vs_ledger_exit(vs_ledger *h) {
 }
 
 int vs_ledger_check(vs_ledger *h) {
-  if (!h || h->fd < 0) return 0;
+  if (!h || fd_of(h) < 0) return 0;
   pthread_mutex_lock(&h->mu);
   if (h->exited) {
     pthread_mutex_unlock(&h->mu);
@@ -1043,7 +1047,7 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   vs_refusal local;
   vs_refusal *w = why ? why : &local;
   if (!h) return -EINVAL;
-  if (h->fd < 0) return -ECHILD;
+  if (fd_of(h) < 0) return -ECHILD;
   int r = probe(h, n, w);
   if (r != 1 || !could_ever_fit(h, n)) return r;
   return wait_loop(h, n, deadline_ns, w, probe);
@@ -1104,7 +1108,7 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
   vs_spill_note *o = note ? note : &local;
   memset(o, 0, sizeof *o);
   if (!h) return -EINVAL;
-  if (h->fd < 0) return -ECHILD;
+  if (fd_of(h) < 0) return -ECHILD;
   o->max = h->spill_max;
   if (!h->spill_max) return 1;
   vs_ledger_shm *s = enter(h);
@@ -1156,11 +1160,11 @@ void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
 uint64_t vs_ledger_spill_max(const vs_ledger *h) { return h ? h->spill_max : 0; }
 
 uint64_t vs_ledger_spilled(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_spilled, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_spilled, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
-  if (!h || h->fd < 0) return;
+  if (!h || fd_of(h) < 0) return;
   /* Display only: skipped while a writer (or a re-attach) holds the handle. */
   if (pthread_mutex_trylock(&h->mu)) return;
   if (!h->exited) VS_STORE(&h->shm->slots[h->slot].live, live);
@@ -1168,13 +1172,13 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
 }
 
 uint32_t vs_ledger_waiters(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->waiters, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->waiters, __ATOMIC_RELAXED) : 0;
 }
 
-int vs_ledger_inherited(const vs_ledger *h) { return h && h->fd < 0; }
+int vs_ledger_inherited(const vs_ledger *h) { return h && fd_of(h) < 0; }
 
 uint64_t vs_ledger_held(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
@@ -1184,7 +1188,7 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 /* ---- View and reports -------------------------------------------------------- */
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
   uint64_t total = h ? h->total : 0, avail = 0;
-  if (h && h->fd >= 0) {
+  if (h && fd_of(h) >= 0) {
     const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
     /* An entry changed name since reserve_of[] was filled: the ledger's values until the next refresh. */
