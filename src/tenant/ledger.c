@@ -710,7 +710,7 @@ static void reattach(vs_ledger *h, const char *why) {
   uint32_t old_tenant = h->tenant;
   if (attach(h, h->mine_held, err, sizeof err)) {
     h->slot = old_slot;
-    h->tenant = old_tenant;
+    __atomic_store_n(&h->tenant, old_tenant, __ATOMIC_RELAXED);
     h->next_check_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE) + 10 * FILE_CHECK_NS; /* do not retry at every call */
     if (!h->reattach_failed++)
       VS_WARN("ledger %s/%s was %s, and re-attaching failed: %s; this process keeps counting in the old one "
@@ -811,16 +811,18 @@ void vs_ledger_close(vs_ledger *h) {
 static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
   int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
   if (mine >= 0) return (uint64_t)mine;
-  return VS_LOAD(&h->shm->tenants[t].reserve_holders) ? VS_LOAD(&h->shm->tenants[t].reserve) : 0;
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE); /* a re-attach may change it */
+  return VS_LOAD(&s->tenants[t].reserve_holders) ? VS_LOAD(&s->tenants[t].reserve) : 0;
 }
 
 /* The sum of max(U_t, R_t) over the tenants below nt other than ours.
  * Relaxed atomic reads: the lock-free view uses it too. */
 static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt) {
-  const vs_ledger_shm *s = h->shm;
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  uint32_t mine = __atomic_load_n(&h->tenant, __ATOMIC_RELAXED);
   uint64_t others = 0;
   for (uint32_t t = 0; t < nt; t++) {
-    if (t == h->tenant) continue;
+    if (t == mine) continue;
     uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
     others = vs_sat_add(others, u > r ? u : r);
   }
@@ -1195,7 +1197,8 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
     if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-    uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = others_of(h, known, nt);
+    uint64_t ua = VS_LOAD(&s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)].used),
+             others = others_of(h, known, nt);
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
     uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
