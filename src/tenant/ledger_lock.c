@@ -6,7 +6,7 @@
 #include "proc.h"
 #include "wake.h"
 
-#define SPINS 256                     /* looks at the word before the first sleep */
+#define SPINS 64                      /* looks at the word before the first sleep */
 #define SLICE_NS 2000000ull           /* a sleeper looks at the word at least this often */
 #define LIVENESS_AFTER_NS 1000000ull  /* a word held this long: is its holder alive? */
 #define LIVENESS_EVERY_NS 10000000ull /* asked again this often */
