@@ -300,7 +300,7 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
       break;
     case GK_DECAY:   /* 0: beyond release_threshold at once; a day at most (nanoseconds inside) */
       if (vs_parse_duration_ms(value, &cfg->release_decay_ms) || cfg->release_decay_ms > VS_CFG_RELEASE_DECAY_MAX_MS)
-        fail(ps, ps->line, "bad duration '%s' for 'release_decay': %s, at most 24h", value, duration_help);
+        fail(ps, ps->line, "bad duration '%s' for 'release_decay': %s, at most 1440min (a day)", value, duration_help);
       break;
   }
 }

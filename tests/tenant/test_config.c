@@ -194,7 +194,7 @@ static const struct bad_case {
     {"[global]\ntimeline_interval = 10\n",
      ":2: bad duration '10' for 'timeline_interval': expected a number with ms, s or min, e.g. 30s"},
     {"[global]\nrelease_decay = 1441min\n",
-     ":2: bad duration '1441min' for 'release_decay': expected a number with ms, s or min, e.g. 30s, at most 24h"},
+     ":2: bad duration '1441min' for 'release_decay': expected a number with ms, s or min, e.g. 30s, at most 1440min (a day)"},
     {"[global]\narena = cuda\n", ":2: bad value 'cuda' for 'arena': expected vmm, chunks or off"},
     {"[global]\ndump_signal = HUP\n", ":2: bad value 'HUP' for 'dump_signal': expected none, USR1 or USR2"},
     {"[global]\nledger_dir = shm/vs\n", ":2: 'ledger_dir' must be an absolute path, not 'shm/vs'"},
