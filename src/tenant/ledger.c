@@ -45,6 +45,7 @@ struct vs_ledger {
   char card_id[VS_NAME_MAX];
   uint64_t mine_held, mine_peak; /* this process's charge, kept outside the file */
   uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
+  uint64_t mine_mask;            /* its slot's reserve_mask (issue 23: checked like the counters) */
   uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
   int reattach_failed;           /* logged once until a re-attach succeeds */
   int exited;                    /* vs_ledger_exit ran: every call is a no-op (under mu) */
@@ -209,6 +210,28 @@ int vs_ledger_slot_alive(int fd, int slot) {
   return vs_plat_range_held(fd, VS_SLOT_LOCK_BASE + slot, 1); /* cannot tell: alive, never steal */
 }
 
+/* Under the lock: whether every tenant's used, spilled and reserve_holders
+ * are what its ACTIVE slots add up to (ledger_shm.h's invariants; what
+ * rebuild_locked would write). */
+static int totals_sound_locked(const vs_ledger_shm *s) {
+  uint64_t used[VS_LEDGER_TENANTS] = {0}, spilled[VS_LEDGER_TENANTS] = {0};
+  uint32_t holders[VS_LEDGER_TENANTS] = {0};
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &s->slots[i];
+    if (sl->state != VS_SLOT_ACTIVE) continue;
+    if (sl->tenant < VS_LEDGER_TENANTS) {
+      used[sl->tenant] += sl->held;
+      spilled[sl->tenant] += sl->spilled;
+    }
+    for (uint64_t m = sl->reserve_mask; m; m &= m - 1) holders[__builtin_ctzll(m)]++;
+  }
+  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++)
+    if (s->tenants[t].used != used[t] || s->tenants[t].spilled != spilled[t] ||
+        s->tenants[t].reserve_holders != holders[t])
+      return 0;
+  return 1;
+}
+
 static int sweep_locked(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   int n = 0;
@@ -234,6 +257,15 @@ static int sweep_locked(vs_ledger *h) {
     n++;
   }
   VS_STORE(&s->last_sweep_ns, vs_clock_ns(CLOCK_MONOTONIC_COARSE));
+  if (!totals_sound_locked(s)) {
+    /* Issue 23: bytes written over the file (the invariant holds whenever
+     * no writer is inside the lock, and we hold it). */
+    rebuild_locked(s);
+    VS_WARN("ledger of card %s: the tenants' totals disagreed with the process slots (the file was written over?): "
+            "rebuilt from the slots",
+            s->card_id);
+    n++;   /* memory may have come back: waiters look again */
+  }
   if (n) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   return n;
 }
@@ -426,6 +458,12 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
   long got = vs_plat_pread(fd, &hdr, offsetof(vs_ledger_shm, lock), 0);
   int fresh = size == 0;
   if (got == (long)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
+    /* Issue 23: a file of our size whose header names another size, or a
+     * version no vramshim ever had, was written over: damaged, not another
+     * version's (whose file would have its own size, and is refused while
+     * in use). */
+    if (hdr.size != sizeof hdr || hdr.version == 0 || hdr.version > VS_LEDGER_VERSION + 64)
+      return move_aside(fd, dfd, name, path, "damaged (bad header)", err, errlen);
     if (hdr.version != VS_LEDGER_VERSION || hdr.size != sizeof hdr) {
       if (!used) return move_aside(fd, dfd, name, path, "left by another vramshim version", err, errlen);
       snprintf(err, errlen,
@@ -583,6 +621,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   sl->generation = plan->generation;
   sl->attach_ns = vs_clock_ns(CLOCK_REALTIME);
   sl->reserve_mask = mask;
+  h->mine_mask = mask;
   /* Re-attaching: what this process holds is carried over as it is (it is
    * device memory already taken; admission is not asked again). */
   sl->held = carry;
@@ -663,7 +702,12 @@ static const char *file_trouble(vs_ledger *h, int force) {
       s->size != sizeof *s)
     return "damaged (bad header)";
   if (VS_LOAD(&s->damaged)) return "damaged (its lock word named no process)";
-  if (s->slots[h->slot].pid != h->pid || s->slots[h->slot].state != VS_SLOT_ACTIVE) return "damaged (this process's slot was overwritten)";
+  const vs_ledger_slot *mine = &s->slots[h->slot];
+  /* Only this process writes its slot's counters, always with its own
+   * copies (issue 23: bytes written over them are damage too). */
+  if (mine->pid != h->pid || mine->state != VS_SLOT_ACTIVE || mine->held != h->mine_held ||
+      mine->spilled != h->mine_spilled || mine->tenant != h->tenant || mine->reserve_mask != h->mine_mask)
+    return "damaged (this process's slot was overwritten)";
   uint64_t now = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
   if (!force && now < h->next_check_ns) return NULL;
   h->next_check_ns = now + FILE_CHECK_NS;
