@@ -628,7 +628,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   sl->peak = h->mine_peak > carry ? h->mine_peak : carry;
   VS_STORE(&s->tenants[t].used, s->tenants[t].used + carry);
   if (s->tenants[t].used > s->tenants[t].peak) s->tenants[t].peak = s->tenants[t].used;
-  if (carry) {
+  if (h->mine_spilled) {   /* also with no device bytes to carry (0 on a first attach) */
     sl->spilled = sl->spill_peak = h->mine_spilled;
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled + h->mine_spilled);
     if (s->tenants[t].spilled > s->tenants[t].spill_peak) s->tenants[t].spill_peak = s->tenants[t].spilled;
