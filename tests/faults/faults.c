@@ -824,6 +824,9 @@ static int count_damaged(void) {
  *   live:   the word names a's slot, as if a held it for ever (the old
  *           mutex: a thread id past pid_max);
  *   bogus:  an owner no holder can write: the file is moved aside;
+ *   version, size: bytes over the header's version or size field: the
+ *           file is moved aside (before: "another vramshim version's ledger
+ *           in use", exit 78 for every new process while a and b ran);
  *   random: 2,000 seeded random bytes anywhere in the file.
  * Before the fix (dead, live): a and b blocked for good, also on their way
  * out, and so did every new process. */
@@ -844,6 +847,11 @@ static int case_lockword(const char *mode) {
     put_u32(path, at, (uint32_t)(k + 1) << VS_LOCK_NONCE_BITS | 5u);
   } else if (!strcmp(mode, "bogus")) {
     put_u32(path, at, 445u << VS_LOCK_NONCE_BITS | 12345u);
+  } else if (!strcmp(mode, "version") || !strcmp(mode, "size")) {
+    /* Bytes over the header's version or size field (the same offsets in
+     * every layout since version 1): damage, not another version's file. */
+    put_u32(path, !strcmp(mode, "version") ? offsetof(vs_ledger_shm, version) : offsetof(vs_ledger_shm, size),
+            0x5a5a0054u);
   } else if (!strncmp(mode, "random", 6)) {   /* random[:SEED] */
     int fd = open(path, O_WRONLY);
     CHECK(fd >= 0, "open %s", path);
@@ -873,7 +881,7 @@ static int case_lockword(const char *mode) {
     /* The books are right again (the taker rebuilt them, or the new file holds both). */
     CHECK(both_counted(TP_EVENTUALLY_MS) == 0, "both still counted");
   }
-  if (!strcmp(mode, "bogus")) {
+  if (!strcmp(mode, "bogus") || !strcmp(mode, "version") || !strcmp(mode, "size")) {
     CHECK(count_damaged() == 1, "the damaged file is moved aside (%d files)", count_damaged());
     const char *t2[] = {"try", "64", "ok", NULL};
     CHECK(tp_wait(tp_spawn("c2", "c", NULL, t2)) == 0, "a new process is served from the new file (c2.err)");
