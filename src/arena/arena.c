@@ -209,6 +209,21 @@ static int free_block(vs_arena *a, uint64_t addr, int ordered) {
   return rc;
 }
 
+uint64_t vs_arena_decay(vs_arena *a) {
+  if (!a) return 0;
+  /* Nothing beyond release_threshold (live bytes aside): the tick touches
+   * nothing, so the arena's placement stays its callers' alone. */
+  pthread_mutex_lock(&a->heap.mu);
+  uint64_t reserved = vs_heap_reserved(&a->heap);
+  pthread_mutex_unlock(&a->heap.mu);
+  uint64_t live = atomic_load_explicit(&a->live_bytes, memory_order_relaxed);
+  if (reserved <= live || reserved - live <= a->cfg.release_threshold) return 0;
+  uint64_t st = atomic_load(&a->stamped), seen = atomic_exchange(&a->tick_stamp, st);
+  if (st == seen && atomic_load_explicit(&a->pend_total, memory_order_relaxed)) vs_arena_sync(a);
+  uint64_t n = a->idle_trim ? a->idle_trim(a) : 0;
+  return n + vs_heap_trim_decayed(a);
+}
+
 int vs_arena_free(vs_arena *a, uint64_t addr) { return a ? free_block(a, addr, atomic_load(&a->ordered)) : -1; }
 
 int vs_arena_free_lane(vs_arena *a, uint64_t addr) {

@@ -77,13 +77,23 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *ba
  * most the heap held in use (live and pending) over the last decay_ms,
  * less what it holds in use now, stays cached. So a workload that swings
  * between a low and a high keeps what its highs need, and a burst followed
- * by a lull gives the burst back decay_ms later (at the arena's next call:
- * the arena has no thread of its own). Default VS_ARENA_DECAY_DEFAULT_MS;
+ * by a lull gives the burst back decay_ms later (at the arena's next call,
+ * or at the next vs_arena_decay: the arena has no thread of its own).
+ * Default VS_ARENA_DECAY_DEFAULT_MS;
  * VS_ARENA_DECAY_NONE releases beyond release_threshold at once (the rule
  * before decay). vs_arena_trim and the OOM ladder release at once anyway. */
 #define VS_ARENA_DECAY_DEFAULT_MS 10000ull
 #define VS_ARENA_DECAY_NONE 0ull
 void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms);
+/* The decay's tick from outside the arena's calls (issue 23: the shim's
+ * background thread, so an idle process gives its cache back too). Does
+ * nothing while the arena holds at most release_threshold beyond its live
+ * bytes (its placement stays its callers' alone); else empty slabs of idle
+ * bins go to the heap, and what decay no longer keeps goes
+ * back to the backend. Pending frees are settled only when the arena made
+ * no free since the previous tick (then a sync costs nothing: it is idle).
+ * Returns bytes released. */
+uint64_t vs_arena_decay(vs_arena *a);
 /* The clock decay runs on, in nanoseconds (NULL: CLOCK_MONOTONIC). The
  * replay passes the trace's Time column. Set before the first allocation. */
 void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx);

@@ -140,6 +140,7 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
     ac.mode = VS_ARENA_CHUNKS;
     a = vs_arena_create(&ac, &be);
   }
+  if (a) vs_arena_set_decay(a, vs_settings_get()->config.release_decay_ms);
   if (!a) {
     VS_ERROR("card %d: the arena cannot start (out of host memory?); this context's allocations go to the driver",
              card);
@@ -326,6 +327,22 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
       trim_ctx(c, keep_bytes);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+}
+
+void vs_arena_glue_decay(void) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    n = arena_ctx_ids(-1, done, ids, sizeof ids / sizeof ids[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      if (a) vs_arena_decay(a);
       vs_ctx_put(c);
     }
     done += n;

@@ -33,6 +33,10 @@ void vs_arena_glue_trim(vs_ctx *ctx);
  * (vs_arena_trim): the program trimmed the device's default pool, whose
  * stream-ordered blocks those arenas serve (pool_view.c). */
 void vs_arena_glue_trim_card(int card, uint64_t keep_bytes);
+/* The decay's tick on every arena (vs_arena_decay): the background thread
+ * calls it, so an idle process's cache goes back to release_threshold
+ * within the decay time (release_decay) too (issue 23). */
+void vs_arena_glue_decay(void);
 /* ctx has ended (unlinked, no references): its arena is destroyed, its
  * chunks (which the driver freed with the context) only leave the books,
  * its VMM handles and ranges are released. */

@@ -1,7 +1,10 @@
 /* The shim's one background thread: samples the timeline of every used
  * card each timeline_interval, answers dump requests posted in this
  * process's ledger slots (ledger_mailbox.h), and writes the automatic
- * dumps asked for by refused allocations and by dump_signal.
+ * dumps asked for by refused allocations and by dump_signal. Issue 23:
+ * it also checks the ledgers every VS_LEDGER_CHECK_MS while a card is
+ * open (reclaiming the dead when due) and applies the arenas' decay at
+ * least once a second, so an idle process behaves as a busy one.
  *
  * It sleeps on the request word of one of its slots (a process-shared
  * futex the tool wakes); a tool posts to every slot of the process, so one
@@ -36,6 +39,7 @@
 #define MAX_SLEEP_NS 1000000000ull       /* in-process wakes are seen within this */
 #define DISCOVER_FAST_NS 100000000ull    /* looking for a new card's slot */
 #define DISCOVER_FAST_TRIES 50           /* then once per MAX_SLEEP_NS */
+#define DECAY_TICK_NS 100000000ull       /* the arenas' decay is applied at most this often (<= MAX_SLEEP_NS) */
 
 static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int vs_obs_thread_started;
@@ -301,7 +305,7 @@ static void *thread_main(void *arg) {
   uint64_t interval = vs_settings_get()->config.timeline_interval_ms * 1000000ull;
   if (!interval) interval = 10000000000ull;
   uint64_t next_sample = vs_mono_ns();   /* a first sample at once */
-  uint64_t next_discover = 0;
+  uint64_t next_discover = 0, next_decay = 0;
   int fast_tries = 0;
   for (;;) {
     uint64_t now = vs_mono_ns();
@@ -317,7 +321,11 @@ static void *thread_main(void *arg) {
       next_discover = now + (fast_tries++ < DISCOVER_FAST_TRIES ? DISCOVER_FAST_NS : MAX_SLEEP_NS);
     }
     if (!unmatched) fast_tries = 0;
-    vs_quota_check_ledgers();
+    int ledgers = vs_quota_check_ledgers();
+    if (now >= next_decay) {
+      vs_arena_glue_decay();
+      next_decay = now + DECAY_TICK_NS;
+    }
     prune();
     handle();
     dump_log_tick(vs_mono_ns());
@@ -329,6 +337,9 @@ static void *thread_main(void *arg) {
     now = vs_mono_ns();
     uint64_t sleep = next_sample > now ? next_sample - now : 0;
     if (sleep > MAX_SLEEP_NS) sleep = MAX_SLEEP_NS;
+    /* Issue 23: the dead are reclaimed within VS_LEDGER_RECLAIM_MS of their
+     * death whatever this process does (ledger.h). */
+    if (ledgers && sleep > VS_LEDGER_CHECK_MS * 1000000ull) sleep = VS_LEDGER_CHECK_MS * 1000000ull;
     if (unmatched && next_discover > now && next_discover - now < sleep) sleep = next_discover - now;
     /* Keyed by the ledger when a slot is known: the wait a tool's post wakes
      * across processes on every system (wake.h); on Windows the unkeyed one

@@ -24,6 +24,7 @@
 #include "interpose.h"
 #include "log.h"
 #include "memory_service.h"
+#include "ledger.h"
 #include "session.h"
 #include "settings.h"
 #include "vramshim.h"
@@ -219,6 +220,18 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
     return 0;
   }
   uint64_t wait_ms = vs_tenant_wait_ms(s);
+  /* Issue 23: before a `fail` refusal (this thread's own arena has
+   * trimmed already), the tenant's caches in its other processes get their
+   * chance, once per request: they are asked to trim (a bounded wait for
+   * their answers), and the caller tries again. *deadline_ns = 1 marks
+   * the round as done. */
+  if (!wait_ms && !*deadline_ns) {
+    *deadline_ns = 1;
+    if (vs_tenant_trim_others(s, card, VS_LEDGER_TRIM_WAIT_MS) > 0) {
+      t->pending = 0;
+      return 1;
+    }
+  }
   if (wait_ms) {
     if (!*deadline_ns) *deadline_ns = vs_mono_ns() + wait_ms * 1000000ull;
     vs_refusal why = t->why;
@@ -305,9 +318,21 @@ __attribute__((destructor)) static void quota_at_exit(void) {
   if (vs_plat_exit_work_ok()) vs_quota_exit();
 }
 
-void vs_quota_check_ledgers(void) {
+int vs_quota_check_ledgers(void) {
+  int n = 0;
   for (int c = 0; c < NCARDS; c++)
-    if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) vs_tenant_check(g_session, c);
+    if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) {
+      vs_tenant_check(g_session, c);
+      /* Another process of our tenant is about to refuse an allocation:
+       * our cache on the card goes back first (issue 23). */
+      uint32_t req;
+      if (vs_tenant_trim_asked(g_session, c, &req)) {
+        vs_arena_glue_trim_card(c, 0);
+        vs_tenant_trim_answer(g_session, c, req);
+      }
+      n++;
+    }
+  return n;
 }
 
 unsigned vs_quota_waiters(int card) {

@@ -78,10 +78,12 @@ void vs_quota_settle(void);
  * settled or reported): tells a quota refusal from the driver's. */
 int vs_quota_refusal_pending(void);
 
-/* Checks every open card's ledger file (the background thread calls it at
- * least once a second): a process that sits idle also notices a deleted,
- * replaced, truncated or damaged ledger and carries its usage into the new one. */
-void vs_quota_check_ledgers(void);
+/* Checks every open card's ledger file: a process that sits idle also
+ * notices a deleted, replaced, truncated or damaged ledger and carries its
+ * usage into the new one, and reclaims dead processes when the card's last
+ * sweep is due (issue 23). The background thread calls it every
+ * VS_LEDGER_CHECK_MS while it returns more than 0 (the cards open). */
+int vs_quota_check_ledgers(void);
 
 /* The id of the card's ledger (its UUID; the ordinal where the driver has
  * none) when its ledger is open: 0, else -1. The same card has the same id

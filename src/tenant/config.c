@@ -23,10 +23,10 @@
 #define MAX_CONFIG_BYTES (1u << 20)
 
 enum sec_kind { SEC_NONE, SEC_GLOBAL, SEC_CARD, SEC_TENANT, SEC_BAD };
-enum { GK_ARENA, GK_RELEASE, GK_LEDGER, GK_DUMPDIR, GK_DUMPSIG, GK_TIMELINE, GK_N };
+enum { GK_ARENA, GK_RELEASE, GK_LEDGER, GK_DUMPDIR, GK_DUMPSIG, GK_TIMELINE, GK_DECAY, GK_N };
 enum { TK_RESERVE, TK_LIMIT, TK_WARN, TK_ONLIMIT, TK_CARDS, TK_EXE, TK_ONWARN, TK_ONREFUSE, TK_N };
 static const char *const global_keys[GK_N] = {"arena", "release_threshold", "ledger_dir",
-                                              "dump_dir", "dump_signal", "timeline_interval"};
+                                              "dump_dir", "dump_signal", "timeline_interval", "release_decay"};
 static const char *const tenant_keys[TK_N] = {"reserve", "limit", "warn_at", "on_limit", "cards", "match_exe",
                                               "on_warn", "on_refuse"};
 /* [card] keys: headroom, and the card-wide threshold actions (issue 26). */
@@ -76,6 +76,7 @@ void vs_config_defaults(vs_config *cfg) {
   snprintf(cfg->ledger_dir, sizeof cfg->ledger_dir, "%s", VS_DEFAULT_LEDGER_DIR);
   snprintf(cfg->dump_dir, sizeof cfg->dump_dir, "%s", VS_DEFAULT_DUMP_DIR);
   cfg->timeline_interval_ms = 10000;
+  cfg->release_decay_ms = VS_CFG_RELEASE_DECAY_DEFAULT_MS;
 }
 
 int vs_tenant_name_ok(const char *s) {
@@ -313,6 +314,10 @@ static void global_key(struct parser *ps, const char *name, const char *value) {
              rc ? duration_why(rc) : duration_help);
       break;
     }
+    case GK_DECAY:   /* 0: beyond release_threshold at once; a day at most (nanoseconds inside) */
+      if (vs_parse_duration_ms(value, &cfg->release_decay_ms) || cfg->release_decay_ms > VS_CFG_RELEASE_DECAY_MAX_MS)
+        fail(ps, ps->line, "bad duration '%s' for 'release_decay': %s, at most 1440min (a day)", value, duration_help);
+      break;
   }
 }
 

@@ -87,6 +87,9 @@ typedef struct vs_card_cfg {
   vs_actions actions;           /* for every tenant on the card without an action of its own */
 } vs_card_cfg;
 
+#define VS_CFG_RELEASE_DECAY_DEFAULT_MS 10000ull
+#define VS_CFG_RELEASE_DECAY_MAX_MS 86400000ull
+
 typedef struct vs_config {
   char file[VS_PATH_MAX];       /* as named in messages */
   uint64_t generation;          /* FNV-1a of the file's bytes: which config a process runs */
@@ -98,6 +101,10 @@ typedef struct vs_config {
   char dump_dir[VS_PATH_MAX];
   int dump_signal;              /* 0 = none, else SIGUSR1 / SIGUSR2 */
   uint64_t timeline_interval_ms;
+  /* Issue 23: how long cached memory beyond release_threshold stays after
+   * it was last needed (the arena's decay); the background thread applies
+   * it to idle processes too. */
+  uint64_t release_decay_ms;
   vs_card_cfg cards[VS_CFG_MAX_CARDS];
   int ncards;
   vs_tenant_cfg tenants[VS_CFG_MAX_TENANTS];

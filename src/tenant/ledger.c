@@ -22,9 +22,11 @@
 #include "procenv.h"
 #include "shm.h"
 #include "wake.h"
+#include "ledger_lock.h"
+#include "ledger_mailbox.h"
 #include "xlock.h"
 
-#define SWEEP_EVERY_NS 250000000ull   /* reclaim the dead at least this often while active */
+#define SWEEP_EVERY_NS (VS_LEDGER_SWEEP_MS * 1000000ull) /* reclaim the dead at least this often (ledger.h) */
 #define WARN_EVERY_NS 10000000000ull  /* one warn_at line per tenant per 10 s */
 #define REFUSAL_LOG_EVERY_NS 1000000000ull
 #define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
@@ -43,6 +45,7 @@ struct vs_ledger {
   char card_id[VS_NAME_MAX];
   uint64_t mine_held, mine_peak; /* this process's charge, kept outside the file */
   uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
+  uint64_t mine_mask;            /* its slot's reserve_mask (issue 23: checked like the counters) */
   uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
   int reattach_failed;           /* logged once until a re-attach succeeds */
   int exited;                    /* vs_ledger_exit ran: every call is a no-op (under mu) */
@@ -61,6 +64,10 @@ struct vs_ledger {
   char tenant_name[VS_NAME_MAX];
   struct vs_ledger *next;       /* every open handle of the process, for fork */
 };
+
+/* h->fd as the calls that do not take h->mu read it (-1 in a fork child;
+ * a re-attach changes it under mu). */
+static int fd_of(const vs_ledger *h) { return __atomic_load_n(&h->fd, __ATOMIC_RELAXED); }
 
 /* ---- Handles of this process, closed in a fork child ------------------- */
 static pthread_mutex_t g_handles_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,19 +129,56 @@ static void free_slot_locked(vs_ledger_shm *s, vs_ledger_slot *sl) {
   memset(sl, 0, sizeof *sl);
 }
 
-/* The lock (xlock.h) is robust: a process that died holding it may have
- * left the totals half-written; they are rebuilt from the slots. */
-static int lock_shm(vs_ledger_shm *s) {
-  int r = vs_plat_xlock_acquire(&s->lock);
-  if (r == VS_PLAT_OWNER_DIED) {
-    rebuild_locked(s);
-    vs_plat_xlock_consistent(&s->lock);
-    VS_INFO("ledger of card %s: a process died holding the lock; totals rebuilt from process slots", s->card_id);
-    return 0;
+/* The lock (ledger_lock.h) is never held against us for long: taken over
+ * from a holder that died, stopped past the lease, or a word no holder
+ * could have written, the totals that holder may have left half-written
+ * are rebuilt from the slots. The word this thread wrote is kept for the
+ * release (a thread holds one ledger's lock at a time). */
+static __thread uint32_t t_lock_mine;
+
+static int lock_shm(vs_ledger_shm *s, int fd, int slot) {
+  char key[40];
+  vs_plat_xlock_key(&s->lock, key, sizeof key);
+  uint32_t owner;
+  int r = vs_ledger_lock_take(&s->lk, fd, slot, key, &t_lock_mine, &owner);
+  if (r == VS_LOCK_TAKEN) return 0;
+  rebuild_locked(s);
+  int k = vs_ledger_lock_owner_slot(owner);
+  int pid = k >= 0 ? s->slots[k].pid : 0;
+  if (r == VS_LOCK_TAKEN_DEAD) {
+    VS_INFO("ledger of card %s: process %d died holding the lock; totals rebuilt from process slots", s->card_id, pid);
+  } else if (r == VS_LOCK_TAKEN_STUCK) {
+    VS_WARN("ledger of card %s: process %d held the lock for more than %llu ms (stopped, frozen, or its lock word "
+            "lies): took the lock over; totals rebuilt from process slots",
+            s->card_id, pid, (unsigned long long)(VS_LOCK_LEASE_NS / 1000000ull));
+  } else {
+    /* Damage: every process moves the file aside at its next call (file_trouble). */
+    VS_STORE(&s->damaged, 1);
+    VS_WARN("ledger of card %s: its lock word 0x%08x names no process (the file is damaged): took the lock over; "
+            "the file is moved aside",
+            s->card_id, (unsigned)owner);
   }
-  return r;
+  return 0;
 }
-static void unlock_shm(vs_ledger_shm *s) { vs_plat_xlock_release(&s->lock); }
+
+/* A release that finds the word changed: this process was stopped (or
+ * starved) inside the lock past the lease and another took it over; what
+ * it wrote after resuming may disagree with the slots, so it takes the
+ * lock again and rebuilds the totals from them (once: a second loss in a
+ * row is left to the next taker's repair). */
+static void unlock_shm(vs_ledger_shm *s, int fd, int slot) {
+  char key[40];
+  vs_plat_xlock_key(&s->lock, key, sizeof key);
+  if (vs_ledger_lock_give(&s->lk, t_lock_mine, key) == 0) return;
+  static _Atomic int said;
+  if (!said++)
+    VS_WARN("ledger of card %s: this process held the lock for more than %llu ms (it was stopped or starved) and "
+            "another process took it over; totals rebuilt from process slots",
+            s->card_id, (unsigned long long)(VS_LOCK_LEASE_NS / 1000000ull));
+  lock_shm(s, fd, slot);
+  rebuild_locked(s);
+  vs_ledger_lock_give(&s->lk, t_lock_mine, key);
+}
 
 static void wake_waiters(vs_ledger_shm *s) {
   if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
@@ -166,6 +210,28 @@ int vs_ledger_slot_alive(int fd, int slot) {
   return vs_plat_range_held(fd, VS_SLOT_LOCK_BASE + slot, 1); /* cannot tell: alive, never steal */
 }
 
+/* Under the lock: whether every tenant's used, spilled and reserve_holders
+ * are what its ACTIVE slots add up to (ledger_shm.h's invariants; what
+ * rebuild_locked would write). */
+static int totals_sound_locked(const vs_ledger_shm *s) {
+  uint64_t used[VS_LEDGER_TENANTS] = {0}, spilled[VS_LEDGER_TENANTS] = {0};
+  uint32_t holders[VS_LEDGER_TENANTS] = {0};
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &s->slots[i];
+    if (sl->state != VS_SLOT_ACTIVE) continue;
+    if (sl->tenant < VS_LEDGER_TENANTS) {
+      used[sl->tenant] += sl->held;
+      spilled[sl->tenant] += sl->spilled;
+    }
+    for (uint64_t m = sl->reserve_mask; m; m &= m - 1) holders[__builtin_ctzll(m)]++;
+  }
+  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++)
+    if (s->tenants[t].used != used[t] || s->tenants[t].spilled != spilled[t] ||
+        s->tenants[t].reserve_holders != holders[t])
+      return 0;
+  return 1;
+}
+
 static int sweep_locked(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   int n = 0;
@@ -190,14 +256,25 @@ static int sweep_locked(vs_ledger *h) {
               (unsigned long long)held, (int)pid, s->tenants[t].name);
     n++;
   }
-  s->last_sweep_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
+  VS_STORE(&s->last_sweep_ns, vs_clock_ns(CLOCK_MONOTONIC_COARSE));
+  if (!totals_sound_locked(s)) {
+    /* Issue 23: bytes written over the file (the invariant holds whenever
+     * no writer is inside the lock, and we hold it). */
+    rebuild_locked(s);
+    VS_WARN("ledger of card %s: the tenants' totals disagreed with the process slots (the file was written over?): "
+            "rebuilt from the slots",
+            s->card_id);
+    n++;   /* memory may have come back: waiters look again */
+  }
   if (n) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   return n;
 }
 
-/* Signed: another process may have stamped a slightly later time. */
+/* Signed: another process may have stamped a slightly later time; a stamp
+ * far in the future is garbage (issue 23), and due. */
 static int sweep_due(const vs_ledger_shm *s) {
-  return (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - s->last_sweep_ns) > (int64_t)SWEEP_EVERY_NS;
+  int64_t d = (int64_t)(vs_clock_ns(CLOCK_MONOTONIC_COARSE) - VS_LOAD(&s->last_sweep_ns));
+  return d > (int64_t)SWEEP_EVERY_NS || d < -(int64_t)SWEEP_EVERY_NS;
 }
 
 static vs_ledger_shm *enter(vs_ledger *h);
@@ -206,13 +283,13 @@ static void leave(vs_ledger *h);
 int vs_ledger_sweep(vs_ledger *h) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
   }
   int n = sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (n) wake_waiters(s);
   return n;
@@ -381,6 +458,12 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
   long got = vs_plat_pread(fd, &hdr, offsetof(vs_ledger_shm, lock), 0);
   int fresh = size == 0;
   if (got == (long)offsetof(vs_ledger_shm, lock) && hdr.magic == VS_LEDGER_MAGIC) {
+    /* Issue 23: a file of our size whose header names another size, or a
+     * version no vramshim ever had, was written over: damaged, not another
+     * version's (whose file would have its own size, and is refused while
+     * in use). */
+    if (hdr.size != sizeof hdr || hdr.version == 0 || hdr.version > VS_LEDGER_VERSION + 64)
+      return move_aside(fd, dfd, name, path, "damaged (bad header)", err, errlen);
     if (hdr.version != VS_LEDGER_VERSION || hdr.size != sizeof hdr) {
       if (!used) return move_aside(fd, dfd, name, path, "left by another vramshim version", err, errlen);
       snprintf(err, errlen,
@@ -389,6 +472,8 @@ static int init_file(int fd, int dfd, const char *name, const char *path, const 
                path, hdr.version, VS_LEDGER_VERSION);
       return -1;
     }
+    /* Issue 23: a process found a lock word no holder could have written. */
+    if (hdr.damaged) return move_aside(fd, dfd, name, path, "damaged (its lock word named no process)", err, errlen);
     return 0;
   }
   /* Not initialised: new, or its creator died before finishing (both: no
@@ -474,19 +559,19 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   vs_plat_guard_add(s, sizeof *s);
   int old_fd = h->fd;
   vs_ledger_shm *old_shm = h->shm;
-  h->fd = fd;
+  __atomic_store_n(&h->fd, fd, __ATOMIC_RELAXED); /* read without mu (fd_of) */
   h->slot = -1;
   __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
 
   uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     snprintf(err, errlen, "ledger %s: its lock is unusable", path);
     goto fail;
   }
   int slot = claim_slot_locked(h);
   int t = slot < 0 ? -1 : find_tenant_locked(h, h->tenant_name, 1, 0);
   if (slot < 0 || t < 0) {
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
     if (slot < 0)
       snprintf(err, errlen, "ledger %s is full (%d processes at most)", path, VS_LEDGER_SLOTS);
     else
@@ -548,13 +633,14 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   sl->generation = plan->generation;
   sl->attach_ns = vs_clock_ns(CLOCK_REALTIME);
   sl->reserve_mask = mask;
+  h->mine_mask = mask;
   /* Re-attaching: what this process holds is carried over as it is (it is
    * device memory already taken; admission is not asked again). */
   sl->held = carry;
   sl->peak = h->mine_peak > carry ? h->mine_peak : carry;
   VS_STORE(&s->tenants[t].used, s->tenants[t].used + carry);
   if (s->tenants[t].used > s->tenants[t].peak) s->tenants[t].peak = s->tenants[t].used;
-  if (carry) {
+  if (h->mine_spilled) {   /* also with no device bytes to carry (0 on a first attach) */
     sl->spilled = sl->spill_peak = h->mine_spilled;
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled + h->mine_spilled);
     if (s->tenants[t].spilled > s->tenants[t].spill_peak) s->tenants[t].spill_peak = s->tenants[t].spilled;
@@ -563,14 +649,14 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   write_end(s);
   refresh_map_locked(h);
   int reclaimed = sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   if (reclaimed) wake_waiters(s);
   return 0;
 fail:
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   close(fd);
-  h->fd = old_fd;
+  __atomic_store_n(&h->fd, old_fd, __ATOMIC_RELAXED);
   __atomic_store_n(&h->shm, old_shm, __ATOMIC_RELEASE);
   return -1;
 }
@@ -627,7 +713,13 @@ static const char *file_trouble(vs_ledger *h, int force) {
   if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC || s->version != VS_LEDGER_VERSION ||
       s->size != sizeof *s)
     return "damaged (bad header)";
-  if (s->slots[h->slot].pid != h->pid || s->slots[h->slot].state != VS_SLOT_ACTIVE) return "damaged (this process's slot was overwritten)";
+  if (VS_LOAD(&s->damaged)) return "damaged (its lock word named no process)";
+  const vs_ledger_slot *mine = &s->slots[h->slot];
+  /* Only this process writes its slot's counters, always with its own
+   * copies (issue 23: bytes written over them are damage too). */
+  if (mine->pid != h->pid || mine->state != VS_SLOT_ACTIVE || mine->held != h->mine_held ||
+      mine->spilled != h->mine_spilled || mine->tenant != h->tenant || mine->reserve_mask != h->mine_mask)
+    return "damaged (this process's slot was overwritten)";
   uint64_t now = vs_clock_ns(CLOCK_MONOTONIC_COARSE);
   if (!force && now < h->next_check_ns) return NULL;
   h->next_check_ns = now + FILE_CHECK_NS;
@@ -645,9 +737,9 @@ static const char *file_trouble(vs_ledger *h, int force) {
  * `slot`: the slot's bytes leave its tenant's totals and the slot is free
  * again. announce: the others learn of it at once (generation, wake-ups);
  * a file being left for another one needs no such news. 1 when left. */
-static int leave_file(vs_ledger_shm *s, int slot, uint32_t tenant, int pid, int announce) {
+static int leave_file(vs_ledger_shm *s, int fd, int slot, uint32_t tenant, int pid, int announce) {
   if (vs_plat_guard_broken(s) || __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != VS_LEDGER_MAGIC ||
-      s->slots[slot].pid != pid || lock_shm(s) != 0)
+      s->slots[slot].pid != pid || lock_shm(s, fd, slot) != 0)
     return 0;
   vs_ledger_slot *sl = &s->slots[slot];
   write_begin(s);
@@ -657,7 +749,7 @@ static int leave_file(vs_ledger_shm *s, int slot, uint32_t tenant, int pid, int 
   free_slot_locked(s, sl);
   write_end(s);
   if (announce) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
-  unlock_shm(s);
+  unlock_shm(s, fd, slot);
   if (announce) wake_waiters(s);
   return 1;
 }
@@ -674,7 +766,7 @@ static void reattach(vs_ledger *h, const char *why) {
   uint32_t old_tenant = h->tenant;
   if (attach(h, h->mine_held, err, sizeof err)) {
     h->slot = old_slot;
-    h->tenant = old_tenant;
+    __atomic_store_n(&h->tenant, old_tenant, __ATOMIC_RELAXED);
     h->next_check_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE) + 10 * FILE_CHECK_NS; /* do not retry at every call */
     if (!h->reattach_failed++)
       VS_WARN("ledger %s/%s was %s, and re-attaching failed: %s; this process keeps counting in the old one "
@@ -684,7 +776,7 @@ static void reattach(vs_ledger *h, const char *why) {
   }
   /* The old file, when still sound (deleted or replaced, not damaged), no
    * longer lists this process: its dump mailbox there is given up too. */
-  leave_file(old, old_slot, old_tenant, h->pid, 0);
+  leave_file(old, old_fd, old_slot, old_tenant, h->pid, 0);
   vs_plat_guard_retire(old, sizeof *old);
   close(old_fd);
   h->reattach_failed = 0;
@@ -695,7 +787,7 @@ static void reattach(vs_ledger *h, const char *why) {
 /* Writers start here: takes h->mu and makes sure the file is sound. NULL
  * (nothing locked) in a fork child. */
 static vs_ledger_shm *enter(vs_ledger *h) {
-  if (h->fd < 0) return NULL;
+  if (fd_of(h) < 0) return NULL;
   pthread_mutex_lock(&h->mu);
   if (h->exited) {
     pthread_mutex_unlock(&h->mu);
@@ -708,15 +800,23 @@ static vs_ledger_shm *enter(vs_ledger *h) {
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
 
 void vs_ledger_exit(vs_ledger *h) {
-  if (!h || h->fd < 0) return;
+  if (!h || fd_of(h) < 0) return;
   pthread_mutex_lock(&h->mu);
-  if (!h->exited) leave_file(h->shm, h->slot, h->tenant, h->pid, 1);
+  if (!h->exited && !vs_plat_guard_broken(h->shm) &&
+      __atomic_load_n(&h->shm->magic, __ATOMIC_ACQUIRE) == VS_LEDGER_MAGIC && lock_shm(h->shm, h->fd, h->slot) == 0) {
+    /* Issue 23: the dead go with us (forked children that died before
+     * this process, when no other process is left to reclaim them). */
+    int n = sweep_locked(h);
+    unlock_shm(h->shm, h->fd, h->slot);
+    if (n) wake_waiters(h->shm);
+  }
+  if (!h->exited) leave_file(h->shm, h->fd, h->slot, h->tenant, h->pid, 1);
   h->exited = 1;
   pthread_mutex_unlock(&h->mu);
 }
 
 int vs_ledger_check(vs_ledger *h) {
-  if (!h || h->fd < 0) return 0;
+  if (!h || fd_of(h) < 0) return 0;
   pthread_mutex_lock(&h->mu);
   if (h->exited) {
     pthread_mutex_unlock(&h->mu);
@@ -724,7 +824,14 @@ int vs_ledger_check(vs_ledger *h) {
   }
   const char *why = file_trouble(h, 0);
   if (why) reattach(h, why);
+  vs_ledger_shm *s = h->shm;
+  int n = 0;
+  if (sweep_due(s) && lock_shm(s, h->fd, h->slot) == 0) {
+    n = sweep_locked(h);
+    unlock_shm(s, h->fd, h->slot);
+  }
   pthread_mutex_unlock(&h->mu);
+  if (n) wake_waiters(s);
   return why != NULL;
 }
 
@@ -741,7 +848,7 @@ void vs_ledger_close(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   /* A damaged or truncated file is left alone: its slot lock goes with the
    * descriptor, and the others reclaim the slot. */
-  if (h->fd >= 0) leave_file(s, h->slot, h->tenant, h->pid, 1);
+  if (h->fd >= 0) leave_file(s, h->fd, h->slot, h->tenant, h->pid, 1);
   vs_plat_guard_remove(s);
   vs_plat_unmap(s, sizeof *s);
   if (h->fd >= 0) {
@@ -760,16 +867,18 @@ void vs_ledger_close(vs_ledger *h) {
 static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
   int64_t mine = t < known ? __atomic_load_n(&h->reserve_of[t], __ATOMIC_RELAXED) : -1;
   if (mine >= 0) return (uint64_t)mine;
-  return VS_LOAD(&h->shm->tenants[t].reserve_holders) ? VS_LOAD(&h->shm->tenants[t].reserve) : 0;
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE); /* a re-attach may change it */
+  return VS_LOAD(&s->tenants[t].reserve_holders) ? VS_LOAD(&s->tenants[t].reserve) : 0;
 }
 
 /* The sum of max(U_t, R_t) over the tenants below nt other than ours.
  * Relaxed atomic reads: the lock-free view uses it too. */
 static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt) {
-  const vs_ledger_shm *s = h->shm;
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  uint32_t mine = __atomic_load_n(&h->tenant, __ATOMIC_RELAXED);
   uint64_t others = 0;
   for (uint32_t t = 0; t < nt; t++) {
-    if (t == h->tenant) continue;
+    if (t == mine) continue;
     uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
     others = vs_sat_add(others, u > r ? u : r);
   }
@@ -850,7 +959,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
   if (!h) return -EINVAL;
   vs_ledger_shm *s = enter(h); /* NULL in a fork child (see atfork_child; getpid() would be a syscall) */
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
@@ -874,7 +983,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
       }
     }
   }
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   w->warned = warn;
@@ -891,9 +1000,9 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
 void vs_ledger_force(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s) == 0) {
+  if (lock_shm(s, h->fd, h->slot) == 0) {
     add_locked(h, n, 0);
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
   }
   leave(h);
 }
@@ -913,7 +1022,7 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     leave(h);
     return;
   }
@@ -921,7 +1030,7 @@ void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   wake_waiters(s);
 }
@@ -979,14 +1088,14 @@ int vs_ledger_wait_charge(vs_ledger *h, uint64_t n, uint64_t timeout_ms, vs_refu
 static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
   vs_ledger_shm *s = enter(h);
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
   }
   int reclaimed;
   vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   return k == VS_REFUSE_NONE ? 0 : 1;
@@ -996,10 +1105,59 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   vs_refusal local;
   vs_refusal *w = why ? why : &local;
   if (!h) return -EINVAL;
-  if (h->fd < 0) return -ECHILD;
+  if (fd_of(h) < 0) return -ECHILD;
   int r = probe(h, n, w);
   if (r != 1 || !could_ever_fit(h, n)) return r;
   return wait_loop(h, n, deadline_ns, w, probe);
+}
+
+/* ---- Trims asked of the tenant's other processes (issue 23) ------------------- */
+int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return 0;
+  /* Lock-free: the mailbox words are atomics; a slot that changes owner
+   * meanwhile answers nothing and costs the wait. */
+  uint32_t want[VS_LEDGER_SLOTS];
+  int asked[VS_LEDGER_SLOTS], n = 0;
+  uint32_t tenant = h->tenant;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    vs_ledger_slot *sl = &s->slots[i];
+    if (i == h->slot || VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->tenant) != tenant ||
+        !VS_LOAD(&sl->held) || !vs_ledger_slot_alive(h->fd, i))
+      continue;
+    want[n] = __atomic_add_fetch(&sl->trim_req, 1, __ATOMIC_SEQ_CST);
+    asked[n++] = i;
+    vs_mailbox_nudge(s, i);
+  }
+  leave(h);
+  uint64_t deadline = vs_mono_ns() + timeout_ms * 1000000ull;
+  for (int left = n; left;) {
+    left = 0;
+    for (int k = 0; k < n; k++)
+      if ((int32_t)(__atomic_load_n(&s->slots[asked[k]].trim_done, __ATOMIC_SEQ_CST) - want[k]) < 0) left++;
+    if (!left || vs_mono_ns() >= deadline) break;
+    struct timespec nap = {0, 2000000};
+    nanosleep(&nap, NULL);
+  }
+  return n;
+}
+
+int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return 0;
+  const vs_ledger_slot *sl = &s->slots[h->slot];
+  uint32_t r = __atomic_load_n(&sl->trim_req, __ATOMIC_SEQ_CST);
+  int asked = r != __atomic_load_n(&sl->trim_done, __ATOMIC_SEQ_CST);
+  leave(h);
+  *req = r;
+  return asked;
+}
+
+void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return;
+  __atomic_store_n(&s->slots[h->slot].trim_done, req, __ATOMIC_SEQ_CST);
+  leave(h);
 }
 
 /* ---- on_limit = spill:MAX (issue 13) ------------------------------------------ */
@@ -1008,12 +1166,12 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
   vs_spill_note *o = note ? note : &local;
   memset(o, 0, sizeof *o);
   if (!h) return -EINVAL;
-  if (h->fd < 0) return -ECHILD;
+  if (fd_of(h) < 0) return -ECHILD;
   o->max = h->spill_max;
   if (!h->spill_max) return 1;
   vs_ledger_shm *s = enter(h);
   if (!s) return -ECHILD;
-  int r = lock_shm(s);
+  int r = lock_shm(s, h->fd, h->slot);
   if (r) {
     leave(h);
     return r;
@@ -1038,7 +1196,7 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
     if (o->episode) add_event_locked(s, VS_EVENT_SPILL, h->pid, h->tenant, n, t->spilled, h->spill_max);
   }
   o->spilled = t->spilled;
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
   if (reclaimed) wake_waiters(s);
   return refused;
@@ -1047,24 +1205,24 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
 void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = h && n ? enter(h) : NULL;
   if (!s) return;
-  if (lock_shm(s)) {
+  if (lock_shm(s, h->fd, h->slot)) {
     leave(h);
     return;
   }
   uint64_t spilled = give_back_locked(s, &s->slots[h->slot].spilled, &s->tenants[h->tenant].spilled, n);
   __atomic_store_n(&h->mine_spilled, spilled, __ATOMIC_RELAXED);
-  unlock_shm(s);
+  unlock_shm(s, h->fd, h->slot);
   leave(h);
 }
 
 uint64_t vs_ledger_spill_max(const vs_ledger *h) { return h ? h->spill_max : 0; }
 
 uint64_t vs_ledger_spilled(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_spilled, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_spilled, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
-  if (!h || h->fd < 0) return;
+  if (!h || fd_of(h) < 0) return;
   /* Display only: skipped while a writer (or a re-attach) holds the handle. */
   if (pthread_mutex_trylock(&h->mu)) return;
   if (!h->exited) VS_STORE(&h->shm->slots[h->slot].live, live);
@@ -1072,13 +1230,13 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
 }
 
 uint32_t vs_ledger_waiters(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->waiters, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->waiters, __ATOMIC_RELAXED) : 0;
 }
 
-int vs_ledger_inherited(const vs_ledger *h) { return h && h->fd < 0; }
+int vs_ledger_inherited(const vs_ledger *h) { return h && fd_of(h) < 0; }
 
 uint64_t vs_ledger_held(const vs_ledger *h) {
-  return h && h->fd >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;
 }
 
 void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
@@ -1088,14 +1246,15 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 /* ---- View and reports -------------------------------------------------------- */
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
   uint64_t total = h ? h->total : 0, avail = 0;
-  if (h && h->fd >= 0) {
+  if (h && fd_of(h) >= 0) {
     const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
     /* An entry changed name since reserve_of[] was filled: the ledger's values until the next refresh. */
     if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-    uint64_t ua = VS_LOAD(&s->tenants[h->tenant].used), others = others_of(h, known, nt);
+    uint64_t ua = VS_LOAD(&s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)].used),
+             others = others_of(h, known, nt);
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
     uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
@@ -1111,9 +1270,9 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {
   vs_ledger_shm *s = enter(h);
   if (!s) return;
   /* h->mu also guards this handle's rate-limit fields (threads share it). */
-  if (lock_shm(s) == 0) {
+  if (lock_shm(s, h->fd, h->slot) == 0) {
     add_event_locked(s, VS_EVENT_LIMIT, h->pid, h->tenant, why->request, why->used, why->limit);
-    unlock_shm(s);
+    unlock_shm(s, h->fd, h->slot);
   }
   uint64_t now = vs_mono_ns();
   if (h->last_refusal_log_ns && now - h->last_refusal_log_ns < REFUSAL_LOG_EVERY_NS) {

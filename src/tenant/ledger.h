@@ -91,15 +91,37 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why);
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
 
 /* Finds slots of dead processes and gives their usage back (an event per
- * process). Runs by itself on refusals, while waiting, and every 250 ms of
- * activity; returns the number reclaimed. */
+ * process). Runs by itself on refusals, while waiting, and at most every
+ * VS_LEDGER_SWEEP_MS in admissions and vs_ledger_check; returns the number
+ * reclaimed. */
 int vs_ledger_sweep(vs_ledger *h);
 
 /* Checks the file now (issue 10): when it was truncated, deleted, damaged
  * or replaced, re-attaches to the ledger now at the path, carrying this
  * process's usage, with one log line. 1 when it did, else 0. Every writer
- * call does the same at most every 100 ms (and at once on a fault). */
+ * call does the same at most every 100 ms (and at once on a fault).
+ * Issue 23: also reclaims the dead when the card's last sweep is older
+ * than VS_LEDGER_SWEEP_MS (any process's sweep counts), so a background
+ * thread calling this every VS_LEDGER_CHECK_MS reclaims a dead process
+ * within VS_LEDGER_RECLAIM_MS whatever the survivors do (allocating from
+ * their caches only, or idle). */
+#define VS_LEDGER_SWEEP_MS 150
+#define VS_LEDGER_CHECK_MS 100
+#define VS_LEDGER_RECLAIM_MS (VS_LEDGER_SWEEP_MS + VS_LEDGER_CHECK_MS)
 int vs_ledger_check(vs_ledger *h);
+
+/* Issue 23: before a `fail` refusal, the tenant's caches in its other
+ * processes get their chance. vs_ledger_trim_others asks every other live
+ * process of our tenant on the card that holds memory to give its arena
+ * cache back (the slot's trim mailbox; their background threads answer
+ * within VS_LEDGER_CHECK_MS) and waits for their answers, at most
+ * timeout_ms. Returns how many were asked (0: nobody to ask, no wait).
+ * The asked process's side: vs_ledger_trim_asked (1 with the request
+ * number when one waits), then vs_ledger_trim_answer once trimmed. */
+#define VS_LEDGER_TRIM_WAIT_MS 300
+int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms);
+int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req);
+void vs_ledger_trim_answer(vs_ledger *h, uint32_t req);
 
 /* At process exit: gives back the slot and its usage now (status shows the
  * truth at once, not "dead, reclaim pending"); the handle stays valid and

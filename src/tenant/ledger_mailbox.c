@@ -59,6 +59,11 @@ static void keyed_wake(vs_mailbox_map *m, int slot, const char *what, uint32_t *
   errno = e;
 }
 
+void vs_mailbox_nudge(struct vs_ledger_shm *shm, int slot) {
+  vs_mailbox_map m = {.shm = shm, .fd = -1};
+  keyed_wake(&m, slot, "req", &shm->slots[slot].dump_req);
+}
+
 void vs_mailbox_req_wait(vs_mailbox_map *m, int slot, uint32_t expected, uint64_t timeout_ns) {
   keyed_wait(m, slot, "req", &m->shm->slots[slot].dump_req, expected, timeout_ns);
 }

@@ -64,6 +64,11 @@ int vs_mailbox_pending(vs_mailbox_map *m, int slot, uint32_t *req);
 /* Publishes path as the answer to every request up to req, and wakes the tools. */
 void vs_mailbox_answer(vs_mailbox_map *m, int slot, uint32_t req, const char *path);
 
+/* Wakes the background thread of a slot's owner (it sleeps on dump_req,
+ * keyed as vs_mailbox_req_wait) without posting a dump request: the trim
+ * mailbox's nudge (issue 23). */
+void vs_mailbox_nudge(struct vs_ledger_shm *shm, int slot);
+
 /* Process-shared futex on a 32-bit word (works on private memory too). */
 void vs_mailbox_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 void vs_mailbox_futex_wake(uint32_t *word);

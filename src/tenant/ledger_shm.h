@@ -2,8 +2,10 @@
  *
  * Invariants, for every tenant t, whenever no writer is inside the lock:
  *   tenants[t].used == sum of slots[s].held over ACTIVE slots s with tenant t.
- * Slots are the source of truth: a writer that dies inside the lock may leave
- * a tenant total stale, and the next locker rebuilds totals from slots.
+ * Slots are the source of truth: a writer that dies inside the lock, or is
+ * stopped there past the lock's lease (ledger_lock.h), may leave a tenant
+ * total stale, and the process that takes the lock over rebuilds totals
+ * from slots.
  * A slot is ACTIVE exactly while its owner holds the OFD lock on byte
  * VS_SLOT_LOCK_BASE + slot; an ACTIVE slot whose byte is unlocked belongs to
  * a dead process and is reclaimed.
@@ -26,10 +28,11 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ledger_lock.h"
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 5u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses) */
+#define VS_LEDGER_VERSION 6u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -88,6 +91,13 @@ typedef struct vs_ledger_slot {
    * device memory. Not in `held`; reclaimed with the slot at death. */
   uint64_t spilled;
   uint64_t spill_peak;
+  /* Trim mailbox (issue 23), used without the lock: a process of the same
+   * tenant about to refuse an allocation bumps trim_req and wakes the
+   * owner (on dump_req's wait); the owner's background thread gives its
+   * arena cache on the card back, then sets trim_done to the request
+   * number it answered (vs_ledger_trim_others). */
+  uint32_t trim_req;
+  uint32_t trim_done;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {
@@ -104,7 +114,17 @@ typedef struct vs_ledger_shm {
   uint64_t magic;            /* written last at creation */
   uint32_t version;
   uint32_t size;
-  vs_plat_xlock lock;        /* robust, process-shared (src/platform/xlock.h) */
+  /* Issue 23: the lock every writer takes (ledger_lock.h: bounded, taken
+   * over from a dead, stopped or lying holder). damaged: set by a process
+   * that found a word no holder could have written; every process then
+   * moves the file aside and carries its usage into a new one, as for a
+   * bad header (in the header: read before mapping, like magic). */
+  vs_ledger_lockw lk;
+  uint32_t damaged;
+  uint32_t lock_pad;
+  /* Not a lock any more: only its key names this ledger's wake-up events
+   * on Windows (wake.h, vs_plat_xlock_key); made with the file. */
+  vs_plat_xlock lock;
   uint32_t seq;              /* seqlock for lock-free readers */
   uint32_t gen;              /* futex word: bumped whenever memory is given back */
   uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */

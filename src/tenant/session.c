@@ -228,6 +228,12 @@ void vs_tenant_exit(vs_tenant_session *s) {
 
 void vs_tenant_check(vs_tenant_session *s, int card) { vs_ledger_check(get(s, card)); }
 
+int vs_tenant_trim_others(vs_tenant_session *s, int card, uint64_t timeout_ms) {
+  return vs_ledger_trim_others(get(s, card), timeout_ms);
+}
+int vs_tenant_trim_asked(vs_tenant_session *s, int card, uint32_t *req) { return vs_ledger_trim_asked(get(s, card), req); }
+void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req) { vs_ledger_trim_answer(get(s, card), req); }
+
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
 
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {

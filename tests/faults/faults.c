@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
+#include "ledger.h"
 #include "ledger_shm.h"
 #include "vramsim.h"
 
@@ -117,6 +120,78 @@ static int w_traced(int argc, char **argv) {
     CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
   }
   SAY("done");
+  hold_until_term();
+  return 0;
+}
+
+/* forkstorm N MIB: forks N children that each start CUDA and take MIB
+ * (their own ledger slots), kills them all with SIGKILL once all hold,
+ * and exits at once (issue 23: the dead go with the last process). */
+static int w_forkstorm(int argc, char **argv) {
+  CHECK(argc == 2, "forkstorm N MIB");
+  tp_cuda_up();
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 8 * MiB) == CUDA_SUCCESS, "parent alloc");
+  int n = atoi(argv[0]);
+  uint64_t size = strtoull(argv[1], NULL, 10) * MiB;
+  int fds[2];
+  CHECK(pipe(fds) == 0, "pipe");
+  pid_t kids[64];
+  CHECK(n > 0 && n <= 64, "1..64 children");
+  fflush(stdout);
+  for (int i = 0; i < n; i++) {
+    kids[i] = fork();
+    CHECK(kids[i] >= 0, "fork");
+    if (kids[i] == 0) {
+      tp_cuda_up();   /* CUDA does not survive fork: the child starts its own */
+      CUdeviceptr q;
+      char ok = cuMemAlloc(&q, size) == CUDA_SUCCESS ? 'y' : 'n';
+      if (write(fds[1], &ok, 1) != 1) _exit(2);
+      for (;;) pause();
+    }
+  }
+  close(fds[1]);   /* a child that dies before answering ends the read */
+  for (int i = 0; i < n; i++) {
+    char c = 0;
+    CHECK(read(fds[0], &c, 1) == 1 && c == 'y', "child %d holds its memory", i);
+  }
+  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
+  SAY("children killed");
+  return 0;
+}
+
+/* idle N MIB: keeps 1 MiB live, says "ready", and on SIGUSR1 allocates N
+ * blocks of MIB, frees them all, says "freed" and goes idle (no call)
+ * until SIGTERM. */
+static int w_idle(int argc, char **argv) {
+  CHECK(argc == 2, "idle N MIB");
+  tp_cuda_up();
+  CUdeviceptr keep, p[64];
+  CHECK(cuMemAlloc(&keep, MiB) == CUDA_SUCCESS, "idle: the live MiB");
+  SAY("ready");
+  CHECK(tp_wait_signal() == SIGUSR1, "idle: go");
+  int n = atoi(argv[0]);
+  CHECK(n > 0 && n <= 64, "1..64 blocks");
+  for (int i = 0; i < n; i++)
+    CHECK(cuMemAlloc(&p[i], strtoull(argv[1], NULL, 10) * MiB) == CUDA_SUCCESS, "idle: block %d", i);
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "idle: free %d", i);
+  SAY("freed");
+  hold_until_term();
+  return 0;
+}
+
+/* cache MIB: allocates MIB in 64 MiB blocks, frees them all (its arena
+ * keeps them cached), says "cached" and goes idle until SIGTERM. */
+static int w_cache(int argc, char **argv) {
+  CHECK(argc == 1, "cache MIB");
+  tp_cuda_up();
+  CUdeviceptr p[64];
+  int n = (int)(strtoull(argv[0], NULL, 10) / 64);
+  CHECK(n > 0 && n <= 64, "64 MiB .. 4 GiB");
+  for (int i = 0; i < n; i++) CHECK(cuMemAlloc(&p[i], 64 * MiB) == CUDA_SUCCESS, "cache: block %d", i);
+  for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "cache: free %d", i);
+  SAY("cached");
   hold_until_term();
   return 0;
 }
@@ -714,6 +789,295 @@ static int case_flood(void) {
   return 0;
 }
 
+/* ---- issue 23: the ledger's lock ------------------------------------------------ */
+/* Waits up to ms for pid to exit: 1 with its status in *st, 0 still running. */
+static int exited_within(pid_t pid, int ms, int *st) {
+  for (int t = 0; t < ms; t += 10) {
+    if (tp_exited(pid, st)) return 1;
+    tp_sleep_ms(10);
+  }
+  return tp_exited(pid, st);
+}
+
+/* The ledger slot of pid in the file at path (read as the tool would), or -1. */
+static int slot_of(const char *path, int pid) {
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0, "open %s", path);
+  int found = -1;
+  for (int i = 0; i < VS_LEDGER_SLOTS && found < 0; i++) {
+    int32_t p = 0;
+    uint32_t st = 0;
+    if (pread(fd, &p, sizeof p, (off_t)offsetof(vs_ledger_shm, slots[i].pid)) == (ssize_t)sizeof p &&
+        pread(fd, &st, sizeof st, (off_t)offsetof(vs_ledger_shm, slots[i].state)) == (ssize_t)sizeof st &&
+        p == pid && st == VS_SLOT_ACTIVE)
+      found = i;
+  }
+  close(fd);
+  return found;
+}
+
+static void put_u32(const char *path, uint64_t off, uint32_t v) {
+  int fd = open(path, O_WRONLY);
+  CHECK(fd >= 0 && pwrite(fd, &v, sizeof v, (off_t)off) == (ssize_t)sizeof v, "write %s at %llu", path,
+        (unsigned long long)off);
+  close(fd);
+}
+
+static int count_damaged(void) {
+  DIR *d = opendir(tp_path("ledger"));
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".damaged-")) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+/* (23.1) Garbage in the ledger's lock word, while a churns and b holds:
+ * nobody hangs, a new process is served, a and b exit when told.
+ *   dead:   the word names slot 100, which no process holds (to the old
+ *           robust mutex, whose first word sat at the same offset: a thread
+ *           id that never existed);
+ *   live:   the word names a's slot, as if a held it for ever (the old
+ *           mutex: a thread id past pid_max);
+ *   bogus:  an owner no holder can write: the file is moved aside;
+ *   version, size: bytes over the header's version or size field: the
+ *           file is moved aside (before: "another vramshim version's ledger
+ *           in use", exit 78 for every new process while a and b ran);
+ *   random: 2,000 seeded random bytes anywhere in the file.
+ * Before the fix (dead, live): a and b blocked for good, also on their way
+ * out, and so did every new process. */
+static int case_lockword(const char *mode) {
+  tp_config("", "[tenant a]\n[tenant b]\n[tenant c]\n");
+  const char *ca[] = {"churn", "1024", NULL}, *hb[] = {"hold", "1024", NULL};
+  pid_t a = tp_spawn("a", "a", NULL, ca), b = tp_spawn("b", "b", NULL, hb);
+  CHECK(wait_line("a.out", "holding", 20000) == 0 && wait_line("b.out", "holding", 20000) == 0, "a and b hold 1 GiB");
+  CHECK(both_counted(20000) == 0, "both counted before the fault");
+  const char *path = ledger_file();
+  uint64_t at = offsetof(vs_ledger_shm, lk.word);
+  CHECK(at == 16, "the lock word lies where the old mutex's owner word lay (offset %llu)", (unsigned long long)at);
+  if (!strcmp(mode, "dead")) {
+    put_u32(path, at, 101u << VS_LOCK_NONCE_BITS | 4242u);
+  } else if (!strcmp(mode, "live")) {
+    int k = slot_of(path, a);
+    CHECK(k >= 0 && k < 126, "a's slot (%d)", k);
+    put_u32(path, at, (uint32_t)(k + 1) << VS_LOCK_NONCE_BITS | 5u);
+  } else if (!strcmp(mode, "bogus")) {
+    put_u32(path, at, 445u << VS_LOCK_NONCE_BITS | 12345u);
+  } else if (!strcmp(mode, "version") || !strcmp(mode, "size")) {
+    /* Bytes over the header's version or size field (the same offsets in
+     * every layout since version 1): damage, not another version's file. */
+    put_u32(path, !strcmp(mode, "version") ? offsetof(vs_ledger_shm, version) : offsetof(vs_ledger_shm, size),
+            0x5a5a0054u);
+  } else if (!strncmp(mode, "random", 6)) {   /* random[:SEED] */
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0, "open %s", path);
+    srand(mode[6] == ':' ? (unsigned)atoi(mode + 7) : 23u);
+    for (int i = 0; i < 2000; i++) {
+      unsigned char byte = (unsigned char)rand();
+      off_t off = (off_t)((uint64_t)rand() * 2654435761u % sizeof(vs_ledger_shm));
+      CHECK(pwrite(fd, &byte, 1, off) == 1, "a random byte");
+    }
+    close(fd);
+    /* Bytes written over a live process's own slot are found by that
+     * process (its background thread checks its slot every
+     * VS_LEDGER_CHECK_MS) and it re-attaches; until then others count
+     * what the slot says. */
+    tp_sleep_ms(4 * VS_LEDGER_RECLAIM_MS);
+  } else {
+    CHECK(0, "mode %s", mode);
+  }
+  uint64_t t0 = tp_now_ns();
+  const char *t1[] = {"try", "64", "ok", NULL};
+  pid_t c = tp_spawn("c", "c", NULL, t1);
+  int st = -1;
+  CHECK(exited_within(c, TP_EVENTUALLY_MS, &st) && st == 0, "a new process is served (exit %d, c.err)", st);
+  SAY("%s: a new process started and got 64 MiB %.0f ms after the damage", mode, (double)(tp_now_ns() - t0) / 1e6);
+  CHECK(!tp_exited(a, &st) && !tp_exited(b, &st), "a and b still run");
+  if (strncmp(mode, "random", 6) != 0) {
+    /* The books are right again (the taker rebuilt them, or the new file holds both). */
+    CHECK(both_counted(TP_EVENTUALLY_MS) == 0, "both still counted");
+  }
+  if (!strcmp(mode, "bogus") || !strcmp(mode, "version") || !strcmp(mode, "size")) {
+    CHECK(count_damaged() == 1, "the damaged file is moved aside (%d files)", count_damaged());
+    const char *t2[] = {"try", "64", "ok", NULL};
+    CHECK(tp_wait(tp_spawn("c2", "c", NULL, t2)) == 0, "a new process is served from the new file (c2.err)");
+  }
+  t0 = tp_now_ns();
+  kill(a, SIGTERM);
+  kill(b, SIGTERM);
+  int sa = -1, sb = -1;
+  CHECK(exited_within(a, TP_EVENTUALLY_MS, &sa) && exited_within(b, TP_EVENTUALLY_MS, &sb) && sa == 0 && sb == 0,
+        "a and b exit when told (%d, %d)", sa, sb);
+  SAY("%s: a and b exited %.0f ms after SIGTERM", mode, (double)(tp_now_ns() - t0) / 1e6);
+  return 0;
+}
+
+/* (23.2) A process stopped (SIGSTOP: docker pause, a debugger, Ctrl-Z)
+ * inside the ledger's lock, between charging its slot and its tenant:
+ * another process's allocation goes on while it stays stopped (the lock
+ * is taken over after its lease, the totals rebuilt from the slots); once
+ * it resumes and finishes, the books are exact (its release finds the
+ * lock lost and rebuilds them). Before the fix: the other process waited
+ * as long as the holder stayed stopped. */
+static int case_stopped(void) {
+  tp_config("", "[tenant v]\n[tenant w]\n");
+  const char *h64[] = {"hold", "64", NULL};
+  pid_t s = tp_spawn("stalled", "v", "VRAMSHIM_TEST_LEDGER_STALL=stop", h64);
+  int wst = 0;
+  CHECK(waitpid(s, &wst, WUNTRACED) == s && WIFSTOPPED(wst), "stopped inside the ledger lock");
+  uint64_t t0 = tp_now_ns();
+  const char *tr[] = {"try", "64", "ok", NULL};
+  pid_t o = tp_spawn("other", "w", NULL, tr);
+  int st = -1;
+  CHECK(exited_within(o, TP_EVENTUALLY_MS, &st) && st == 0, "the other process went on while the holder is stopped "
+        "(exit %d, other.err)", st);
+  SAY("a holder stopped inside the lock: another process started and got 64 MiB in %.0f ms", (double)(tp_now_ns() - t0) / 1e6);
+  t0 = tp_now_ns();
+  pid_t o2 = tp_spawn("other2", "w", NULL, tr);
+  CHECK(exited_within(o2, TP_EVENTUALLY_MS, &st) && st == 0, "the next one too (exit %d)", st);
+  SAY("the next process: %.0f ms", (double)(tp_now_ns() - t0) / 1e6);
+  CHECK(!tp_exited(s, &st), "the holder is still stopped");
+  char *e = tp_read("other.err");
+  CHECK(strstr(e, "took the lock over"), "the takeover is logged: %s", e);
+  free(e);
+  kill(s, SIGCONT);
+  CHECK(wait_line("stalled.out", "holding", TP_EVENTUALLY_MS) == 0, "the holder resumes and finishes its allocation");
+  const vs_snap_tenant *v = NULL;
+  const vs_snap_proc *p = NULL;
+  for (uint64_t end = tp_now_ns() + TP_EVENTUALLY_MS * 1000000ull; tp_now_ns() < end; tp_sleep_ms(10)) {
+    if (tp_snapshot(&g_snap)) continue;
+    v = tp_tenant(&g_snap, "v");
+    p = tp_proc(&g_snap, s);
+    if (v && p && p->held >= 64 * MiB && v->recorded == p->held && v->used == p->held) break;
+  }
+  CHECK(v && p && p->held >= 64 * MiB && v->recorded == p->held,
+        "the books are exact after it resumed: tenant v records %llu, its process holds %llu",
+        v ? (unsigned long long)v->recorded : 0ull, p ? (unsigned long long)p->held : 0ull);
+  e = tp_read("stalled.err");
+  CHECK(strstr(e, "another process took it over"), "the resumed holder says it lost the lock: %s", e);
+  free(e);
+  stop(s);
+  return 0;
+}
+
+/* (23.5) Dead processes are reclaimed within VS_LEDGER_RECLAIM_MS whatever
+ * the survivors do: here the only survivor churns from its arena cache and
+ * never calls the ledger; and the forked children a process killed are
+ * reclaimed when it exits at once after (no survivor at all). Before the
+ * fix: the killed 2 GiB holder stayed "(dead, reclaim pending)" for as long
+ * as the survivor churned; the children stayed listed after the parent's
+ * exit. */
+static int case_reclaim_storm(void);
+static int case_reclaim(const char *part) {
+  tp_config("", "[tenant v]\n[tenant s]\n");
+  if (!strcmp(part, "forkstorm")) return case_reclaim_storm();
+  const char *hv[] = {"hold", "2048", NULL}, *cs[] = {"churn", "64", NULL};
+  pid_t v = tp_spawn("victim", "v", NULL, hv), c = tp_spawn("survivor", "s", NULL, cs);
+  CHECK(tp_wait_held(v, 2 * GiB, TP_EVENTUALLY_MS) == 0 && wait_line("survivor.out", "holding", 20000) == 0,
+        "the victim holds 2 GiB, the survivor churns");
+  tp_sleep_ms(500);   /* the survivor's cache is warm: its churn no longer calls the ledger */
+  uint64_t t0 = tp_now_ns();
+  kill(v, SIGKILL);
+  tp_wait(v);
+  int gone = 0;
+  for (uint64_t end = tp_now_ns() + TP_EVENTUALLY_MS * 1000000ull; !gone && tp_now_ns() < end;) {
+    const vs_snap_tenant *tv;
+    gone = tp_snapshot(&g_snap) == 0 && !tp_proc(&g_snap, v) && (tv = tp_tenant(&g_snap, "v")) && tv->recorded == 0;
+    if (!gone) tp_sleep_ms(5);
+  }
+  CHECK(gone, "the dead holder's 2 GiB are reclaimed while the survivor churns from its cache");
+  SAY("a dead 2 GiB holder reclaimed %.0f ms after kill -9 (the survivor only churns its cache; documented: %d ms)",
+      (double)(tp_now_ns() - t0) / 1e6, VS_LEDGER_RECLAIM_MS);
+  int st;
+  CHECK(!tp_exited(c, &st), "the survivor still runs");
+  stop(c);
+  return 0;
+}
+
+/* The fork storm: 8 children of 128 MiB killed, the parent exits at once
+ * (a threaded process forks: not a test for ThreadSanitizer). */
+static int case_reclaim_storm(void) {
+  const char *fs[] = {"forkstorm", "8", "128", NULL};
+  pid_t f = tp_spawn("storm", "s", NULL, fs);
+  CHECK(tp_wait(f) == 0, "the fork storm ran (storm.err)");
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  int listed = g_snap.nprocs;
+  CHECK(listed == 0 && g_snap.dead_bytes == 0, "no process is listed after the parent's exit (%d, %llu dead bytes)",
+        listed, (unsigned long long)g_snap.dead_bytes);
+  SAY("fork storm: nothing listed after the parent exited");
+  return 0;
+}
+
+/* (23.7) An idle process gives its cache back to release_threshold
+ * within twice the decay time although it never calls again: the
+ * background thread applies the decay. release_threshold = 0 and
+ * release_decay = 1s (the probe's 16 s idle period, shortened). Before the
+ * fix: the 1 GiB it had freed stayed charged (and on the card) until the
+ * program's next call. */
+static int case_idle(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 0\nrelease_decay = 1s\n", mode);
+  tp_config(global, "[tenant i]\n");
+  const char *iw[] = {"idle", "16", "64", NULL};
+  pid_t p = tp_spawn("idle", "i", NULL, iw);
+  CHECK(wait_line("idle.out", "ready", 20000) == 0, "the process is up (idle.err)");
+  CHECK(tp_wait_held(p, MiB, TP_EVENTUALLY_MS) == 0, "its live MiB is charged");
+  const vs_snap_proc *pr = NULL;
+  CHECK(tp_snapshot(&g_snap) == 0 && (pr = tp_proc(&g_snap, p)), "snapshot");
+  uint64_t base = pr->held;
+  kill(p, SIGUSR1);
+  CHECK(wait_line("idle.out", "freed", 20000) == 0, "1 GiB allocated and freed");
+  uint64_t t0 = tp_now_ns(), held = 0, peak = 0;
+  int back = 0;
+  for (uint64_t end = t0 + TP_EVENTUALLY_MS * 1000000ull; !back && tp_now_ns() < end;) {
+    if (tp_snapshot(&g_snap) == 0 && (pr = tp_proc(&g_snap, p))) {
+      held = pr->held;
+      peak = pr->peak;
+      back = held <= base;
+    }
+    if (!back) tp_sleep_ms(20);
+  }
+  CHECK(back, "%s: the idle process gives its cache back: holds %llu MiB, %llu MiB before (release_threshold 0)",
+        mode, (unsigned long long)(held / MiB), (unsigned long long)(base / MiB));
+  SAY("%s: idle after freeing 1 GiB (peak %llu MiB): back to %llu MiB %.0f ms later (release_decay 1 s; bound 2 s)",
+      mode, (unsigned long long)(peak / MiB), (unsigned long long)(held / MiB), (double)(tp_now_ns() - t0) / 1e6);
+  stop(p);
+  return 0;
+}
+
+/* (23.6) Before a `fail` refusal the tenant's caches in its other
+ * processes get their chance: two idle processes of tenant t cache 768 MiB
+ * each (nothing live), and a third asks for 1 GiB under t's 2 GiB limit:
+ * they are asked to trim, and it is served, with no refusal. Before the
+ * fix: refused (the others' caches count as t's usage, 1.5 GiB + 1 GiB). */
+static int case_trim(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, "[tenant t]\nlimit = 2GiB\non_limit = fail\n");
+  const char *cw[] = {"cache", "768", NULL};
+  pid_t a = tp_spawn("a", "t", NULL, cw), b = tp_spawn("b", "t", NULL, cw);
+  CHECK(wait_line("a.out", "cached", 20000) == 0 && wait_line("b.out", "cached", 20000) == 0,
+        "a and b cache 768 MiB each (a.err, b.err)");
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_tenant(&g_snap, "t"), "snapshot");
+  uint64_t before = tp_tenant(&g_snap, "t")->used;
+  CHECK(before >= 1536 * MiB, "their caches count as t's usage (%llu MiB)", (unsigned long long)(before / MiB));
+  uint64_t t0 = tp_now_ns();
+  const char *tr[] = {"try", "1024", "ok", NULL};
+  int st = tp_wait(tp_spawn("c", "t", NULL, tr));
+  char *e = tp_read("c.err");
+  CHECK(st == 0 && !strstr(e, "refused"), "%s: 1 GiB is served after the others trimmed (exit %d): %s", mode, st, e);
+  free(e);
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  const vs_snap_proc *pa = tp_proc(&g_snap, a), *pb = tp_proc(&g_snap, b);
+  SAY("%s: t used %llu MiB in caches; a 1 GiB request served in %.0f ms; a and b now hold %llu and %llu MiB", mode,
+      (unsigned long long)(before / MiB), (double)(tp_now_ns() - t0) / 1e6, pa ? (unsigned long long)(pa->held / MiB) : 0ull,
+      pb ? (unsigned long long)(pb->held / MiB) : 0ull);
+  stop(a);
+  stop(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -726,6 +1090,9 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "churn")) return w_churn(argc - 2, argv + 2);
     if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
     if (!strcmp(m, "sigbus")) return w_sigbus(argc - 2, argv + 2);
+    if (!strcmp(m, "forkstorm")) return w_forkstorm(argc - 2, argv + 2);
+    if (!strcmp(m, "idle")) return w_idle(argc - 2, argv + 2);
+    if (!strcmp(m, "cache")) return w_cache(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
@@ -746,6 +1113,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trace")) r = case_trace();
   else if (!strcmp(c, "flood")) r = case_flood();
   else if (!strcmp(c, "sigbus")) r = case_sigbus();
+  else if (!strcmp(c, "lockword")) r = case_lockword(arg);
+  else if (!strcmp(c, "stopped")) r = case_stopped();
+  else if (!strcmp(c, "reclaim")) r = case_reclaim(arg);
+  else if (!strcmp(c, "idle")) r = case_idle(arg);
+  else if (!strcmp(c, "trim")) r = case_trim(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

@@ -690,8 +690,9 @@ static int case_kill(void) {
   st = tp_wait(o);
   CHECK(st == 0, "the other process went on (%d)", st);
   done = done_ns_of("other.out");
-  SAY("kill -9 inside the ledger lock: the next process went on %.1f ms later", (double)(done - t0) / 1e6);
-  CHECK(done >= t0, "it went on only once the lock's holder was dead");
+  /* Issue 23: it goes on at the holder's death, or after the lock's lease
+   * (ledger_lock.h) if that comes first; faults_stopped checks the lease. */
+  SAY("kill -9 inside the ledger lock: the next process went on %.1f ms after the kill", ((double)done - (double)t0) / 1e6);
   tp_wait(s);
   for (uint64_t end = tp_now_ns() + TP_EVENTUALLY_MS * 1000000ull; tp_now_ns() < end;) {
     if (tp_snapshot(&g_snap) == 0 && tp_tenant(&g_snap, "v") && tp_tenant(&g_snap, "v")->recorded == 0) break;

@@ -175,6 +175,10 @@ static void every_key(void **state) {
   assert_string_equal(cfg->ledger_dir, "/run/vramshim");
   assert_string_equal(cfg->dump_dir, "/var/tmp/vramshim");
   assert_int_equal(cfg->timeline_interval_ms, 10000);
+  assert_int_equal(cfg->release_decay_ms, 10000);
+  assert_int_equal(vs_config_parse_string("[global]\nrelease_decay = 2s\n", NULL, cfg, err, sizeof err), 0);
+  assert_int_equal(cfg->release_decay_ms, 2000);
+  assert_int_equal(vs_config_parse_string("[tenant x]\n", NULL, cfg, err, sizeof err), 0);
   assert_int_equal(cfg->release_threshold.bytes, GiB);
   assert_int_equal(cfg->ntenants, 1); /* an empty section still declares a tenant */
   free(cfg);
@@ -228,6 +232,8 @@ static const struct bad_case {
      ":2: bad value 'spill:1048577TiB' for 'on_limit': spill:MAX needs a size above 0, e.g. spill:8GiB (larger than the maximum of 1 EiB)"},
     {"[tenant a]\non_limit = wait:99999999999999999999999ms\n",
      ":2: bad value 'wait:99999999999999999999999ms' for 'on_limit': the wait is longer than the maximum of 24 h"},
+    {"[global]\nrelease_decay = 1441min\n",
+     ":2: bad duration '1441min' for 'release_decay': expected a number with ms, s or min, e.g. 30s, at most 1440min (a day)"},
     {"[global]\narena = cuda\n", ":2: bad value 'cuda' for 'arena': expected vmm, chunks or off"},
     {"[global]\ndump_signal = HUP\n", ":2: bad value 'HUP' for 'dump_signal': expected none, USR1 or USR2"},
     {"[global]\nledger_dir = shm/vs\n", ":2: 'ledger_dir' must be an absolute path, not 'shm/vs'"},

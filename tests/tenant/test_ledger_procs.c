@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "ledger.h"
+#include "ledger_lock.h"
 #include "ledger_read.h"
 #include "plan.h"
 #include "tenant_test.h"
@@ -314,6 +315,7 @@ static void kill9_in_lock(void **state) {
   assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
   assert_true(tt_now_ms() - t0 < TT_EVENTUALLY_MS);
   assert_false(snap->consistent);
+  double t_go = tt_now_ms();
   st(&g_sh->go, 1);
   usleep(200000); /* the survivor is now waiting for the lock */
   assert_int_equal(g_sh->result[0], 0);
@@ -327,7 +329,9 @@ static void kill9_in_lock(void **state) {
   st(&g_sh->done, 1);
   reap_all(&survivor, 1);
   print_message("lock freed %.2f ms after kill -9 of its holder; usage reclaimed %.1f ms after\n", stall, ms);
-  assert_true(stall >= 0); /* the survivor got the lock only once its holder was dead */
+  /* The survivor got the lock once its holder was dead, or (a slow
+   * machine: the kill came late) after the lock's lease (issue 23). */
+  assert_true(stall >= 0 || g_sh->t_done[0] - t_go >= VS_LOCK_LEASE_NS / 1e6);
   assert_true(ms >= 0);
   assert_true(snap->consistent);
   for (int t = 0; t < snap->ntenants; t++)

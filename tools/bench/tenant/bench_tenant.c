@@ -10,6 +10,7 @@
  *   reclaim_needed_ms     kill -9 of a holder -> a process that needs its memory is admitted
  *   reclaim_passive_ms    kill -9 -> the dead slot is gone, with another process merely active
  *   lock_holder_death_ms  kill -9 of a process stopped inside the ledger lock -> a blocked charge returns
+ *   lock_holder_stopped_ms a process stopped inside the ledger lock, left stopped -> another opens and charges
  * Each reclaim figure is the worst of 5 rounds. Ledger in a fresh dir under /dev/shm. */
 #include <signal.h>
 #include <stdio.h>
@@ -198,6 +199,31 @@ int main(int argc, char **argv) {
     if (ms > worst_lock) worst_lock = ms;
   }
   printf("lock_holder_death_ms %.3f ms\n", worst_lock);
+
+  /* Issue 23: the holder stopped inside the lock stays stopped (SIGSTOP,
+   * docker pause): another process opens the ledger and charges after the
+   * lock's lease (ledger_lock.h). */
+  double worst_stopped = 0;
+  for (int round = 0; round < 5; round++) {
+    shared[2] = 0;
+    pid_t hog = holder(GiB, 1, &shared[2]);
+    int st;
+    waitpid(hog, &st, WUNTRACED);
+    pid_t blocked = fork();
+    if (blocked == 0) {
+      double k = now_ms();
+      vs_ledger *c = open_as("rerank");
+      vs_ledger_charge(c, MiB, NULL);
+      *(volatile double *)&shared[8] = now_ms() - k;
+      _exit(0);
+    }
+    waitpid(blocked, NULL, 0);
+    kill(hog, SIGKILL);
+    waitpid(hog, NULL, 0);
+    double ms = *(volatile double *)&shared[8];
+    if (ms > worst_stopped) worst_stopped = ms;
+  }
+  printf("lock_holder_stopped_ms %.1f ms\n", worst_stopped);
   vs_ledger_close(h);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
