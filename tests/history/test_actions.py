@@ -6,6 +6,7 @@ falls below it; on_refuse once per refusal crossing; the card-wide form
 what it started) at --action-timeout; a failing one is reported by
 `vramshim history` and `vramshim status`. `vramshim check` validates the
 programs (exists, executable, not world-writable)."""
+import sqlite3
 import glob
 import json
 import os
@@ -45,6 +46,16 @@ def runs(e, kind):
         with open(p) as f:
             out.append(dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l))
     return out
+
+
+def below_seen(e, tenant, threshold, since_ms):
+    """A pass after since_ms stored the tenant's usage (pid 0) below threshold."""
+    c = sqlite3.connect(e.db)
+    try:
+        return c.execute("SELECT count(*) FROM samples WHERE tenant = ? AND pid = 0 AND used < ? AND t > ?",
+                         (tenant, threshold, since_ms)).fetchone()[0] > 0
+    finally:
+        c.close()
 
 
 def alive(pid):
@@ -112,8 +123,11 @@ def main():
         time.sleep(1.5)
         assert len(runs(e, "warn")) == 1, runs(e, "warn")
         # Below: re-armed; above again: once more.
+        freed_ms = time.time() * 1000
         assert llm.cmd("freeall") == "ok"
-        time.sleep(1.0)
+        # Re-armed once a pass has seen the tenant below warn_at (waited for, not slept:
+        # a loaded machine can delay a 200 ms pass past any fixed sleep).
+        eventually(lambda: below_seen(e, "llm", 128 * MiB, freed_ms), "the recorder saw llm below warn_at")
         assert len(runs(e, "warn")) == 1
         assert llm.alloc(140 * MiB) == "ok"
         eventually(lambda: len(runs(e, "warn")) == 2, "on_warn ran again after re-arming")
