@@ -277,7 +277,19 @@ static int case_fulldisk(void) {
   SAY("100 requests to a process whose disk is full: %d lines in its log, %d answers naming the reason, files "
       "left: '%s'", lines, answered, left);
   CHECK(answered == 100, "every request answered with the reason (%d): %s", answered, tool);
-  CHECK(lines >= 1 && lines <= 8, "a few lines (%d): %s", lines, e);
+  /* The bound is per window: at most 8 lines, then the summary. A slow run
+   * (ASan on a loaded machine) spans more than one 3 s window. */
+  int in_window = 0, worst = 0;
+  for (const char *q = e; *q;) {
+    const char *nl = strchr(q, '\n');
+    size_t n = nl ? (size_t)(nl - q) : strlen(q);
+    char line[2048];
+    snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), q);
+    if (strstr(line, "that could not be written in the last")) in_window = 0;
+    else if (strstr(line, "cannot be written") && ++in_window > worst) worst = in_window;
+    q = nl ? nl + 1 : q + n;
+  }
+  CHECK(lines >= 1 && worst <= 8, "a few lines in each window (%d in all, %d in one window): %s", lines, worst, e);
   CHECK(lrc == 0 && left[0] == 0, "no file left in the full folder (%d): %s", lrc, left);
   free(tool);
   free(left);
