@@ -101,14 +101,6 @@ void vs_graph_mem_refresh(const vs_real_table *real, int card) {
   pthread_mutex_unlock(&g_lock);
 }
 
-uint64_t vs_graph_mem_charged(int card) {
-  if (card < 0 || card >= NCARDS) return 0;
-  pthread_mutex_lock(&g_lock);
-  uint64_t n = g_charged[card];
-  pthread_mutex_unlock(&g_lock);
-  return n;
-}
-
 /* A fork child holds no graph pool of the parent's and no charge. */
 void vs_graph_mem_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);

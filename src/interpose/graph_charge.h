@@ -34,8 +34,6 @@
  * charge; nothing when this process never launched a graph with
  * allocation nodes there. */
 void vs_graph_mem_refresh(const vs_real_table *real, int card);
-/* The bytes the graph pools of this process hold on card, as charged. */
-uint64_t vs_graph_mem_charged(int card);
 void vs_graph_mem_atfork_child(void);
 
 #endif
