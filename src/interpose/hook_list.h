@@ -11,7 +11,8 @@
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
- * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, pool_view.c);
+ * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, pool_view.c,
+ * hooks_pool.c, graph_charge.c);
  * a missing body is a link error.
  *
  * X(name, params, args): params as declared in cuda.h (with
@@ -116,6 +117,30 @@
   X(cuMemPoolImportFromShareableHandle,                                                               \
     (CUmemoryPool * pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags), \
     (pool_out, handle, handleType, flags))                                                            \
+  /* graphs' memory nodes: the device's graph pool charged by what it reserves (graph_charge.c) */  \
+  X(cuGraphAddMemAllocNode,                                                                           \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, \
+     CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams),                                                         \
+    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams))                                 \
+  X(cuGraphDestroy, (CUgraph hGraph), (hGraph))                                                       \
+  X(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags), \
+    (phGraphExec, hGraph, flags))                                                                     \
+  X(cuGraphInstantiate_v2,                                                                            \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer, size_t bufferSize), \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))                                        \
+  X(cuGraphInstantiate,                                                                               \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer, size_t bufferSize), \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))                                        \
+  X(cuGraphInstantiateWithParams,                                                                     \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),    \
+    (phGraphExec, hGraph, instantiateParams))                                                         \
+  X(cuGraphInstantiateWithParams_ptsz,                                                                \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),    \
+    (phGraphExec, hGraph, instantiateParams))                                                         \
+  X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))                 \
+  X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))            \
+  X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                                       \
+  X(cuDeviceGraphMemTrim, (CUdevice device), (device))                                                \
   /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \
   X(cuCtxSynchronize, (void), ())                                                                     \
   X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                                      \
@@ -140,6 +165,8 @@
 
 /* Driver functions the shim calls for itself but does not hook. */
 #define VS_DRIVER_EXTRAS(X)                                                                        \
+  /* graph_charge.c: what the device's graph pool reserves and uses */                             \
+  X(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value), (device, attr, value)) \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                                 \
   /* contexts (contexts.c, hooks_ctx.c): who owns a request; has a primary context ended */        \
   X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                   \

@@ -11,6 +11,7 @@
 #include "ipc_vmm.h"
 #include "log.h"
 #include "observe.h"
+#include "graph_charge.h"
 #include "pool_charge.h"
 #include "quota.h"
 #include "spill.h"
@@ -502,6 +503,7 @@ static void sweep(vs_ctx *c) {
 static void finish(vs_ctx *c) {
   vs_arena_glue_ctx_end(c);
   vs_pool_refresh(vs_driver_if_loaded(), c->card);   /* what the card's pools hold after the end */
+  vs_graph_mem_refresh(vs_driver_if_loaded(), c->card);   /* and its graph pool */
   vs_quota_refresh_live(c->card);
   vs_ctx_free(c);
 }
@@ -550,6 +552,7 @@ void vs_mem_atfork_child(void) {
   vs_arena_glue_atfork_child();
   vs_quota_atfork_child();
   vs_pool_atfork_child();
+  vs_graph_mem_atfork_child();
   vs_spill_atfork_child();
   vs_observe_atfork_child();
 }

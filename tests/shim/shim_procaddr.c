@@ -32,7 +32,10 @@ static const char *const memory_families[] = {
     /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */
     "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
     /* driver pools charged by what they reserve (pool_charge.c) */
-    "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolImportFromShareableHandle"};
+    "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolImportFromShareableHandle",
+    /* the device's graph memory pool charged by what it reserves (graph_charge.c) */
+    "cuGraphAddMemAllocNode", "cuGraphDestroy", "cuGraphInstantiate", "cuGraphInstantiateWithFlags",
+    "cuGraphInstantiateWithParams", "cuGraphLaunch", "cuGraphExecDestroy", "cuDeviceGraphMemTrim"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the
@@ -68,6 +71,11 @@ static const struct {
     {"cuStreamDestroy", 4000, 0, "cuStreamDestroy_v2"},
     {"cuEventDestroy", 4000, 0, "cuEventDestroy_v2"},
     {"cuStreamSynchronize", 7000, 2, "cuStreamSynchronize_ptsz"},
+    {"cuGraphInstantiate", 10000, 0, "cuGraphInstantiate"},
+    {"cuGraphInstantiate", 11000, 0, "cuGraphInstantiate_v2"},
+    {"cuGraphLaunch", 10000, 0, "cuGraphLaunch"},
+    {"cuGraphLaunch", 10000, 2, "cuGraphLaunch_ptsz"},
+    {"cuGraphInstantiateWithParams", 12000, 2, "cuGraphInstantiateWithParams_ptsz"},
 };
 
 static int is_memory(const char *sym) {

@@ -9,6 +9,13 @@
  *        sim's own charge of the card never passes the limit; trim, a
  *        lowered threshold at a sync and a destroy give it back; the
  *        program's cuMemPoolGetAttribute answers the driver's numbers.
+ *   card_truth case graph MODE WORKDIR   graphs' memory nodes: the device's
+ *        graph pool keeps what a launch reserved; a graph allocating past
+ *        the limit is refused at launch (CUDA_ERROR_OUT_OF_MEMORY), the
+ *        sim's charge never passes the limit; trim and the context's end
+ *        give it back.
+ *   card_truth case hostpool MODE WORKDIR   host-located pools (HOST,
+ *        HOST_NUMA) allocating above the limit: granted, on no card.
  *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
  *        the limit: the driver's own answer, the tenant's view unchanged.
  *   card_truth case names MODE WORKDIR   tenant names: a name with a newline
@@ -28,6 +35,7 @@
  * ok|oom. */
 #include "tenant_proc.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <string.h>
@@ -177,6 +185,163 @@ static int w_host(void) {
   CHECK(cuMemFree(d) == CUDA_SUCCESS, "free");
   if (vmm) CHECK(cuMemRelease(h) == CUDA_SUCCESS && cuMemRelease(n) == CUDA_SUCCESS, "release");
   SAY("host ok");
+  return 0;
+}
+
+/* ---- graphs' memory nodes ---- */
+
+static uint64_t graph_attr(CUgraphMem_attribute a) {
+  cuuint64_t v = 0;
+  CHECK(cuDeviceGetGraphMemAttribute(0, a, &v) == CUDA_SUCCESS, "cuDeviceGetGraphMemAttribute(%d)", (int)a);
+  return v;
+}
+
+/* An executable graph that allocates `n` blocks of `mib` MiB on device 0
+ * and frees them (free 1) or keeps them. */
+static CUgraphExec graph_of(int n, uint64_t mib, int free_them) {
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
+  CUgraphNode prev = NULL;
+  CUdeviceptr p[4];
+  for (int i = 0; i < n; i++) {
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.poolProps.location.id = 0;
+    a.bytesize = mib * MiB;
+    CUgraphNode node;
+    CHECK(cuGraphAddMemAllocNode(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &a) == CUDA_SUCCESS, "alloc node");
+    CHECK(a.dptr != 0, "the alloc node's address");
+    p[i] = a.dptr;
+    prev = node;
+  }
+  for (int i = 0; free_them && i < n; i++) {
+    CUgraphNode node;
+    CHECK(cuGraphAddMemFreeNode(&node, g, &prev, 1, p[i]) == CUDA_SUCCESS, "free node");
+    prev = node;
+  }
+  CUgraphExec e;
+  CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
+  CHECK(cuGraphDestroy(g) == CUDA_SUCCESS, "cuGraphDestroy");
+  return e;
+}
+
+static int w_graph(void) {
+  tp_cuda_up();
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS, "stream");
+  /* the launch as a program that looks its entry points up gets it */
+  CUresult (*launch)(CUgraphExec, CUstream) = NULL;
+  CHECK(cuGetProcAddress("cuGraphLaunch", (void **)&launch, 13000, 0, NULL) == CUDA_SUCCESS && launch,
+        "cuGetProcAddress(cuGraphLaunch)");
+
+  /* 1. A graph that allocates 32 MiB and frees it: the device's graph pool
+   * keeps the 32 MiB, and they are the tenant's. */
+  CUgraphExec a = graph_of(1, 32, 1);
+  CHECK(cuGraphLaunch(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "launch 32 MiB");
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 32 * MiB &&
+            graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 0 && graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) == 32 * MiB,
+        "the driver's graph pool: reserved %llu", (unsigned long long)graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT));
+  CHECK(card_used() == 32 * MiB, "the graph pool keeps 32 MiB on the card: %llu", (unsigned long long)card_used());
+  CUdeviceptr big;
+  CUresult r = cuMemAlloc(&big, 48 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(48 MiB) next to a graph pool keeping 32 MiB");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(48 MiB) = %d, the graph pool keeps 32 MiB of 64", (int)r);
+
+  /* 2. A graph that allocates past the limit is refused at launch. */
+  CUgraphExec b = graph_of(2, 40, 1);
+  r = launch(b, s);
+  cuStreamSynchronize(s);
+  WITHIN_LIMIT("a graph allocating 80 MiB");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "launch of a graph allocating 80 MiB = %d", (int)r);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 32 * MiB, "the driver was not asked");
+
+  /* 3. Growth within the limit: the pool's spare 32 MiB count. */
+  CHECK(cuGraphLaunch(a, s) == CUDA_SUCCESS, "relaunch 32 MiB");
+  CHECK(card_used() == 32 * MiB, "no growth for a relaunch");
+  CUgraphExec c = graph_of(1, 48, 1);
+  r = cuGraphLaunch(c, s);
+  WITHIN_LIMIT("a graph allocating 48 MiB");
+  CHECK(r == CUDA_SUCCESS, "launch of a graph allocating 48 MiB next to 32 spare = %d", (int)r);
+  CHECK(card_used() == 48 * MiB, "the graph pool grew to 48 MiB: %llu", (unsigned long long)card_used());
+
+  /* 4. Trim gives it back. */
+  CUresult (*trim)(CUdevice) = (CUresult(*)(CUdevice))dlsym(RTLD_DEFAULT, "cuDeviceGraphMemTrim");
+  CHECK(trim && trim(0) == CUDA_SUCCESS, "cuDeviceGraphMemTrim (through dlsym)");
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 0 && card_used() == 0, "trimmed");
+  CHECK(cuMemAlloc(&big, 56 * MiB) == CUDA_SUCCESS, "56 MiB once the graph pool gave its memory back");
+  WITHIN_LIMIT("after trim");
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+
+  /* 5. What the arena caches goes back before a launch is refused. */
+  r = cuGraphLaunch(c, s);
+  WITHIN_LIMIT("a launch next to the arena's cache");
+  CHECK(r == CUDA_SUCCESS, "launch of 48 MiB after a freed 56 MiB = %d", (int)r);
+
+  /* 6. A graph that keeps its allocation holds it; the context's end gives
+   * the pool back. */
+  CUgraphExec k = graph_of(1, 8, 0);
+  CHECK(cuGraphLaunch(k, s) == CUDA_SUCCESS, "launch of a graph keeping 8 MiB");
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT) == 8 * MiB, "8 MiB in use");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS && cuStreamDestroy(s) == CUDA_SUCCESS, "stream");
+  CHECK(cuGraphExecDestroy(a) == CUDA_SUCCESS && cuGraphExecDestroy(b) == CUDA_SUCCESS &&
+            cuGraphExecDestroy(c) == CUDA_SUCCESS && cuGraphExecDestroy(k) == CUDA_SUCCESS,
+        "exec destroy");
+  CHECK(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS, "the context ends");
+  CHECK(card_used() == 0, "the context's end gave the graph pool back: %llu", (unsigned long long)card_used());
+  tp_cuda_up();
+  CHECK(cuMemAlloc(&big, 60 * MiB) == CUDA_SUCCESS, "60 MiB: the tenant holds nothing of the graph pool");
+  WITHIN_LIMIT("after the context's end");
+  SAY("graph ok");
+  return 0;
+}
+
+/* ---- host-located pools ---- */
+
+static CUresult host_pool(CUmemoryPool *pool, CUmemLocationType t, int id) {
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = t;
+  props.location.id = id;
+  return cuMemPoolCreate(pool, &props);
+}
+
+static int w_hostpool(void) {
+  tp_cuda_up();
+  size_t free0, total0, free1, total1;
+  CHECK(cuMemGetInfo(&free0, &total0) == CUDA_SUCCESS, "view");
+  CUmemoryPool h, n, bad;
+  CHECK(host_pool(&h, CU_MEM_LOCATION_TYPE_HOST, 0) == CUDA_SUCCESS, "cuMemPoolCreate(HOST)");
+  CHECK(host_pool(&n, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0) == CUDA_SUCCESS, "cuMemPoolCreate(HOST_NUMA 0)");
+  CHECK(host_pool(&bad, CU_MEM_LOCATION_TYPE_HOST_NUMA, 5) == CUDA_ERROR_INVALID_VALUE, "HOST_NUMA 5");
+  CHECK(host_pool(&bad, CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0) == CUDA_ERROR_INVALID_VALUE, "HOST_NUMA_CURRENT");
+  cuuint64_t keep = UINT64_MAX;
+  CHECK(cuMemPoolSetAttribute(h, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
+  CUdeviceptr a, b, d;
+  CHECK(cuMemAllocFromPoolAsync(&a, 256 * MiB, h, 0) == CUDA_SUCCESS, "256 MiB from a HOST pool (limit 64 MiB)");
+  CHECK(cuMemAllocFromPoolAsync(&b, 128 * MiB, n, 0) == CUDA_SUCCESS, "128 MiB from a HOST_NUMA pool");
+  CHECK(cuStreamSynchronize(0) == CUDA_SUCCESS, "sync");
+  CHECK(card_used() == 0, "host pools are on no card: %llu", (unsigned long long)card_used());
+  cuuint64_t reserved = 0;
+  CHECK(cuMemPoolGetAttribute(h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS &&
+            reserved == 256 * MiB,
+        "the driver's reserved bytes of the host pool: %llu", (unsigned long long)reserved);
+  CHECK(cuMemGetInfo(&free1, &total1) == CUDA_SUCCESS, "view");
+  CHECK(free1 == free0 && total1 == total0, "the tenant's view is unchanged: free %llu -> %llu",
+        (unsigned long long)free0, (unsigned long long)free1);
+  CHECK(cuMemAlloc(&d, 60 * MiB) == CUDA_SUCCESS, "the tenant's device memory is untouched");
+  WITHIN_LIMIT("after host pools");
+  CHECK(cuMemFree(d) == CUDA_SUCCESS, "free");
+  CHECK(cuMemFreeAsync(a, 0) == CUDA_SUCCESS && cuMemFreeAsync(b, 0) == CUDA_SUCCESS &&
+            cuStreamSynchronize(0) == CUDA_SUCCESS,
+        "free host blocks");
+  CHECK(cuMemPoolTrimTo(h, 0) == CUDA_SUCCESS, "trim");
+  CHECK(cuMemPoolDestroy(h) == CUDA_SUCCESS && cuMemPoolDestroy(n) == CUDA_SUCCESS, "destroy");
+  CHECK(cuMemAlloc(&d, 60 * MiB) == CUDA_SUCCESS, "still the whole limit");
+  WITHIN_LIMIT("after host pools went");
+  SAY("hostpool ok");
   return 0;
 }
 
@@ -359,6 +524,8 @@ int main(int argc, char **argv) {
   CHECK(argc >= 2, "usage: card_truth case pool KIND MODE WORKDIR | case host MODE WORKDIR | WORKER ARGS");
   if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
   if (!strcmp(argv[1], "host")) return w_host();
+  if (!strcmp(argv[1], "graph")) return w_graph();
+  if (!strcmp(argv[1], "hostpool")) return w_hostpool();
   if (!strcmp(argv[1], "hold") && argc >= 3) {
     tp_worker_signals();
     return w_hold(argv[2], argc > 3 ? atoi(argv[3]) : 0);
@@ -372,6 +539,11 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
+  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool")) {
+    tp_workdir(argv[4]);
+    tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
+    const char *args[] = {c, NULL};
+    CHECK(run_worker(c, args) == 0, "the %s worker passed", c);
   } else if (!strcmp(c, "host")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");

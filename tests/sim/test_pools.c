@@ -2,7 +2,7 @@
  * in stream order, reuse of freed blocks, release threshold and trimming,
  * and the pool giving cached memory back before failing; access for the
  * other card; exportable pools shared with another process (POSIX file
- * descriptors). Cards: 1GiB, 1GiB. */
+ * descriptors); host-located pools. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -240,12 +240,59 @@ static void exportable_pool(void **state)
     assert_int_equal(vramsim_card_used(0), 0);
 }
 
+/* Host-located pools (CUDA 12.2+): host memory, on no card's charge; the
+ * pool counts it as reserved and keeps it as any pool; bad host ids are
+ * refused as cuMemCreate refuses them. */
+static void host_pool(void **state)
+{
+    (void)state;
+    sim_test_setup(1);
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = 0}};
+    CUmemoryPool numa, host, bad;
+    CU_OK(cuMemPoolCreate(&numa, &props));
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    props.location.id = 3;   /* ignored */
+    CU_OK(cuMemPoolCreate(&host, &props));
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CU_ERR(cuMemPoolCreate(&bad, &props), CUDA_ERROR_INVALID_VALUE);
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    props.location.id = 1;
+    CU_ERR(cuMemPoolCreate(&bad, &props), CUDA_ERROR_INVALID_VALUE);
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+    props.location.id = 0;
+    CU_ERR(cuMemPoolCreate(&bad, &props), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuDeviceSetMemPool(0, host), CUDA_ERROR_INVALID_VALUE);   /* not a device's pool */
+    cuuint64_t keep = UINT64_MAX;
+    CU_OK(cuMemPoolSetAttribute(numa, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CUdeviceptr a, b;
+    CU_OK(cuMemAllocFromPoolAsync(&a, 1536 * MiB, numa, 0));   /* more than the card */
+    CU_OK(cuMemAllocFromPoolAsync(&b, 4 * MiB, host, 0));
+    CU_OK(cuMemsetD8Async(b, 7, 4 * MiB, 0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    assert_int_equal(vramsim_card_used(1), 0);
+    assert_int_equal(vramsim_live_bytes(1), 0);
+    CU_OK(cuMemFreeAsync(a, 0));
+    CU_OK(cuMemFreeAsync(b, 0));
+    CU_OK(cuStreamSynchronize(0));
+    cuuint64_t v = 0;
+    CU_OK(cuMemPoolGetAttribute(numa, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v));
+    assert_int_equal(v, 1536 * MiB);   /* kept (threshold) */
+    CU_OK(cuMemPoolTrimTo(numa, 0));
+    CU_OK(cuMemPoolGetAttribute(numa, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v));
+    assert_int_equal(v, 0);
+    CU_OK(cuMemPoolDestroy(numa));
+    CU_OK(cuMemPoolDestroy(host));
+    assert_int_equal(vramsim_card_used(1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_pool_alloc_free), cmocka_unit_test(reuse_threshold_trim),
         cmocka_unit_test(created_pool), cmocka_unit_test(pool_access),
-        cmocka_unit_test(exportable_pool),
+        cmocka_unit_test(exportable_pool), cmocka_unit_test(host_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,7 @@ static void after_fork_child(void)
     sim_stream_after_fork_child();
     sim_event_after_fork_child();
     sim_pool_after_fork_child();
+    sim_graph_after_fork_child();
     sim_vmm_after_fork_child();
     sim_mem_after_fork_child();
     sim_ctx_after_fork_child();

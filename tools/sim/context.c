@@ -62,6 +62,7 @@ static void release_ctx_memory(struct sim_ctx *ctx)
     struct sim_alloc **v = NULL;
     size_t n = sim_mem_collect_ctx(ctx, &v);
     for (size_t i = 0; i < n; i++) sim_free_record(v[i]);
+    sim_graph_ctx_end(ctx);
     sim_pools_sync_trim();
     free(v);
 }

@@ -8,16 +8,22 @@
 
 CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, struct sim_alloc **out)
 {
+    return sim_alloc_record(kind, size, charge_size, 0, out);
+}
+
+CUresult sim_alloc_record(enum sim_kind kind, size_t size, size_t charge_size, int host, struct sim_alloc **out)
+{
     struct sim_ctx *ctx;
     CUresult r = sim_ctx_current(&ctx);
     if (r != CUDA_SUCCESS) return r;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
-    if (size > sim_cfg.capacity[ctx->dev]) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!host && size > sim_cfg.capacity[ctx->dev]) return CUDA_ERROR_OUT_OF_MEMORY;
     sim_latency();
     struct sim_alloc *a = calloc(1, sizeof *a);
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
     a->charged = charge_size;
-    r = sim_charge(ctx->dev, charge_size);
+    a->host = host;
+    r = host ? CUDA_SUCCESS : sim_charge(ctx->dev, charge_size);
     if (r != CUDA_SUCCESS) {
         free(a);
         return r;
@@ -26,7 +32,7 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, s
     void *m;
     r = sim_backing_create(size, a->id, ctx->dev, &a->obj, &m);
     if (r != CUDA_SUCCESS) {
-        sim_uncharge(ctx->dev, charge_size);
+        if (!host) sim_uncharge(ctx->dev, charge_size);
         free(a);
         return r;
     }
@@ -39,7 +45,7 @@ CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size, s
     pthread_mutex_lock(&sim_mem_lock);
     sim_mem_insert(a);
     pthread_mutex_unlock(&sim_mem_lock);
-    sim_live_add(a->card, (int64_t)size, 1);
+    if (!host) sim_live_add(a->card, (int64_t)size, 1);
     *out = a;
     return CUDA_SUCCESS;
 }

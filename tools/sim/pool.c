@@ -7,7 +7,9 @@
  * pool may be given the very same address: work still queued on another
  * stream then really does touch reused memory. Cached memory above the
  * pool's release threshold is returned to the card at synchronisation
- * points and by cuMemPoolTrimTo, and before an allocation would fail. */
+ * points and by cuMemPoolTrimTo, and before an allocation would fail.
+ * A host-located pool (CUDA 12.2+) works the same with host memory: its
+ * blocks are charged to no card. */
 #include "sim_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ struct sim_pool {
     uint64_t id;                    /* names it in its exported handle */
     CUmemAllocationHandleType handle_types;   /* cuMemPoolCreate's: POSIX_FD makes it exportable */
     int imported;                   /* cuMemPoolImportFromShareableHandle: another process's pool */
+    int host;                       /* a host location (CUDA 12.2+): host memory, on no card's charge */
     int32_t exp_pid;                /* imported: the exporter and its pool's id */
     uint64_t exp_id;
     uint64_t release_threshold;
@@ -102,7 +105,7 @@ static size_t trim_locked(struct sim_pool *p, uint64_t keep, struct sim_alloc **
 /* Gives a block no pool keeps back to the card. */
 static void release_block(struct sim_alloc *a)
 {
-    sim_uncharge(a->card, a->charged);
+    if (!a->host) sim_uncharge(a->card, a->charged);
     sim_backing_destroy(a->obj, (void *)a->base, a->map_len);
     free(a);
 }
@@ -153,7 +156,7 @@ void sim_pools_sync_trim(void)
 void sim_pool_free_now(struct sim_alloc *a)
 {
     struct sim_pool *p = a->pool;
-    sim_live_add(a->card, -(int64_t)a->size, -1);
+    if (!a->host) sim_live_add(a->card, -(int64_t)a->size, -1);
     pthread_mutex_lock(&pool_lock);
     p->used_cur -= a->charged;
     int cached = 0;
@@ -184,7 +187,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
     if (r != CUDA_SUCCESS) return r;
     if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
     if (!sim_stream_get(s)) return CUDA_ERROR_INVALID_HANDLE;
-    if (ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;   /* no peer pools */
+    if (!p->host && ctx->dev != p->dev) return CUDA_ERROR_INVALID_VALUE;   /* no peer pools */
     if (p->imported) return CUDA_ERROR_INVALID_VALUE;          /* cuda.h: no new allocations from an imported pool */
     size_t charge = SIM_ROUND_UP(size, sim_cfg.alloc_granule);
     /* best fit among cached blocks of the pool (same charge class or larger) */
@@ -210,16 +213,16 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
         pthread_mutex_lock(&sim_mem_lock);
         sim_mem_insert(a);
         pthread_mutex_unlock(&sim_mem_lock);
-        sim_live_add(a->card, (int64_t)size, 1);
+        if (!a->host) sim_live_add(a->card, (int64_t)size, 1);
         *dptr = a->base;
         return CUDA_SUCCESS;
     }
-    r = sim_alloc_device(SIM_K_POOL, size, charge, &a);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    r = sim_alloc_record(SIM_K_POOL, size, charge, p->host, &a);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && !p->host) {
         /* the driver gives cached memory back before failing */
         sim_pools_sync_trim();
         trim_pool(p, 0);
-        r = sim_alloc_device(SIM_K_POOL, size, charge, &a);
+        r = sim_alloc_record(SIM_K_POOL, size, charge, 0, &a);
     }
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&sim_mem_lock);
@@ -357,7 +360,7 @@ SIM_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     pthread_mutex_lock(&pool_lock);
     default_pool(dev);
     struct sim_pool *p = pool_get(pool);
-    CUresult r = p && p->dev == dev && !p->imported ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = p && p->dev == dev && !p->imported && !p->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) current_pool[dev] = p;
     pthread_mutex_unlock(&pool_lock);
     return r;
@@ -368,15 +371,29 @@ SIM_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props
     SIM_COUNT(cuMemPoolCreate);
     SIM_REQUIRE_INIT();
     if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
          props->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
         return CUDA_ERROR_INVALID_VALUE;
-    CHECK_DEV(props->location.id);
+    /* Host locations, as a driver from CUDA 12.2 takes them: HOST_NUMA with
+     * a host NUMA node (the sim's host has none, so only 0), HOST (id
+     * ignored, no shareable handles); HOST_NUMA_CURRENT is not a pool's
+     * location. Their blocks are host memory, charged to no card. */
+    int host = props->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+               props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    if (host) {
+        if (sim_driver_version() < 12020 ||
+            (props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && props->location.id != 0) ||
+            (props->location.type == CU_MEM_LOCATION_TYPE_HOST && props->handleTypes != CU_MEM_HANDLE_TYPE_NONE))
+            return CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        CHECK_DEV(props->location.id);
+    }
     struct sim_pool *p = calloc(1, sizeof *p);
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     p->magic = POOL_MAGIC;
-    p->dev = props->location.id;
+    p->dev = host ? 0 : props->location.id;
+    p->host = host;
     p->id = sim_next_id();
     p->handle_types = props->handleTypes;
     p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;

@@ -162,6 +162,21 @@ static const struct proc_row rows[] = {
     R(cuMemPoolImportFromShareableHandle, 11020, cuMemPoolImportFromShareableHandle)
     R(cuMemPoolExportPointer, 11020, cuMemPoolExportPointer)
     R(cuMemPoolImportPointer, 11020, cuMemPoolImportPointer)
+    /* graphs: their memory nodes (graph.c); "cuGraphInstantiate" is the
+     * flags signature from CUDA 12 on, as cuda.h maps it */
+    R(cuGraphCreate, 10000, cuGraphCreate)
+    R(cuGraphDestroy, 10000, cuGraphDestroy)
+    R(cuGraphAddMemAllocNode, 11040, cuGraphAddMemAllocNode)
+    R(cuGraphAddMemFreeNode, 11040, cuGraphAddMemFreeNode)
+    R(cuGraphInstantiate, 10000, cuGraphInstantiate)
+    R(cuGraphInstantiate, 11000, cuGraphInstantiate_v2)
+    R(cuGraphInstantiate, 12000, cuGraphInstantiateWithFlags)
+    R(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags)
+    RP(cuGraphLaunch, 10000, cuGraphLaunch, cuGraphLaunch_ptsz)
+    R(cuGraphExecDestroy, 10000, cuGraphExecDestroy)
+    R(cuDeviceGraphMemTrim, 11040, cuDeviceGraphMemTrim)
+    R(cuDeviceGetGraphMemAttribute, 11040, cuDeviceGetGraphMemAttribute)
+    R(cuDeviceSetGraphMemAttribute, 11040, cuDeviceSetGraphMemAttribute)
     /* virtual memory management */
     R(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity)
     R(cuMemAddressReserve, 10020, cuMemAddressReserve)

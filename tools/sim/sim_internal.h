@@ -106,7 +106,8 @@ struct sim_alloc {
     uintptr_t base;
     size_t size;        /* requested (pitch*height for pitch allocations) */
     size_t map_len;     /* bytes mapped at base */
-    size_t charged;     /* bytes charged to the card for it */
+    size_t charged;     /* bytes charged to the card for it (host: what its pool counts) */
+    int host;           /* a block of a host-located pool: host memory, on no card's charge */
     sim_os_obj obj;     /* memory object backing it (os.h), SIM_OS_NO_OBJ if none */
     int card;
     enum sim_kind kind;
@@ -139,6 +140,9 @@ void sim_live_add(int card, int64_t bytes, int64_t count);
 /* Allocate/free a device record of the given kind on the current context. */
 CUresult sim_alloc_device(enum sim_kind kind, size_t size, size_t charge_size,
                           struct sim_alloc **out);
+/* The same; host 1: host memory (a host-located pool's block), charged to
+ * no card and not counted as the card's live memory. */
+CUresult sim_alloc_record(enum sim_kind kind, size_t size, size_t charge_size, int host, struct sim_alloc **out);
 /* Frees a record the caller removed from the table; a SIM_K_POOL block
  * goes back to its pool (sim_pool_free_now). */
 void sim_free_record(struct sim_alloc *a);
@@ -181,6 +185,9 @@ void sim_pool_free_now(struct sim_alloc *a);   /* a removed from the table */
 /* returns cached pool memory above each pool's release threshold */
 void sim_pools_sync_trim(void);
 void sim_pool_after_fork_child(void);
+/* graph memory (graph.c): the end of ctx releases the graph pools it launched into */
+void sim_graph_ctx_end(struct sim_ctx *ctx);
+void sim_graph_after_fork_child(void);
 /* all three with sim_mem_lock held */
 int sim_vmm_range_ok(uintptr_t p, size_t n);           /* mapped read-write */
 int sim_vmm_range_mapped_locked(uintptr_t p, size_t n); /* mapped at all */

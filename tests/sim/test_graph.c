@@ -1,0 +1,176 @@
+/* Graphs' memory nodes (graph.c): the device's graph pool reserves memory
+ * on the card at launch, keeps it after the graph's free nodes ran, gives
+ * what it does not use back on cuDeviceGraphMemTrim and everything at the
+ * context's end; the attributes; allocations a graph keeps; the lookup of
+ * the entry points. Cards: 1GiB, 1GiB. */
+#include "sim_test.h"
+#include <stdint.h>
+#include <string.h>
+
+static uint64_t gattr(int dev, CUgraphMem_attribute a)
+{
+    cuuint64_t v = 0;
+    CU_OK(cuDeviceGetGraphMemAttribute(dev, a, &v));
+    return v;
+}
+
+static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(int dev, size_t n)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.poolProps.location.id = dev;
+    a.bytesize = n;
+    return a;
+}
+
+/* alloc n bytes on dev, then free it (free 1) or keep it */
+static CUgraphExec one_alloc(int dev, size_t n, int free_it, unsigned long long flags)
+{
+    CUgraph g;
+    CUgraphNode an, fn;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(dev, n);
+    CU_OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &a));
+    assert_true(a.dptr != 0);
+    if (free_it) CU_OK(cuGraphAddMemFreeNode(&fn, g, &an, 1, a.dptr));
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, flags));
+    CU_OK(cuGraphDestroy(g));
+    return e;
+}
+
+static void pool_reserve_keep_trim(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUgraphExec e = one_alloc(0, 100 * MiB + 1, 1, 0);   /* rounded up to 2 MiB */
+    assert_int_equal(vramsim_card_used(0), 0);                /* nothing before the launch */
+    CU_OK(cuGraphLaunch(e, 0));
+    CU_OK(cuStreamSynchronize(0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 102 * MiB);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 102 * MiB);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), 102 * MiB);
+    assert_int_equal(vramsim_card_used(0), 102 * MiB);        /* kept after the free node */
+    CU_OK(cuGraphLaunch(e, 0));                               /* reuses it */
+    assert_int_equal(vramsim_card_used(0), 102 * MiB);
+    /* high watermarks reset to the current values; only to 0 */
+    cuuint64_t zero = 0, one = 1;
+    CU_OK(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 0);
+    CU_ERR(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuDeviceGraphMemTrim(0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), 102 * MiB);
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_ERR(cuGraphExecDestroy(e), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuDeviceGraphMemTrim(7), CUDA_ERROR_INVALID_DEVICE);
+}
+
+static void kept_allocation_and_context_end(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUgraphExec k = one_alloc(0, 64 * MiB, 0, 0);
+    CU_OK(cuGraphLaunch(k, 0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 64 * MiB);
+    CU_ERR(cuGraphLaunch(k, 0), CUDA_ERROR_INVALID_VALUE);   /* not freed since */
+    CU_OK(cuDeviceGraphMemTrim(0));                         /* in use: stays */
+    assert_int_equal(vramsim_card_used(0), 64 * MiB);
+    CUgraphExec af = one_alloc(0, 32 * MiB, 0, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+    CU_OK(cuGraphLaunch(af, 0));
+    CU_OK(cuGraphLaunch(af, 0));   /* its last allocation freed on launch */
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 96 * MiB);
+    assert_int_equal(vramsim_card_used(0), 96 * MiB);
+    /* a graph larger than the card */
+    CUgraphExec big = one_alloc(0, 2 * GiB, 1, 0);
+    CU_ERR(cuGraphLaunch(big, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(vramsim_card_used(0), 96 * MiB);
+    /* the context's end gives the graph pool back */
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    sim_test_setup(0);
+    CU_OK(cuGraphLaunch(k, 0));   /* its allocation went with the context */
+    assert_int_equal(vramsim_card_used(0), 64 * MiB);
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuGraphExecDestroy(k));
+    CU_OK(cuGraphExecDestroy(af));
+    CU_OK(cuGraphExecDestroy(big));
+}
+
+static void bad_arguments(void **state)
+{
+    (void)state;
+    sim_test_setup(1);
+    CUgraph g;
+    CUgraphNode n;
+    CU_ERR(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(1, 0);
+    CU_ERR(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+    a = alloc_params(5, MiB);
+    CU_ERR(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+    a = alloc_params(1, MiB);
+    a.poolProps.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;   /* no IPC */
+    CU_ERR(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuGraphAddMemFreeNode(&n, g, NULL, 0, 0x1000), CUDA_ERROR_INVALID_VALUE);
+    a = alloc_params(1, MiB);
+    CU_OK(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a));
+    CUgraphNode f;
+    CU_OK(cuGraphAddMemFreeNode(&f, g, &n, 1, a.dptr));
+    CU_ERR(cuGraphAddMemFreeNode(&f, g, &f, 1, a.dptr), CUDA_ERROR_INVALID_VALUE);   /* freed twice */
+    CUgraphExec e;
+    CU_ERR(cuGraphInstantiateWithFlags(&e, g, 1ull << 40), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_ERR(cuGraphLaunch(e, (CUstream)(uintptr_t)0x99), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuGraphLaunch(e, 0));
+    assert_int_equal(gattr(1, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 2 * MiB);
+    assert_int_equal(vramsim_card_used(1), 2 * MiB);
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuDeviceGraphMemTrim(1));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_ERR(cuGraphDestroy(g), CUDA_ERROR_INVALID_VALUE);
+    cuuint64_t v;
+    CU_ERR(cuDeviceGetGraphMemAttribute(1, (CUgraphMem_attribute)99, &v), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuDevicePrimaryCtxReset(1));
+}
+
+/* cuGetProcAddress: "cuGraphInstantiate" is the flags signature from CUDA
+ * 12 on, the error-node one before; the per-thread launch. */
+static void lookup(void **state)
+{
+    (void)state;
+    CU_OK(cuInit(0));
+    void *fn = NULL;
+    CU_OK(cuGetProcAddress("cuGraphInstantiate", &fn, 13000, 0, NULL));
+    assert_ptr_equal(fn, (void *)cuGraphInstantiateWithFlags);
+    CU_OK(cuGetProcAddress("cuGraphInstantiate", &fn, 11040, 0, NULL));
+    assert_ptr_not_equal(fn, (void *)cuGraphInstantiateWithFlags);
+    CU_OK(cuGetProcAddress("cuGraphInstantiateWithFlags", &fn, 11040, 0, NULL));
+    assert_ptr_equal(fn, (void *)cuGraphInstantiateWithFlags);
+    CU_OK(cuGetProcAddress("cuGraphLaunch", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    void *pt = NULL;
+    CU_OK(cuGetProcAddress("cuGraphLaunch", &pt, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    assert_ptr_not_equal(fn, pt);
+    CU_OK(cuGetProcAddress("cuDeviceGraphMemTrim", &fn, 13000, 0, NULL));
+    assert_ptr_equal(fn, (void *)cuDeviceGraphMemTrim);
+    CUdriverProcAddressQueryResult st;
+    CU_ERR(cuGetProcAddress("cuGraphAddMemAllocNode", &fn, 11000, 0, &st), CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pool_reserve_keep_trim), cmocka_unit_test(kept_allocation_and_context_end),
+        cmocka_unit_test(bad_arguments), cmocka_unit_test(lookup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

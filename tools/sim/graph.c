@@ -1,0 +1,402 @@
+/* CUDA graphs, as far as their memory nodes go (issue 22).
+ *
+ * A graph here is a list of memory-allocation and memory-free nodes; no
+ * other node kind is modelled, nothing runs on the stream. What is
+ * modelled is the device's graph memory pool, as the driver keeps it:
+ *   - an allocation node gets its fixed address when it is added (a
+ *     mapping of its own, uncharged: address space, not memory); the
+ *     address is not a device record, so copies do not accept it;
+ *   - cuGraphLaunch takes the graph's allocations from the device's graph
+ *     pool: the pool reserves physical memory on the card (charged to the
+ *     card like any allocation) when what it reserves and does not use is
+ *     too little; the graph's free nodes give their bytes back to the pool,
+ *     which keeps them reserved;
+ *   - an allocation no free node of the graph frees stays in use until the
+ *     next launch of the same executable graph with
+ *     CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (without it that
+ *     launch is CUDA_ERROR_INVALID_VALUE, as the driver says) or the end
+ *     of the context (freeing it with cuMemFree/cuMemFreeAsync is not
+ *     modelled);
+ *   - the reserved memory goes back to the card on cuDeviceGraphMemTrim
+ *     (what is not in use) and when the context that launched ends (all
+ *     of it);
+ *   - cuDeviceGetGraphMemAttribute answers the pool's USED/RESERVED
+ *     CURRENT/HIGH; cuDeviceSetGraphMemAttribute resets a HIGH (value 0)
+ *     to the current value.
+ * Sizes are rounded up to the VMM granule (2 MiB), as the driver maps. */
+#include "sim_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAPH_MAGIC 0x47524150u
+#define GEXEC_MAGIC 0x47455845u
+
+struct gnode {
+    int is_free;        /* a free node; else an allocation node */
+    int dev;
+    size_t charge;      /* allocation: bytes taken from the graph pool */
+    uintptr_t dptr;
+    size_t map_len;
+    sim_os_obj obj;     /* allocation: its address range's mapping */
+    int freed;          /* allocation: a free node of the graph frees it */
+};
+
+struct sim_graph {
+    uint32_t magic;
+    struct gnode **nodes;
+    size_t n, cap;
+};
+
+struct sim_gexec {
+    uint32_t magic;
+    unsigned long long flags;
+    uint64_t need[SIM_MAX_CARDS];   /* bytes of its allocation nodes, per device */
+    uint64_t keep[SIM_MAX_CARDS];   /* of which no free node of the graph frees */
+    uint64_t held[SIM_MAX_CARDS];   /* still in use from its last launch */
+    uint64_t epoch[SIM_MAX_CARDS];  /* the pool's epoch of `held` */
+};
+
+/* The graph memory pool of one device. */
+struct gpool {
+    uint64_t reserved, reserved_high, used, used_high;
+    struct sim_ctx *ctx;   /* the context that launched into it last: its end releases the pool */
+    uint64_t epoch;        /* bumped when the pool is released: older `held` counts are void */
+};
+
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards gpools and every exec */
+static struct gpool gpools[SIM_MAX_CARDS];
+
+static struct sim_graph *graph_get(CUgraph h)
+{
+    struct sim_graph *g = (struct sim_graph *)h;
+    return g && g->magic == GRAPH_MAGIC ? g : NULL;
+}
+
+static struct sim_gexec *exec_get(CUgraphExec h)
+{
+    struct sim_gexec *e = (struct sim_gexec *)h;
+    return e && e->magic == GEXEC_MAGIC ? e : NULL;
+}
+
+SIM_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    SIM_COUNT(cuGraphCreate);
+    SIM_REQUIRE_INIT();
+    if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_graph *g = calloc(1, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->magic = GRAPH_MAGIC;
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    SIM_COUNT(cuGraphDestroy);
+    SIM_REQUIRE_INIT();
+    struct sim_graph *g = graph_get(hGraph);
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    g->magic = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        struct gnode *x = g->nodes[i];
+        if (!x->is_free) sim_backing_destroy(x->obj, (void *)x->dptr, x->map_len);
+        free(x);
+    }
+    free(g->nodes);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_node(struct sim_graph *g, struct gnode *x, CUgraphNode *out)
+{
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 8;
+        struct gnode **nv = realloc(g->nodes, nc * sizeof *nv);
+        if (!nv) return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = nv;
+        g->cap = nc;
+    }
+    g->nodes[g->n++] = x;
+    *out = (CUgraphNode)x;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                        size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    SIM_COUNT(cuGraphAddMemAllocNode);
+    SIM_REQUIRE_INIT();
+    struct sim_graph *g = graph_get(hGraph);
+    if (!phGraphNode || !g || !p || (numDependencies && !dependencies) || p->bytesize == 0 ||
+        p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        p->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE || p->poolProps.location.id < 0 ||
+        p->poolProps.location.id >= sim_cfg.ncards)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct gnode *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->dev = p->poolProps.location.id;
+    x->charge = SIM_ROUND_UP(p->bytesize, SIM_VMM_GRANULE);
+    x->map_len = x->charge;
+    void *m = NULL;
+    CUresult r = sim_backing_create(x->map_len, sim_next_id(), x->dev, &x->obj, &m);
+    if (r == CUDA_SUCCESS) {
+        x->dptr = (uintptr_t)m;
+        r = add_node(g, x, phGraphNode);
+        if (r != CUDA_SUCCESS) sim_backing_destroy(x->obj, m, x->map_len);
+    }
+    if (r != CUDA_SUCCESS) {
+        free(x);
+        return r;
+    }
+    p->dptr = (CUdeviceptr)x->dptr;
+    return CUDA_SUCCESS;
+}
+
+/* Only an allocation of the same graph, freed once (the driver also takes
+ * allocations of other graphs: not modelled). */
+SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                       size_t numDependencies, CUdeviceptr dptr)
+{
+    SIM_COUNT(cuGraphAddMemFreeNode);
+    SIM_REQUIRE_INIT();
+    struct sim_graph *g = graph_get(hGraph);
+    if (!phGraphNode || !g || (numDependencies && !dependencies)) return CUDA_ERROR_INVALID_VALUE;
+    struct gnode *a = NULL;
+    for (size_t i = 0; i < g->n; i++)
+        if (!g->nodes[i]->is_free && g->nodes[i]->dptr == (uintptr_t)dptr) a = g->nodes[i];
+    if (!a || a->freed) return CUDA_ERROR_INVALID_VALUE;
+    struct gnode *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->is_free = 1;
+    x->dev = a->dev;
+    x->dptr = a->dptr;
+    CUresult r = add_node(g, x, phGraphNode);
+    if (r != CUDA_SUCCESS) {
+        free(x);
+        return r;
+    }
+    a->freed = 1;
+    return CUDA_SUCCESS;
+}
+
+#define KNOWN_INSTANTIATE_FLAGS                                                              \
+    (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | \
+     CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+
+static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
+{
+    SIM_REQUIRE_INIT();
+    struct sim_graph *g = graph_get(hGraph);
+    if (!out || !g || (flags & ~(unsigned long long)KNOWN_INSTANTIATE_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_gexec *e = calloc(1, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = GEXEC_MAGIC;
+    e->flags = flags;
+    for (size_t i = 0; i < g->n; i++) {
+        struct gnode *x = g->nodes[i];
+        if (x->is_free) continue;
+        e->need[x->dev] += x->charge;
+        if (!x->freed) e->keep[x->dev] += x->charge;
+    }
+    *out = (CUgraphExec)e;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+{
+    SIM_COUNT(cuGraphInstantiateWithFlags);
+    return instantiate(phGraphExec, hGraph, flags);
+}
+/* The CUDA 10 and 11 signatures (an error node and log): no errors to tell. */
+SIM_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                    char *logBuffer, size_t bufferSize)
+{
+    SIM_COUNT(cuGraphInstantiate);
+    if (phErrorNode) *phErrorNode = NULL;
+    if (logBuffer && bufferSize) logBuffer[0] = 0;
+    return instantiate(phGraphExec, hGraph, 0);
+}
+SIM_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                       char *logBuffer, size_t bufferSize)
+{
+    SIM_COUNT(cuGraphInstantiate_v2);
+    if (phErrorNode) *phErrorNode = NULL;
+    if (logBuffer && bufferSize) logBuffer[0] = 0;
+    return instantiate(phGraphExec, hGraph, 0);
+}
+
+SIM_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    SIM_COUNT(cuGraphExecDestroy);
+    SIM_REQUIRE_INIT();
+    pthread_mutex_lock(&graph_lock);
+    struct sim_gexec *e = exec_get(hGraphExec);
+    if (e) e->magic = 0;   /* what it holds stays in use (freed by the context's end) */
+    pthread_mutex_unlock(&graph_lock);
+    if (!e) return CUDA_ERROR_INVALID_VALUE;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+/* graph_lock held: what e still holds in the pool of dev. */
+static uint64_t held_of(const struct sim_gexec *e, int dev)
+{
+    return e->epoch[dev] == gpools[dev].epoch ? e->held[dev] : 0;
+}
+
+/* graph_lock held: charges each device's growth for e's launch; 0, or the
+ * device that could not grow (nothing charged then). grow[] receives it. */
+static int charge_growth(const struct sim_gexec *e, int auto_free, uint64_t grow[SIM_MAX_CARDS])
+{
+    for (int d = 0; d < sim_cfg.ncards; d++) {
+        grow[d] = 0;
+        if (!e->need[d]) continue;
+        struct gpool *p = &gpools[d];
+        uint64_t used = p->used - (auto_free ? held_of(e, d) : 0);
+        uint64_t spare = p->reserved - used;
+        grow[d] = e->need[d] > spare ? e->need[d] - spare : 0;
+        if (grow[d] && sim_charge(d, grow[d]) != CUDA_SUCCESS) {
+            for (int u = 0; u < d; u++) sim_uncharge(u, grow[u]);
+            return d + 1;
+        }
+    }
+    return 0;
+}
+
+static CUresult launch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    SIM_REQUIRE_INIT();
+    struct sim_ctx *ctx;
+    CUresult r = sim_ctx_current(&ctx);
+    if (r != CUDA_SUCCESS) return r;
+    if (!sim_stream_get(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&graph_lock);
+    struct sim_gexec *e = exec_get(hGraphExec);
+    if (!e) {
+        pthread_mutex_unlock(&graph_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int auto_free = (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
+    for (int d = 0; d < sim_cfg.ncards; d++)
+        if (held_of(e, d) && !auto_free) {   /* cuda.h: its allocations must be freed before */
+            pthread_mutex_unlock(&graph_lock);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    uint64_t grow[SIM_MAX_CARDS];
+    if (charge_growth(e, auto_free, grow)) {
+        /* as before any failing allocation: cached pool memory goes back first */
+        pthread_mutex_unlock(&graph_lock);
+        sim_pools_sync_trim();
+        pthread_mutex_lock(&graph_lock);
+        e = exec_get(hGraphExec);
+        if (!e || charge_growth(e, auto_free, grow)) {
+            pthread_mutex_unlock(&graph_lock);
+            return e ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    for (int d = 0; d < sim_cfg.ncards; d++) {
+        if (!e->need[d]) continue;
+        struct gpool *p = &gpools[d];
+        if (auto_free) p->used -= held_of(e, d);
+        p->reserved += grow[d];
+        if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+        if (p->used + e->need[d] > p->used_high) p->used_high = p->used + e->need[d];
+        p->used += e->keep[d];   /* the graph's free nodes gave the rest back to the pool */
+        p->ctx = ctx;
+        e->held[d] = e->keep[d];
+        e->epoch[d] = p->epoch;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    SIM_COUNT(cuGraphLaunch);
+    return launch(hGraphExec, hStream);
+}
+SIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    SIM_COUNT(cuGraphLaunch_ptsz);
+    return launch(hGraphExec, hStream);
+}
+
+SIM_API CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    SIM_COUNT(cuDeviceGraphMemTrim);
+    SIM_REQUIRE_INIT();
+    CHECK_DEV(device);
+    pthread_mutex_lock(&graph_lock);
+    struct gpool *p = &gpools[device];
+    uint64_t back = p->reserved - p->used;
+    p->reserved = p->used;
+    pthread_mutex_unlock(&graph_lock);
+    if (back) sim_uncharge(device, back);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    SIM_COUNT(cuDeviceGetGraphMemAttribute);
+    SIM_REQUIRE_INIT();
+    CHECK_DEV(device);
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_lock);
+    const struct gpool *p = &gpools[device];
+    CUresult r = CUDA_SUCCESS;
+    cuuint64_t v = 0;
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: v = p->used; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: v = p->used_high; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: v = p->reserved; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: v = p->reserved_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    if (r == CUDA_SUCCESS) *(cuuint64_t *)value = v;
+    return r;
+}
+
+/* Only the high watermarks may be set, and only to 0: they become the
+ * current values. */
+SIM_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    SIM_COUNT(cuDeviceSetGraphMemAttribute);
+    SIM_REQUIRE_INIT();
+    CHECK_DEV(device);
+    if (!value || *(const cuuint64_t *)value != 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_lock);
+    struct gpool *p = &gpools[device];
+    CUresult r = CUDA_SUCCESS;
+    if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) p->used_high = p->used;
+    else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH) p->reserved_high = p->reserved;
+    else r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&graph_lock);
+    return r;
+}
+
+/* The end of ctx: a graph pool it launched into goes back to the card,
+ * with every allocation still in use in it. */
+void sim_graph_ctx_end(struct sim_ctx *ctx)
+{
+    for (int d = 0; d < SIM_MAX_CARDS; d++) {
+        pthread_mutex_lock(&graph_lock);
+        struct gpool *p = &gpools[d];
+        uint64_t back = 0;
+        if (p->ctx == ctx) {
+            back = p->reserved;
+            p->reserved = p->used = 0;
+            p->ctx = NULL;
+            p->epoch++;
+        }
+        pthread_mutex_unlock(&graph_lock);
+        if (back) sim_uncharge(d, back);
+    }
+}
+
+void sim_graph_after_fork_child(void)
+{
+    pthread_mutex_init(&graph_lock, NULL);
+    memset(gpools, 0, sizeof gpools);
+}
