@@ -5,6 +5,7 @@
  * descriptors); host-located pools. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -220,7 +221,18 @@ static void exportable_pool(void **state)
     CU_OK(cuMemPoolExportPointer(&data, p));
     uint64_t used = vramsim_card_used(0);
     pid_t pid = fork();
-    if (pid == 0) _exit(pool_importer(fd, data, n));
+    if (pid == 0) {
+        /* fork + exec, as a real importer is another program (and a threaded
+         * process may not go on after fork under ThreadSanitizer). dup2 drops
+         * FD_CLOEXEC on the copy the importer is given. */
+        char hex[2 * sizeof data + 1], nb[32];
+        const unsigned char *raw = (const unsigned char *)&data;
+        for (size_t i = 0; i < sizeof data; i++) snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        snprintf(nb, sizeof nb, "%zu", n);
+        if (dup2(fd, 100) != 100) _exit(98);
+        execl(SIM_TEST_EXE, SIM_TEST_EXE, "pool-import", "100", hex, nb, (char *)NULL);
+        _exit(99);
+    }
     int st = 0;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
@@ -287,8 +299,23 @@ static void host_pool(void **state)
     assert_int_equal(vramsim_card_used(1), 0);
 }
 
-int main(void)
+/* The importer, run as its own program: pool-import FD HEX(export data) BYTES. */
+static int importer_main(char **argv)
 {
+    CUmemPoolPtrExportData data;
+    unsigned char *raw = (unsigned char *)&data;
+    if (strlen(argv[3]) != 2 * sizeof data) return 97;
+    for (size_t i = 0; i < sizeof data; i++) {
+        unsigned v;
+        if (sscanf(argv[3] + 2 * i, "%2x", &v) != 1) return 97;
+        raw[i] = (unsigned char)v;
+    }
+    return pool_importer(atoi(argv[2]), data, (size_t)strtoull(argv[4], NULL, 10));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && !strcmp(argv[1], "pool-import")) return importer_main(argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_pool_alloc_free), cmocka_unit_test(reuse_threshold_trim),
         cmocka_unit_test(created_pool), cmocka_unit_test(pool_access),
