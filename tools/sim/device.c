@@ -29,23 +29,35 @@ SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     SIM_REQUIRE_INIT();
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    uint64_t mib = sim_cfg.capacity[dev] >> 20;
-    if (mib % 1024 == 0)
-        snprintf(name, (size_t)len, "vramsim GPU %d (%llu GiB)", dev, (unsigned long long)(mib / 1024));
-    else
-        snprintf(name, (size_t)len, "vramsim GPU %d (%llu MiB)", dev, (unsigned long long)mib);
+    sim_card_name(dev, name, (size_t)len);
     return CUDA_SUCCESS;
 }
 
-static void make_uuid(CUuuid *u, int dev)
+void sim_card_name(int dev, char *name, size_t len)
+{
+    uint64_t mib = sim_cfg.capacity[dev] >> 20;
+    if (mib % 1024 == 0)
+        snprintf(name, len, "vramsim GPU %d (%llu GiB)", dev, (unsigned long long)(mib / 1024));
+    else
+        snprintf(name, len, "vramsim GPU %d (%llu MiB)", dev, (unsigned long long)mib);
+}
+
+void sim_card_uuid(int dev, unsigned char out[16])
 {
     /* Stable per card index: "GPU-5653494d-...". */
     static const unsigned char base[16] = {0x56, 0x53, 0x49, 0x4d, 0x8c, 0x1f, 0x4a, 0x2e,
                                            0x9b, 0x3d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    memcpy(u->bytes, base, 16);
-    u->bytes[15] = (unsigned char)dev;
-    u->bytes[14] = (unsigned char)(sim_cfg.capacity[dev] >> 30);
+    memcpy(out, base, 16);
+    out[15] = (unsigned char)dev;
+    out[14] = (unsigned char)(sim_cfg.capacity[dev] >> 30);
 }
+
+void sim_card_pci(int dev, char *out, size_t len)
+{
+    snprintf(out, len, "00000000:%02X:00.0", 0x10 + dev);
+}
+
+static void make_uuid(CUuuid *u, int dev) { sim_card_uuid(dev, (unsigned char *)u->bytes); }
 
 SIM_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
@@ -192,7 +204,7 @@ SIM_API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
     SIM_REQUIRE_INIT();
     if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", 0x10 + dev);
+    sim_card_pci(dev, pciBusId, (size_t)len);
     return CUDA_SUCCESS;
 }
 
