@@ -20,6 +20,7 @@
 #include "ledger_mailbox.h"
 #include "ledger_read.h"
 #include "log.h"
+#include "nvml_cards.h"
 #include "observe_internal.h"
 #include "procenv.h"
 #include "quota.h"
@@ -258,6 +259,7 @@ static void *thread_main(void *arg) {
     }
     if (!unmatched) fast_tries = 0;
     vs_quota_check_ledgers();
+    vs_footprint_refresh_all();   /* each card's true footprint (nvml_cards.c) */
     prune();
     handle();
 

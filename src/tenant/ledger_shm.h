@@ -29,7 +29,7 @@
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 5u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses) */
+#define VS_LEDGER_VERSION 6u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: overhead per slot (issue 24) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -88,6 +88,10 @@ typedef struct vs_ledger_slot {
    * device memory. Not in `held`; reclaimed with the slot at death. */
   uint64_t spilled;
   uint64_t spill_peak;
+  /* issue 24: the part of `held` that is the process's footprint beyond
+   * what the shim counted (its contexts' own memory, as the driver reports
+   * it: docs/nvml.md, "True footprint"); always <= held. */
+  uint64_t overhead;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {
