@@ -18,6 +18,7 @@
 #define VS_NVML_API_H
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1
+#define NVML_STATIC_IMPORT 1   /* Windows: the hooks are defined here and exported by vramshim.def */
 #include <nvml.h>
 
 #define VS_NVML_HOOKS(X)                                                                          \

@@ -15,8 +15,9 @@ trap 'rm -rf "$tmp"' EXIT
 # Preprocessed twice: with the header's mapping of unversioned names to the
 # newest versions, and with NVML_NO_UNVERSIONED_FUNC_DEFS, which declares
 # the old names too. nvmlErrorString (not an nvmlReturn_t) is modelled.
+# NVML_STATIC_IMPORT: no dllimport mark on Windows (the names are what count).
 for defs in "" -DNVML_NO_UNVERSIONED_FUNC_DEFS; do
-    $cc -E -P $defs -I"$inc" "$inc/nvml.h"
+    $cc -E -P -DNVML_STATIC_IMPORT $defs -I"$inc" "$inc/nvml.h"
 done | tr '\n' ' ' | grep -o 'nvmlReturn_t  *nvml[A-Za-z0-9_]* *(' | sed 's/^nvmlReturn_t  *//; s/ *($//' \
     | LC_ALL=C sort -u > "$tmp/nvml"
 [ -s "$tmp/nvml" ] || { echo "vramshim: sim: found no functions in $inc/nvml.h" >&2; exit 1; }

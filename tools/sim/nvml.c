@@ -15,6 +15,7 @@
  * itself (vramsim_nvml_attach), so a process that only reads NVML is not
  * one of the card's processes. */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1
+#define NVML_STATIC_IMPORT 1   /* Windows: defined here, exported by nvml.def, never dllimport */
 #include <nvml.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -48,7 +48,12 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
    * only on a card where some tenant spills: other tables stay as they were. */
   int spill = 0;
   for (int t = 0; t < s->ntenants; t++) spill |= s->tenants[t].spill_max || s->tenants[t].spilled;
+  /* The true footprint (issue 24): overhead, part of used, gets a column
+   * only on a card where some process has any. */
+  int over = 0;
+  for (int t = 0; t < s->ntenants; t++) over |= s->tenants[t].overhead != 0;
   printf("  %-16s %12s %12s %12s %12s %7s %6s", "tenant", "reserve", "limit", "used", "peak", "share", "procs");
+  if (over) printf(" %12s", "overhead");
   if (spill) printf(" %12s %12s", "spilled", "spill max");
   printf("\n");
   uint64_t taken = s->headroom, used = 0, spilled = 0;
@@ -57,6 +62,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
     printf("  %-16s %12s %12s %12s %12s %6.1f%% %6d", x->name, bytes(x->reserve, a), bytes(x->limit, b),
            bytes(x->used, c), bytes(x->peak, d), s->capacity ? 100.0 * (double)x->used / (double)s->capacity : 0.0,
            x->nprocs);
+    if (over) printf(" %12s", bytes(x->overhead, a));
     if (spill) printf(" %12s %12s", bytes(x->spilled, a), x->spill_max ? bytes(x->spill_max, b) : "-");
     printf("\n");
     taken += x->used > x->reserve ? x->used : x->reserve;
@@ -67,6 +73,9 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
          bytes(taken < s->capacity ? s->capacity - taken : 0, b));
   if (spilled)
     printf("  spilled to host memory %s (not on the card: served over the bus, slowly)\n", bytes(spilled, a));
+  if (over)
+    printf("  overhead: what the driver says the processes hold beyond their allocations (contexts, modules, "
+           "libraries' workspaces), part of used (docs/nvml.md)\n");
   /* Where each reservation comes from: it holds while a live process runs
    * under a config that has it, and ends with the last one. */
   for (int t = 0; t < s->ntenants; t++) {
@@ -79,12 +88,14 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   }
   if (s->nprocs) {
     printf("  %-8s %-16s %12s %12s %12s  %-16s", "pid", "tenant", "held", "live", "peak", "config");
+    if (over) printf(" %12s", "overhead");
     if (spill) printf(" %12s", "spilled");
     printf("\n");
     for (int i = 0; i < s->nprocs; i++) {
       const vs_snap_proc *p = &s->procs[i];
       printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64, p->pid, p->tenant, bytes(p->held, a), bytes(p->live, b),
              bytes(p->peak, c), p->generation);
+      if (over) printf(" %12s", bytes(p->overhead, d));
       if (spill) printf(" %12s", bytes(p->spilled, d));
       printf("%s\n", p->alive ? "" : "  (dead, reclaim pending)");
     }
@@ -142,10 +153,12 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
     json_limit(x->limit);
     printf(", \"used\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"share\": %.4f, \"processes\": %d", x->used, x->peak,
            s->capacity ? (double)x->used / (double)s->capacity : 0.0, x->nprocs);
+    /* issue 24: of used, the processes' footprint beyond what the shim counted */
+    printf(", \"overhead\": %" PRIu64, x->overhead);
     /* on_limit = spill (issue 13): host bytes, never part of used; spill_max null when the tenant does not spill */
     printf(", \"spilled\": %" PRIu64 ", \"spill_peak\": %" PRIu64 ", \"spill_max\": ", x->spilled, x->spill_peak);
-    if (x->spill_max) printf("%" PRIu64 "}", x->spill_max);
-    else printf("null}");
+    if (x->spill_max) printf("%" PRIu64, x->spill_max);
+    else printf("null");
     printf(", \"reserve_held_by\": [");
     for (int k = 0; k < x->reserve_procs && k < VS_SNAP_RESERVE_PIDS; k++) printf("%s%d", k ? ", " : "", x->reserve_pids[k]);
     printf("]}");
@@ -156,8 +169,8 @@ static void print_json(const vs_ledger_snapshot *s, int first, int events) {
     printf("%s\n       {\"pid\": %d, \"tenant\": ", i ? "," : "", p->pid);
     json_str(p->tenant);
     printf(", \"held\": %" PRIu64 ", \"live\": %" PRIu64 ", \"peak\": %" PRIu64 ", \"generation\": \"%016" PRIx64
-           "\", \"alive\": %s, \"spilled\": %" PRIu64 "}",
-           p->held, p->live, p->peak, p->generation, p->alive ? "true" : "false", p->spilled);
+           "\", \"alive\": %s, \"spilled\": %" PRIu64 ", \"overhead\": %" PRIu64 "}",
+           p->held, p->live, p->peak, p->generation, p->alive ? "true" : "false", p->spilled, p->overhead);
   }
   printf("]");
   if (events) {
@@ -185,8 +198,8 @@ static void prom_label(const char *s) {
   }
 }
 
-enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_SPILLED, M_SPILL_MAX, M_HELD,
-       M_LIVE, M_PSPILLED, M_EVENTS, M_N };
+enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_SPILLED, M_SPILL_MAX, M_TOVER,
+       M_HELD, M_LIVE, M_PSPILLED, M_POVER, M_EVENTS, M_N };
 static const char *const prom_names[M_N][2] = {
     {"vramshim_card_capacity_bytes", "Capacity of the card in the newest process's plan."},
     {"vramshim_card_headroom_bytes", "Headroom of the card: never given to any tenant."},
@@ -199,9 +212,11 @@ static const char *const prom_names[M_N][2] = {
     {"vramshim_tenant_processes", "Live processes of the tenant on the card."},
     {"vramshim_tenant_spilled_bytes", "Host bytes the tenant's live processes serve in place of device memory (on_limit = spill)."},
     {"vramshim_tenant_spill_max_bytes", "Most host bytes the tenant may spill on the card (absent when on_limit is not spill)."},
+    {"vramshim_tenant_overhead_bytes", "Of the tenant's used bytes: what its processes hold beyond what the shim counted (contexts' own memory, as the driver reports it)."},
     {"vramshim_process_held_bytes", "Device bytes held by the process (its arena cache included)."},
     {"vramshim_process_live_bytes", "Bytes of the process's live allocations."},
     {"vramshim_process_spilled_bytes", "Host bytes the process serves in place of device memory (on_limit = spill)."},
+    {"vramshim_process_overhead_bytes", "Of the process's held bytes: what the driver says it holds beyond what the shim counted."},
     {"vramshim_events_recent", "Events of each kind in the card's event ring (the most recent 256)."},
 };
 
@@ -217,12 +232,12 @@ static void print_prom(vs_ledger_snapshot **snaps, int n) {
         printf("%s{card=\"", prom_names[m][0]);
         prom_label(s->card_id);
         printf("\"} %" PRIu64 "\n", v);
-      } else if (m <= M_SPILL_MAX) {
+      } else if (m <= M_TOVER) {
         for (int t = 0; t < s->ntenants; t++) {
           const vs_snap_tenant *x = &s->tenants[t];
           uint64_t v = m == M_RES ? x->reserve : m == M_LIM ? x->limit : m == M_USED ? x->used
                        : m == M_PEAK ? x->peak : m == M_SPILLED ? x->spilled : m == M_SPILL_MAX ? x->spill_max
-                                                                                                : (uint64_t)x->nprocs;
+                       : m == M_TOVER ? x->overhead : (uint64_t)x->nprocs;
           if (m == M_LIM && v == VS_NO_LIMIT) continue;
           if (m == M_SPILL_MAX && v == 0) continue;
           printf("%s{card=\"", prom_names[m][0]);
@@ -231,7 +246,7 @@ static void print_prom(vs_ledger_snapshot **snaps, int n) {
           prom_label(x->name);
           printf("\"} %" PRIu64 "\n", v);
         }
-      } else if (m <= M_PSPILLED) {
+      } else if (m <= M_POVER) {
         for (int i = 0; i < s->nprocs; i++) {
           const vs_snap_proc *p = &s->procs[i];
           if (!p->alive) continue;
@@ -239,7 +254,8 @@ static void print_prom(vs_ledger_snapshot **snaps, int n) {
           prom_label(s->card_id);
           printf("\",tenant=\"");
           prom_label(p->tenant);
-          printf("\",pid=\"%d\"} %" PRIu64 "\n", p->pid, m == M_HELD ? p->held : m == M_LIVE ? p->live : p->spilled);
+          printf("\",pid=\"%d\"} %" PRIu64 "\n", p->pid,
+                 m == M_HELD ? p->held : m == M_LIVE ? p->live : m == M_POVER ? p->overhead : p->spilled);
         }
       } else {
         for (int k = 0; k < 4; k++) {
