@@ -353,7 +353,7 @@ static int case_spill(const char *arena, const char *tool) {
   char *js = tp_read("status.json");
   snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_peak\": ", (unsigned long long)S * BLK);
   CHECK(strstr(js, want), "status --json shows the tenant's spilled bytes:\n%s", js);
-  snprintf(want, sizeof want, "\"spill_max\": %llu}", (unsigned long long)SPILL_MAX);
+  snprintf(want, sizeof want, "\"spill_max\": %llu,", (unsigned long long)SPILL_MAX);
   CHECK(strstr(js, want), "status --json shows MAX");
   free(js);
   tool_out(tool, "--prometheus", "status.prom");
