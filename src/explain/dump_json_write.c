@@ -112,6 +112,8 @@ static void write_card(vs_sbuf *b, const vs_dump_card *c) {
     vs_sb_puts(b, ", \"spill_max\": ");
     if (c->tenant.spill_max) vs_sb_u64(b, c->tenant.spill_max);
     else vs_sb_puts(b, "null");
+    vs_sb_puts(b, ", \"overhead\": ");   /* 1.2 */
+    vs_sb_u64(b, c->tenant.overhead);
     vs_sb_puts(b, "},\n");
   }
 

@@ -132,6 +132,7 @@ static int tenant_of(int card, vs_dump_tenant_use *out) {
   out->present = 1;
   vs_mailbox_tenant_use(&g_boxes[b].m, g_boxes[b].slot, &out->reserve, &out->limit, &out->usage);
   vs_mailbox_tenant_spill(&g_boxes[b].m, g_boxes[b].slot, &out->spilled, &out->spill_max);
+  vs_mailbox_tenant_overhead(&g_boxes[b].m, g_boxes[b].slot, &out->overhead);
   return 1;
 }
 

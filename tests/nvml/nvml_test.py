@@ -54,7 +54,8 @@ def write_config(limit):
     os.makedirs(ledger, mode=0o700, exist_ok=True)
     path = os.path.join(WORK, "vramshim.conf")
     with open(path, "w") as f:
-        f.write("[global]\nledger_dir = %s\n\n[tenant app]\nlimit = %s\n" % (ledger, limit))
+        f.write("[global]\nledger_dir = %s\ndump_dir = %s\n\n[tenant app]\nlimit = %s\n"
+                % (ledger, os.path.join(WORK, "dumps"), limit))
     return path
 
 
@@ -248,6 +249,23 @@ def case_footprint():
     text = subprocess.run([TOOL, "status"], env=env(False, config), capture_output=True, text=True,
                           timeout=120).stdout
     check("overhead" in text, "text status shows the overhead column")
+    # a dump of one of them carries the tenant's overhead apart (dump 1.2)
+    r = subprocess.run([TOOL, "dump", "--pid", str(pids[0]), "--json", "--timeout", "30"], env=env(False, config),
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        fail("vramshim dump --pid: " + r.stderr)
+    dump = json.loads(r.stdout)
+    try:
+        import jsonschema
+        schema_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "dump.schema.json")
+        with open(schema_path) as f:
+            jsonschema.validate(dump, json.load(f))
+        print("ok: the dump validates against docs/dump.schema.json")
+    except ImportError:
+        print("skip: jsonschema is not installed")
+    tenant = dump["cards"][0]["tenant"]
+    check(tenant["overhead"] == 4 * 300 * MiB and tenant["usage"] == 4 * 400 * MiB,
+          "dump: tenant usage %d, overhead %d" % (tenant["usage"], tenant["overhead"]))
     release(procs)
 
 
