@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_CARDS 64
@@ -83,33 +84,38 @@ static int nvml_used_by_me(int card, uint64_t *used) {
   nvmlDevice_t d;
   if (!t || !t->nvmlDeviceGetHandleByUUID || vs_nvml_card_uuid(card, uuid) != 0) return -1;
   if (t->nvmlDeviceGetHandleByUUID(uuid, &d) != NVML_SUCCESS) return -1;
-  static __thread nvmlProcessInfo_t procs[MAX_PROCS];
-  unsigned n = MAX_PROCS;
+  /* every version has pid and usedGpuMemory first; v2 and v3 share a layout.
+   * On the heap: this runs about once a second, never on an allocation's path. */
+  unsigned n = MAX_PROCS, pid = (unsigned)vs_plat_pid();
   nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
-  unsigned pid = (unsigned)vs_plat_pid();
-  /* every version has pid and usedGpuMemory first; v2 and v3 share a layout */
-  if (t->nvmlDeviceGetComputeRunningProcesses_v3) r = t->nvmlDeviceGetComputeRunningProcesses_v3(d, &n, procs);
-  else if (t->nvmlDeviceGetComputeRunningProcesses_v2)
-    r = t->nvmlDeviceGetComputeRunningProcesses_v2(d, &n, (nvmlProcessInfo_v2_t *)procs);
-  else if (t->nvmlDeviceGetComputeRunningProcesses) {
-    static __thread nvmlProcessInfo_v1_t v1[MAX_PROCS];
+  int found = 1;
+  if (t->nvmlDeviceGetComputeRunningProcesses_v3 || t->nvmlDeviceGetComputeRunningProcesses_v2) {
+    nvmlProcessInfo_t *procs = malloc(MAX_PROCS * sizeof *procs);
+    if (!procs) return -1;
+    r = t->nvmlDeviceGetComputeRunningProcesses_v3 ? t->nvmlDeviceGetComputeRunningProcesses_v3(d, &n, procs)
+                                                   : t->nvmlDeviceGetComputeRunningProcesses_v2(
+                                                         d, &n, (nvmlProcessInfo_v2_t *)procs);
+    for (unsigned i = 0; r == NVML_SUCCESS && i < n; i++)
+      if (procs[i].pid == pid) {
+        /* Windows under WDDM reports no per-process figure */
+        found = procs[i].usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE ? 1 : 0;
+        *used = procs[i].usedGpuMemory;
+        break;
+      }
+    free(procs);
+  } else if (t->nvmlDeviceGetComputeRunningProcesses) {
+    nvmlProcessInfo_v1_t *v1 = malloc(MAX_PROCS * sizeof *v1);
+    if (!v1) return -1;
     r = t->nvmlDeviceGetComputeRunningProcesses(d, &n, v1);
     for (unsigned i = 0; r == NVML_SUCCESS && i < n; i++)
       if (v1[i].pid == pid) {
+        found = v1[i].usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE ? 1 : 0;
         *used = v1[i].usedGpuMemory;
-        return 0;
+        break;
       }
-    return r == NVML_SUCCESS ? 1 : -1;
+    free(v1);
   }
-  if (r != NVML_SUCCESS) return -1;
-  for (unsigned i = 0; i < n; i++)
-    if (procs[i].pid == pid) {
-      /* Windows under WDDM reports no per-process figure */
-      if (procs[i].usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE) return 1;
-      *used = procs[i].usedGpuMemory;
-      return 0;
-    }
-  return 1;
+  return r != NVML_SUCCESS ? -1 : found;
 }
 
 void vs_footprint_refresh(int card) {
