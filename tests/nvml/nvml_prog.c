@@ -11,6 +11,9 @@
  *   nvml_prog hold MIB
  *       A context on card 0 and MIB MiB allocated; prints "ready PID" and
  *       holds them until its stdin closes.
+ *   nvml_prog procs
+ *       What NVML says each process with a context on card 0 holds: one
+ *       "PID BYTES" line each (nvmlDeviceGetComputeRunningProcesses_v3).
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1
 #include <nvml.h>
@@ -86,9 +89,21 @@ static int hold(unsigned long long mib) {
   return 0;
 }
 
+static int procs(void) {
+  nvmlDevice_t d;
+  nvmlProcessInfo_t p[256];
+  unsigned n = 256;
+  if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByIndex_v2(0, &d) != NVML_SUCCESS ||
+      nvmlDeviceGetComputeRunningProcesses_v3(d, &n, p) != NVML_SUCCESS)
+    return 2;
+  for (unsigned i = 0; i < n; i++) printf("%u %llu\n", p[i].pid, p[i].usedGpuMemory);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "server")) return server(!strcmp(argv[2], "dl"), strtoull(argv[3], NULL, 10));
   if (argc == 3 && !strcmp(argv[1], "hold")) return hold(strtoull(argv[2], NULL, 10));
-  fprintf(stderr, "usage: nvml_prog server direct|dl CHUNK_MIB | hold MIB\n");
+  if (argc == 2 && !strcmp(argv[1], "procs")) return procs();
+  fprintf(stderr, "usage: nvml_prog server direct|dl CHUNK_MIB | hold MIB | procs\n");
   return 2;
 }

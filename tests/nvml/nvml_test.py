@@ -14,7 +14,8 @@ usage: nvml_test.py CASE WORKDIR SHIM SIM_DIR NVML_PROG VRAMSHIM_TOOL
              context overhead: never refused, the tenant within its limit.
   footprint  four processes of one tenant, each with a context (300 MiB of
              overhead) and 100 MiB allocated: the ledger's usage of the
-             tenant equals what the sim's NVML says those processes hold,
+             tenant equals what the sim's NVML says those processes hold
+             (read by nvml_prog: no Python client needed),
              the overhead shown apart in `vramshim status` (JSON,
              Prometheus, text).
 """
@@ -82,7 +83,9 @@ def release(procs):
     for p in procs:
         p.stdin.close()
     for p in procs:
-        p.wait(timeout=60)
+        # a sanitizer's report, or any error of the shim, fails the holder
+        if p.wait(timeout=60) != 0:
+            fail("holder %d exited with %d" % (p.pid, p.returncode))
 
 
 def have(module):
@@ -222,8 +225,11 @@ def case_footprint():
     # what the sim's NVML says they hold, read without the shim
     deadline = time.time() + 60
     while True:
-        v = pynvml_view(env(False)) if have("pynvml") else None
-        nvml_sum = sum(v["procs"].get(str(p), 0) for p in pids) if v else 4 * (300 + 100) * MiB
+        r = subprocess.run([PROG, "procs"], env=env(False), capture_output=True, text=True, timeout=120)
+        if r.returncode:
+            fail("nvml_prog procs: " + r.stderr)
+        held_by = dict((int(a), int(b)) for a, b in (line.split() for line in r.stdout.splitlines()))
+        nvml_sum = sum(held_by.get(p, 0) for p in pids)
         st = status_json(config)
         card, t = tenant_of(st, "app")
         if t and t["used"] == nvml_sum:
