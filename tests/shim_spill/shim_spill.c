@@ -377,7 +377,7 @@ static int case_spill(const char *arena, const char *tool) {
   CHECK(strstr(dj, want), "the dump shows the card's spilled bytes:\n%.2000s", dj);
   snprintf(want, sizeof want, "\"spilled_count\": %d,", S);
   CHECK(strstr(dj, want), "the dump shows the spilled blocks");
-  snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_max\": %llu}", (unsigned long long)S * BLK,
+  snprintf(want, sizeof want, "\"spilled\": %llu, \"spill_max\": %llu,", (unsigned long long)S * BLK,
            (unsigned long long)SPILL_MAX);
   CHECK(strstr(dj, want), "the dump shows the tenant's spilled bytes and MAX");
   snprintf(want, sizeof want, "\"spilled\": %llu}", (unsigned long long)S * BLK);
