@@ -118,19 +118,36 @@ static int nvml_used_by_me(int card, uint64_t *used) {
   return r != NVML_SUCCESS ? -1 : found;
 }
 
+/* The last measurement per card, and the lock that orders measurements
+ * (the background thread and the context hooks both measure). */
+static uint64_t g_last_want[MAX_CARDS];
+static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void vs_footprint_refresh(int card) {
   uint64_t held = 0, overhead = 0, used = 0;
-  if (card < 0 || card >= MAX_CARDS || vs_quota_held(card, &held, &overhead) != 0) return;
+  if (card < 0 || card >= MAX_CARDS) return;
+  pthread_mutex_lock(&g_refresh_lock);
   /* NVML missing, or not listing this process: the overhead stands */
-  if (nvml_used_by_me(card, &used) != 0) return;
+  if (vs_quota_held(card, &held, &overhead) != 0 || nvml_used_by_me(card, &used) != 0) {
+    pthread_mutex_unlock(&g_refresh_lock);
+    return;
+  }
   uint64_t counted = held - overhead;
   uint64_t want = used > counted ? used - counted : 0;
-  if (want != overhead) {
+  /* A measurement taken while the driver holds memory the shim no longer
+   * (or not yet) counts (a free credited before the driver's free returns,
+   * an allocation in flight) is high for an instant: a rise is charged only
+   * as far as two measurements in a row agree; a fall at once. */
+  uint64_t apply = want > overhead && g_last_want[card] < want ? (g_last_want[card] > overhead ? g_last_want[card] : overhead)
+                                                               : want;
+  g_last_want[card] = want;
+  if (apply != overhead) {
     VS_DEBUG("card %d: NVML says this process holds %llu bytes, the shim counted %llu: %llu charged to the "
              "tenant as overhead", card, (unsigned long long)used, (unsigned long long)counted,
-             (unsigned long long)want);
-    vs_quota_set_overhead(card, want);
+             (unsigned long long)apply);
+    vs_quota_set_overhead(card, apply);
   }
+  pthread_mutex_unlock(&g_refresh_lock);
 }
 
 void vs_footprint_refresh_all(void) {
@@ -144,4 +161,8 @@ void vs_footprint_ctx_changed(int card) {
   else vs_footprint_refresh_all();
 }
 
-void vs_nvml_cards_atfork_child(void) { pthread_mutex_init(&g_lock, NULL); }
+void vs_nvml_cards_atfork_child(void) {
+  pthread_mutex_init(&g_lock, NULL);
+  pthread_mutex_init(&g_refresh_lock, NULL);
+  memset(g_last_want, 0, sizeof g_last_want);
+}
