@@ -3,6 +3,9 @@
 # machine; tests assert behaviour, and benchmarks (tools/bench) report speed.
 set(VS_TEST_TIMEOUT 600)
 
+# VRAMSIM_CONTEXT_OVERHEAD=0 for every test that names no value (see there).
+include(${CMAKE_CURRENT_LIST_DIR}/sim_env.cmake)
+
 # vs_add_cmocka_test(NAME SOURCES... LIBS ...): a CMocka unit test under ctest.
 find_library(CMOCKA_LIB cmocka REQUIRED)
 find_path(CMOCKA_INCLUDE_DIR cmocka.h REQUIRED)

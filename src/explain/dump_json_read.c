@@ -216,7 +216,8 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
     c->tenant.limit = VS_DUMP_UNLIMITED;
     if (get_u64(r, jt, p, "reserve", MAX_FIGURE, &c->tenant.reserve, 0) ||
         get_u64(r, jt, p, "usage", MAX_FIGURE, &c->tenant.usage, 0) ||
-        get_u64(r, jt, p, "spilled", MAX_FIGURE, &c->tenant.spilled, 1))   /* 1.1 */
+        get_u64(r, jt, p, "spilled", MAX_FIGURE, &c->tenant.spilled, 1) ||   /* 1.1 */
+        get_u64(r, jt, p, "overhead", MAX_FIGURE, &c->tenant.overhead, 1))   /* 1.2 */
       return -1;
     const vs_json *jm = vs_json_get(jt, "spill_max");
     if (jm && jm->type != VS_JSON_NULL) {

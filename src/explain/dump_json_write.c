@@ -76,6 +76,7 @@ static void write_card(vs_jw *w, const vs_dump_card *c) {
     vs_jw_ku64(w, "usage", c->tenant.usage);
     vs_jw_ku64(w, "spilled", c->tenant.spilled);                /* 1.1 */
     vs_jw_ku64_or_null(w, "spill_max", c->tenant.spill_max, 0); /* 1.1 */
+    vs_jw_ku64(w, "overhead", c->tenant.overhead);              /* 1.2 */
     vs_jw_end(w);
   }
 

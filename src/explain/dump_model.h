@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define VS_DUMP_SCHEMA_MAJOR 1
-#define VS_DUMP_SCHEMA_MINOR 1   /* 1.1: spilled host bytes (on_limit = spill) */
+#define VS_DUMP_SCHEMA_MINOR 2   /* 1.1: spilled host bytes (on_limit = spill); 1.2: the tenant's overhead (issue 24) */
 #define VS_DUMP_HIST_BUCKETS 48    /* same as VS_ARENA_HIST_BUCKETS */
 #define VS_DUMP_UNLIMITED UINT64_MAX /* tenant limit "none"; written as null */
 
@@ -47,6 +47,7 @@ typedef struct vs_dump_tenant_use {
   int present;                     /* 0: no tenant figures for this card */
   uint64_t reserve, limit, usage;  /* limit VS_DUMP_UNLIMITED when none */
   uint64_t spilled, spill_max;     /* 1.1: the tenant's spilled host bytes, all processes; MAX (0: no spilling) */
+  uint64_t overhead;               /* 1.2: of usage, its processes' footprint beyond the shim's count (docs/nvml.md) */
 } vs_dump_tenant_use;
 
 typedef struct vs_dump_card {

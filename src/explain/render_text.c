@@ -125,6 +125,9 @@ static void print_card(FILE *out, const vs_dump_card *c) {
     if (c->tenant.spill_max)
       fprintf(out, "  tenant      spilled %s of at most %s (all its processes)\n", vs_fmt_short(c->tenant.spilled, a, sizeof a),
               vs_fmt_short(c->tenant.spill_max, b, sizeof b));
+    if (c->tenant.overhead)
+      fprintf(out, "  tenant      overhead %s of its usage: what its processes hold beyond their allocations "
+                   "(contexts, modules, workspaces)\n", vs_fmt_short(c->tenant.overhead, a, sizeof a));
   }
   if (c->ncalls) {
     fprintf(out, "  driver calls");

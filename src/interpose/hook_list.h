@@ -191,6 +191,9 @@
     (ptr, size, desc, count))                                                                      \
   /* tenant quotas (quota.c): the card's identity for its ledger */                                \
   X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                              \
+  /* nvml_cards.c: NVML's cards by UUID, in a process that never called cuInit too */              \
+  X(cuInit, (unsigned int Flags), (Flags))                                                         \
+  X(cuDeviceGetCount, (int *count), (count))                                                       \
   X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                \
   X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))                                  \
   /* on_limit = spill (spill.c): pinned host memory mapped for the device */                       \

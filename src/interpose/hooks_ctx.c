@@ -9,6 +9,7 @@
 #include "hook_common.h"
 
 #include "contexts.h"
+#include "nvml_cards.h"
 #include "stream_order.h"
 
 /* ---- cuCtxCreate (v1 .. v4): the new context is current on this thread -- */
@@ -19,6 +20,7 @@
   if (r == CUDA_SUCCESS && pctx && *pctx) vs_mem_ctx_begin((uint64_t)(uintptr_t)*pctx, (int)dev, 0); \
   vs_guard_leave();                                                                \
   if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();                              \
+  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);                       \
   return r
 
 CUresult vs_hook_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
@@ -46,6 +48,7 @@ CUresult vs_hook_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev) 
   CUresult r = real->name(ctx);                                                    \
   vs_mem_ctx_ended(ending, r);                                                     \
   vs_guard_leave();                                                                \
+  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed(-1);                             \
   return r
 
 CUresult vs_hook_cuCtxDestroy_v2(CUcontext ctx) { DESTROY_BODY(cuCtxDestroy_v2); }
@@ -86,6 +89,7 @@ CUresult vs_hook_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   vs_ctx_primary_unlock();
   vs_guard_leave();
   if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();
+  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);
   return r;
 }
 
@@ -113,6 +117,7 @@ static int primary_active(const vs_real_table *real, CUdevice dev, int retains_l
   }                                                                                \
   vs_ctx_primary_unlock();                                                         \
   vs_guard_leave();                                                                \
+  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);                       \
   return r
 
 CUresult vs_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) { RELEASE_BODY(cuDevicePrimaryCtxRelease_v2, 0); }

@@ -18,6 +18,8 @@
 #include "observe.h"
 #include "proc.h"
 #include "settings.h"
+#include "nvml_cards.h"
+#include "nvml_table.h"
 
 #include <pthread.h>
 
@@ -27,17 +29,21 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void atfork_prepare(void) {
   vs_driver_atfork_prepare();
+  vs_nvml_atfork_prepare();
   vs_mem_atfork_prepare();
 }
 
 static void atfork_parent(void) {
   vs_mem_atfork_parent();
+  vs_nvml_atfork_release();
   vs_driver_atfork_release();
 }
 
 static void atfork_child(void) {
   vs_mem_atfork_child();
   vs_hook_counts_reset();
+  vs_nvml_atfork_release();
+  vs_nvml_cards_atfork_child();
   vs_driver_atfork_release();
   /* vs_guard_depth stays: the forking thread unwinds in the child exactly
    * as in the parent, leaving every hook it was inside. */

@@ -8,15 +8,19 @@
 #include "hooks.h"
 #include "init.h"
 #include "log.h"
+#include "nvml_hooks.h"
 #include "observe.h"
 #include "quota.h"
 
 void *vs_shim_hook_for(const char *name) {
+  if (name && name[0] == 'n') return vs_nvml_hook_for(name);   /* NVML's (nvml_hooks.c) */
   int id = vs_hook_by_name(name);
   return id < 0 ? NULL : vs_hook_addr((vs_hook_id)id);
 }
 
 void *vs_shim_lookup(const char *name) {
+  /* NVML's memory info: the hook when NVML has the function (nvml_hooks.c) */
+  if (name && name[0] == 'n') return vs_nvml_lookup(name);
   int id = vs_hook_by_name(name);
   if (id < 0) return NULL;
   /* Loading the driver here is what a handle lookup implies anyway: the

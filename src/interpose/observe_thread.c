@@ -23,6 +23,7 @@
 #include "ledger_mailbox.h"
 #include "ledger_read.h"
 #include "log.h"
+#include "nvml_cards.h"
 #include "observe_internal.h"
 #include "procenv.h"
 #include "quota.h"
@@ -139,6 +140,7 @@ static int tenant_of(int card, vs_dump_tenant_use *out) {
   out->present = 1;
   vs_mailbox_tenant_use(&g_boxes[b].m, g_boxes[b].slot, &out->reserve, &out->limit, &out->usage);
   vs_mailbox_tenant_spill(&g_boxes[b].m, g_boxes[b].slot, &out->spilled, &out->spill_max);
+  vs_mailbox_tenant_overhead(&g_boxes[b].m, g_boxes[b].slot, &out->overhead);
   return 1;
 }
 
@@ -326,6 +328,7 @@ static void *thread_main(void *arg) {
       vs_arena_glue_decay();
       next_decay = now + DECAY_TICK_NS;
     }
+    vs_footprint_refresh_all();   /* each card's true footprint (nvml_cards.c) */
     prune();
     handle();
     dump_log_tick(vs_mono_ns());

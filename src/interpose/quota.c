@@ -265,7 +265,11 @@ void vs_quota_uncharge(int card, uint64_t n) {
   vs_quota_refresh_live(card);
 }
 
-int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
+/* The view; the driver's own figures for the card come from drv_free /
+ * drv_total when the caller has them (NVML's, for any card), else from
+ * cuMemGetInfo (the current context's card: what cuMemGetInfo asks). */
+static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, uint64_t *free_bytes,
+                uint64_t *total_bytes) {
   vs_tenant_session *s = card_session(card);
   if (!s) return VS_MEM_PASS;
   uint64_t cached = vs_arena_glue_cached(card), f = 0, tot = 0;
@@ -279,14 +283,20 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   if (free_bytes) {
     /* Never more than the card really has (processes without the shim,
      * the driver's own rounding): the driver's free plus our cache. */
-    const vs_real_table *real = vs_driver_if_loaded();
     size_t df = 0, dt = 0;
     CUresult r = CUDA_ERROR_NOT_INITIALIZED;
-    if (real && real->cuMemGetInfo_v2) {
-      vs_guard_enter();
-      r = real->cuMemGetInfo_v2(&df, &dt);
-      vs_guard_leave();
-      vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
+    if (drv_free && drv_total) {
+      df = (size_t)*drv_free;
+      dt = (size_t)*drv_total;
+      r = CUDA_SUCCESS;
+    } else {
+      const vs_real_table *real = vs_driver_if_loaded();
+      if (real && real->cuMemGetInfo_v2) {
+        vs_guard_enter();
+        r = real->cuMemGetInfo_v2(&df, &dt);
+        vs_guard_leave();
+        vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
+      }
     }
     if (r == CUDA_SUCCESS && whole_card) {
       f = (uint64_t)df + cached;
@@ -300,6 +310,25 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   }
   if (total_bytes) *total_bytes = tot;
   return VS_MEM_DONE;
+}
+
+int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
+  return view(card, NULL, NULL, free_bytes, total_bytes);
+}
+
+int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64_t *free_bytes,
+                         uint64_t *total_bytes) {
+  return view(card, &drv_free, &drv_total, free_bytes, total_bytes);
+}
+
+int vs_quota_held(int card, uint64_t *held, uint64_t *overhead) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  return vs_tenant_held(g_session, card, held, overhead);
+}
+
+void vs_quota_set_overhead(int card, uint64_t overhead) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  vs_tenant_set_overhead(g_session, card, overhead);
 }
 
 /* A process that exits normally gives its slots back at exit: status then

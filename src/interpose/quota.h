@@ -43,6 +43,17 @@ void vs_quota_exit(void);
  * VS_MEM_DONE with the figures, or VS_MEM_PASS to ask the driver.
  * free_bytes may be NULL. */
 int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes);
+/* The same view of any card, with the driver's own figures for it given
+ * (NVML's free and total: nvml_hooks.c), not asked of the current context. */
+int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64_t *free_bytes,
+                         uint64_t *total_bytes);
+
+/* issue 24, the true footprint (nvml_cards.c): what this process holds on
+ * card (its overhead included) and that overhead; 0, or -1 when the card's
+ * ledger is not open. vs_quota_set_overhead charges the new overhead (or
+ * gives back the difference). */
+int vs_quota_held(int card, uint64_t *held, uint64_t *overhead);
+void vs_quota_set_overhead(int card, uint64_t overhead);
 
 /* Copies this process's live bytes on card (accounting.h) into the
  * ledger's per-process "live" column when the card is enforced: one

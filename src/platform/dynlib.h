@@ -9,6 +9,10 @@
  * "libcuda.so.1" on POSIX; System32's nvcuda.dll (by its absolute path, as
  * the CUDA runtime loads it) on Windows. */
 const char *vs_plat_driver_default(void);
+/* NVML, when VRAMSHIM_NVML does not name it: "libnvidia-ml.so.1" on POSIX,
+ * "nvml.dll" on Windows (found by the loader's search, System32 first, or
+ * the one the program already loaded). */
+const char *vs_plat_nvml_default(void);
 
 /* $name, or NULL; on POSIX NULL too in a set-uid program (secure_getenv). */
 const char *vs_plat_getenv_secure(const char *name);

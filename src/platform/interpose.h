@@ -15,8 +15,8 @@
 
 /* --- provided by the shim (src/interpose) --- */
 
-/* The shim's entry point for the driver function `name` ("cuMemAlloc_v2"),
- * or NULL when the shim does not hook it. Pure: loads nothing, counts
+/* The shim's entry point for the driver function `name` ("cuMemAlloc_v2",
+ * or NVML's "nvmlDeviceGetMemoryInfo"), or NULL when the shim does not hook it. Pure: loads nothing, counts
  * nothing, safe under the Windows loader lock (import-table patching). */
 void *vs_shim_hook_for(const char *name);
 

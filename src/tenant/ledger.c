@@ -46,6 +46,7 @@ struct vs_ledger {
   uint64_t mine_held, mine_peak; /* this process's charge, kept outside the file */
   uint64_t mine_spilled;         /* and its spilled host bytes (issue 13), carried the same way */
   uint64_t mine_mask;            /* its slot's reserve_mask (issue 23: checked like the counters) */
+  uint64_t mine_overhead;        /* the part of mine_held that is overhead (issue 24), carried too */
   uint64_t next_check_ns;        /* CLOCK_MONOTONIC_COARSE */
   int reattach_failed;           /* logged once until a re-attach succeeds */
   int exited;                    /* vs_ledger_exit ran: every call is a no-op (under mu) */
@@ -640,6 +641,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   sl->peak = h->mine_peak > carry ? h->mine_peak : carry;
   VS_STORE(&s->tenants[t].used, s->tenants[t].used + carry);
   if (s->tenants[t].used > s->tenants[t].peak) s->tenants[t].peak = s->tenants[t].used;
+  if (carry) sl->overhead = h->mine_overhead <= carry ? h->mine_overhead : carry;
   if (h->mine_spilled) {   /* also with no device bytes to carry (0 on a first attach) */
     sl->spilled = sl->spill_peak = h->mine_spilled;
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled + h->mine_spilled);
@@ -1234,6 +1236,40 @@ uint32_t vs_ledger_waiters(const vs_ledger *h) {
 }
 
 int vs_ledger_inherited(const vs_ledger *h) { return h && fd_of(h) < 0; }
+
+/* issue 24: the process's footprint beyond what the shim counted is part of
+ * its charge, so the admission rule sees it like any other byte. It is
+ * memory the driver already took: charged without the rule (like
+ * vs_ledger_force), and the next request meets it. */
+void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s, h->fd, h->slot)) {
+    leave(h);
+    return;
+  }
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  uint64_t old = sl->overhead, held = sl->held;
+  if (overhead > old) {
+    add_locked(h, overhead - old, 0);
+    held = sl->held;
+  } else if (overhead < old) {
+    held = give_back_locked(s, &sl->held, &s->tenants[h->tenant].used, old - overhead);
+    __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
+  }
+  write_begin(s);
+  VS_STORE(&sl->overhead, overhead < held ? overhead : held);
+  write_end(s);
+  __atomic_store_n(&h->mine_overhead, sl->overhead, __ATOMIC_RELAXED);
+  unlock_shm(s, h->fd, h->slot);
+  leave(h);
+  if (overhead < old) wake_waiters(s);
+}
+
+uint64_t vs_ledger_overhead(const vs_ledger *h) {
+  return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_overhead, __ATOMIC_RELAXED) : 0;
+}
 
 uint64_t vs_ledger_held(const vs_ledger *h) {
   return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_held, __ATOMIC_RELAXED) : 0;

@@ -159,8 +159,14 @@ uint64_t vs_ledger_spill_max(const vs_ledger *h);
 /* What this process has spilled on the card. */
 uint64_t vs_ledger_spilled(const vs_ledger *h);
 
-/* What this process holds on the card. */
+/* What this process holds on the card (its overhead included). */
 uint64_t vs_ledger_held(const vs_ledger *h);
+/* issue 24: sets this process's overhead on the card, the footprint the
+ * driver reports beyond what the shim counted (docs/nvml.md): part of what
+ * it holds, charged to the tenant without the rule (the driver already
+ * took it) or given back when it shrinks; shown apart by status. */
+void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead);
+uint64_t vs_ledger_overhead(const vs_ledger *h);
 
 /* Test hook: stop (SIGSTOP) or sleep inside the critical section of every
  * admitted charge, between the slot and the tenant total updates, to test

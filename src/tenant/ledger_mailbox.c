@@ -163,6 +163,16 @@ void vs_mailbox_tenant_spill(const vs_mailbox_map *m, int slot, uint64_t *spille
 }
 
 
+void vs_mailbox_tenant_overhead(const vs_mailbox_map *m, int slot, uint64_t *overhead) {
+  uint32_t t = VS_LOAD(&m->shm->slots[slot].tenant);
+  uint64_t sum = 0;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    const vs_ledger_slot *sl = &m->shm->slots[i];
+    if (VS_LOAD(&sl->state) == VS_SLOT_ACTIVE && VS_LOAD(&sl->tenant) == t) sum += VS_LOAD(&sl->overhead);
+  }
+  *overhead = sum;
+}
+
 /* ---- Tool ------------------------------------------------------------------ */
 uint32_t vs_mailbox_post(vs_mailbox_map *m, int slot) {
   uint32_t *w = &m->shm->slots[slot].dump_req;

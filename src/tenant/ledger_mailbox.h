@@ -43,6 +43,8 @@ void vs_mailbox_tenant_use(const vs_mailbox_map *m, int slot, uint64_t *reserve,
 /* The slot's tenant's spilled host bytes (all its processes) and MAX (0: it
  * does not spill), for dumps (on_limit = spill, issue 13). */
 void vs_mailbox_tenant_spill(const vs_mailbox_map *m, int slot, uint64_t *spilled, uint64_t *spill_max);
+/* issue 24: the overhead of the tenant of slot, summed over its live slots (lock-free, for dumps). */
+void vs_mailbox_tenant_overhead(const vs_mailbox_map *m, int slot, uint64_t *overhead);
 
 /* ---- The tool's side ------------------------------------------------------ */
 /* Posts a request and wakes the owner; returns the request number to await. */

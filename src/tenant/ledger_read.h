@@ -28,6 +28,7 @@ typedef struct vs_snap_tenant {
   int nprocs;
   uint64_t spilled;             /* host bytes its live processes serve in place of device memory (issue 13) */
   uint64_t spill_peak, spill_max; /* spill_max 0: on_limit is not spill */
+  uint64_t overhead;            /* of used: its live processes' footprint beyond the shim's count (issue 24) */
 } vs_snap_tenant;
 
 typedef struct vs_snap_proc {
@@ -39,6 +40,7 @@ typedef struct vs_snap_proc {
   uint64_t attach_ns;
   int alive;                    /* 0: dead, its usage not yet reclaimed */
   uint64_t spilled, spill_peak; /* host bytes served in place of device memory (issue 13) */
+  uint64_t overhead;            /* of held: footprint beyond what the shim counted (issue 24) */
 } vs_snap_proc;
 
 typedef struct vs_snap_event {

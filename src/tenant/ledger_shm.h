@@ -32,7 +32,7 @@
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 6u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23) */
+#define VS_LEDGER_VERSION 7u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -98,6 +98,10 @@ typedef struct vs_ledger_slot {
    * number it answered (vs_ledger_trim_others). */
   uint32_t trim_req;
   uint32_t trim_done;
+  /* issue 24: the part of `held` that is the process's footprint beyond
+   * what the shim counted (its contexts' own memory, as the driver reports
+   * it: docs/nvml.md, "True footprint"); always <= held. */
+  uint64_t overhead;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {

@@ -236,6 +236,18 @@ void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req) { vs_le
 
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live) { vs_ledger_set_live(get(s, card), live); }
 
+void vs_tenant_set_overhead(vs_tenant_session *s, int card, uint64_t overhead) {
+  vs_ledger_set_overhead(get(s, card), overhead);
+}
+
+int vs_tenant_held(vs_tenant_session *s, int card, uint64_t *held, uint64_t *overhead) {
+  vs_ledger *h = get(s, card);
+  if (!h) return -1;
+  *held = vs_ledger_held(h);
+  *overhead = vs_ledger_overhead(h);
+  return 0;
+}
+
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
   vs_ledger *h = get(s, card);
   if (!h) return -1;

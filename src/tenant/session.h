@@ -83,6 +83,11 @@ void vs_tenant_unspill(vs_tenant_session *s, int card, uint64_t n);
 
 /* Live bytes of the program on the card, for status. */
 void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
+/* issue 24: this process's footprint on the card beyond what the shim
+ * counted (vs_ledger_set_overhead); and what it holds there, overhead
+ * included, with the overhead (0, or -1 when the card is not open). */
+void vs_tenant_set_overhead(vs_tenant_session *s, int card, uint64_t overhead);
+int vs_tenant_held(vs_tenant_session *s, int card, uint64_t *held, uint64_t *overhead);
 /* The tenant's view; returns 0 and fills free/total, or -1 when the card is
  * not enforced (the caller reports the driver's own numbers). */
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);

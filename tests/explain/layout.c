@@ -51,7 +51,7 @@ void layout_dump(vs_dump *d, size_t samples) {
   vs_dump_card_add_call(c, "cuCtxSynchronize", 14);
   vs_dump_card_add_class(c, 512 * KiB, 2, 4);
   vs_dump_card_add_class(c, 64 * KiB, 0, 0);
-  c->tenant = (vs_dump_tenant_use){1, 16ull << 30, 20ull << 30, 322 * MiB, 0, 0};
+  c->tenant = (vs_dump_tenant_use){1, 16ull << 30, 20ull << 30, 322 * MiB, 0, 0, 0};
   /* A slow drift: live flat with noise, reserved creeping up, the largest
    * free extent shrinking as gaps fragment. */
   if (samples) {

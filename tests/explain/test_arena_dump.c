@@ -110,7 +110,7 @@ static void test_add_card_from(void **state) {
   vs_stats_sample_arena(&st, a);
   assert_int_equal(vs_arena_alloc(a, 5000, &p2), 0);
   vs_stats_sample_arena(&st, a);
-  vs_dump_tenant_use tu = {1, 512 * MiB, VS_DUMP_UNLIMITED, 10 * MiB, 0, 0};
+  vs_dump_tenant_use tu = {1, 512 * MiB, VS_DUMP_UNLIMITED, 10 * MiB, 0, 0, 0};
   vs_dump d;
   vs_dump_init(&d, 77, "/bin/srv", "llm", "refused", vs_now_unix_ms());
   vs_dump_card_source src = {.index = 1, .capacity = 1024 * MiB, .arena = a, .arena_mode = "vmm", .stats = &st,

@@ -84,7 +84,7 @@ static void test_round_trip(void **state) {
   vs_dump_card *c2 = vs_dump_add_card(&d, 3);   /* an arena = off card, tenant limit none */
   vs_dump_alloc al[] = {{0x7f0000000000ull, 4096}, {0x7f0000100000ull, 1 * MiB}};
   vs_dump_card_from_allocations(c2, al, 2);
-  c2->tenant = (vs_dump_tenant_use){1, 0, VS_DUMP_UNLIMITED, 1 * MiB + 4096, 768 * MiB, 2048 * MiB};
+  c2->tenant = (vs_dump_tenant_use){1, 0, VS_DUMP_UNLIMITED, 1 * MiB + 4096, 768 * MiB, 2048 * MiB, 300 * MiB};   /* 1.2: overhead */
   c2->spilled_bytes = 512 * MiB;   /* 1.1 fields survive the round trip */
   c2->peak_spilled_bytes = 768 * MiB;
   c2->spilled_count = 2;
@@ -159,8 +159,8 @@ static void expect_refused(const char *from, const char *to, const char *want) {
 
 static void test_bad_documents(void **state) {
   (void)state;
-  expect_refused("\"schema_version\": \"1.1\"", "\"schema_version\": \"2.0\"", "not readable");
-  expect_refused("\"schema_version\": \"1.1\"", "\"schema_version\": 1", "expected string");
+  expect_refused("\"schema_version\": \"1.2\"", "\"schema_version\": \"2.0\"", "not readable");
+  expect_refused("\"schema_version\": \"1.2\"", "\"schema_version\": 1", "expected string");
   expect_refused("\"spill_max\": null", "\"spill_max\": \"lots\"", "spill_max");
   expect_refused("\"live_bytes\": ", "\"live_bytes\": \"12\", \"x\": ", "cards[0].live_bytes");
   expect_refused("\"live_bytes\": ", "\"live_bytes\": -", "non-negative");
@@ -216,7 +216,7 @@ static void test_newer_minor_is_read(void **state) {
   char *text = vs_dump_to_json(&d, &len);
   vs_dump_free(&d);
   /* A 1.7 dump with a field this reader does not know. */
-  char *v = strstr(text, "\"1.1\"");
+  char *v = strstr(text, "\"1.2\"");
   v[3] = '7';
   char *t = malloc(len + 64);
   char *at = strstr(text, "\"cards\"");

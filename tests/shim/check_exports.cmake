@@ -1,4 +1,5 @@
-# Only the CUDA entry points, dlsym and the vramshim_* API leave libvramshim.so.
+# Only the CUDA entry points, NVML's memory info (docs/nvml.md), dlsym and the
+# vramshim_* API leave libvramshim.so.
 # cmake -DLIB=... -DNM=... -P check_exports.cmake
 execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -12,14 +13,15 @@ foreach(line IN LISTS lines)
   endif()
   string(REGEX REPLACE "^.* " "" sym "${line}")
   string(REGEX REPLACE "@.*$" "" sym "${sym}")
-  if(NOT sym MATCHES "^(cu[A-Za-z0-9_]+|dlsym|vramshim_[a-z0-9_]+)$")
-    message(FATAL_ERROR "vramshim: libvramshim.so exports '${sym}', which is not cu*, dlsym or vramshim_*")
+  if(NOT sym MATCHES "^(cu[A-Za-z0-9_]+|nvmlDeviceGetMemoryInfo|nvmlDeviceGetMemoryInfo_v2|dlsym|vramshim_[a-z0-9_]+)$")
+    message(FATAL_ERROR "vramshim: libvramshim.so exports '${sym}', which is not cu*, NVML's memory info, dlsym or vramshim_*")
   endif()
   math(EXPR n "${n} + 1")
 endforeach()
-foreach(need cuMemAlloc_v2 cuMemAlloc cuGetProcAddress_v2 cuMemAllocAsync_ptsz dlsym vramshim_stats)
+foreach(need cuMemAlloc_v2 cuMemAlloc cuGetProcAddress_v2 cuMemAllocAsync_ptsz nvmlDeviceGetMemoryInfo
+            nvmlDeviceGetMemoryInfo_v2 dlsym vramshim_stats)
   if(NOT out MATCHES " ${need}\n")
     message(FATAL_ERROR "vramshim: libvramshim.so does not export ${need}")
   endif()
 endforeach()
-message(STATUS "vramshim: ${n} exported symbols, all cu*, dlsym or vramshim_*")
+message(STATUS "vramshim: ${n} exported symbols, all cu*, NVML's memory info, dlsym or vramshim_*")

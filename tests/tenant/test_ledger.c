@@ -201,6 +201,56 @@ static void events_and_snapshot(void **state) {
  * tenant, apart from device usage, MAX holds across the tenant's slots, an
  * episode starts when a slot goes from nothing spilled to something, and a
  * slot's spilled bytes leave with it. */
+/* issue 24: a process's overhead (its footprint beyond what the shim
+ * counted) is part of what it holds: the rule sees it, it is charged even
+ * past the limit (the driver already took it), it shrinks back, status
+ * shows it apart, and it leaves with the process. */
+static void overhead_accounting(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, "[tenant a]\nlimit = 300\n[tenant b]\nlimit = 700\n", 1000);
+  vs_ledger *a1 = open_as(&plan, "a"), *a2 = open_as(&plan, "a"), *b = open_as(&plan, "b");
+  assert_int_equal(vs_ledger_charge(a1, 100, NULL), 0);
+  vs_ledger_set_overhead(a1, 150);
+  assert_int_equal(vs_ledger_held(a1), 250);
+  assert_int_equal(vs_ledger_overhead(a1), 150);
+  vs_refusal why;
+  assert_int_equal(vs_ledger_charge(a2, 60, &why), 1);   /* 250 + 60 > 300: the overhead counts */
+  assert_int_equal(why.kind, VS_REFUSE_LIMIT);
+  assert_int_equal(why.used, 250);
+  vs_ledger_set_overhead(a2, 100);                       /* past the limit: the driver took it already */
+  assert_int_equal(vs_ledger_held(a2), 100);
+  uint64_t f = 1, t = 0;
+  vs_ledger_view(a1, 0, &f, &t);
+  assert_int_equal(t, 300);
+  assert_int_equal(f, 0);                                /* 350 used of 300: free 0, never a wrap-around */
+  assert_int_equal(vs_ledger_charge(b, 700, NULL), 1);   /* 350 + 700 > 1000: others see it too */
+  vs_ledger_set_overhead(a1, 50);                        /* it shrank: the difference comes back */
+  assert_int_equal(vs_ledger_held(a1), 150);
+  vs_ledger_uncharge(a1, 100);
+  assert_int_equal(vs_ledger_held(a1), 50);
+  assert_int_equal(vs_ledger_overhead(a1), 50);
+
+  vs_ledger_snapshot *snap = malloc(sizeof *snap);
+  char err[VS_ERR_MAX];
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_string_equal(snap->tenants[0].name, "a");
+  assert_int_equal(snap->tenants[0].used, 150);
+  assert_int_equal(snap->tenants[0].overhead, 150);
+  int seen = 0;
+  for (int i = 0; i < snap->nprocs; i++)
+    if (snap->procs[i].held == 100) seen += snap->procs[i].overhead == 100;
+  assert_int_equal(seen, 1);
+  vs_ledger_close(a2);                                   /* its overhead goes with it */
+  assert_int_equal(vs_ledger_snapshot_read(g_dir, "0", snap, err, sizeof err), 0);
+  assert_int_equal(snap->tenants[0].used, 50);
+  assert_int_equal(snap->tenants[0].overhead, 50);
+  assert_int_equal(vs_ledger_charge(b, 700, NULL), 0);   /* 50 + 700 <= 1000 */
+  free(snap);
+  vs_ledger_close(a1);
+  vs_ledger_close(b);
+}
+
 static void spill_accounting(void **state) {
   (void)state;
   vs_plan plan;
@@ -427,6 +477,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(view_formula, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(events_and_snapshot, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(spill_accounting, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(overhead_accounting, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(file_safety, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(fork_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(exec_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),

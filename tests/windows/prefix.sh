@@ -1,5 +1,6 @@
 # Sourced by tests/windows/run and scripts/demo --wine: a throwaway Wine
-# prefix whose system32 holds the simulated driver as nvcuda.dll.
+# prefix whose system32 holds the simulated driver as nvcuda.dll (and its
+# NVML as nvml.dll).
 #   vs_prefix_up BUILD_WIN   makes and boots it; exports WINEPREFIX, WINEDEBUG
 #                            and VS_WINE; starts the keeper (below)
 #   vs_prefix_down           stops only this prefix's wineserver, deletes it
@@ -28,6 +29,8 @@ vs_prefix_up() { # BUILD_WIN
     local sys32="$vs_prefix/drive_c/windows/system32"
     [ -d "$sys32" ] || { echo "vramshim: $sys32 missing after wineboot" >&2; return 2; }
     cp "$build/sim/nvcuda.dll" "$sys32/nvcuda.dll"
+    # the sim's NVML where NVIDIA's driver puts nvml.dll (issue 24)
+    [ ! -f "$build/sim/nvml.dll" ] || cp "$build/sim/nvml.dll" "$sys32/nvml.dll"
     # One process alive for the whole run, its output sent nowhere: Wine's
     # system processes start with it (not with the first test, whose stdout
     # they would keep open until ctest's timeout) and stay up, so each

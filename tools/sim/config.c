@@ -77,6 +77,21 @@ static int read_config(struct sim_config *c)
     c->vmm = !(vmm && strcmp(vmm, "0") == 0);
     c->async_delay_us = env_u64("VRAMSIM_ASYNC_DELAY_US", 0);
     c->alloc_latency_us = env_u64("VRAMSIM_ALLOC_LATENCY_US", 0);
+    /* VRAMSIM_CONTEXT_OVERHEAD: what each context takes of the card
+     * (docs/sim.md, "Context overhead"); "0" turns it off. */
+    c->context_overhead = SIM_DEFAULT_CONTEXT_OVERHEAD;
+    const char *o = getenv("VRAMSIM_CONTEXT_OVERHEAD");
+    if (o && *o) {
+        uint64_t v = 0;
+        if (strspn(o, "0 ") == strlen(o)) {
+            c->context_overhead = 0;
+        } else if (sim_parse_size(o, &v) == 0) {
+            c->context_overhead = v;
+        } else {
+            fprintf(stderr, "vramshim: sim: bad VRAMSIM_CONTEXT_OVERHEAD \"%s\" (a size like 300MiB, "
+                            "or 0); using %llu MiB\n", o, (unsigned long long)(c->context_overhead >> 20));
+        }
+    }
     c->alloc_granule = 512;
     const char *g = getenv("VRAMSIM_ALLOC_GRANULE");
     if (g && *g && (sim_parse_size(g, &c->alloc_granule) != 0 || c->alloc_granule == 0))
@@ -175,11 +190,9 @@ static void after_fork_child(void)
 }
 static void install_atfork(void) { sim_os_atfork(before_fork, after_fork_parent, after_fork_child); }
 
-SIM_API CUresult cuInit(unsigned int flags)
+CUresult sim_init(void)
 {
-    SIM_COUNT(cuInit);
     pthread_once(&atfork_once, install_atfork);
-    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (sim_initialized()) return CUDA_SUCCESS;
     pthread_mutex_lock(&init_lock);
     CUresult r = CUDA_SUCCESS;
@@ -215,6 +228,14 @@ SIM_API CUresult cuInit(unsigned int flags)
     }
     pthread_mutex_unlock(&init_lock);
     return r;
+}
+
+SIM_API CUresult cuInit(unsigned int flags)
+{
+    SIM_COUNT(cuInit);
+    pthread_once(&atfork_once, install_atfork);
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    return sim_init();
 }
 
 /* VRAMSIM_DRIVER_VERSION (default 13000, the toolkit's): what

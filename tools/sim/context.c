@@ -76,6 +76,14 @@ SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     CHECK_DEV(dev);
     pthread_mutex_lock(&ctx_lock);
     struct sim_ctx *c = &primary[dev];
+    if (c->retain == 0) {
+        /* the context begins: its overhead is taken from the card */
+        CUresult r = sim_state_ctx_begin(dev, sim_cfg.context_overhead);
+        if (r != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&ctx_lock);
+            return r;
+        }
+    }
     c->dev = dev;
     c->primary = 1;
     c->retain++;
@@ -95,7 +103,9 @@ static CUresult primary_release(CUdevice dev, int reset)
         pthread_mutex_unlock(&ctx_lock);
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    int was_active = c->retain > 0;
     int drop = reset || --c->retain == 0;
+    if (drop && was_active) sim_state_ctx_end(dev, sim_cfg.context_overhead);
     if (drop) {
         c->retain = 0;
         __atomic_store_n(&c->active, 0, __ATOMIC_RELEASE);
@@ -171,6 +181,11 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
     CHECK_DEV(dev);
     struct sim_ctx *c = calloc(1, sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = sim_state_ctx_begin(dev, sim_cfg.context_overhead);
+    if (r != CUDA_SUCCESS) {
+        free(c);
+        return r;
+    }
     c->dev = dev;
     c->flags = flags;
     c->active = 1;
@@ -180,6 +195,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
         struct sim_ctx **nv = realloc(regular, nc * sizeof *nv);
         if (!nv) {
             pthread_mutex_unlock(&ctx_lock);
+            sim_state_ctx_end(dev, sim_cfg.context_overhead);
             free(c);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -228,7 +244,8 @@ static CUresult ctx_destroy(CUcontext ctx)
     struct sim_ctx *c = sim_ctx_lookup(ctx);
     if (!c || c->primary) return CUDA_ERROR_INVALID_CONTEXT;
     sim_sync_all();
-    __atomic_store_n(&c->active, 0, __ATOMIC_RELEASE);
+    /* one thread ends it: a second destroy of the same handle is refused */
+    if (!__atomic_exchange_n(&c->active, 0, __ATOMIC_ACQ_REL)) return CUDA_ERROR_INVALID_CONTEXT;
     check_gen();
     /* Drop it from this thread's stack; other threads see it inactive. */
     int j = 0;
@@ -236,6 +253,7 @@ static CUresult ctx_destroy(CUcontext ctx)
         if (stack[i] != c) stack[j++] = stack[i];
     depth = j;
     release_ctx_memory(c);
+    sim_state_ctx_end(c->dev, sim_cfg.context_overhead);
     return CUDA_SUCCESS;
 }
 SIM_API CUresult cuCtxDestroy_v2(CUcontext ctx)

@@ -29,12 +29,19 @@ SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     SIM_REQUIRE_INIT();
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    uint64_t mib = sim_cfg.capacity[dev] >> 20;
-    if (mib % 1024 == 0)
-        snprintf(name, (size_t)len, "vramsim GPU %d (%llu GiB)", dev, (unsigned long long)(mib / 1024));
-    else
-        snprintf(name, (size_t)len, "vramsim GPU %d (%llu MiB)", dev, (unsigned long long)mib);
+    sim_card_name(sim_cfg.phys[dev], name, (size_t)len);   /* the physical card's */
     return CUDA_SUCCESS;
+}
+
+/* The physical card's name (NVML numbers cards physically; an ordinal is
+ * first turned into its physical index). */
+void sim_card_name(int phys, char *name, size_t len)
+{
+    uint64_t mib = sim_cfg.phys_capacity[phys] >> 20;
+    if (mib % 1024 == 0)
+        snprintf(name, len, "vramsim GPU %d (%llu GiB)", phys, (unsigned long long)(mib / 1024));
+    else
+        snprintf(name, len, "vramsim GPU %d (%llu MiB)", phys, (unsigned long long)mib);
 }
 
 void sim_phys_uuid(int phys, uint64_t capacity, CUuuid *u)
@@ -48,11 +55,20 @@ void sim_phys_uuid(int phys, uint64_t capacity, CUuuid *u)
     u->bytes[14] = (unsigned char)(capacity >> 30);
 }
 
-/* The UUID of the card, whatever ordinal this process gives it. */
-static void make_uuid(CUuuid *u, int dev)
+void sim_card_uuid(int phys, unsigned char out[16])
 {
-    sim_phys_uuid(sim_cfg.phys[dev], sim_cfg.phys_capacity[sim_cfg.phys[dev]], u);
+    CUuuid u;
+    sim_phys_uuid(phys, sim_cfg.phys_capacity[phys], &u);
+    memcpy(out, u.bytes, 16);
 }
+
+void sim_card_pci(int phys, char *out, size_t len)
+{
+    snprintf(out, len, "00000000:%02X:00.0", 0x10 + phys);
+}
+
+/* The UUID of the card, whatever ordinal this process gives it. */
+static void make_uuid(CUuuid *u, int dev) { sim_card_uuid(sim_cfg.phys[dev], (unsigned char *)u->bytes); }
 
 SIM_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
@@ -203,7 +219,7 @@ SIM_API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
     SIM_REQUIRE_INIT();
     if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(dev);
-    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", 0x10 + sim_cfg.phys[dev]);   /* the physical card's */
+    sim_card_pci(sim_cfg.phys[dev], pciBusId, (size_t)len);   /* the physical card's */
     return CUDA_SUCCESS;
 }
 

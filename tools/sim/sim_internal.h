@@ -21,6 +21,10 @@
 #define SIM_API __attribute__((visibility("default")))
 #endif
 #define SIM_MAX_CARDS 16
+/* What a context takes of the card by default (docs/sim.md, "Context
+ * overhead"): a mid-range figure of what nvidia-smi shows a process with a
+ * bare CUDA 12 context holding. */
+#define SIM_DEFAULT_CONTEXT_OVERHEAD ((uint64_t)300 << 20)
 #define SIM_VMM_GRANULE ((size_t)2 << 20)
 #define SIM_PAGE ((size_t)4096)
 #define SIM_ROUND_UP(x, a) ((((x) + (a) - 1) / (a)) * (a))
@@ -52,10 +56,12 @@ struct sim_config {
     uint64_t async_delay_us;    /* before each async op on a stream worker */
     uint64_t alloc_latency_us;  /* per cuMemAlloc/Free/Create/Release */
     uint64_t alloc_granule;     /* cuMemAlloc charge rounding */
+    uint64_t context_overhead;  /* card memory each context takes (VRAMSIM_CONTEXT_OVERHEAD) */
 };
 extern struct sim_config sim_cfg;
 int sim_driver_version(void);   /* VRAMSIM_DRIVER_VERSION, default 13000 */
 int sim_initialized(void);
+CUresult sim_init(void);        /* cuInit's work: config and shared state, once */
 #define SIM_REQUIRE_INIT() \
     do { if (!sim_initialized()) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
 /* a device ordinal out of range is CUDA_ERROR_INVALID_DEVICE */
@@ -72,12 +78,25 @@ int sim_visible_devices(const char *cvd, int nphys, const uint64_t *phys_capacit
 void sim_sleep_us(uint64_t us);   /* the whole time, across signals */
 void sim_latency(void);             /* VRAMSIM_ALLOC_LATENCY_US */
 
+/* ---- a card's identity (device.c): what CUDA and the sim's NVML both say ---- */
+void sim_card_name(int phys, char *name, size_t len);   /* phys: a physical index (sim_cfg.phys[ordinal]) */
+void sim_card_uuid(int phys, unsigned char out[16]);
+void sim_card_pci(int phys, char *out, size_t len);   /* "00000000:10:00.0" */
+
 /* ---- shared state across processes (state.c) ---- */
 CUresult sim_state_open(const char *path, const struct sim_config *want, struct sim_config *got);
 /* card: the ordinal; the state file counts by physical card */
 CUresult sim_charge(int card, uint64_t bytes);   /* CUDA_ERROR_OUT_OF_MEMORY when full */
 void sim_uncharge(int card, uint64_t bytes);
 uint64_t sim_state_used(int card);               /* all live processes, dead ones reclaimed */
+/* A context begins/ends on card in this process: its overhead charged
+ * (CUDA_ERROR_OUT_OF_MEMORY when the card is full) and the process counted
+ * as one with a context there (what NVML lists). */
+CUresult sim_state_ctx_begin(int card, uint64_t overhead);
+void sim_state_ctx_end(int card, uint64_t overhead);
+/* The live processes with a context on card: pid and bytes held there
+ * (allocations and overhead); returns how many there are (up to max filled). */
+unsigned sim_state_processes(int card, int32_t *pids, uint64_t *used, unsigned max);
 void sim_state_after_fork_child(void);
 
 /* ---- contexts (context.c) ---- */

@@ -16,14 +16,15 @@
 #include <string.h>
 
 #define STATE_MAGIC 0x76726d73696d3031ull   /* "vrmsim01" */
-#define STATE_VERSION 2u                    /* 2: the lock is os.h's */
+#define STATE_VERSION 3u                    /* 2: the lock is os.h's; 3: contexts per slot */
 #define MAX_SLOTS 512
 
 struct slot {
     int32_t pid;
     uint32_t pad;
     uint64_t start;                 /* sim_os_proc_start: /proc/<pid>/stat starttime, Windows creation time */
-    uint64_t used[SIM_MAX_CARDS];
+    uint64_t used[SIM_MAX_CARDS];   /* allocations and context overhead */
+    uint32_t contexts[SIM_MAX_CARDS];   /* live contexts: NVML lists the process while > 0 */
 };
 
 struct shared {
@@ -46,6 +47,7 @@ static void reclaim(void)
         struct slot *s = &sh->slots[i];
         if (i != my_slot && slot_dead(s)) {
             memset(s->used, 0, sizeof s->used);
+            memset(s->contexts, 0, sizeof s->contexts);
             s->start = 0;
             __atomic_store_n(&s->pid, 0, __ATOMIC_RELEASE);
         }
@@ -98,6 +100,7 @@ CUresult sim_state_open(const char *path, const struct sim_config *want, struct 
     for (int i = 0; i < MAX_SLOTS; i++) {
         if (sh->slots[i].pid == 0) {
             memset(sh->slots[i].used, 0, sizeof sh->slots[i].used);
+            memset(sh->slots[i].contexts, 0, sizeof sh->slots[i].contexts);
             sh->slots[i].start = sim_os_proc_start(sim_os_pid());
             __atomic_store_n(&sh->slots[i].pid, sim_os_pid(), __ATOMIC_RELEASE);
             my_slot = i;
@@ -128,24 +131,73 @@ static uint64_t used_locked(int card)
     return u;
 }
 
-CUresult sim_charge(int ordinal, uint64_t bytes)
+/* With the lock held: n more bytes on physical card for this process, or OOM. */
+static CUresult charge_locked(int card, uint64_t bytes)
 {
-    int card = phys_of(ordinal);
-    if (my_slot < 0 || card < 0) return CUDA_ERROR_INVALID_DEVICE;
-    lock_state();
     uint64_t cap = sh->capacity[card];
     uint64_t u = used_locked(card);
     if (u + bytes > cap || bytes > cap) {
         reclaim();   /* only on the slow path: it costs a syscall per process */
         u = used_locked(card);
     }
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (bytes <= cap && u + bytes <= cap) {
-        sh->slots[my_slot].used[card] += bytes;
-        r = CUDA_SUCCESS;
-    }
+    if (bytes > cap || u + bytes > cap) return CUDA_ERROR_OUT_OF_MEMORY;
+    sh->slots[my_slot].used[card] += bytes;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_charge(int ordinal, uint64_t bytes)
+{
+    int card = phys_of(ordinal);
+    if (my_slot < 0 || card < 0) return CUDA_ERROR_INVALID_DEVICE;
+    lock_state();
+    CUresult r = charge_locked(card, bytes);
     sim_os_unlock(sh->lock);
     return r;
+}
+
+/* A context begins on the card of this ordinal: its overhead is taken like
+ * an allocation (a full card refuses the context, as a real one does), and
+ * the process is one NVML lists on the card while it has a context there. */
+CUresult sim_state_ctx_begin(int ordinal, uint64_t overhead)
+{
+    int card = phys_of(ordinal);
+    if (my_slot < 0 || card < 0) return CUDA_ERROR_INVALID_DEVICE;
+    lock_state();
+    CUresult r = charge_locked(card, overhead);
+    if (r == CUDA_SUCCESS) sh->slots[my_slot].contexts[card]++;
+    sim_os_unlock(sh->lock);
+    return r;
+}
+
+void sim_state_ctx_end(int ordinal, uint64_t overhead)
+{
+    int card = phys_of(ordinal);
+    if (my_slot < 0 || card < 0) return;
+    lock_state();
+    struct slot *s = &sh->slots[my_slot];
+    s->used[card] = s->used[card] >= overhead ? s->used[card] - overhead : 0;
+    if (s->contexts[card]) s->contexts[card]--;
+    sim_os_unlock(sh->lock);
+}
+
+/* card: a physical index (NVML's numbering), not an ordinal. */
+unsigned sim_state_processes(int card, int32_t *pids, uint64_t *used, unsigned max)
+{
+    if (!sh || card < 0 || card >= (int)sh->ncards) return 0;
+    unsigned n = 0;
+    lock_state();
+    reclaim();
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        const struct slot *s = &sh->slots[i];
+        if (s->pid <= 0 || s->contexts[card] == 0) continue;
+        if (n < max) {
+            pids[n] = s->pid;
+            used[n] = s->used[card];
+        }
+        n++;
+    }
+    sim_os_unlock(sh->lock);
+    return n;
 }
 
 void sim_uncharge(int ordinal, uint64_t bytes)

@@ -194,11 +194,14 @@ static int run_child(const child_setup *cs, uint64_t card, int stop, vs_replay_r
   char mode[32];
   if (write_config(conf, mode_of(cs->self, mode, sizeof mode), cs->o->release_threshold, dir, err, errlen)) goto done;
 
+  /* No context overhead (docs/sim.md): the rows compare the allocators'
+   * card need with the arena-only policies, which have no context either. */
+  char e_overhead[] = "VRAMSIM_CONTEXT_OVERHEAD=0";
   char e_cards[64], e_state[4096 + 32], e_config[4096 + 32], e_log[] = "VRAMSHIM_LOG=error";
   snprintf(e_cards, sizeof e_cards, "VRAMSIM_CARDS=%lluB", (unsigned long long)card);
   snprintf(e_state, sizeof e_state, "VRAMSIM_STATE=%s/sim.state", dir);
   snprintf(e_config, sizeof e_config, "VRAMSHIM_CONFIG=%s", conf);
-  char *add[] = {e_cards, e_state, e_config, stop && !vs_plat_getenv("VRAMSHIM_LOG") ? e_log : NULL, NULL};
+  char *add[] = {e_cards, e_state, e_config, e_overhead, stop && !vs_plat_getenv("VRAMSHIM_LOG") ? e_log : NULL, NULL};
   char stop_flag[] = "--stop-at-failure", async_flag[] = "--async";
   char *argv[] = {(char *)cs->child, (char *)cs->trace, NULL, NULL, NULL};
   int na = 2;

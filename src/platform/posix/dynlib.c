@@ -11,6 +11,8 @@
 
 const char *vs_plat_driver_default(void) { return "libcuda.so.1"; }
 
+const char *vs_plat_nvml_default(void) { return "libnvidia-ml.so.1"; }
+
 const char *vs_plat_getenv_secure(const char *name) { return secure_getenv(name); }
 
 void *vs_plat_dl_open(const char *path, char *err, size_t errlen) {

@@ -77,7 +77,7 @@ VS_PLAT_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *res
    * check; a NULL name still must not crash here (glibc reports it). */
   const char *n = name;
   __asm__("" : "+r"(n));
-  if (n && n[0] == 'c' && n[1] == 'u') {
+  if (n && ((n[0] == 'c' && n[1] == 'u') || (n[0] == 'n' && n[1] == 'v' && n[2] == 'm' && n[3] == 'l'))) {
     void *hook = vs_shim_lookup(n);
     if (hook) return hook;
   }

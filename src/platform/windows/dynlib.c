@@ -23,6 +23,8 @@ const char *vs_plat_driver_default(void) {
   return path;
 }
 
+const char *vs_plat_nvml_default(void) { return "nvml.dll"; }
+
 const char *vs_plat_getenv_secure(const char *name) { return vs_plat_getenv(name); }
 
 void *vs_plat_dl_open(const char *path, char *err, size_t errlen) {

@@ -74,13 +74,19 @@ static const wchar_t *base_name(const wchar_t *path) {
   return b;
 }
 
-static int is_driver_name_a(const char *dll) { return !_stricmp(dll, "nvcuda.dll") || !_stricmp(dll, "nvcuda"); }
+/* The driver and NVML (nvml.dll: the shim answers its memory info with
+ * the tenant's view, docs/nvml.md) are the modules whose imports the shim
+ * patches and whose GetProcAddress it answers. */
+static int is_driver_name_a(const char *dll) {
+  return !_stricmp(dll, "nvcuda.dll") || !_stricmp(dll, "nvcuda") || !_stricmp(dll, "nvml.dll") ||
+         !_stricmp(dll, "nvml");
+}
 
-/* A module whose file is named nvcuda.dll, wherever it lies: the driver. */
+/* A module whose file is named nvcuda.dll (the driver) or nvml.dll, wherever it lies. */
 static int is_driver_module(HMODULE m) {
   wchar_t path[MAX_PATH];
   DWORD n = GetModuleFileNameW(m, path, MAX_PATH);
-  return n > 0 && n < MAX_PATH && !_wcsicmp(base_name(path), L"nvcuda.dll");
+  return n > 0 && n < MAX_PATH && (!_wcsicmp(base_name(path), L"nvcuda.dll") || !_wcsicmp(base_name(path), L"nvml.dll"));
 }
 
 static int never_patched(HMODULE m) {
@@ -127,7 +133,8 @@ static HMODULE WINAPI hook_LoadLibraryExW(LPCWSTR name, HANDLE file, DWORD flags
  * name the shim hooks (if the driver has it); everything else, and every
  * other module, gets the real answer. An ordinal has no name to match. */
 static FARPROC WINAPI hook_GetProcAddress(HMODULE m, LPCSTR name) {
-  if (m && (ULONG_PTR)name > 0xffff && name[0] == 'c' && name[1] == 'u' && is_driver_module(m)) {
+  if (m && (ULONG_PTR)name > 0xffff &&
+      ((name[0] == 'c' && name[1] == 'u') || !strncmp(name, "nvml", 4)) && is_driver_module(m)) {
     void *hook = vs_shim_lookup(name);
     if (hook) return (FARPROC)hook;
   }

@@ -1,0 +1,34 @@
+/* NVML's cards as the shim's cards, and each process's true footprint
+ * (docs/nvml.md).
+ *
+ * A card is known by its UUID on both sides: NVML indexes cards
+ * physically, CUDA by the ordinals CUDA_VISIBLE_DEVICES leaves, so an NVML
+ * device is the shim's card whose CUDA UUID is the same. A process that
+ * reads NVML without ever calling cuInit is mapped the same way: the shim
+ * initialises the driver for itself (cuInit creates no context and takes
+ * no card memory). */
+#ifndef VS_NVML_CARDS_H
+#define VS_NVML_CARDS_H
+
+#include <stdint.h>
+
+/* The shim's card (CUDA ordinal) whose UUID is uuid ("GPU-..."), or -1
+ * when no ordinal this process's CUDA sees has it. */
+int vs_nvml_card_of_uuid(const char *uuid);
+/* The UUID of the shim's card (CUDA ordinal); 0, or -1 when unknown. */
+int vs_nvml_card_uuid(int card, char out[96]);
+
+/* The true footprint of this process on card: the bytes the driver reports
+ * it holding there (NVML's per-process used memory) less what the shim
+ * counted (its charge without the overhead) becomes the overhead charged
+ * to the tenant (vs_quota_set_overhead). Only cards whose ledger is open;
+ * nothing when NVML is missing or does not list this process (then the
+ * overhead stands as it was, 0 unless NVML said otherwise before). */
+void vs_footprint_refresh(int card);
+void vs_footprint_refresh_all(void);
+/* A context began or ended on card (-1: unknown, every open card): the
+ * footprint is measured again. */
+void vs_footprint_ctx_changed(int card);
+
+void vs_nvml_cards_atfork_child(void);
+#endif
