@@ -286,7 +286,8 @@ def t_live(env, schemas):
         want[("vramshim_card_dead_bytes", (("card", c["card"]),))] = c["dead_bytes"]
         for t in c["tenants"]:
             lab = (("card", c["card"]), ("tenant", t["name"]))
-            for m, k in (("reserve", "reserve"), ("used", "used"), ("peak", "peak"), ("spilled", "spilled")):
+            for m, k in (("reserve", "reserve"), ("used", "used"), ("peak", "peak"), ("spilled", "spilled"),
+                         ("overhead", "overhead")):
                 want[("vramshim_tenant_%s_bytes" % m, lab)] = t[k]
             want[("vramshim_tenant_processes", lab)] = t["processes"]
             if t["limit"] is not None:
@@ -295,7 +296,7 @@ def t_live(env, schemas):
                 want[("vramshim_tenant_spill_max_bytes", lab)] = t["spill_max"]
         for p in c["processes"]:
             lab = (("card", c["card"]), ("pid", str(p["pid"])), ("tenant", p["tenant"]))
-            for m in ("held", "live", "spilled"):
+            for m in ("held", "live", "spilled", "overhead"):
                 want[("vramshim_process_%s_bytes" % m, lab)] = p[m]
         for k in ("warn", "limit", "reclaim", "spill"):
             want[("vramshim_events_recent", (("card", c["card"]), ("kind", k)))] = sum(
