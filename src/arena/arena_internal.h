@@ -194,6 +194,11 @@ struct vs_arena {
   _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
   _Alignas(64) _Atomic uint64_t backend_calls;
   _Atomic uint64_t syncs, unserved, refused, peak_reserved;
+  /* The largest size be.could_fit approved: a request no larger is not
+   * asked again (the question reads the tenant's ledger). A stale answer
+   * (a limit lowered since) costs only what the check saves: the request
+   * goes through the OOM ladder and is refused there by the charge. */
+  _Atomic uint64_t fit_ok;
   _Alignas(64) _Atomic uint64_t live_bytes;
   _Atomic uint64_t peak_live;
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
