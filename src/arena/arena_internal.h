@@ -76,6 +76,15 @@
 #endif
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
+#ifndef VS_DECAY_MULT_MAX
+#define VS_DECAY_MULT_MAX 64            /* regret: the decay window grows to at most decay × this */
+#endif
+#ifndef VS_DECAY_REGRET
+#define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
+#endif
+#ifndef VS_DECAY_REGRET_STEP
+#define VS_DECAY_REGRET_STEP 8          /* regret: the window's factor per regretted release */
+#endif
 #endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
 #define VS_SLAB_SIZE (2ull << 20)
@@ -122,6 +131,11 @@ typedef struct vs_heap {
    * newest epoch recorded; an allocation reads the clock only above it.
    * dk_next: when the window is next looked at without the cache growing. */
   uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
+  uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
+  /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
+   * decay released since the last growth, the last of them at dk_rel_at
+   * (decay clock). */
+  uint64_t dk_mult, dk_rel, dk_rel_at;
 } vs_heap;
 
 /* v rounded up to a multiple of a. */

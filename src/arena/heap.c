@@ -184,6 +184,8 @@ static void release_handle(vs_arena *a, uint32_t i) {
   handle_put(h, i);
 }
 
+static void decay_regret(vs_arena *a);
+
 /* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
  * largest that fits; else the smallest larger one, when the unmapped free
  * space after the run can take its excess), new physical memory for the
@@ -214,6 +216,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       uint64_t cap = VS_HANDLE_MAX;
       if (h->pressure && cap > VS_HANDLE_PRESSURE) cap = VS_HANDLE_PRESSURE;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
+      decay_regret(a);
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
       if (rc) return rc;
       i = handle_new(h, id, hs);
@@ -322,11 +325,24 @@ static uint64_t heap_used(vs_heap *h) {
   return u;
 }
 
+/* Caller holds mu. An epoch of the decay window: decay × the regret
+ * multiplier / VS_DECAY_EPOCHS. */
+static uint64_t dk_len(vs_arena *a) {
+  uint64_t m = a->heap.dk_mult ? a->heap.dk_mult : 1, len = a->decay_ns * m / VS_DECAY_EPOCHS;
+  return len ? len : 1;
+}
+
+/* Caller holds mu. The decay clock (the arena's), kept as the last look
+ * at it for decay_released. */
+static uint64_t decay_now(vs_arena *a) {
+  return a->heap.dk_seen = vs_arena_now(a);
+}
+
 /* Caller holds mu. Records use u at time now in the decay ring: slot
  * e % VS_DECAY_EPOCHS holds the highest use seen in epoch e. */
 static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
   vs_heap *h = &a->heap;
-  uint64_t len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1, e = now / len;
+  uint64_t len = dk_len(a), e = now / len;
   unsigned i = (unsigned)(e % VS_DECAY_EPOCHS);
   if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; }
   if (u > h->dk_max[i]) h->dk_max[i] = u;
@@ -341,12 +357,51 @@ static uint64_t decay_keep(vs_arena *a) {
   vs_heap *h = &a->heap;
   uint64_t thr = a->cfg.release_threshold, used = heap_used(h);
   if (!a->decay_ns) return thr;
-  uint64_t now = vs_arena_now(a), len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1;
+  uint64_t now = decay_now(a), len = dk_len(a);
   decay_note(a, used, now);
   uint64_t e = now / len, hi = used;
   for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
     if (h->dk_id[i] && h->dk_id[i] - 1 + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
+  /* The window's high as the heap would hold it again: growth maps a step
+   * ahead of need (up to a climb's, see vs_heap_alloc), and what the last
+   * growth mapped ahead is not a surplus to give back only to map it again
+   * at the next high. */
+  uint64_t step = up(hi / (VS_GROW_DIV / 2), h->G);
+  if (step > VS_STEP_MAX) step = VS_STEP_MAX;
+  if (step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
+  hi += step;
   return hi - used > thr ? hi - used : thr;
+}
+
+/* Caller holds mu; the heap is about to take new memory from the backend.
+ * If decay gave memory back within one window before, that release was a
+ * mistake the workload pays for twice (the release calls and the growth):
+ * its use swings over a longer period than the window. The window doubles
+ * (up to VS_DECAY_MULT_MAX × decay), so a workload whose use is stationary
+ * over any period stops churning after a few growths, their number in the
+ * log of the period, not in step with the run length. It never shrinks
+ * back: a process that really stops needing the memory is the idle trim's
+ * and the pressure paths' (vs_arena_trim, the OOM ladder), which do not
+ * look at the window. */
+static void decay_regret(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  if (!a->decay_ns || !h->dk_rel) return;
+  uint64_t m = h->dk_mult ? h->dk_mult : 1;
+  h->dk_rel = 0;
+  if (m >= VS_DECAY_MULT_MAX || decay_now(a) - h->dk_rel_at >= VS_DECAY_REGRET * a->decay_ns * m) return;
+  uint64_t hi = 0, e = h->dk_epoch;   /* the window's high carries over to the longer epochs */
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
+    if (h->dk_id[i] && h->dk_id[i] + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
+  h->dk_mult = m * VS_DECAY_REGRET_STEP < VS_DECAY_MULT_MAX ? m * VS_DECAY_REGRET_STEP : VS_DECAY_MULT_MAX;
+  memset(h->dk_id, 0, sizeof h->dk_id);
+  decay_note(a, hi, h->dk_seen);
+}
+
+/* Caller holds mu: decay released n bytes (for decay_regret). */
+static void decay_released(vs_arena *a, uint64_t n) {
+  if (!n) return;
+  a->heap.dk_rel += n;
+  a->heap.dk_rel_at = a->heap.dk_seen;
 }
 
 static void release_check(vs_arena *a);
@@ -376,12 +431,12 @@ static void release_check(vs_arena *a) {
   uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
   uint64_t cached = vs_heap_cached(h);
   if (cached <= thr + slack) return;
-  uint64_t now = a->decay_ns ? vs_arena_now(a) : 0;
+  uint64_t now = a->decay_ns ? decay_now(a) : 0;
   if (cached <= h->trim_floor + slack && now < h->dk_next) return;
   if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
-  h->dk_next = now + a->decay_ns / VS_DECAY_EPOCHS;
+  h->dk_next = now + dk_len(a);
   uint64_t keep = decay_keep(a);
-  if (cached > keep + slack) trim_locked(a, keep);
+  if (cached > keep + slack) decay_released(a, trim_locked(a, keep));
   h->trim_floor = vs_heap_cached(h);
 }
 
@@ -390,6 +445,7 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
   pthread_mutex_lock(&h->mu);
   vs_heap_reclaim(a);
   uint64_t n = trim_locked(a, decay_keep(a));
+  decay_released(a, n);
   h->trim_floor = vs_heap_cached(h);
   pthread_mutex_unlock(&h->mu);
   return n;
@@ -406,6 +462,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     r->gmap = calloc(r->ngran, sizeof *r->gmap);
     *rc = r->gmap ? be_call(a, a->be.va_reserve(a->be.ctx, size, &base)) : VS_BACKEND_ERROR;
   } else {
+    decay_regret(a);
     *rc = be_call(a, a->be.chunk_alloc(a->be.ctx, size, &base));
     if (*rc == 0 && base % VS_TLSF_ALIGN) {  /* the driver promises 512 B; refuse otherwise */
       be_call(a, a->be.chunk_free(a->be.ctx, base, size));
@@ -591,7 +648,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     b->req = req;
     if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
       uint64_t u = heap_used(h);
-      if (u > h->dk_cur) decay_note(a, u, vs_arena_now(a));
+      if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     else h->slabs++;
