@@ -83,7 +83,7 @@
 #define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
 #endif
 #ifndef VS_DECAY_REGRET_STEP
-#define VS_DECAY_REGRET_STEP 8          /* regret: the window's factor per regretted release */
+#define VS_DECAY_REGRET_STEP 64         /* regret: the window's factor per regretted release (64: straight to the cap) */
 #endif
 #endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
@@ -132,6 +132,7 @@ typedef struct vs_heap {
    * dk_next: when the window is next looked at without the cache growing. */
   uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
   uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
+  uint64_t dk_res[VS_DECAY_EPOCHS]; /* per epoch: the most held right after a growth (decay_note_reserved) */
   /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
    * decay released since the last growth, the last of them at dk_rel_at
    * (decay clock). */

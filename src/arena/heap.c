@@ -185,6 +185,7 @@ static void release_handle(vs_arena *a, uint32_t i) {
 }
 
 static void decay_regret(vs_arena *a);
+static void decay_note_reserved(vs_arena *a);
 
 /* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
  * largest that fits; else the smallest larger one, when the unmapped free
@@ -225,6 +226,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
     note_reserved(a);
+    decay_note_reserved(a);
     uint64_t k = h->h[i].size / h->G;
     g0 += k;
     n = k >= n ? 0 : n - k;
@@ -344,10 +346,26 @@ static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
   vs_heap *h = &a->heap;
   uint64_t len = dk_len(a), e = now / len;
   unsigned i = (unsigned)(e % VS_DECAY_EPOCHS);
-  if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; }
+  if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; h->dk_res[i] = 0; }
   if (u > h->dk_max[i]) h->dk_max[i] = u;
   h->dk_cur = h->dk_max[i];   /* the alloc path reads the clock only above this */
   h->dk_epoch = e + 1;
+}
+
+/* Caller holds mu; the heap just took memory from the backend (or mapped
+ * pooled memory): what it holds now was needed, holes included (a request
+ * that fits in no free piece grows the heap however much is cached).
+ * Recorded as the epoch's reserved high, which decay keeps for the window
+ * as it keeps the use high: otherwise the release check gives back what
+ * fragmentation made necessary, and the next request that fits nowhere
+ * takes it again. */
+static void decay_note_reserved(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  if (!a->decay_ns) return;
+  decay_note(a, heap_used(h), decay_now(a));
+  unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_EPOCHS);
+  uint64_t r = vs_heap_reserved(h);
+  if (r > h->dk_res[i]) h->dk_res[i] = r;
 }
 
 /* Caller holds mu. Cached bytes decay keeps: at least release_threshold,
@@ -359,9 +377,12 @@ static uint64_t decay_keep(vs_arena *a) {
   if (!a->decay_ns) return thr;
   uint64_t now = decay_now(a), len = dk_len(a);
   decay_note(a, used, now);
-  uint64_t e = now / len, hi = used;
-  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
-    if (h->dk_id[i] && h->dk_id[i] - 1 + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
+  uint64_t e = now / len, hi = used, rhi = 0;
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_EPOCHS <= e) continue;
+    if (h->dk_max[i] > hi) hi = h->dk_max[i];
+    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
+  }
   /* The window's high as the heap would hold it again: growth maps a step
    * ahead of need (up to a climb's, see vs_heap_alloc), and what the last
    * growth mapped ahead is not a surplus to give back only to map it again
@@ -370,31 +391,39 @@ static uint64_t decay_keep(vs_arena *a) {
   if (step > VS_STEP_MAX) step = VS_STEP_MAX;
   if (step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
   hi += step;
-  return hi - used > thr ? hi - used : thr;
+  uint64_t keep = hi - used;
+  if (rhi > used && rhi - used > keep) keep = rhi - used;   /* the reserved high (decay_note_reserved) */
+  return keep > thr ? keep : thr;
 }
 
 /* Caller holds mu; the heap is about to take new memory from the backend.
- * If decay gave memory back within one window before, that release was a
- * mistake the workload pays for twice (the release calls and the growth):
- * its use swings over a longer period than the window. The window doubles
- * (up to VS_DECAY_MULT_MAX × decay), so a workload whose use is stationary
- * over any period stops churning after a few growths, their number in the
- * log of the period, not in step with the run length. It never shrinks
- * back: a process that really stops needing the memory is the idle trim's
- * and the pressure paths' (vs_arena_trim, the OOM ladder), which do not
- * look at the window. */
+ * If decay gave memory back within VS_DECAY_REGRET windows before, that
+ * release was a mistake the workload pays for twice (the release calls and
+ * the growth): its use swings over a longer period than the window. The
+ * window grows by VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay
+ * (the default step goes there at the first regret: measured on the tuned
+ * half of tools/tracegen/churn.sh, a ×8 step paid a second release and
+ * regrowth), so a workload whose use is stationary stops churning after
+ * its first regret instead of in step with the run length. It never
+ * shrinks back: a process that really stops needing the memory is the idle
+ * trim's and the pressure paths' (vs_arena_trim, the OOM ladder), which do
+ * not look at the window. */
 static void decay_regret(vs_arena *a) {
   vs_heap *h = &a->heap;
   if (!a->decay_ns || !h->dk_rel) return;
   uint64_t m = h->dk_mult ? h->dk_mult : 1;
   h->dk_rel = 0;
   if (m >= VS_DECAY_MULT_MAX || decay_now(a) - h->dk_rel_at >= VS_DECAY_REGRET * a->decay_ns * m) return;
-  uint64_t hi = 0, e = h->dk_epoch;   /* the window's high carries over to the longer epochs */
-  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
-    if (h->dk_id[i] && h->dk_id[i] + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
+  uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_EPOCHS <= e) continue;
+    if (h->dk_max[i] > hi) hi = h->dk_max[i];
+    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
+  }
   h->dk_mult = m * VS_DECAY_REGRET_STEP < VS_DECAY_MULT_MAX ? m * VS_DECAY_REGRET_STEP : VS_DECAY_MULT_MAX;
   memset(h->dk_id, 0, sizeof h->dk_id);
   decay_note(a, hi, h->dk_seen);
+  h->dk_res[(h->dk_epoch - 1) % VS_DECAY_EPOCHS] = rhi;
 }
 
 /* Caller holds mu: decay released n bytes (for decay_regret). */
@@ -481,7 +510,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     *rc = VS_BACKEND_ERROR;
     return NULL;
   }
-  if (!h->vmm) { h->chunk_bytes += size; note_reserved(a); }
+  if (!h->vmm) { h->chunk_bytes += size; note_reserved(a); decay_note_reserved(a); }
   return r;
 }
 
