@@ -137,6 +137,7 @@ typedef struct vs_heap {
    * decay released since the last growth, the last of them at dk_rel_at
    * (decay clock). */
   uint64_t dk_mult, dk_rel, dk_rel_at;
+  uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
 } vs_heap;
 
 /* v rounded up to a multiple of a. */

@@ -473,7 +473,22 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   vs_heap_reclaim(a);
-  uint64_t n = trim_locked(a, decay_keep(a));
+  /* A heap that made no allocation for a whole decay (the base one, not
+   * the regret window: decay_regret) keeps only release_threshold: the
+   * regret window is for a busy process whose use swings, and an idle one
+   * must give its cache back after decay (the background thread's tick). */
+  uint64_t keep;
+  if (a->decay_ns) {
+    uint64_t now = vs_arena_now(a);
+    if (h->requests != h->idle_req || now < h->idle_since) {
+      h->idle_req = h->requests;
+      h->idle_since = now;
+    }
+    keep = now - h->idle_since >= a->decay_ns ? a->cfg.release_threshold : decay_keep(a);
+  } else {
+    keep = decay_keep(a);
+  }
+  uint64_t n = trim_locked(a, keep);
   decay_released(a, n);
   h->trim_floor = vs_heap_cached(h);
   pthread_mutex_unlock(&h->mu);
