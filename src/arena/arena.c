@@ -160,10 +160,13 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane,
   /* Beyond any card (64 TiB): refused as the driver refuses it, not an error. */
   if (size > (1ull << 46)) return VS_BACKEND_OOM;
   uint64_t calls0 = vs_tl_calls;
-  if (a->be.could_fit && a->be.could_fit(a->be.ctx, size) != VS_BACKEND_OK) {
-    atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
-    return VS_BACKEND_OOM;
+  if (a->be.could_fit && size > atomic_load_explicit(&a->fit_ok, memory_order_relaxed)) {
+    if (a->be.could_fit(a->be.ctx, size) != VS_BACKEND_OK) {
+      atomic_fetch_add_explicit(&a->unserved, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
+      return VS_BACKEND_OOM;
+    }
+    vs_atomic_raise(&a->fit_ok, size);
   }
   if (atomic_load_explicit(&a->pend_total, memory_order_relaxed) > batch_limit(a)) vs_arena_sync(a);
   /* Off the lane once the lane is in use, a small request takes its

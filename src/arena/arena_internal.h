@@ -76,6 +76,15 @@
 #endif
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
+#ifndef VS_DECAY_MULT_MAX
+#define VS_DECAY_MULT_MAX 64            /* regret: the decay window grows to at most decay × this */
+#endif
+#ifndef VS_DECAY_REGRET
+#define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
+#endif
+#ifndef VS_DECAY_REGRET_STEP
+#define VS_DECAY_REGRET_STEP 64         /* regret: the window's factor per regretted release (64: straight to the cap) */
+#endif
 #endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
 #define VS_SLAB_SIZE (2ull << 20)
@@ -122,6 +131,13 @@ typedef struct vs_heap {
    * newest epoch recorded; an allocation reads the clock only above it.
    * dk_next: when the window is next looked at without the cache growing. */
   uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
+  uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
+  uint64_t dk_res[VS_DECAY_EPOCHS]; /* per epoch: the most held right after a growth (decay_note_reserved) */
+  /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
+   * decay released since the last growth, the last of them at dk_rel_at
+   * (decay clock). */
+  uint64_t dk_mult, dk_rel, dk_rel_at;
+  uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
 } vs_heap;
 
 /* v rounded up to a multiple of a. */
@@ -194,6 +210,11 @@ struct vs_arena {
   _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
   _Alignas(64) _Atomic uint64_t backend_calls;
   _Atomic uint64_t syncs, unserved, refused, peak_reserved;
+  /* The largest size be.could_fit approved: a request no larger is not
+   * asked again (the question reads the tenant's ledger). A stale answer
+   * (a limit lowered since) costs only what the check saves: the request
+   * goes through the OOM ladder and is refused there by the charge. */
+  _Atomic uint64_t fit_ok;
   _Alignas(64) _Atomic uint64_t live_bytes;
   _Atomic uint64_t peak_live;
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */

@@ -184,6 +184,9 @@ static void release_handle(vs_arena *a, uint32_t i) {
   handle_put(h, i);
 }
 
+static void decay_regret(vs_arena *a);
+static void decay_note_reserved(vs_arena *a);
+
 /* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
  * largest that fits; else the smallest larger one, when the unmapped free
  * space after the run can take its excess), new physical memory for the
@@ -214,6 +217,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       uint64_t cap = VS_HANDLE_MAX;
       if (h->pressure && cap > VS_HANDLE_PRESSURE) cap = VS_HANDLE_PRESSURE;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
+      decay_regret(a);
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
       if (rc) return rc;
       i = handle_new(h, id, hs);
@@ -222,6 +226,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
     int rc = map_handle(a, r, i, r->tr.base + g0 * h->G);
     if (rc) { pool_push(h, i); return rc; }
     note_reserved(a);
+    decay_note_reserved(a);
     uint64_t k = h->h[i].size / h->G;
     g0 += k;
     n = k >= n ? 0 : n - k;
@@ -322,16 +327,50 @@ static uint64_t heap_used(vs_heap *h) {
   return u;
 }
 
+/* Caller holds mu. An epoch of the decay window: decay × the regret
+ * multiplier / VS_DECAY_EPOCHS. */
+static uint64_t dk_len(vs_arena *a) {
+  uint64_t m = a->heap.dk_mult ? a->heap.dk_mult : 1, len = a->decay_ns * m / VS_DECAY_EPOCHS;
+  return len ? len : 1;
+}
+
+/* Caller holds mu. The decay clock (the arena's), kept as the last look
+ * at it for decay_released. */
+static uint64_t decay_now(vs_arena *a) {
+  return a->heap.dk_seen = vs_arena_now(a);
+}
+
 /* Caller holds mu. Records use u at time now in the decay ring: slot
  * e % VS_DECAY_EPOCHS holds the highest use seen in epoch e. */
 static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
   vs_heap *h = &a->heap;
-  uint64_t len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1, e = now / len;
+  uint64_t len = dk_len(a), e = now / len;
   unsigned i = (unsigned)(e % VS_DECAY_EPOCHS);
-  if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; }
+  if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; h->dk_res[i] = 0; }
   if (u > h->dk_max[i]) h->dk_max[i] = u;
   h->dk_cur = h->dk_max[i];   /* the alloc path reads the clock only above this */
   h->dk_epoch = e + 1;
+}
+
+/* Caller holds mu; the heap just took memory from the backend (or mapped
+ * pooled memory): what it holds now was needed, holes included (a request
+ * that fits in no free piece grows the heap however much is cached).
+ * Recorded as the epoch's reserved high, which decay keeps for the window
+ * as it keeps the use high: otherwise the release check gives back what
+ * fragmentation made necessary, and the next request that fits nowhere
+ * takes it again. */
+static void decay_note_reserved(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  /* VMM only: a wholly free handle kept there is moved to where the next
+   * growth needs it (steal_one) instead of new memory. A chunk cannot
+   * move: kept holes only raised chunks' peak (cs336-ctx256-fullstep:
+   * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
+   * family (72 -> 69 at x10; vmm 201 -> 129). */
+  if (!a->decay_ns || !h->vmm) return;
+  decay_note(a, heap_used(h), decay_now(a));
+  unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_EPOCHS);
+  uint64_t r = vs_heap_reserved(h);
+  if (r > h->dk_res[i]) h->dk_res[i] = r;
 }
 
 /* Caller holds mu. Cached bytes decay keeps: at least release_threshold,
@@ -341,12 +380,62 @@ static uint64_t decay_keep(vs_arena *a) {
   vs_heap *h = &a->heap;
   uint64_t thr = a->cfg.release_threshold, used = heap_used(h);
   if (!a->decay_ns) return thr;
-  uint64_t now = vs_arena_now(a), len = a->decay_ns / VS_DECAY_EPOCHS ? a->decay_ns / VS_DECAY_EPOCHS : 1;
+  uint64_t now = decay_now(a), len = dk_len(a);
   decay_note(a, used, now);
-  uint64_t e = now / len, hi = used;
-  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++)
-    if (h->dk_id[i] && h->dk_id[i] - 1 + VS_DECAY_EPOCHS > e && h->dk_max[i] > hi) hi = h->dk_max[i];
-  return hi - used > thr ? hi - used : thr;
+  uint64_t e = now / len, hi = used, rhi = 0;
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_EPOCHS <= e) continue;
+    if (h->dk_max[i] > hi) hi = h->dk_max[i];
+    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
+  }
+  /* The window's high as the heap would hold it again: growth maps a step
+   * ahead of need (up to a climb's, see vs_heap_alloc), and what the last
+   * growth mapped ahead is not a surplus to give back only to map it again
+   * at the next high. */
+  uint64_t step = up(hi / (VS_GROW_DIV / 2), h->G);
+  if (step > VS_STEP_MAX) step = VS_STEP_MAX;
+  if (step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
+  hi += step;
+  uint64_t keep = hi - used;
+  if (rhi > used && rhi - used > keep) keep = rhi - used;   /* the reserved high (decay_note_reserved) */
+  return keep > thr ? keep : thr;
+}
+
+/* Caller holds mu; the heap is about to take new memory from the backend.
+ * If decay gave memory back within VS_DECAY_REGRET windows before, that
+ * release was a mistake the workload pays for twice (the release calls and
+ * the growth): its use swings over a longer period than the window. The
+ * window grows by VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay
+ * (the default step goes there at the first regret: measured on the tuned
+ * half of tools/tracegen/churn.sh, a ×8 step paid a second release and
+ * regrowth), so a workload whose use is stationary stops churning after
+ * its first regret instead of in step with the run length. It never
+ * shrinks back: a process that really stops needing the memory is the idle
+ * trim's and the pressure paths' (vs_arena_trim, the OOM ladder), which do
+ * not look at the window. */
+static void decay_regret(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  if (!a->decay_ns || !h->dk_rel) return;
+  uint64_t m = h->dk_mult ? h->dk_mult : 1;
+  h->dk_rel = 0;
+  if (m >= VS_DECAY_MULT_MAX || decay_now(a) - h->dk_rel_at >= VS_DECAY_REGRET * a->decay_ns * m) return;
+  uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
+  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_EPOCHS <= e) continue;
+    if (h->dk_max[i] > hi) hi = h->dk_max[i];
+    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
+  }
+  h->dk_mult = m * VS_DECAY_REGRET_STEP < VS_DECAY_MULT_MAX ? m * VS_DECAY_REGRET_STEP : VS_DECAY_MULT_MAX;
+  memset(h->dk_id, 0, sizeof h->dk_id);
+  decay_note(a, hi, h->dk_seen);
+  h->dk_res[(h->dk_epoch - 1) % VS_DECAY_EPOCHS] = rhi;
+}
+
+/* Caller holds mu: decay released n bytes (for decay_regret). */
+static void decay_released(vs_arena *a, uint64_t n) {
+  if (!n) return;
+  a->heap.dk_rel += n;
+  a->heap.dk_rel_at = a->heap.dk_seen;
 }
 
 static void release_check(vs_arena *a);
@@ -376,12 +465,12 @@ static void release_check(vs_arena *a) {
   uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
   uint64_t cached = vs_heap_cached(h);
   if (cached <= thr + slack) return;
-  uint64_t now = a->decay_ns ? vs_arena_now(a) : 0;
+  uint64_t now = a->decay_ns ? decay_now(a) : 0;
   if (cached <= h->trim_floor + slack && now < h->dk_next) return;
   if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
-  h->dk_next = now + a->decay_ns / VS_DECAY_EPOCHS;
+  h->dk_next = now + dk_len(a);
   uint64_t keep = decay_keep(a);
-  if (cached > keep + slack) trim_locked(a, keep);
+  if (cached > keep + slack) decay_released(a, trim_locked(a, keep));
   h->trim_floor = vs_heap_cached(h);
 }
 
@@ -389,7 +478,23 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   vs_heap_reclaim(a);
-  uint64_t n = trim_locked(a, decay_keep(a));
+  /* A heap that made no allocation for a whole decay (the base one, not
+   * the regret window: decay_regret) keeps only release_threshold: the
+   * regret window is for a busy process whose use swings, and an idle one
+   * must give its cache back after decay (the background thread's tick). */
+  uint64_t keep;
+  if (a->decay_ns) {
+    uint64_t now = vs_arena_now(a);
+    if (h->requests != h->idle_req || now < h->idle_since) {
+      h->idle_req = h->requests;
+      h->idle_since = now;
+    }
+    keep = now - h->idle_since >= a->decay_ns ? a->cfg.release_threshold : decay_keep(a);
+  } else {
+    keep = decay_keep(a);
+  }
+  uint64_t n = trim_locked(a, keep);
+  decay_released(a, n);
   h->trim_floor = vs_heap_cached(h);
   pthread_mutex_unlock(&h->mu);
   return n;
@@ -406,6 +511,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     r->gmap = calloc(r->ngran, sizeof *r->gmap);
     *rc = r->gmap ? be_call(a, a->be.va_reserve(a->be.ctx, size, &base)) : VS_BACKEND_ERROR;
   } else {
+    decay_regret(a);
     *rc = be_call(a, a->be.chunk_alloc(a->be.ctx, size, &base));
     if (*rc == 0 && base % VS_TLSF_ALIGN) {  /* the driver promises 512 B; refuse otherwise */
       be_call(a, a->be.chunk_free(a->be.ctx, base, size));
@@ -424,7 +530,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     *rc = VS_BACKEND_ERROR;
     return NULL;
   }
-  if (!h->vmm) { h->chunk_bytes += size; note_reserved(a); }
+  if (!h->vmm) { h->chunk_bytes += size; note_reserved(a); decay_note_reserved(a); }
   return r;
 }
 
@@ -591,7 +697,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     b->req = req;
     if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
       uint64_t u = heap_used(h);
-      if (u > h->dk_cur) decay_note(a, u, vs_arena_now(a));
+      if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
     else h->slabs++;

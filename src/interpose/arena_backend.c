@@ -39,6 +39,62 @@ static region *g_regions;
 static region *g_orphan_regions;   /* a forked child's inheritance: reachable, never used */
 static pthread_mutex_t g_region_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The same ranges for readers without the lock (the pointer queries ask
+ * about every pointer, most of them not the arena's): merged and sorted,
+ * republished under g_region_lock after every change, read under a
+ * sequence count (odd while a writer rewrites them; a reader that saw it
+ * move reads again). Beyond FAST_MAX merged ranges only their envelope is
+ * published (g_fast_coarse): an address outside it is certainly not held,
+ * one inside is asked of the table under the lock. */
+#define FAST_MAX 64
+static _Atomic unsigned g_fast_seq;
+static _Atomic unsigned g_fast_n;
+static _Atomic int g_fast_coarse;
+static _Atomic uint64_t g_fast_lo[FAST_MAX], g_fast_hi[FAST_MAX];
+
+static int by_base(const void *x, const void *y) {
+  uint64_t a = ((const uint64_t *)x)[0], b = ((const uint64_t *)y)[0];
+  return a < b ? -1 : a > b;
+}
+
+/* Under g_region_lock. */
+static void fast_publish(void) {
+  unsigned n = HASH_COUNT(g_regions), m = 0;
+  uint64_t(*v)[2] = n ? malloc(n * sizeof *v) : NULL;
+  int coarse = n && !v;   /* no room to sort: the envelope alone */
+  uint64_t lo = UINT64_MAX, hi = 0;
+  unsigned i = 0;
+  for (region *r = g_regions; r; r = r->hh.next, i++) {
+    if (r->base < lo) lo = r->base;
+    if (r->base + r->size > hi) hi = r->base + r->size;
+    if (v) { v[i][0] = r->base; v[i][1] = r->base + r->size; }
+  }
+  if (v) {
+    qsort(v, n, sizeof *v, by_base);
+    for (i = 0; i < n; i++) {
+      if (m && v[i][0] <= v[m - 1][1]) { if (v[i][1] > v[m - 1][1]) v[m - 1][1] = v[i][1]; }
+      else { v[m][0] = v[i][0]; v[m][1] = v[i][1]; m++; }
+    }
+    if (m > FAST_MAX) coarse = 1;
+  }
+  atomic_fetch_add_explicit(&g_fast_seq, 1, memory_order_relaxed);   /* odd: being rewritten */
+  atomic_thread_fence(memory_order_release);
+  if (coarse || !v) {
+    atomic_store_explicit(&g_fast_lo[0], n ? lo : 0, memory_order_relaxed);
+    atomic_store_explicit(&g_fast_hi[0], n ? hi : 0, memory_order_relaxed);
+    atomic_store_explicit(&g_fast_n, n ? 1u : 0u, memory_order_relaxed);
+  } else {
+    for (i = 0; i < m; i++) {
+      atomic_store_explicit(&g_fast_lo[i], v[i][0], memory_order_relaxed);
+      atomic_store_explicit(&g_fast_hi[i], v[i][1], memory_order_relaxed);
+    }
+    atomic_store_explicit(&g_fast_n, m, memory_order_relaxed);
+  }
+  atomic_store_explicit(&g_fast_coarse, coarse, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g_fast_seq, 1, memory_order_release);   /* even again */
+  free(v);
+}
+
 /* A base is in the table at most once: the driver can hand an ended
  * context's chunk address to another arena before the ended one has let go
  * of it (the newer owner wins; the older one's delete leaves it alone). */
@@ -52,6 +108,7 @@ static void region_add(uint64_t base, uint64_t size, const void *owner) {
   HASH_FIND(hh, g_regions, &base, sizeof base, old);
   if (old) HASH_DEL(g_regions, old);
   HASH_ADD(hh, g_regions, base, sizeof r->base, r);
+  fast_publish();
   pthread_mutex_unlock(&g_region_lock);
   free(old);
 }
@@ -60,13 +117,37 @@ static void region_del(uint64_t base, const void *owner) {
   region *r;
   pthread_mutex_lock(&g_region_lock);
   HASH_FIND(hh, g_regions, &base, sizeof base, r);
-  if (r && r->owner == owner) HASH_DEL(g_regions, r);
-  else r = NULL;
+  if (r && r->owner == owner) {
+    HASH_DEL(g_regions, r);
+    fast_publish();
+  } else {
+    r = NULL;
+  }
   pthread_mutex_unlock(&g_region_lock);
   free(r);
 }
 
+/* 0: addr is in no published range; 1: in one; -1: ask the table (only
+ * the envelope is published, or a writer kept moving). */
+static int fast_holds(uint64_t addr) {
+  for (int tries = 0; tries < 4; tries++) {
+    unsigned s = atomic_load_explicit(&g_fast_seq, memory_order_acquire);
+    if (s & 1) continue;
+    unsigned n = atomic_load_explicit(&g_fast_n, memory_order_relaxed);
+    int coarse = atomic_load_explicit(&g_fast_coarse, memory_order_relaxed), hit = 0;
+    for (unsigned i = 0; i < n && i < FAST_MAX && !hit; i++)
+      hit = addr >= atomic_load_explicit(&g_fast_lo[i], memory_order_relaxed) &&
+            addr < atomic_load_explicit(&g_fast_hi[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&g_fast_seq, memory_order_relaxed) != s) continue;
+    return hit && coarse ? -1 : hit;
+  }
+  return -1;
+}
+
 int vs_backend_holds(uint64_t addr) {
+  int fast = fast_holds(addr);
+  if (fast >= 0) return fast;
   int found = 0;
   pthread_mutex_lock(&g_region_lock);
   for (region *r = g_regions; r && !found; r = r->hh.next) found = addr >= r->base && addr - r->base < r->size;
@@ -415,4 +496,8 @@ void vs_backend_atfork_child(void) {
   if (g_regions) g_orphan_regions = g_regions;
   g_regions = NULL;
   pthread_mutex_init(&g_region_lock, NULL);
+  /* A writer of the parent may have left the count odd. */
+  atomic_store(&g_fast_n, 0);
+  atomic_store(&g_fast_coarse, 0);
+  atomic_store(&g_fast_seq, 0);
 }

@@ -453,6 +453,9 @@ int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) { return vs_arena
 int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
   int card = 0;
   uint64_t h = 0, b = 0, sz = 0;
+  /* Memory no arena holds (most pointers asked about) is the driver's:
+   * known without the context lock (arena_backend.c's published ranges). */
+  if (!vs_arena_glue_holds(ptr)) return VS_AT_DRIVER;
   if (vs_arena_glue_find(ptr, &card, &h, &b, &sz) == 0) {
     vs_alloc_info rec;
     out->base = b;
@@ -465,7 +468,7 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
     out->stream_ordered = found && rec.kind == VS_MEM_ASYNC;
     return VS_AT_BLOCK;
   }
-  return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;
+  return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;   /* released meanwhile: the driver's */
 }
 
 /* c is unlinked with no references: its records leave the tracker (and

@@ -426,6 +426,45 @@ static void arena_decay_swing_vmm(void **s) { (void)s; decay_swing_case(VS_ARENA
 static void arena_decay_swing_chunks(void **s) { (void)s; decay_swing_case(VS_ARENA_CHUNKS, 1); }
 static void arena_nodecay_swing_churns(void **s) { (void)s; decay_swing_case(VS_ARENA_VMM, 0); }
 
+/* The same swing with a low phase of 3 s, longer than the 1 s decay, and
+ * the program busy all along: each low lets decay give the high back, and
+ * each high takes it again. Regret (heap.c, decay_regret) lengthens the
+ * window once a growth follows a decay release: the churn stops after the
+ * first rounds, where the fixed window made calls in every round (checked:
+ * without decay_regret, 2 or more calls a round). */
+static void decay_regret_case(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, 256 * MiB);
+  clk_ns = 1000;
+  vs_arena_set_clock(f.a, test_clock, NULL);
+  vs_arena_set_decay(f.a, 1000);
+  enum { BASE = 16, SWING = 32, ROUNDS = 40 };
+  uint64_t base[BASE], sw[SWING];
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &base[i]), 0);
+  uint64_t after_warm = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &sw[i]), 0);
+    clk_ns += 100000000ull;
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_free(f.a, sw[i]), 0);
+    for (int t = 0; t < 30; t++) {   /* 3 s of low, busy every 0.1 s */
+      clk_ns += 100000000ull;
+      uint64_t q;
+      assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &q), 0);
+      assert_int_equal(vs_arena_free(f.a, q), 0);
+    }
+    if (round == 3) after_warm = backend_calls(&f);
+    CHECK(f.a);
+  }
+  uint64_t later = backend_calls(&f) - after_warm;
+  print_message("  %llu growth/release calls in rounds 4..%d (3 s lows, 1 s decay)\n", (unsigned long long)later,
+                ROUNDS - 1);
+  assert_int_equal(later, 0);
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_free(f.a, base[i]), 0);
+  fx_close(&f);
+}
+static void arena_decay_regret_vmm(void **s) { (void)s; decay_regret_case(VS_ARENA_VMM); }
+static void arena_decay_regret_chunks(void **s) { (void)s; decay_regret_case(VS_ARENA_CHUNKS); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_loop_calls_vmm),        cmocka_unit_test(arena_loop_calls_chunks),
@@ -438,6 +477,7 @@ int main(void) {
       cmocka_unit_test(arena_idle_release_vmm),      cmocka_unit_test(arena_idle_release_chunks),
       cmocka_unit_test(arena_decay_burst_vmm),       cmocka_unit_test(arena_decay_burst_chunks),
       cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
+      cmocka_unit_test(arena_decay_regret_vmm),      cmocka_unit_test(arena_decay_regret_chunks),
       cmocka_unit_test(arena_nodecay_swing_churns),
       cmocka_unit_test(arena_stream_ordered_vmm),    cmocka_unit_test(arena_stream_ordered_chunks),
   };

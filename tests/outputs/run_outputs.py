@@ -423,6 +423,21 @@ def t_replay(env, schemas):
             fail("replay line %s" % o)
         if pol.startswith("shim-") != ("child_max_rss" in o):
             fail("%s: child_max_rss only for shim policies: %s" % (pol, o))
+        # The trace's floor (tools/vramshim/replay_floor.h), recounted here:
+        # growths of the rule that holds at most 1.03 x the live high so far.
+        lv = hw = held = 0
+        growths = 0
+        for x in rows[1:]:
+            f = x.split(",")
+            lv += int(f[4]) if f[2] == "allocate" else -int(f[4])
+            if f[2] == "allocate":
+                hw = max(hw, lv)
+                if lv > held:
+                    growths += 1
+                    held = 1.03 * hw
+        if o["floor_growths"] != growths or not o["floor_modeled_driver_ms"] > 0:
+            fail("%s: floor %s growths, %s ms; the rule counts %d" %
+                 (pol, o["floor_growths"], o.get("floor_modeled_driver_ms"), growths))
     say("replay --json: %d lines, one document each" % len(lines))
 
 

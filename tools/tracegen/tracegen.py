@@ -19,6 +19,16 @@ Both batch continuously: a request joins the running batch at the next step
 (up to --max-batch running, and for paged while the pool has blocks) and
 leaves when it has produced its output.
 
+Serving features (either workload): --prefix-share P: a share P of the
+requests start with one of --prefixes system prompts whose KV cache the
+server computes once and keeps while any request uses it (prefix caching);
+--spec-decode K: speculative decoding, a draft model (a quarter of the
+layers and hidden size) proposes K tokens per step, which the target model
+verifies in one pass over K + 1 tokens per request, and a step then accepts
+1..K + 1 of them; --models N: a multi-model server, N copies of the model
+(weights and, for paged, KV pools), each request routed to one of them
+(Zipf-like popularity), every model running its own batch per step.
+
 Distributions: --lengths uniform|lognormal|zipf|bimodal (prompt and output
 lengths), --arrival poisson|bursty|diurnal (bursty: on/off periods; diurnal:
 a 24 h sine of the rate, so a simulated day has a night).
@@ -168,6 +178,35 @@ def step_activations(w, m, tokens, batch, coarse):
     return ids
 
 
+class Model:
+    """One served model: its weights, (paged) KV pool, queue and batch."""
+
+    def __init__(self, w, a, m):
+        self.m = m
+        h = m["hidden"]
+        # Weights: per layer the attention and MLP matrices, plus embeddings.
+        self.weights = [w.alloc(m["vocab"] * h * 2)]
+        for _ in range(m["layers"]):
+            self.weights.append(w.alloc(4 * h * h * 2))
+            self.weights.append(w.alloc(3 * 4 * h * h * 2 // 1))
+        self.pool_blocks = 0
+        if a.workload == "paged":
+            # vLLM sizes its KV pool once from what is left of the card.
+            self.pool_blocks = max(a.max_batch * 4,
+                                   int(a.kv_pool_gib * (1 << 30)) // (BLOCK_TOKENS * m["kv"] * m["layers"]))
+            self.weights.append(w.alloc(self.pool_blocks * BLOCK_TOKENS * m["kv"] * m["layers"]))
+        self.free_blocks = self.pool_blocks
+        self.pending = collections.deque()  # (arrival_us, prompt, output, prefix)
+        self.running = []
+        self.prefix_kv = {}  # prefix id -> [blocks, users] (--prefix-share)
+
+
+def draft_of(m):
+    """--spec-decode: the draft model, a quarter of the target's layers and hidden size."""
+    return dict(m, layers=max(1, m["layers"] // 4), hidden=max(64, m["hidden"] // 4),
+                kv=max(64, m["kv"] // 4))
+
+
 def generate(a, out, syncs=None):
     """syncs: an open file for the program's synchronisations (the sidecar
     TRACE.syncs of docs/replay.md), or None."""
@@ -178,23 +217,21 @@ def generate(a, out, syncs=None):
     w = Writer(out, 0)
     out.write("Thread,Time,Action,Pointer,Size,Stream\n")
     coarse = a.day
-    # Weights: per layer the attention and MLP matrices, plus embeddings.
-    h = m["hidden"]
-    weights = [w.alloc(m["vocab"] * h * 2)]
-    for _ in range(m["layers"]):
-        weights.append(w.alloc(4 * h * h * 2))
-        weights.append(w.alloc(3 * 4 * h * h * 2 // 1))
-    pool_blocks = 0
-    if a.workload == "paged":
-        # vLLM sizes its KV pool once from what is left of the card.
-        pool_blocks = max(a.max_batch * 4, int(a.kv_pool_gib * (1 << 30)) // (BLOCK_TOKENS * m["kv"] * m["layers"]))
-        weights.append(w.alloc(pool_blocks * BLOCK_TOKENS * m["kv"] * m["layers"]))
-    free_blocks = pool_blocks
+    models = [Model(w, a, m) for _ in range(a.models)]
+    draft = draft_of(m) if a.spec_decode else None
+    if draft:
+        h = draft["hidden"]
+        models[0].weights.append(w.alloc(draft["vocab"] * h * 2))
+        for _ in range(draft["layers"]):
+            models[0].weights.append(w.alloc(16 * h * h * 2))
+    # Multi-model popularity: model i drawn with weight 1 / (i + 1).
+    popularity = [1.0 / (i + 1) for i in range(a.models)]
+    # Their own generator, so that the traces without these features stay byte for byte as before.
+    prng = random.Random(a.seed * 7919 + 1)
+    prefix_len = [draw_length(prng, "uniform", a.prompt_mean, a.max_len) for _ in range(a.prefixes)]
 
     arr = Arrivals(rng, a.arrival, a.rate, 86400.0)
-    pending = collections.deque()  # (arrival_us, prompt, output)
     issued = 0
-    running = []  # dicts
     done = 0
     step_us = a.step_us
     next_arrival = arr.next()
@@ -203,23 +240,58 @@ def generate(a, out, syncs=None):
         while issued < a.requests and next_arrival <= w.t_us:
             p = draw_length(rng, a.lengths, a.prompt_mean, a.max_len)
             o = draw_length(rng, a.lengths, a.output_mean, a.max_len)
-            pending.append((next_arrival, p, o))
+            mi = prng.choices(range(a.models), popularity)[0] if a.models > 1 else 0
+            pre = prng.randrange(a.prefixes) if a.prefix_share and prng.random() < a.prefix_share else None
+            models[mi].pending.append((next_arrival, p, o, pre))
             issued += 1
             next_arrival = arr.next() if issued < a.requests else None
-        if not running and not pending:
+        if not any(md.running or md.pending for md in models):
             w.t_us = max(w.t_us, next_arrival)
             continue
+        step_tokens = 0
+        for md in models:
+            if md.running or md.pending:
+                d, t = model_step(w, a, md, draft if md is models[0] else None, prng, coarse, prefix_len, syncs)
+                done += d
+                step_tokens += t
+        w.t_us += step_us + (step_tokens * a.us_per_token)
+    if a.teardown:
+        for md in reversed(models):
+            for blk in reversed(md.weights):
+                w.free(blk)
+    w.flush()
+    return w.lines
+
+
+def model_step(w, a, md, draft, prng, coarse, prefix_len, syncs):
+    """One engine step of one model: admit, run the step's activations, grow
+    or free the requests' caches. Returns (requests finished, tokens)."""
+    m = md.m
+    running, pending = md.running, md.pending
+    done = 0
+    if True:
         prefill = 0
         while pending and len(running) < a.max_batch:
-            _, p, o = pending[0]
+            _, p, o, pre = pending[0]
             need = (p + o + BLOCK_TOKENS - 1) // BLOCK_TOKENS
             if a.workload == "paged":
-                need = min(need, pool_blocks)
-                if need > free_blocks:
+                need = min(need, md.pool_blocks)
+                if need > md.free_blocks:
                     break
-                free_blocks -= need
+                md.free_blocks -= need
             pending.popleft()
-            r = {"len": p, "left": o, "blocks": need, "kv": []}
+            r = {"len": p, "left": o, "blocks": need, "kv": [], "prefix": pre}
+            if pre is not None:
+                # Prefix caching: the shared prompt's KV is computed once and
+                # kept while a request uses it; this request prefills its own
+                # part only.
+                if pre not in md.prefix_kv:
+                    n = prefix_len[pre]
+                    blocks = [w.alloc(n * m["kv"] // 2) for _ in range(2 * m["layers"])] \
+                        if a.workload == "concat" else []
+                    md.prefix_kv[pre] = [blocks, 0]
+                    prefill += n
+                md.prefix_kv[pre][1] += 1
             if a.workload == "concat":
                 r["kv"] = [w.alloc(p * m["kv"] // 2) for _ in range(2 * m["layers"])]
                 r["grown"] = 0
@@ -227,7 +299,16 @@ def generate(a, out, syncs=None):
             prefill += p
         # One engine step (coarse: --step-tokens decode tokens per request at once).
         adv = a.step_tokens if coarse else 1
-        tokens = prefill + len(running) * adv
+        if draft:
+            # Speculative decoding: K draft passes of one token per request,
+            # then the target verifies K + 1 tokens per request at once; a
+            # step accepts 1..K + 1 of them.
+            for _ in range(a.spec_decode):
+                w.free(step_activations(w, draft, len(running), len(running), True))
+            tokens = prefill + len(running) * (a.spec_decode + 1)
+            adv = 1 + sum(1 for _ in range(a.spec_decode) if prng.random() < 0.7)
+        else:
+            tokens = prefill + len(running) * adv
         # --copy-stream: the step's input ids are staged by a host-to-device
         # copy on a stream of their own (allocated while it is current, as
         # PyTorch does), used by the step on the main stream, freed after it.
@@ -252,11 +333,18 @@ def generate(a, out, syncs=None):
             if r["left"] <= 0:
                 for blk in r["kv"]:
                     w.free(blk)
-                free_blocks += r["blocks"]
+                md.free_blocks += r["blocks"]
+                if r["prefix"] is not None:
+                    pk = md.prefix_kv[r["prefix"]]
+                    pk[1] -= 1
+                    if pk[1] == 0:  # the last user left: the prefix cache goes
+                        for blk in pk[0]:
+                            w.free(blk)
+                        del md.prefix_kv[r["prefix"]]
                 done += 1
             else:
                 still.append(r)
-        running = still
+        running[:] = still
         w.free(ids)
         if staged:
             w.free(staged)
@@ -266,12 +354,7 @@ def generate(a, out, syncs=None):
                 # and reads the sampled tokens back on the main stream.
                 n = w.lines + len(w.buf)
                 syncs.write("%d,stream,0x%x\n%d,stream,0x0\n" % (n, COPY_STREAM, n))
-        w.t_us += step_us + (tokens * a.us_per_token)
-    if a.teardown:
-        for blk in reversed(weights):
-            w.free(blk)
-    w.flush()
-    return w.lines
+    return done, tokens
 
 
 def main(argv=None):
@@ -303,6 +386,12 @@ def main(argv=None):
     ap.add_argument("--no-syncs", dest="syncs", action="store_false", default=True,
                     help="--copy-stream with -o FILE: do not write the program's synchronisations to "
                          "FILE.syncs (docs/replay.md)")
+    ap.add_argument("--prefix-share", type=float, default=0.0,
+                    help="share of requests that start with a shared system prompt (prefix caching)")
+    ap.add_argument("--prefixes", type=int, default=4, help="--prefix-share: how many shared prompts")
+    ap.add_argument("--spec-decode", type=int, default=0,
+                    help="speculative decoding: draft tokens per step (0: off)")
+    ap.add_argument("--models", type=int, default=1, help="models served by one process")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args(argv)
@@ -315,7 +404,8 @@ def main(argv=None):
         a.max_batch = max(a.max_batch, 256)
     if a.teardown is None:
         a.teardown = not a.day
-    for k in ("requests", "prompt_mean", "output_mean", "max_len", "max_batch", "grow_every", "step_tokens"):
+    for k in ("requests", "prompt_mean", "output_mean", "max_len", "max_batch", "grow_every", "step_tokens",
+              "prefixes", "models"):
         if getattr(a, k) < 1:
             ap.error("--%s must be at least 1" % k.replace("_", "-"))
     if a.rate <= 0:

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "log.h"
 #include "replay.h"
+#include "replay_floor.h"
 #include "trace_syncs.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -51,6 +52,9 @@ static void usage(FILE *out) {
           "  driver calls   every driver call (allocations, frees, VMM calls, syncs)\n"
           "  driver time    those calls' modeled time, from a table of per-call costs\n"
           "                 (--costs; docs/driver-costs.md)\n"
+          "  floor time     the trace's floor, the same on each of its rows: the\n"
+          "                 modeled time of the best VMM rule that holds at most\n"
+          "                 1.03 x the live high so far (vramshim-bench-arena bound)\n"
           "  end/warm       reserved at the end / reserved after warm-up (the first\n"
           "                 10%% of the events): growth in the steady state\n"
           "  live end/warm  peak live / the live high-water mark after warm-up: how\n"
@@ -83,7 +87,10 @@ static void usage(FILE *out) {
           "                            driver_calls, ns_per_request, release_threshold,\n"
           "                            calls (by driver call), modeled_driver_ms,\n"
           "                            reserved_warm, reserved_end, calls_after_warm_hwm,\n"
-          "                            calls_after_warm_other, peak_live_warm\n"
+          "                            calls_after_warm_other, peak_live_warm, floor_growths,\n"
+          "                            floor_modeled_driver_ms (the trace's floor: growths of\n"
+          "                            the best VMM rule within 1.03 x the live high so far,\n"
+          "                            priced by the cost table)\n"
           "  --costs FILE              per-call driver costs (default: data/driver-costs.csv\n"
           "                            of the source tree; 'none' skips the model)\n"
           "  --release-threshold SIZE  free bytes the arena keeps cached (default 1GiB)\n"
@@ -182,7 +189,7 @@ static double ratio(uint64_t a, uint64_t b) {
 #define REPLAY_SCHEMA_VERSION "1.0"
 
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
-                       const vs_replay_result *r) {
+                       const vs_replay_result *r, double floor_ns, uint64_t floor_growths) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
   vs_jw w;
   vs_jw_init(&w, 1);
@@ -210,6 +217,8 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
     vs_jw_end(&w);
     if (o->costs) vs_jw_kfixed(&w, "modeled_driver_ms", r->stats.tally.ns / 1e6, 3);
   }
+  vs_jw_ku64(&w, "floor_growths", floor_growths);
+  if (o->costs) vs_jw_kfixed(&w, "floor_modeled_driver_ms", floor_ns / 1e6, 3);
   if (r->peak_live_warm) vs_jw_ku64(&w, "peak_live_warm", r->peak_live_warm);
   if (r->have_probe) {
     vs_jw_ku64(&w, "reserved_warm", r->reserved_warm);
@@ -227,17 +236,19 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
 }
 
 /* ---- Text table --------------------------------------------------------- */
-#define NCOL 16
+#define NCOL 17
 static const char *const col_head[NCOL] = {"trace",     "policy",        "requests",  "peak live",
                                            "peak reserved", "res/live", "smallest card", "card/live",
                                            "from cache", "steady",      "driver calls", "driver time",
-                                           "end/warm", "live end/warm", "late calls", "ns/request"};
+                                           "floor time", "end/warm", "live end/warm", "late calls",
+                                           "ns/request"};
 
 typedef struct row {
   char cell[NCOL][48];
 } row;
 
-static void make_row(row *w, const char *path, const vs_policy *p, const vs_replay_opts *o, const vs_replay_result *r) {
+static void make_row(row *w, const char *path, const vs_policy *p, const vs_replay_opts *o, const vs_replay_result *r,
+                     double floor_ns) {
   double live = r->peak_live ? (double)r->peak_live : 1.0;
   char b[32];
   snprintf(w->cell[0], sizeof w->cell[0], "%s", base_name(path));
@@ -258,16 +269,19 @@ static void make_row(row *w, const char *path, const vs_policy *p, const vs_repl
   snprintf(w->cell[10], sizeof w->cell[10], "%llu", (unsigned long long)r->stats.driver_calls);
   if (o->costs && !p->run) snprintf(w->cell[11], sizeof w->cell[11], "%.1f ms", r->stats.tally.ns / 1e6);
   else snprintf(w->cell[11], sizeof w->cell[11], "-");
+  /* The trace's floor (replay_floor.h), the same on each of its rows. */
+  if (o->costs) snprintf(w->cell[12], sizeof w->cell[12], "%.1f ms", floor_ns / 1e6);
+  else snprintf(w->cell[12], sizeof w->cell[12], "-");
   if (r->have_probe) {
-    snprintf(w->cell[12], sizeof w->cell[12], "%.3f", ratio(r->reserved_end, r->reserved_warm));
-    snprintf(w->cell[14], sizeof w->cell[14], "%llu", (unsigned long long)r->calls_other_after);
+    snprintf(w->cell[13], sizeof w->cell[13], "%.3f", ratio(r->reserved_end, r->reserved_warm));
+    snprintf(w->cell[15], sizeof w->cell[15], "%llu", (unsigned long long)r->calls_other_after);
   } else {
-    snprintf(w->cell[12], sizeof w->cell[12], "-");
-    snprintf(w->cell[14], sizeof w->cell[14], "-");
+    snprintf(w->cell[13], sizeof w->cell[13], "-");
+    snprintf(w->cell[15], sizeof w->cell[15], "-");
   }
-  if (r->peak_live_warm) snprintf(w->cell[13], sizeof w->cell[13], "%.3f", ratio(r->peak_live, r->peak_live_warm));
-  else snprintf(w->cell[13], sizeof w->cell[13], "-"); /* shim policies: not measured */
-  snprintf(w->cell[15], sizeof w->cell[15], "%.0f", r->ns_per_request);
+  if (r->peak_live_warm) snprintf(w->cell[14], sizeof w->cell[14], "%.3f", ratio(r->peak_live, r->peak_live_warm));
+  else snprintf(w->cell[14], sizeof w->cell[14], "-"); /* shim policies: not measured */
+  snprintf(w->cell[16], sizeof w->cell[16], "%.0f", r->ns_per_request);
 }
 
 static void print_table(FILE *out, const row *rows, size_t n) {
@@ -451,6 +465,8 @@ int cmd_replay(int argc, char **argv) {
   for (size_t i = 0; i < npaths && loaded; i++) {
     char label[160];
     snprintf(label, sizeof label, "[%zu/%zu] %s", i + 1, npaths, base_name(paths[i]));
+    uint64_t floor_growths = 0;
+    double floor_ns = vs_replay_floor_ns(&traces[i], opts.costs, VS_REPLAY_FLOOR_FACTOR, &floor_growths);
     for (size_t k = 0; k < nsel; k++) {
       vs_replay_result r;
       int failed;
@@ -467,8 +483,8 @@ int cmd_replay(int argc, char **argv) {
         continue;
       }
       vs_progress_done(&pr);
-      if (json) print_json(stdout, paths[i], sel[k], &opts, &r);
-      else make_row(&rows[nrows++], paths[i], sel[k], &opts, &r);
+      if (json) print_json(stdout, paths[i], sel[k], &opts, &r, floor_ns, floor_growths);
+      else make_row(&rows[nrows++], paths[i], sel[k], &opts, &r, floor_ns);
     }
   }
   vs_progress_done(&pr);
