@@ -106,7 +106,9 @@ def main():
         # A refusal before the recorder starts is history (stored), not a crossing to act on.
         assert llm.alloc(300 * MiB).startswith("refused")
         time.sleep(0.3)
-        rec = e.recorder("--config", e.conf, "--action-timeout", "1s")
+        # 3 s: long enough for hang.sh to start its child on a loaded machine
+        # before the timeout kills them both (with 1 s it could be killed first).
+        rec = e.recorder("--config", e.conf, "--action-timeout", "3s")
         # Crossing warn_at (128 MiB): one run, with the event in its environment.
         assert llm.alloc(150 * MiB) == "ok"
         w = eventually(lambda: runs(e, "warn"), "on_warn ran")
@@ -146,7 +148,7 @@ def main():
         leader = int(open(e.path("hang.pid")).read())
         t0 = time.time()
         eventually(lambda: not alive(pid) and not alive(leader), "hanging action killed", timeout=20)
-        print("hanging action and its child killed %.1f s after it started (timeout 1 s)" % (time.time() - t0))
+        print("hanging action and its child killed %.1f s after it started (timeout 3 s)" % (time.time() - t0))
         # The card-wide on_refuse of tenant slow: it fails (exit 3).
         assert slow.alloc(200 * MiB).startswith("refused")
         time.sleep(1.5)
@@ -166,7 +168,7 @@ def main():
         assert "on_warn %s/hang.sh: FAILED: killed at its timeout" % d in text, text
         log = open(e.path("recorder.err")).read()
         assert "vramshim: on_warn of tenant llm on card %s: action saw warn for llm" % card in log, log
-        assert "still ran after its timeout of 1.0 s: killed" in log, log
+        assert "still ran after its timeout of 3.0 s: killed" in log, log
         # status names the failed actions (from the history database).
         st = e.tool("status", "--ledger-dir", e.ledger, env=dict(e.env, VRAMSHIM_HISTORY_DB=e.db)).stdout
         assert "vramshim: threshold action on_refuse of tenant slow on card %s failed at " % card in st, st
