@@ -43,12 +43,14 @@ struct gnode {
 
 struct sim_graph {
     uint32_t magic;
+    struct sim_graph *grave_next;   /* destroyed: kept on the graveyard list */
     struct gnode **nodes;
     size_t n, cap;
 };
 
 struct sim_gexec {
     uint32_t magic;
+    struct sim_gexec *grave_next;   /* destroyed: kept on the graveyard list */
     unsigned long long flags;
     uint64_t need[SIM_MAX_CARDS];   /* bytes of its allocation nodes, per device */
     uint64_t keep[SIM_MAX_CARDS];   /* of which no free node of the graph frees */
@@ -65,6 +67,14 @@ struct gpool {
 
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards gpools and every exec */
 static struct gpool gpools[SIM_MAX_CARDS];
+/* Destroyed graphs and executable graphs are never freed, only marked
+ * (magic 0) and kept here: a handle used after its destroy (a double
+ * destroy, a launch of a destroyed graph) then reads memory that is still
+ * the sim's and gets CUDA_ERROR_INVALID_VALUE, where a freed struct would
+ * be a use after free. A few hundred bytes per destroyed graph; under
+ * graph_lock. */
+static struct sim_graph *graph_grave;
+static struct sim_gexec *gexec_grave;
 
 static struct sim_graph *graph_get(CUgraph h)
 {
@@ -103,7 +113,12 @@ SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
         free(x);
     }
     free(g->nodes);
-    free(g);
+    g->nodes = NULL;
+    g->n = g->cap = 0;
+    pthread_mutex_lock(&graph_lock);
+    g->grave_next = graph_grave;
+    graph_grave = g;
+    pthread_mutex_unlock(&graph_lock);
     return CUDA_SUCCESS;
 }
 
@@ -232,11 +247,13 @@ SIM_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     SIM_REQUIRE_INIT();
     pthread_mutex_lock(&graph_lock);
     struct sim_gexec *e = exec_get(hGraphExec);
-    if (e) e->magic = 0;   /* what it holds stays in use (freed by the context's end) */
+    if (e) {
+        e->magic = 0;   /* what it holds stays in use (freed by the context's end) */
+        e->grave_next = gexec_grave;
+        gexec_grave = e;
+    }
     pthread_mutex_unlock(&graph_lock);
-    if (!e) return CUDA_ERROR_INVALID_VALUE;
-    free(e);
-    return CUDA_SUCCESS;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* graph_lock held: what e still holds in the pool of dev. */
