@@ -85,13 +85,19 @@ static int nvml_used_by_me(int card, uint64_t *used) {
   if (!t || !t->nvmlDeviceGetHandleByUUID || vs_nvml_card_uuid(card, uuid) != 0) return -1;
   if (t->nvmlDeviceGetHandleByUUID(uuid, &d) != NVML_SUCCESS) return -1;
   /* every version has pid and usedGpuMemory first; v2 and v3 share a layout.
-   * On the heap: this runs about once a second, never on an allocation's path. */
+   * Static buffers, used under g_refresh_lock (every caller holds it): no
+   * allocation on the background thread once a second, so a fork of the
+   * program never finds that thread inside malloc (an allocator that is not
+   * fork-safe, as ASan's before LLVM 17, would then block the child). */
+  static union {
+    nvmlProcessInfo_t v3[MAX_PROCS];
+    nvmlProcessInfo_v1_t v1[MAX_PROCS];
+  } buf;
   unsigned n = MAX_PROCS, pid = (unsigned)vs_plat_pid();
   nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
   int found = 1;
   if (t->nvmlDeviceGetComputeRunningProcesses_v3 || t->nvmlDeviceGetComputeRunningProcesses_v2) {
-    nvmlProcessInfo_t *procs = malloc(MAX_PROCS * sizeof *procs);
-    if (!procs) return -1;
+    nvmlProcessInfo_t *procs = buf.v3;
     r = t->nvmlDeviceGetComputeRunningProcesses_v3 ? t->nvmlDeviceGetComputeRunningProcesses_v3(d, &n, procs)
                                                    : t->nvmlDeviceGetComputeRunningProcesses_v2(
                                                          d, &n, (nvmlProcessInfo_v2_t *)procs);
@@ -102,10 +108,8 @@ static int nvml_used_by_me(int card, uint64_t *used) {
         *used = procs[i].usedGpuMemory;
         break;
       }
-    free(procs);
   } else if (t->nvmlDeviceGetComputeRunningProcesses) {
-    nvmlProcessInfo_v1_t *v1 = malloc(MAX_PROCS * sizeof *v1);
-    if (!v1) return -1;
+    nvmlProcessInfo_v1_t *v1 = buf.v1;
     r = t->nvmlDeviceGetComputeRunningProcesses(d, &n, v1);
     for (unsigned i = 0; r == NVML_SUCCESS && i < n; i++)
       if (v1[i].pid == pid) {
@@ -113,7 +117,6 @@ static int nvml_used_by_me(int card, uint64_t *used) {
         *used = v1[i].usedGpuMemory;
         break;
       }
-    free(v1);
   }
   return r != NVML_SUCCESS ? -1 : found;
 }
