@@ -133,12 +133,14 @@ static int fast_holds(uint64_t addr) {
   for (int tries = 0; tries < 4; tries++) {
     unsigned s = atomic_load_explicit(&g_fast_seq, memory_order_acquire);
     if (s & 1) continue;
-    unsigned n = atomic_load_explicit(&g_fast_n, memory_order_relaxed);
-    int coarse = atomic_load_explicit(&g_fast_coarse, memory_order_relaxed), hit = 0;
+    /* Acquire loads (plain loads on x86) keep the re-read of the sequence
+     * below after them, as a fence would; GCC's ThreadSanitizer does not
+     * support atomic_thread_fence. */
+    unsigned n = atomic_load_explicit(&g_fast_n, memory_order_acquire);
+    int coarse = atomic_load_explicit(&g_fast_coarse, memory_order_acquire), hit = 0;
     for (unsigned i = 0; i < n && i < FAST_MAX && !hit; i++)
-      hit = addr >= atomic_load_explicit(&g_fast_lo[i], memory_order_relaxed) &&
-            addr < atomic_load_explicit(&g_fast_hi[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+      hit = addr >= atomic_load_explicit(&g_fast_lo[i], memory_order_acquire) &&
+            addr < atomic_load_explicit(&g_fast_hi[i], memory_order_acquire);
     if (atomic_load_explicit(&g_fast_seq, memory_order_relaxed) != s) continue;
     return hit && coarse ? -1 : hit;
   }
