@@ -126,7 +126,11 @@ static int nvml_used_by_me(int card, uint64_t *used) {
 static uint64_t g_last_want[MAX_CARDS];
 static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void vs_footprint_refresh(int card) {
+/* at_ctx: a context just began or ended on the card. Its footprint is then
+ * charged at once, so a program that sizes itself from free memory right
+ * after creating its context sees the context's own memory gone; the
+ * agreement rule below is for the background thread's periodic readings. */
+static void refresh(int card, int at_ctx) {
   uint64_t held = 0, overhead = 0, used = 0;
   if (card < 0 || card >= MAX_CARDS) return;
   pthread_mutex_lock(&g_refresh_lock);
@@ -141,6 +145,7 @@ void vs_footprint_refresh(int card) {
    * (or not yet) counts (a free credited before the driver's free returns,
    * an allocation in flight) is high for an instant: a rise is charged only
    * as far as two measurements in a row agree; a fall at once. */
+  if (at_ctx) g_last_want[card] = want;
   uint64_t apply = want > overhead && g_last_want[card] < want ? (g_last_want[card] > overhead ? g_last_want[card] : overhead)
                                                                : want;
   g_last_want[card] = want;
@@ -153,6 +158,8 @@ void vs_footprint_refresh(int card) {
   pthread_mutex_unlock(&g_refresh_lock);
 }
 
+void vs_footprint_refresh(int card) { refresh(card, 0); }
+
 void vs_footprint_refresh_all(void) {
   int n = g_ncards;
   for (int c = 0; c < n && c < MAX_CARDS; c++) vs_footprint_refresh(c);
@@ -160,8 +167,9 @@ void vs_footprint_refresh_all(void) {
 
 void vs_footprint_ctx_changed(int card) {
   if (card >= 0) fill();
-  if (card >= 0 && card < MAX_CARDS) vs_footprint_refresh(card);
-  else vs_footprint_refresh_all();
+  if (card >= 0 && card < MAX_CARDS) refresh(card, 1);
+  else
+    for (int c = 0; c < g_ncards && c < MAX_CARDS; c++) refresh(c, 1);
 }
 
 void vs_nvml_cards_atfork_child(void) {
