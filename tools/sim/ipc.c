@@ -22,6 +22,36 @@ struct ipc_wire {
 };
 _Static_assert(sizeof(struct ipc_wire) <= CU_IPC_HANDLE_SIZE, "IPC handle is 64 bytes");
 
+/* The record of memory another process exported, mapped here at m (a
+ * cuIpcOpenMemHandle, or a pool pointer import): inserted in the memory
+ * table, its address in *out; the mapping undone when out of host memory. */
+CUresult sim_ipc_record(void *m, size_t map_len, size_t size, int card, int32_t pid, int32_t id, struct sim_ctx *ctx,
+                        int pool_import, CUdeviceptr *out)
+{
+    struct sim_alloc *a = calloc(1, sizeof *a);
+    if (!a) {
+        sim_os_obj_unmap(m, map_len);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->base = (uintptr_t)m;
+    a->size = size;
+    a->map_len = map_len;
+    a->obj = SIM_OS_NO_OBJ;
+    a->card = card;
+    a->kind = SIM_K_IPC;
+    a->ctx = ctx;
+    a->id = sim_next_id();
+    a->ipc_refs = 1;
+    a->ipc_pid = pid;
+    a->ipc_id = id;
+    a->pool_import = pool_import;
+    pthread_mutex_lock(&sim_mem_lock);
+    sim_mem_insert(a);
+    pthread_mutex_unlock(&sim_mem_lock);
+    *out = a->base;
+    return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     SIM_COUNT(cuIpcGetMemHandle);
@@ -68,26 +98,8 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned fla
     void *m = NULL;
     int mr = sim_os_ipc_map(w.pid, w.fd, w.id, w.map_len, &m);
     if (mr != 0) return mr == -2 ? CUDA_ERROR_MAP_FAILED : CUDA_ERROR_INVALID_HANDLE;
-    struct sim_alloc *a = calloc(1, sizeof *a);
-    if (!a) {
-        sim_os_obj_unmap(m, w.map_len);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->base = (uintptr_t)m;
-    a->size = w.size;
-    a->map_len = w.map_len;
-    a->obj = SIM_OS_NO_OBJ;
-    a->card = w.card;
-    a->kind = SIM_K_IPC;
-    a->ctx = ctx;
-    a->id = sim_next_id();
-    a->ipc_refs = 1;
-    a->ipc_pid = w.pid;
-    a->ipc_id = w.id;
-    pthread_mutex_lock(&sim_mem_lock);
-    sim_mem_insert(a);
-    pthread_mutex_unlock(&sim_mem_lock);
-    *pdptr = a->base;
+    CUresult rr = sim_ipc_record(m, w.map_len, w.size, w.card, w.pid, w.id, ctx, 0, pdptr);
+    if (rr != CUDA_SUCCESS) return rr;
     return CUDA_SUCCESS;
 }
 

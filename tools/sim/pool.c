@@ -665,27 +665,8 @@ SIM_API CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
     void *m = NULL;
     int mr = sim_os_ipc_map(w.pid, w.fd, w.id, w.map_len, &m);
     if (mr != 0) return mr == -2 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
-    struct sim_alloc *a = calloc(1, sizeof *a);
-    if (!a) {
-        sim_os_obj_unmap(m, w.map_len);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->base = (uintptr_t)m;
-    a->size = w.size;
-    a->map_len = w.map_len;
-    a->obj = SIM_OS_NO_OBJ;
-    a->card = w.card;
-    a->kind = SIM_K_IPC;
-    a->ctx = ctx;
-    a->id = sim_next_id();
-    a->ipc_refs = 1;
-    a->ipc_pid = w.pid;
-    a->ipc_id = w.id;
-    a->pool_import = 1;
-    pthread_mutex_lock(&sim_mem_lock);
-    sim_mem_insert(a);
-    pthread_mutex_unlock(&sim_mem_lock);
-    *ptr_out = a->base;
+    CUresult rr = sim_ipc_record(m, w.map_len, w.size, w.card, w.pid, w.id, ctx, 1, ptr_out);
+    if (rr != CUDA_SUCCESS) return rr;
     return CUDA_SUCCESS;
 }
 

@@ -70,6 +70,9 @@ CUresult sim_init(void);        /* cuInit's work: config and shared state, once 
 int sim_parse_size(const char *s, uint64_t *out);
 /* A physical card's UUID (stable per physical index and capacity). */
 void sim_phys_uuid(int phys, uint64_t capacity, CUuuid *u);
+struct sim_ctx;
+CUresult sim_ipc_record(void *m, size_t map_len, size_t size, int card, int32_t pid, int32_t id, struct sim_ctx *ctx,
+                        int pool_import, CUdeviceptr *out);   /* ipc.c */
 /* The cards CUDA_VISIBLE_DEVICES (value cvd; NULL: all) shows, as the driver
  * reads it: comma-separated indexes, GPU UUIDs ("GPU-..." or without the
  * prefix, any unique prefix of one); the first entry that names no card, or
