@@ -20,7 +20,7 @@
   if (r == CUDA_SUCCESS && pctx && *pctx) vs_mem_ctx_begin((uint64_t)(uintptr_t)*pctx, (int)dev, 0); \
   vs_guard_leave();                                                                \
   if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();                              \
-  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);                       \
+  if (r == CUDA_SUCCESS && pctx && *pctx) vs_footprint_ctx_begun((int)dev, (uint64_t)(uintptr_t)*pctx, 0); \
   return r
 
 CUresult vs_hook_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
@@ -48,7 +48,7 @@ CUresult vs_hook_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev) 
   CUresult r = real->name(ctx);                                                    \
   vs_mem_ctx_ended(ending, r);                                                     \
   vs_guard_leave();                                                                \
-  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed(-1);                             \
+  if (r == CUDA_SUCCESS) vs_footprint_ctx_ended((uint64_t)(uintptr_t)ctx, -1);      \
   return r
 
 CUresult vs_hook_cuCtxDestroy_v2(CUcontext ctx) { DESTROY_BODY(cuCtxDestroy_v2); }
@@ -69,8 +69,10 @@ CUresult vs_hook_cuCtxDetach(CUcontext ctx) {
   vs_guard_enter();
   CUresult r = real->cuCtxDetach(ctx);
   /* The driver destroys the context when its usage count reaches 0. */
-  if (r == CUDA_SUCCESS && ctx && vs_ctx_detached((uint64_t)(uintptr_t)ctx)) vs_mem_ctx_end((uint64_t)(uintptr_t)ctx, -1);
+  int ended = r == CUDA_SUCCESS && ctx && vs_ctx_detached((uint64_t)(uintptr_t)ctx);
+  if (ended) vs_mem_ctx_end((uint64_t)(uintptr_t)ctx, -1);
   vs_guard_leave();
+  if (ended) vs_footprint_ctx_ended((uint64_t)(uintptr_t)ctx, -1);
   return r;
 }
 
@@ -89,7 +91,7 @@ CUresult vs_hook_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   vs_ctx_primary_unlock();
   vs_guard_leave();
   if (r == CUDA_SUCCESS) vs_stream_order_ctx_begun();
-  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);
+  if (r == CUDA_SUCCESS && pctx && *pctx) vs_footprint_ctx_begun((int)dev, (uint64_t)(uintptr_t)*pctx, 1);
   return r;
 }
 
@@ -109,15 +111,18 @@ static int primary_active(const vs_real_table *real, CUdevice dev, int retains_l
   vs_ctx_primary_lock();                                                           \
   vs_ctx *ending = (reset) ? vs_mem_ctx_ending(0, (int)dev) : NULL;                \
   CUresult r = real->name(dev);                                                    \
+  int ended = 0;                                                                   \
   if (reset) {                                                                     \
     vs_mem_ctx_ended(ending, r);                                                   \
+    ended = r == CUDA_SUCCESS;                                                     \
   } else if (r == CUDA_SUCCESS) {                                                  \
     int left = vs_ctx_primary_released((int)dev);                                  \
-    if (!primary_active(real, dev, left)) vs_mem_ctx_end(0, (int)dev);             \
+    ended = !primary_active(real, dev, left);                                      \
+    if (ended) vs_mem_ctx_end(0, (int)dev);                                        \
   }                                                                                \
   vs_ctx_primary_unlock();                                                         \
   vs_guard_leave();                                                                \
-  if (r == CUDA_SUCCESS) vs_footprint_ctx_changed((int)dev);                       \
+  if (ended) vs_footprint_ctx_ended(0, (int)dev);                                  \
   return r
 
 CUresult vs_hook_cuDevicePrimaryCtxRelease_v2(CUdevice dev) { RELEASE_BODY(cuDevicePrimaryCtxRelease_v2, 0); }

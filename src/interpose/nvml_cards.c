@@ -78,8 +78,8 @@ int vs_nvml_card_uuid(int card, char out[96]) {
 /* The bytes NVML says this process holds on card: 0 with *used, 1 when NVML
  * does not list it there (no context; or a PID namespace NVML does not
  * see into), -1 when NVML is missing. */
-static int nvml_used_by_me(int card, uint64_t *used) {
-  const vs_nvml_table *t = vs_nvml_for_shim();
+static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
+  const vs_nvml_table *t = vs_nvml_for_shim(may_load);
   char uuid[96];
   nvmlDevice_t d;
   if (!t || !t->nvmlDeviceGetHandleByUUID || vs_nvml_card_uuid(card, uuid) != 0) return -1;
@@ -130,14 +130,17 @@ static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
  * charged at once, so a program that sizes itself from free memory right
  * after creating its context sees the context's own memory gone; the
  * agreement rule below is for the background thread's periodic readings. */
-static void refresh(int card, int at_ctx) {
+/* 0 measured; 1 NVML does not list this process (its PID namespace);
+ * -1 NVML missing or the card's ledger not open. Either way but 0 the
+ * overhead stands. */
+static int refresh(int card, int at_ctx) {
   uint64_t held = 0, overhead = 0, used = 0;
-  if (card < 0 || card >= MAX_CARDS) return;
+  if (card < 0 || card >= MAX_CARDS) return -1;
   pthread_mutex_lock(&g_refresh_lock);
-  /* NVML missing, or not listing this process: the overhead stands */
-  if (vs_quota_held(card, &held, &overhead) != 0 || nvml_used_by_me(card, &used) != 0) {
+  int rc = vs_quota_held(card, &held, &overhead) != 0 ? -1 : nvml_used_by_me(card, &used, at_ctx);
+  if (rc != 0) {
     pthread_mutex_unlock(&g_refresh_lock);
-    return;
+    return rc;
   }
   uint64_t counted = held - overhead;
   uint64_t want = used > counted ? used - counted : 0;
@@ -156,24 +159,175 @@ static void refresh(int card, int at_ctx) {
     vs_quota_set_overhead(card, apply);
   }
   pthread_mutex_unlock(&g_refresh_lock);
+  return 0;
 }
 
-void vs_footprint_refresh(int card) { refresh(card, 0); }
+static void fallback_settle(int card);
+
+void vs_footprint_refresh(int card) {
+  if (card < 0 || card >= MAX_CARDS) return;
+  /* the background thread: never loads NVML (nvml_table.h) */
+  if (!vs_nvml_for_shim(0) || refresh(card, 0) == 1) fallback_settle(card);
+}
 
 void vs_footprint_refresh_all(void) {
   int n = g_ncards;
   for (int c = 0; c < n && c < MAX_CARDS; c++) vs_footprint_refresh(c);
 }
 
-void vs_footprint_ctx_changed(int card) {
-  if (card >= 0) fill();
-  if (card >= 0 && card < MAX_CARDS) refresh(card, 1);
-  else
-    for (int c = 0; c < g_ncards && c < MAX_CARDS; c++) refresh(c, 1);
+/* ---- the footprint without NVML ------------------------------------------
+ * What each context took from the card's free memory when it began: the
+ * driver's free memory before it (the ledger's reading of the card, moved
+ * by what every process took or gave back since: vs_quota_drv_predict)
+ * less the free memory right after (cuMemGetInfo in the new context). No
+ * context of this process needs to exist before, and a process's first
+ * context is the usual case. Never more than what nobody on the card
+ * accounts for (the driver's used memory less what every process holds in
+ * the ledger): a process outside the shim that allocated since the reading
+ * is not charged to this one. Every measurement becomes the card's new
+ * reading, and its cost the card's last context cost.
+ * A card without a reading yet (the first context on it since its ledger
+ * was made) is charged that last cost once another context measured it,
+ * no more than what nobody accounted for when it began: pending until then.
+ * The overhead is the sum over the process's live contexts on the card; a
+ * context's share is given back when it ends. Under g_refresh_lock. */
+#define MAX_CTX 256
+static struct fallback_ctx {
+  uint64_t handle;
+  int card, primary;
+  uint64_t took;
+  uint64_t bound;   /* pending: what nobody accounted for when it began */
+  int pending;
+} g_ctx[MAX_CTX];
+static int g_nctx;
+static uint64_t g_took[MAX_CARDS];
+
+/* The driver's free and total memory on ctx's card, read with ctx current. */
+static int driver_free_in(uint64_t ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real || !real->cuMemGetInfo_v2 || !real->cuCtxPushCurrent_v2 || !real->cuCtxPopCurrent_v2) return -1;
+  size_t f = 0, t = 0;
+  CUcontext popped = NULL;
+  vs_guard_enter();
+  CUresult r = real->cuCtxPushCurrent_v2((CUcontext)(uintptr_t)ctx);
+  if (r == CUDA_SUCCESS) {
+    r = real->cuMemGetInfo_v2(&f, &t);
+    real->cuCtxPopCurrent_v2(&popped);
+  }
+  vs_guard_leave();
+  *free_bytes = f;
+  *total_bytes = t;
+  return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+static int fallback_find(uint64_t handle, int card, int primary) {
+  for (int i = 0; i < g_nctx; i++)
+    if (primary ? (g_ctx[i].primary && g_ctx[i].card == card) : (!g_ctx[i].primary && g_ctx[i].handle == handle))
+      return i;
+  return -1;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+static void fallback_begun(int card, uint64_t handle, int primary) {
+  uint64_t predicted = 0, all_held = 0, cost = 0, after = 0, total = 0, held = 0, overhead = 0;
+  pthread_mutex_lock(&g_refresh_lock);
+  /* a retain of a primary context that was already live takes nothing */
+  if (g_nctx >= MAX_CTX || fallback_find(handle, card, primary) >= 0) goto out;
+  int have = vs_quota_drv_predict(card, &predicted, &all_held, &cost) == 0;   /* opens the card's ledger */
+  if (vs_quota_held(card, &held, &overhead) != 0 || driver_free_in(handle, &after, &total) != 0) goto out;
+  uint64_t drv_used = total > after ? total - after : 0;
+  uint64_t unexplained = drv_used > all_held ? drv_used - all_held : 0;
+  struct fallback_ctx *c = &g_ctx[g_nctx++];
+  memset(c, 0, sizeof *c);
+  c->handle = handle;
+  c->card = card;
+  c->primary = primary;
+  if (have) {
+    c->took = min_u64(predicted > after ? predicted - after : 0, unexplained);
+  } else if (cost) {
+    c->took = min_u64(cost, unexplained);
+  } else {
+    c->pending = 1;
+    c->bound = unexplained;
+    VS_DEBUG("card %d: no NVML and no reading of the card yet: this context's footprint is charged once "
+             "another context on the card is measured (at most %llu bytes)", card, (unsigned long long)unexplained);
+  }
+  g_took[card] += c->took;
+  if (!c->pending)
+    VS_DEBUG("card %d: no NVML; the new context took %llu bytes of the card's free memory (free %llu before, "
+             "%llu after): charged to the tenant as overhead (%llu in all)", card, (unsigned long long)c->took,
+             (unsigned long long)(have ? predicted : after + cost), (unsigned long long)after,
+             (unsigned long long)g_took[card]);
+  vs_quota_set_overhead(card, g_took[card]);
+  vs_quota_drv_note(card, after, have ? c->took : 0);
+out:
+  pthread_mutex_unlock(&g_refresh_lock);
+}
+
+/* The background thread: pending contexts take the card's context cost
+ * once one is known. */
+static void fallback_settle(int card) {
+  pthread_mutex_lock(&g_refresh_lock);
+  int pending = 0;
+  for (int i = 0; i < g_nctx; i++) pending |= g_ctx[i].pending && g_ctx[i].card == card;
+  uint64_t predicted = 0, all_held = 0, cost = 0;
+  if (pending) vs_quota_drv_predict(card, &predicted, &all_held, &cost);
+  if (cost) {
+    uint64_t added = 0;
+    for (int i = 0; i < g_nctx; i++)
+      if (g_ctx[i].pending && g_ctx[i].card == card) {
+        g_ctx[i].pending = 0;
+        g_ctx[i].took = min_u64(cost, g_ctx[i].bound);
+        added += g_ctx[i].took;
+      }
+    g_took[card] += added;
+    /* memory the driver took before any reading of the card since: in the
+     * reading's used memory already, not in its held */
+    vs_quota_drv_counted(card, added);
+    VS_DEBUG("card %d: no NVML; a context on the card was measured at %llu bytes: this process's first "
+             "context is charged as much (%llu in all)", card, (unsigned long long)cost,
+             (unsigned long long)g_took[card]);
+    vs_quota_set_overhead(card, g_took[card]);
+  }
+  pthread_mutex_unlock(&g_refresh_lock);
+}
+
+static void fallback_ended(uint64_t handle, int card) {
+  pthread_mutex_lock(&g_refresh_lock);
+  int i = fallback_find(handle, card, card >= 0);
+  if (i >= 0) {
+    int c = g_ctx[i].card;
+    g_took[c] -= g_ctx[i].took;
+    g_ctx[i] = g_ctx[--g_nctx];
+    vs_quota_set_overhead(c, g_took[c]);
+  }
+  pthread_mutex_unlock(&g_refresh_lock);
+}
+
+void vs_footprint_ctx_begun(int card, uint64_t handle, int primary) {
+  if (card < 0 || card >= MAX_CARDS) return;
+  fill();
+  /* the program's thread: NVML is loaded here, if it is anywhere. NVML
+   * that does not list the process (a container's PID namespace) is as
+   * good as none for its footprint. */
+  if (!vs_nvml_for_shim(1) || refresh(card, 1) == 1) fallback_begun(card, handle, primary);
+}
+
+void vs_footprint_ctx_ended(uint64_t handle, int card) {
+  fallback_ended(handle, card);   /* nothing when the context was measured by NVML */
+  if (vs_nvml_for_shim(1)) {
+    if (card >= 0 && card < MAX_CARDS) refresh(card, 1);
+    else
+      for (int c = 0; c < g_ncards && c < MAX_CARDS; c++) refresh(c, 1);
+  }
 }
 
 void vs_nvml_cards_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
   pthread_mutex_init(&g_refresh_lock, NULL);
   memset(g_last_want, 0, sizeof g_last_want);
+  /* the child has no context of its own: the parent's are not its footprint */
+  g_nctx = 0;
+  memset(g_took, 0, sizeof g_took);
 }

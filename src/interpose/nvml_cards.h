@@ -26,9 +26,15 @@ int vs_nvml_card_uuid(int card, char out[96]);
  * overhead stands as it was, 0 unless NVML said otherwise before). */
 void vs_footprint_refresh(int card);
 void vs_footprint_refresh_all(void);
-/* A context began or ended on card (-1: unknown, every open card): the
- * footprint is measured again. */
-void vs_footprint_ctx_changed(int card);
+/* A context began (handle, on card; primary: the device's primary
+ * context) or ended (a regular one by its handle with card -1; the primary
+ * one of card by card). Called from the program's thread, outside the
+ * recursion guard: with NVML the footprint is measured again (NVML is
+ * loaded here if at all, never on the background thread); without it, the
+ * context's own cost is measured against the card's reading in the ledger
+ * (docs/nvml.md, "Without NVML"). */
+void vs_footprint_ctx_begun(int card, uint64_t handle, int primary);
+void vs_footprint_ctx_ended(uint64_t handle, int card);
 
 void vs_nvml_cards_atfork_child(void);
 #endif

@@ -75,7 +75,8 @@ void *vs_nvml_real(int id) {
   return g_real[id];
 }
 
-const vs_nvml_table *vs_nvml_for_shim(void) {
+const vs_nvml_table *vs_nvml_for_shim(int may_load) {
+  if (!may_load && atomic_load_explicit(&g_state, memory_order_acquire) != NV_READY) return NULL;
   const vs_nvml_table *t = vs_nvml();
   if (!t) return NULL;
   int s = atomic_load_explicit(&g_shim_init, memory_order_acquire);

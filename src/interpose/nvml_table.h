@@ -25,8 +25,13 @@ const vs_nvml_table *vs_nvml(void);
 void *vs_nvml_real(int id);
 /* NVML initialised for the shim's own calls (nvmlInit_v2 once, never shut
  * down: NVML counts inits, so the program's own shutdown stays balanced);
- * NULL when NVML is missing or refuses. */
-const vs_nvml_table *vs_nvml_for_shim(void);
+ * NULL when NVML is missing or refuses.
+ * may_load 0: NULL, rather than loading NVML, when nobody has loaded it yet.
+ * The shim's background thread passes 0: it never dlopens. A dlopen that
+ * races the program's exit runs the constructors of libraries exit has
+ * already finalised (glibc clears their "initialised" mark), the driver's
+ * among them; the program's own threads load NVML (a context's start). */
+const vs_nvml_table *vs_nvml_for_shim(int may_load);
 
 /* fork: the loader lock, held across fork (driver_table.h's reason) */
 void vs_nvml_atfork_prepare(void);

@@ -326,6 +326,21 @@ int vs_quota_held(int card, uint64_t *held, uint64_t *overhead) {
   return vs_tenant_held(g_session, card, held, overhead);
 }
 
+int vs_quota_drv_predict(int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
+  vs_tenant_session *s = card_session(card);
+  return s ? vs_tenant_drv_predict(s, card, drv_free, held, ctx_cost) : -1;
+}
+
+void vs_quota_drv_note(int card, uint64_t drv_free, uint64_t ctx_cost) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  vs_tenant_drv_note(g_session, card, drv_free, ctx_cost);
+}
+
+void vs_quota_drv_counted(int card, uint64_t n) {
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  vs_tenant_drv_counted(g_session, card, n);
+}
+
 void vs_quota_set_overhead(int card, uint64_t overhead) {
   if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
   vs_tenant_set_overhead(g_session, card, overhead);

@@ -54,6 +54,14 @@ int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64
  * gives back the difference). */
 int vs_quota_held(int card, uint64_t *held, uint64_t *overhead);
 void vs_quota_set_overhead(int card, uint64_t overhead);
+/* The card's driver reading for the footprint without NVML (ledger.h:
+ * vs_ledger_drv_predict, vs_ledger_drv_note); predict opens the card's
+ * ledger if the card is enforced and not open yet, and is -1 when it is
+ * not enforced or has no reading (*held and *ctx_cost are set whenever the
+ * ledger is open). */
+int vs_quota_drv_predict(int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost);
+void vs_quota_drv_note(int card, uint64_t drv_free, uint64_t ctx_cost);
+void vs_quota_drv_counted(int card, uint64_t n);
 
 /* Copies this process's live bytes on card (accounting.h) into the
  * ledger's per-process "live" column when the card is enforced: one

@@ -1267,6 +1267,68 @@ void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead) {
   if (overhead < old) wake_waiters(s);
 }
 
+/* Under the lock: what every tenant holds on the card. */
+static uint64_t card_held_locked(const vs_ledger_shm *s) {
+  uint64_t sum = 0;
+  for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) sum += s->tenants[t].used;
+  return sum;
+}
+
+int vs_ledger_drv_predict(vs_ledger *h, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return -1;
+  if (lock_shm(s, h->fd, h->slot)) {
+    leave(h);
+    return -1;
+  }
+  int rc = -1;
+  uint64_t now = card_held_locked(s);
+  *held = now;
+  *ctx_cost = s->drv_ctx_cost;
+  if (s->drv_seen_ns) {
+    uint64_t base = s->drv_free_seen + s->drv_held_seen;
+    *drv_free = base > now ? base - now : 0;
+    rc = 0;
+  }
+  unlock_shm(s, h->fd, h->slot);
+  leave(h);
+  return rc;
+}
+
+void vs_ledger_drv_note(vs_ledger *h, uint64_t drv_free, uint64_t ctx_cost) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s, h->fd, h->slot)) {
+    leave(h);
+    return;
+  }
+  uint64_t ns = vs_clock_ns(CLOCK_REALTIME);
+  write_begin(s);
+  VS_STORE(&s->drv_free_seen, drv_free);
+  VS_STORE(&s->drv_held_seen, card_held_locked(s));
+  VS_STORE(&s->drv_seen_ns, ns ? ns : 1);
+  if (ctx_cost) VS_STORE(&s->drv_ctx_cost, ctx_cost);
+  write_end(s);
+  unlock_shm(s, h->fd, h->slot);
+  leave(h);
+}
+
+void vs_ledger_drv_counted(vs_ledger *h, uint64_t n) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (!s) return;
+  if (lock_shm(s, h->fd, h->slot)) {
+    leave(h);
+    return;
+  }
+  if (s->drv_seen_ns) {
+    write_begin(s);
+    VS_STORE(&s->drv_held_seen, s->drv_held_seen + n);
+    write_end(s);
+  }
+  unlock_shm(s, h->fd, h->slot);
+  leave(h);
+}
+
 uint64_t vs_ledger_overhead(const vs_ledger *h) {
   return h && fd_of(h) >= 0 ? __atomic_load_n(&h->mine_overhead, __ATOMIC_RELAXED) : 0;
 }

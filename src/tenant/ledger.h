@@ -167,6 +167,19 @@ uint64_t vs_ledger_held(const vs_ledger *h);
  * took it) or given back when it shrinks; shown apart by status. */
 void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead);
 uint64_t vs_ledger_overhead(const vs_ledger *h);
+/* issue 24, the footprint without NVML (docs/nvml.md). vs_ledger_drv_predict:
+ * the driver's free memory on the card now as the last reading predicts
+ * it (the reading, less what every slot took since, plus what they gave
+ * back): 0, or -1 when no process has noted a reading; *held: what every
+ * slot holds now (either way); *ctx_cost: the last context cost noted (0:
+ * none). vs_ledger_drv_note: drv_free, just read by this process, becomes
+ * the reading; ctx_cost, when not 0, the last context cost. */
+int vs_ledger_drv_predict(vs_ledger *h, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost);
+void vs_ledger_drv_note(vs_ledger *h, uint64_t drv_free, uint64_t ctx_cost);
+/* n bytes the driver already held at the last reading (a context charged
+ * late) are now in the ledger: the reading's held moves with them, so the
+ * next prediction does not take them for memory given back. */
+void vs_ledger_drv_counted(vs_ledger *h, uint64_t n);
 
 /* Test hook: stop (SIGSTOP) or sleep inside the critical section of every
  * admitted charge, between the slot and the tenant total updates, to test

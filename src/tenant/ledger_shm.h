@@ -32,7 +32,7 @@
 #include "plat_types.h" /* vs_plat_xlock */
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 7u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24) */
+#define VS_LEDGER_VERSION 8u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML) */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -141,6 +141,13 @@ typedef struct vs_ledger_shm {
   uint64_t capacity, headroom, plan_generation;
   uint64_t last_sweep_ns;    /* CLOCK_MONOTONIC */
   uint64_t event_head;       /* events written so far; slot = head % VS_LEDGER_EVENTS */
+  /* Issue 24, the true footprint without NVML: the driver's free memory on
+   * the card as a process last read it (cuMemGetInfo in a context of its
+   * own), with the bytes every slot held then (drv_held_seen). A new
+   * context's cost is that reading, moved by what the ledger took or gave
+   * back since, less the free memory after it. drv_seen_ns 0: no reading.
+   * drv_ctx_cost: what the last context so measured took (0: none yet). */
+  uint64_t drv_free_seen, drv_held_seen, drv_seen_ns, drv_ctx_cost;
   vs_ledger_tenant tenants[VS_LEDGER_TENANTS];
   vs_ledger_slot slots[VS_LEDGER_SLOTS];
   vs_ledger_event events[VS_LEDGER_EVENTS];

@@ -240,6 +240,16 @@ void vs_tenant_set_overhead(vs_tenant_session *s, int card, uint64_t overhead) {
   vs_ledger_set_overhead(get(s, card), overhead);
 }
 
+int vs_tenant_drv_predict(vs_tenant_session *s, int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
+  vs_ledger *h = get(s, card);
+  return h ? vs_ledger_drv_predict(h, drv_free, held, ctx_cost) : -1;
+}
+void vs_tenant_drv_note(vs_tenant_session *s, int card, uint64_t drv_free, uint64_t ctx_cost) {
+  vs_ledger_drv_note(get(s, card), drv_free, ctx_cost);
+}
+
+void vs_tenant_drv_counted(vs_tenant_session *s, int card, uint64_t n) { vs_ledger_drv_counted(get(s, card), n); }
+
 int vs_tenant_held(vs_tenant_session *s, int card, uint64_t *held, uint64_t *overhead) {
   vs_ledger *h = get(s, card);
   if (!h) return -1;

@@ -88,6 +88,11 @@ void vs_tenant_set_live(vs_tenant_session *s, int card, uint64_t live);
  * included, with the overhead (0, or -1 when the card is not open). */
 void vs_tenant_set_overhead(vs_tenant_session *s, int card, uint64_t overhead);
 int vs_tenant_held(vs_tenant_session *s, int card, uint64_t *held, uint64_t *overhead);
+/* The card's driver reading (vs_ledger_drv_predict / vs_ledger_drv_note):
+ * -1 when the card is not open or has no reading. */
+int vs_tenant_drv_predict(vs_tenant_session *s, int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost);
+void vs_tenant_drv_note(vs_tenant_session *s, int card, uint64_t drv_free, uint64_t ctx_cost);
+void vs_tenant_drv_counted(vs_tenant_session *s, int card, uint64_t n);
 /* The tenant's view; returns 0 and fills free/total, or -1 when the card is
  * not enforced (the caller reports the driver's own numbers). */
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);

@@ -18,6 +18,14 @@ usage: nvml_test.py CASE WORKDIR SHIM SIM_DIR NVML_PROG VRAMSHIM_TOOL
              (read by nvml_prog: no Python client needed),
              the overhead shown apart in `vramshim status` (JSON,
              Prometheus, text).
+  fallback   the same four processes with NVML out of the shim's reach
+             (VRAMSHIM_NVML names no library): each context's cost is
+             measured from the driver's free memory against the card's
+             reading in the ledger; the first one on the card, which has no
+             reading to measure against, is charged the cost the second
+             measured. In the end the ledger equals what the sim's NVML
+             says again. A process outside the shim that holds memory on
+             the card is not charged to anybody.
 """
 import json
 import os
@@ -233,11 +241,7 @@ def case_footprint():
     # what the sim's NVML says they hold, read without the shim
     deadline = time.time() + 60
     while True:
-        r = subprocess.run([PROG, "procs"], env=env(False), capture_output=True, text=True, timeout=120)
-        if r.returncode:
-            fail("nvml_prog procs: " + r.stderr)
-        held_by = dict((int(a), int(b)) for a, b in (line.split() for line in r.stdout.splitlines()))
-        nvml_sum = sum(held_by.get(p, 0) for p in pids)
+        nvml_sum = nvml_holds(pids)
         st = status_json(config)
         card, t = tenant_of(st, "app")
         if t and t["used"] == nvml_sum:
@@ -283,6 +287,65 @@ def case_footprint():
     release(procs)
 
 
+def nvml_holds(pids):
+    r = subprocess.run([PROG, "procs"], env=env(False), capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        fail("nvml_prog procs: " + r.stderr)
+    held_by = dict((int(a), int(b)) for a, b in (line.split() for line in r.stdout.splitlines()))
+    return sum(held_by.get(p, 0) for p in pids)
+
+
+def case_fallback():
+    import shutil
+    shutil.rmtree(os.path.join(WORK, "ledger"), ignore_errors=True)   # a card nobody measured yet
+    config = write_config("8GiB")
+    # a program outside the shim holding 500 MiB (and a context) on the card
+    outsider = holder(env(False, overhead="300MiB"), 500)
+    e = env(True, config, overhead="300MiB", tenant="app")
+    e["VRAMSHIM_NVML"] = os.path.join(WORK, "no-such-libnvidia-ml.so.1")
+    first = holder(e, 100)
+    # alone on the card, the first process has no reading to measure its context against
+    card, t = tenant_of(status_json(config), "app")
+    check(t and t["used"] == 100 * MiB and t["overhead"] == 0,
+          "the first process without NVML: 100 MiB counted, its context not charged yet (%r)" % (t and t["overhead"]))
+    procs = [first] + [holder(e, 100) for _ in range(3)]
+    pids = sorted(p.pid for p in procs)
+    deadline = time.time() + 60
+    while True:
+        nvml_sum = nvml_holds(pids)
+        card, t = tenant_of(status_json(config), "app")
+        if t and t["used"] == nvml_sum:
+            break
+        if time.time() > deadline:
+            fail("ledger usage %r never equalled NVML's %d" % (t and t["used"], nvml_sum))
+        time.sleep(0.5)
+    check(t["used"] == nvml_sum == 4 * 400 * MiB,
+          "without NVML, ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
+    check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
+          % t["overhead"])
+    mine = [p for p in card["processes"] if p["pid"] in pids]
+    check(len(mine) == 4 and all(p["overhead"] == 300 * MiB for p in mine), "each process: overhead 300 MiB")
+    # a context that ends gives its share back
+    release(procs[:1])
+    deadline = time.time() + 60
+    while True:
+        card, t = tenant_of(status_json(config), "app")
+        if t and t["used"] == 3 * 400 * MiB:
+            break
+        if time.time() > deadline:
+            fail("the first process's charge was not given back: %r" % t)
+        time.sleep(0.5)
+    check(t["overhead"] == 3 * 300 * MiB, "after one exits: overhead %d" % t["overhead"])
+    release(procs[1:])
+    # the card's reading outlives its processes: a new first process is
+    # measured at once (the outsider still holds its 800 MiB)
+    again = holder(e, 100)
+    card, t = tenant_of(status_json(config), "app")
+    check(t and t["used"] == 400 * MiB and t["overhead"] == 300 * MiB,
+          "a later first process is measured against the card's reading: %r" % (t and t["overhead"]))
+    release([again, outsider])
+
+
 os.makedirs(WORK, exist_ok=True)
-{"clients": case_clients, "server": case_server, "footprint": case_footprint}[CASE]()
+{"clients": case_clients, "server": case_server, "footprint": case_footprint, "fallback": case_fallback}[CASE]()
 print("PASS " + CASE)
