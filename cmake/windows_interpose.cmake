@@ -44,7 +44,7 @@ file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/vramshim.def CONTENT "${vs_def}")
 add_library(vramshim SHARED ${PROJECT_BINARY_DIR}/vramshim.def)
 set_source_files_properties(${PROJECT_BINARY_DIR}/vramshim.def PROPERTIES GENERATED ON)
 target_link_libraries(vramshim PRIVATE
-  -Wl,--whole-archive vramshim_interpose vramshim_platform_shim -Wl,--no-whole-archive
+  -Wl,--whole-archive ${VS_INTERPOSE_LIBS} vramshim_platform_shim -Wl,--no-whole-archive
   vramshim_explain vramshim_tenant vramshim_arena vramshim_common vramshim_platform cuda_headers Threads::Threads)
 set_target_properties(vramshim PROPERTIES LINKER_LANGUAGE C PREFIX "" OUTPUT_NAME vramshim
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR} ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)

@@ -6,12 +6,12 @@
 #include "arena_backend.h"
 #include "driver_table.h"
 #include "guard.h"
-#include "ipc_record.h"
-#include "ipc_vmm.h"
 #include "log.h"
-#include "memory_service.h"
+#include "quota.h"
+#include "served.h"
 #include "settings.h"
 #include "stream_order.h"
+#include "vramshim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,12 +88,28 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
 /* Under g_create_lock. The arena of ctx, created now; NULL with *res set
  * when the driver cannot say what the card is yet, NULL with ctx marked
  * off when the arena is off for its card. */
+/* What the layers below ask of the arenas, offered before the first arena
+ * is published (they lie below and may not call up: src/LAYERS): a leave
+ * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
+ * bridge counts their cache as the tenant's and trims it when another
+ * process of the tenant is about to be refused. Caller holds
+ * g_create_lock. */
+static void offer_once(void) {
+  static int offered;
+  static const vs_quota_cache cache = {vs_arena_glue_cached, vs_arena_glue_trim_card};
+  if (offered) return;
+  offered = 1;
+  vs_stream_order_set_on_leave(vs_arena_glue_leave_order);
+  vs_quota_set_cache(&cache);
+}
+
 /* ctx's arena becomes a, with its stream order (stream_order.h): set before
  * a is published, and looked at again after, so that an arena published
  * while the process leaves stream order is either walked by the leaver or
  * sees the flag down here (no block of it has been handed out yet). Caller
  * holds g_create_lock. */
 static void publish(vs_ctx *ctx, vs_arena *a) {
+  offer_once();
   vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);
   atomic_store(&ctx->arena, a);
   if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
@@ -475,6 +491,4 @@ void vs_arena_glue_atfork_child(void) {
   pthread_mutex_init(&g_create_lock, NULL);
   vs_stream_order_atfork_child();
   vs_backend_atfork_child();
-  vs_ipc_atfork_child();
-  vs_ipc_vmm_atfork_child();
 }

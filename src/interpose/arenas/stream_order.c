@@ -1,13 +1,12 @@
-/* Stream order (stream_order.h): the process-wide decision and the hooks
- * of stream creation. The arenas themselves are walked by arena_glue.c. */
-#include "hook_common.h"
+/* Stream order (stream_order.h): the process-wide decision. The arenas
+ * themselves are walked by arena_glue.c, through the callback it
+ * registers; the hooks that are signs against stream order are
+ * streams/stream_hooks.c. */
+#include "stream_order.h"
 
-#include "arena_glue.h"
 #include "contexts.h"
 #include "log.h"
 #include "settings.h"
-#include "stream_order.h"
-#include "stream_syncs.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +17,9 @@
 static _Atomic int g_on = -1;
 static _Atomic int g_settled;   /* left, and every arena has synced */
 static pthread_mutex_t g_leave_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*_Atomic g_on_leave)(void);
+
+void vs_stream_order_set_on_leave(void (*fn)(void)) { atomic_store(&g_on_leave, fn); }
 
 int vs_stream_order_on(void) {
   int on = atomic_load_explicit(&g_on, memory_order_acquire);
@@ -39,7 +41,8 @@ void vs_stream_order_leave(const char *why) {
      * the lock until that is done, so no stream handle is returned to the
      * program before the memory freed in order is idle. */
     atomic_store(&g_on, 0);
-    vs_arena_glue_leave_order();
+    void (*on_leave)(void) = atomic_load(&g_on_leave);
+    if (on_leave) on_leave();
     atomic_store_explicit(&g_settled, 1, memory_order_release);
     if (was) VS_INFO("%s: freed device memory is reused only after a synchronisation from now on", why);
   }
@@ -68,50 +71,4 @@ void vs_stream_order_atfork_child(void) {
   /* A parent thread may have held the lock across fork; the decision
    * itself is kept (the child's arenas are new, made by its own rules). */
   pthread_mutex_init(&g_leave_lock, NULL);
-  vs_stream_syncs_atfork_child();
 }
-
-/* ---- Hooks: stream creation ---------------------------------------------
- * The driver's answer, unchanged; on success the process leaves stream
- * order before the new stream is returned. A stream of the current context
- * is recorded for stream_syncs.c; a green context, or a stream of one,
- * makes per-stream syncs count no more (its streams are not the current
- * context's). */
-#define STREAM_BODY(name, args, why, out, green)                              \
-  VS_HOOK_ENTER(name, args);                                                  \
-  vs_stream_note note;                                                        \
-  vs_guard_enter();                                                           \
-  if (!(green)) vs_stream_syncs_before_create(&note);                         \
-  CUresult r = real->name args;                                               \
-  if (!(green)) vs_stream_syncs_created(r, r == CUDA_SUCCESS ? (out) : NULL, &note); \
-  else if (r == CUDA_SUCCESS) vs_stream_syncs_off(why);                       \
-  vs_guard_leave();                                                           \
-  if (r == CUDA_SUCCESS) vs_stream_order_leave(why);                          \
-  return r
-
-CUresult vs_hook_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
-  STREAM_BODY(cuStreamCreate, (phStream, Flags), "the program created a CUDA stream", *phStream, 0);
-}
-CUresult vs_hook_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
-  STREAM_BODY(cuStreamCreateWithPriority, (phStream, flags, priority), "the program created a CUDA stream",
-              *phStream, 0);
-}
-CUresult vs_hook_cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
-  STREAM_BODY(cuGreenCtxCreate, (phCtx, desc, dev, flags), "the program created a green context", NULL, 1);
-}
-CUresult vs_hook_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority) {
-  STREAM_BODY(cuGreenCtxStreamCreate, (phStream, greenCtx, flags, priority), "the program created a CUDA stream",
-              NULL, 1);
-}
-
-/* ---- Hooks: every other per-thread default stream variant ----------------
- * (hook_list_ptds.h) A call, not a lookup, is the sign: the runtime looks
- * them all up at start. The driver's answer, unchanged. */
-#define PTDS_BODY(name, params, args)                                               \
-  CUresult vs_hook_##name params {                                                  \
-    VS_HOOK_ENTER(name, args);                                                      \
-    vs_stream_order_ptds("the program used the per-thread default stream (" #name ")"); \
-    VS_FORWARD(name, args);                                                         \
-  }
-VS_PTDS_HOOKS(PTDS_BODY)
-#undef PTDS_BODY

@@ -34,9 +34,14 @@ int vs_stream_order_on(void);
  * leave stream order (once; returns after every arena has synced). `why`
  * is logged. */
 void vs_stream_order_leave(const char *why);
+/* What a leave does to the arenas (every arena syncs once): registered by
+ * arena_glue.c before its first arena is published, as the arenas lie
+ * above this file (src/LAYERS). */
+void vs_stream_order_set_on_leave(void (*fn)(void));
 /* A context began: leave stream order when the process now has two. */
 void vs_stream_order_ctx_begun(void);
-/* fork: the child's lock is fresh (arena_glue.c's fork handler calls it). */
+/* fork: the child's lock is fresh (arena_glue.c's fork handler calls it;
+ * stream_syncs.c's own is called by the start-up's, entry/init.c). */
 void vs_stream_order_atfork_child(void);
 
 /* The per-thread default stream is in use (a _ptsz/_ptds call, or the

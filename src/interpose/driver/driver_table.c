@@ -3,8 +3,7 @@
 
 #include "dynlib.h"
 #include "guard.h"
-#include "hooks.h"
-#include "init.h"
+#include "hook_ids.h"
 #include "log.h"
 
 #include <limits.h>
@@ -71,8 +70,9 @@ static void load(void) {
 }
 
 static const vs_real_table *load_slow(void) {
+  /* The shim has started already: entry/hooks.c starts it before any hook
+   * body runs (a hook may run before the shim's constructor did). */
   if (t_loading) return NULL;
-  vs_init();   /* a hook may run before the shim's constructor did */
   pthread_mutex_lock(&g_lock);
   if (atomic_load_explicit(&g_state, memory_order_acquire) == DRV_NONE) {
     t_loading = 1;

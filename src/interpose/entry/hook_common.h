@@ -1,33 +1,10 @@
-/* What every hook body starts with, and the bodies the allocation and
- * release hooks share. Private to the hooks_*.c files. */
+/* The bodies the allocation and release hooks share (how every hook body
+ * starts is driver/hook_enter.h). Private to the hooks_*.c files. */
 #ifndef VS_HOOK_COMMON_H
 #define VS_HOOK_COMMON_H
 
-#include "driver_table.h"
-#include "guard.h"
-#include "hooks.h"
+#include "hook_enter.h"
 #include "memory_service.h"
-
-/* Loads the driver on first use (a call before the shim's constructor ran
- * lands here too), forwards unchanged when the driver lacks this variant
- * or when the shim itself is the caller, and counts the call otherwise.
- * Declares `real`, the driver table. */
-#define VS_HOOK_ENTER(name, args)                                       \
-  const vs_real_table *real = vs_driver();                              \
-  if (__builtin_expect(real == NULL, 0)) return vs_driver_missing_error(); \
-  if (__builtin_expect(real->name == NULL, 0)) return CUDA_ERROR_NOT_FOUND; \
-  if (vs_guard_active()) return real->name args;                        \
-  vs_hook_count(VS_HOOK_##name, VRAMSHIM_PATH_CALLS)
-
-/* A pure pass-through under the guard, for argument shapes the service
- * cannot account (NULL out-parameters: the driver says what is wrong). */
-#define VS_FORWARD(name, args)           \
-  do {                                   \
-    vs_guard_enter();                    \
-    CUresult vs_r_ = real->name args;    \
-    vs_guard_leave();                    \
-    return vs_r_;                        \
-  } while (0)
 
 /* One shape for every "allocate `size` bytes into *dptr" variant (a NULL
  * dptr goes to the driver as it is). DRIVER_ARGS, defined by the hook's

@@ -4,10 +4,14 @@
  * (hook_table.c) point at these exported symbols, so a program sees one
  * address per hook whichever path it took. */
 #include "hooks.h"
+#include "init.h"
 
 #include "export.h"
 
 #define X(name, params, args) \
-  VS_EXPORT CUresult name params { return vs_hook_##name args; }
+  VS_EXPORT CUresult name params {           \
+    vs_start();                               \
+    return vs_hook_##name args;               \
+  }
 VS_HOOKS(X)
 #undef X

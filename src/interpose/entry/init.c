@@ -12,18 +12,20 @@
 #include "accounting.h"
 #include "driver_table.h"
 #include "guard.h"
-#include "hooks.h"
+#include "hook_ids.h"
 #include "log.h"
 #include "memory_service.h"
 #include "observe.h"
 #include "proc.h"
 #include "settings.h"
+#include "stream_syncs.h"
 #include "nvml_cards.h"
 #include "nvml_table.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
-__thread int vs_guard_depth __attribute__((tls_model("initial-exec")));
+_Atomic int vs_started;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -41,6 +43,7 @@ static void atfork_parent(void) {
 
 static void atfork_child(void) {
   vs_mem_atfork_child();
+  vs_stream_syncs_atfork_child();
   vs_hook_counts_reset();
   vs_nvml_atfork_release();
   vs_nvml_cards_atfork_child();
@@ -55,6 +58,7 @@ static void init_once(void) {
   /* The config is read at load: a bad file stops the program here (exit 78). */
   vs_settings_get();
   vs_observe_init();
+  atomic_store_explicit(&vs_started, 1, memory_order_release);
 }
 
 /* Run by the platform as the shim is loaded where that is safe (POSIX's

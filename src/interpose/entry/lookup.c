@@ -29,6 +29,7 @@ void *vs_shim_lookup(const char *name) {
    * CUDA_ERROR_NOT_INITIALIZED: a lookup must never slip past the shim to
    * a driver the program loaded by other means. With one, a variant the
    * driver lacks is answered as the driver would: nothing. */
+  vs_start();   /* the driver is loaded by a started shim (init.h) */
   if (vs_driver() && !vs_driver_real(id)) return NULL;
   vs_hook_count((vs_hook_id)id, VRAMSHIM_PATH_DLSYM);
   VS_DEBUG("lookup of %s on the driver answered with the hook", name);

@@ -11,7 +11,8 @@
  * way. A driver that answers with a function it does not export (so no
  * pointer matches) still gets the hook, of the variant the API's version
  * rules name, which forwards to the exported variant. */
-#include "hook_common.h"
+#include "hook_enter.h"
+#include "hooks.h"
 #include "log.h"
 
 #include <stdatomic.h>

@@ -553,6 +553,8 @@ void vs_mem_atfork_child(void) {
   vs_ctx_atfork_child();
   vs_acct_reset();
   vs_arena_glue_atfork_child();
+  vs_ipc_atfork_child();
+  vs_ipc_vmm_atfork_child();
   vs_quota_atfork_child();
   vs_pool_atfork_child();
   vs_graph_mem_atfork_child();

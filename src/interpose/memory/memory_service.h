@@ -56,6 +56,8 @@
 #include "contexts.h"
 #include "cuda_api.h"
 #include "pool_charge.h"
+#include "served.h"
+#include "stream_alloc.h"
 #include "tracker.h"
 #include "vramshim.h"
 
@@ -94,7 +96,7 @@ typedef enum vs_mem_kind {
  * arena served (only those carry the context's id). */
 #define VS_CTX_SWEPT (VS_CTX_OWNED | VS_KIND_BIT(VS_MEM_ASYNC))
 
-enum { VS_MEM_PASS = 0, VS_MEM_DONE = 1 };
+/* VS_MEM_DONE / VS_MEM_PASS: served.h */
 
 /* One request in flight. Lives on the hook's stack. */
 typedef struct vs_mem_op {
@@ -126,14 +128,8 @@ CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64
 int vs_mem_free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_t key,
                       vramshim_driver_call call);
 
-/* Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync): which way
- * the request goes, as stream_alloc.h decides from its stream. */
-enum {
-  VS_ROUTE_DRIVER = 0,  /* the driver's memory pool, as vs_mem_alloc_begin(VS_MEM_ASYNC) */
-  VS_ROUTE_OFF_LANE,    /* the current context's arena, on a stream of that context other than its legacy one */
-  VS_ROUTE_LANE,        /* the current context's arena, on its legacy stream: the arena's lane (arena.h) */
-  VS_ROUTE_CAPTURED     /* free only: the stream is capturing a graph */
-};
+/* Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync): the way
+ * stream_alloc.h decides from its stream (VS_ROUTE_*). */
 /* A VS_MEM_ASYNC request on `stream`: with VS_ROUTE_LANE or _OFF_LANE
  * served by the current context's arena where it is on for the card (recorded as
  * VS_MEM_ASYNC, owned by the arena and its context: the block goes with

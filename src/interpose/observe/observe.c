@@ -13,6 +13,7 @@
 #include "log.h"
 #include "observe_internal.h"
 #include "procenv.h"
+#include "quota.h"
 #include "settings.h"
 
 #include <stdlib.h>
@@ -66,6 +67,10 @@ static inline obs_card *card_get(int card) {
 }
 
 void vs_observe_init(void) {
+  /* The ledger's bridge tells warn_at and spilled blocks through this
+   * (it lies below observation: quota.h). */
+  static const vs_quota_observer observer = {vs_observe_warn, vs_observe_spill};
+  vs_quota_set_observer(&observer);
   g_trace_pattern = vs_plat_getenv("VRAMSHIM_TRACE");
   /* The recorder's atexit flush must not wait on threads that are gone
    * (Windows: the DLL's handlers run after ExitProcess); vs_observe_exit

@@ -10,7 +10,7 @@
 #include "graph_charge.h"
 
 #include "arena_glue.h"
-#include "hook_common.h"
+#include "hook_enter.h"
 #include "quota.h"
 #include "stream_order.h"
 #include "vramshim.h"

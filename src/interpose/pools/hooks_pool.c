@@ -1,6 +1,6 @@
 /* Hooks of driver pool objects for their charge (pool_charge.h): the
  * driver's answer, unchanged; the pool's entry follows it. */
-#include "hook_common.h"
+#include "hook_enter.h"
 
 #include "pool_charge.h"
 

@@ -13,7 +13,7 @@
  * each down to minBytesToKeep of cached memory. Every other pool, and
  * every other attribute, is the driver's alone: the driver is asked first
  * and its refusal returned as it is. */
-#include "hook_common.h"
+#include "hook_enter.h"
 
 #include "accounting.h"
 #include "arena_glue.h"

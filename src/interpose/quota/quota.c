@@ -14,17 +14,14 @@
  * and event of the final refusal. */
 #include "quota.h"
 
-#include "observe.h"
-
 #include "accounting.h"
 #include "clock.h"
-#include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
 #include "interpose.h"
 #include "log.h"
-#include "memory_service.h"
 #include "ledger.h"
+#include "served.h"
 #include "session.h"
 #include "settings.h"
 #include "vramshim.h"
@@ -38,6 +35,27 @@
 #define NCARDS (VRAMSHIM_MAX_CARDS < VS_CFG_MAX_CARD_INDEX ? VRAMSHIM_MAX_CARDS : VS_CFG_MAX_CARD_INDEX)
 
 enum { CARD_UNKNOWN = 0, CARD_OPEN, CARD_OFF };
+
+static const vs_quota_cache *_Atomic g_cache;
+static const vs_quota_observer *_Atomic g_observer;
+
+void vs_quota_set_cache(const vs_quota_cache *cache) { atomic_store(&g_cache, cache); }
+void vs_quota_set_observer(const vs_quota_observer *observer) { atomic_store(&g_observer, observer); }
+
+static uint64_t arena_cached(int card) {
+  const vs_quota_cache *c = atomic_load_explicit(&g_cache, memory_order_acquire);
+  return c ? c->cached(card) : 0;
+}
+
+static void arena_trim(int card) {
+  const vs_quota_cache *c = atomic_load_explicit(&g_cache, memory_order_acquire);
+  if (c) c->trim(card, 0);
+}
+
+void vs_quota_observe_spill(int card, uint64_t ptr, uint64_t size, int sign) {
+  const vs_quota_observer *o = atomic_load_explicit(&g_observer, memory_order_acquire);
+  if (o) o->spill(card, ptr, size, sign);
+}
 
 static vs_tenant_session *g_session;
 static pthread_once_t g_session_once = PTHREAD_ONCE_INIT;
@@ -61,7 +79,8 @@ static __thread refusal_note t_refused __attribute__((tls_model("initial-exec"))
  * arena's locks: it only sets a flag). */
 static void on_warn(void *arg, int card, uint64_t used) {
   (void)arg;
-  vs_observe_warn(card, used);
+  const vs_quota_observer *o = atomic_load_explicit(&g_observer, memory_order_acquire);
+  if (o) o->warn(card, used);
 }
 
 static void session_init(void) {
@@ -272,7 +291,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
                 uint64_t *total_bytes) {
   vs_tenant_session *s = card_session(card);
   if (!s) return VS_MEM_PASS;
-  uint64_t cached = vs_arena_glue_cached(card), f = 0, tot = 0;
+  uint64_t cached = arena_cached(card), f = 0, tot = 0;
   if (vs_tenant_view(s, card, cached, &f, &tot) != 0) return VS_MEM_PASS;
   /* Nothing reserved for others, no headroom, no limit: the tenant could
    * hold the whole card, and the driver's own answer is the formula (it
@@ -295,7 +314,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
         vs_guard_enter();
         r = real->cuMemGetInfo_v2(&df, &dt);
         vs_guard_leave();
-        vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
+        vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
       }
     }
     if (r == CUDA_SUCCESS && whole_card) {
@@ -356,7 +375,7 @@ int vs_quota_check_ledgers(void) {
        * our cache on the card goes back first (issue 23). */
       uint32_t req;
       if (vs_tenant_trim_asked(g_session, c, &req)) {
-        vs_arena_glue_trim_card(c, 0);
+        arena_trim(c);
         vs_tenant_trim_answer(g_session, c, req);
       }
       n++;

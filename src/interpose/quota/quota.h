@@ -13,6 +13,27 @@
 
 #include <stdint.h>
 
+/* What the layers above offer the ledger's bridge (a lower layer never
+ * calls up: each registers here once it exists; src/LAYERS):
+ *  - the arenas' cache on a card (arenas/arena_glue.c, before the first
+ *    arena is published): counted as the tenant's free memory in the view,
+ *    and given back when another process of the tenant is about to be
+ *    refused. Without arenas nothing is cached;
+ *  - observation (observe/observe.c, at the shim's start): warn_at
+ *    crossed, and the blocks spill.c serves and frees. */
+typedef struct vs_quota_cache {
+  uint64_t (*cached)(int card);
+  void (*trim)(int card, uint64_t keep_bytes);
+} vs_quota_cache;
+void vs_quota_set_cache(const vs_quota_cache *cache);
+typedef struct vs_quota_observer {
+  void (*warn)(int card, uint64_t used);
+  void (*spill)(int card, uint64_t ptr, uint64_t size, int sign);
+} vs_quota_observer;
+void vs_quota_set_observer(const vs_quota_observer *observer);
+/* spill.c: a spilled block served (sign +1) or freed (-1), for observation. */
+void vs_quota_observe_spill(int card, uint64_t ptr, uint64_t size, int sign);
+
 /* CUDA_SUCCESS: admitted, n bytes charged to this process on card.
  * CUDA_ERROR_OUT_OF_MEMORY: refused by the tenant's limit or by others'
  * reservations. Never blocks: it is called from inside the arena (under

@@ -10,13 +10,12 @@
  * docs/config.md ("Spilling") lists for the frameworks that look. */
 #include "spill.h"
 
+#include "accounting.h"
 #include "contexts.h"
 
 #include "clock.h"
 #include "driver_table.h"
 #include "log.h"
-#include "memory_service.h"
-#include "observe.h"
 #include "quota.h"
 #include "settings.h"
 #include "vramshim.h"
@@ -99,7 +98,7 @@ static void log_max_reached(int card, uint64_t size, const vs_quota_spill_note *
 static void count(int card, uint64_t dptr, uint64_t size, int sign) {
   if (sign > 0) atomic_fetch_add(&g_count, 1);
   else atomic_fetch_sub(&g_count, 1);
-  vs_observe_spill(card, dptr, size, sign);
+  vs_quota_observe_spill(card, dptr, size, sign);
 }
 
 int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint64_t *addr) {
@@ -127,7 +126,7 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
     r = real->cuMemHostGetDevicePointer_v2(&d, host, 0);
     if (r != CUDA_SUCCESS) real->cuMemFreeHost(host);
   }
-  vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);
+  vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
   if (r != CUDA_SUCCESS) {
     char a[32];
     vs_quota_unspill(card, size);
@@ -189,7 +188,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
   count(b->card, b->dptr, b->size, -1);
   const vs_real_table *real = vs_driver_if_loaded();
   CUresult r = real && real->cuMemFreeHost ? real->cuMemFreeHost(b->host) : CUDA_ERROR_NOT_INITIALIZED;
-  vs_mem_count_call(b->card, VRAMSHIM_CALL_OTHER);
+  vs_acct_call(b->card < 0 ? 0 : b->card, VRAMSHIM_CALL_OTHER);
   if (r != CUDA_SUCCESS) {
     /* Still the host's: keep the record, so the program can try again. */
     pthread_mutex_lock(&g_lock);

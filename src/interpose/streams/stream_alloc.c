@@ -1,7 +1,7 @@
 /* Stream-ordered allocation served by the arena (stream_alloc.h): the
  * routing, and the hooks that say a capture or a pool of the program's own
  * may be in use. */
-#include "hook_common.h"
+#include "hook_enter.h"
 
 #include "accounting.h"
 #include "contexts.h"

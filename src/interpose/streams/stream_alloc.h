@@ -1,6 +1,6 @@
 /* Stream-ordered allocation served by the arena (docs/arena.md, "The
- * lane"): which way a cuMemAllocAsync / cuMemFreeAsync goes (the VS_ROUTE_*
- * of memory_service.h), from the stream it names.
+ * lane"): which way a cuMemAllocAsync / cuMemFreeAsync goes (VS_ROUTE_*,
+ * served by memory_service.h), from the stream it names.
  *
  * cuMemAllocAsync on the legacy stream of the current context takes the
  * arena's lane: a block freed there by cuMemFreeAsync is the next such
@@ -31,6 +31,13 @@
 #include "cuda_api.h"
 #include "driver_table.h"
 
+/* Which way a stream-ordered request goes (memory_service.h serves it). */
+enum {
+  VS_ROUTE_DRIVER = 0,  /* the driver's memory pool, as vs_mem_alloc_begin(VS_MEM_ASYNC) */
+  VS_ROUTE_OFF_LANE,    /* the current context's arena, on a stream of that context other than its legacy one */
+  VS_ROUTE_LANE,        /* the current context's arena, on its legacy stream: the arena's lane (arena.h) */
+  VS_ROUTE_CAPTURED     /* free only: the stream is capturing a graph */
+};
 /* For cuMemAllocAsync(_ptsz: ptsz 1) on h. */
 int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz);
 /* For cuMemFreeAsync(_ptsz) on h: VS_ROUTE_LANE on the legacy stream,

@@ -35,11 +35,12 @@
  * returned CUDA_SUCCESS: every block freed before the ticket had its last
  * use enqueued before the call began. Any answer but CUDA_SUCCESS (an
  * error, CUDA_ERROR_NOT_READY) marks nothing. */
-#include "hook_common.h"
+#include "hook_enter.h"
 
 #include "arena_glue.h"
 #include "contexts.h"
 #include "log.h"
+#include "pool_charge.h"
 #include "settings.h"
 #include "stream_order.h"
 #include "stream_syncs.h"
