@@ -1,10 +1,12 @@
-/* Internal structures of the arena, shared by its files. Not a contract. */
-#ifndef VS_ARENA_INTERNAL_H
-#define VS_ARENA_INTERNAL_H
+/* Internal structures of the arena, shared by its files, and the core
+ * services of core.c beneath them. Not a contract: the contract is arena.h
+ * (whose types, arena_types.h, are all this header takes from it). */
+#ifndef VS_ARENA_CORE_H
+#define VS_ARENA_CORE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include "arena.h"
+#include "arena_types.h"
 #include "tlsf.h"
 
 /* ---- Tunables ------------------------------------------------------------
