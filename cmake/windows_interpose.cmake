@@ -15,7 +15,7 @@ add_subdirectory(src/interpose)
 # export (GetProcAddress is hooked by import-table patching), and the
 # injector needs nothing of the DLL but its DllMain.
 set(VS_IP ${PROJECT_SOURCE_DIR}/src/interpose)
-file(READ ${VS_IP}/hook_list.h vs_hook_list)
+file(READ ${VS_IP}/driver/hook_list.h vs_hook_list)
 string(FIND "${vs_hook_list}" "#define VS_DRIVER_EXTRAS" vs_extras_at)
 string(SUBSTRING "${vs_hook_list}" 0 ${vs_extras_at} vs_hooks_only)
 string(REGEX MATCHALL "X\\((cu[A-Za-z0-9_]+)," vs_rows "${vs_hooks_only}")
@@ -25,7 +25,7 @@ foreach(row ${vs_rows})
   string(APPEND vs_def "  ${name}\n")
 endforeach()
 # NVML's hooks (src/interpose/nvml_api.h, VS_NVML_HOOKS): nvmlDeviceGetMemoryInfo*
-file(READ ${VS_IP}/nvml_api.h vs_nvml_list)
+file(READ ${VS_IP}/driver/nvml_api.h vs_nvml_list)
 string(FIND "${vs_nvml_list}" "#define VS_NVML_EXTRAS" vs_nvml_extras_at)
 string(SUBSTRING "${vs_nvml_list}" 0 ${vs_nvml_extras_at} vs_nvml_hooks_only)
 string(REGEX MATCHALL "X\\(nvmlReturn_t, (nvml[A-Za-z0-9_]+)," vs_nvml_rows "${vs_nvml_hooks_only}")
@@ -44,7 +44,7 @@ file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/vramshim.def CONTENT "${vs_def}")
 add_library(vramshim SHARED ${PROJECT_BINARY_DIR}/vramshim.def)
 set_source_files_properties(${PROJECT_BINARY_DIR}/vramshim.def PROPERTIES GENERATED ON)
 target_link_libraries(vramshim PRIVATE
-  -Wl,--whole-archive vramshim_interpose vramshim_platform_shim -Wl,--no-whole-archive
+  -Wl,--whole-archive ${VS_INTERPOSE_LIBS} vramshim_platform_shim -Wl,--no-whole-archive
   vramshim_explain vramshim_tenant vramshim_arena vramshim_common vramshim_platform cuda_headers Threads::Threads)
 set_target_properties(vramshim PROPERTIES LINKER_LANGUAGE C PREFIX "" OUTPUT_NAME vramshim
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR} ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)

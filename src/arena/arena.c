@@ -31,7 +31,8 @@
  * generations, call and live counters, the decay clock) and tlsf.c. The
  * heap's OOM ladder returns empty slabs through a->ladder_trim, and its
  * growth through a->idle_trim, both set here, not by calling slab.c. */
-#include "arena_internal.h"
+#include "arena.h"
+#include "core.h"
 #include "mem.h"
 
 #include <stdlib.h>
@@ -333,4 +334,17 @@ uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (atomic_load(&a->pend_total) || vs_slab_pending(a) || !lane_synced(a)) vs_arena_sync(a);
   vs_slab_trim(a);
   return vs_heap_trim(a, keep_bytes);
+}
+
+/* The program's own synchronisations (arena.h). A ticket is a generation
+ * as vs_arena_sync's own: every block freed before it has a smaller
+ * stamp, so marking it done makes exactly those blocks reusable. */
+uint64_t vs_arena_sync_ticket(vs_arena *a) { return a ? atomic_fetch_add(&a->sync_started, 1) + 1 : 0; }
+
+void vs_arena_synced_to(vs_arena *a, uint64_t ticket) {
+  if (!a || !ticket) return;
+  /* A ticket never handed out would mark blocks freed later: cap it. */
+  uint64_t started = atomic_load(&a->sync_started);
+  if (ticket > started) ticket = started;
+  vs_atomic_raise(&a->sync_done, ticket);
 }

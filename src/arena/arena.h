@@ -19,56 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct vs_arena vs_arena;
-
-/* ---- Backend ------------------------------------------------------------ */
-enum { VS_BACKEND_OK = 0, VS_BACKEND_OOM = 1, VS_BACKEND_ERROR = 2 };
-
-typedef struct vs_arena_backend {
-  void *ctx;
-  /* One contiguous device allocation (cuMemAlloc) and its release. */
-  int (*chunk_alloc)(void *ctx, uint64_t size, uint64_t *addr);
-  int (*chunk_free)(void *ctx, uint64_t addr, uint64_t size);
-
-  /* Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap +
-   * cuMemSetAccess, ...). All NULL and granule 0 when the card lacks VMM.
-   * Physical memory comes in granules of `granule` bytes. */
-  uint64_t granule;
-  int (*va_reserve)(void *ctx, uint64_t size, uint64_t *va);
-  int (*va_free)(void *ctx, uint64_t va, uint64_t size);
-  int (*phys_create)(void *ctx, uint64_t size, uint64_t *handle);
-  int (*phys_release)(void *ctx, uint64_t handle, uint64_t size);
-  int (*map)(void *ctx, uint64_t va, uint64_t size, uint64_t handle); /* maps and grants access */
-  int (*unmap)(void *ctx, uint64_t va, uint64_t size);
-
-  /* Stream safety: returns once all device work enqueued before the call
-   * has finished (cuCtxSynchronize). Freed blocks are not handed out again
-   * until a sync that started after their free has returned. */
-  int (*sync)(void *ctx);
-
-  /* Optional (NULL: no bound). Before the arena grows for a request of
-   * `size` bytes: VS_BACKEND_OK when it could ever be served, else
-   * VS_BACKEND_OOM (larger than the card, or than all the backend may ever
-   * hold, e.g. a quota). The arena then fails the request at once, without
-   * asking for a byte: a request that can never fit must not make it grow
-   * (and keep) everything it can get first. */
-  int (*could_fit)(void *ctx, uint64_t size);
-
-  /* Optional (NULL: the arena syncs instead). Makes all work enqueued on
-   * `stream` from now on wait for all work enqueued on the lane (arena.h,
-   * "The lane") before the call, without blocking the host (an event
-   * recorded on the lane, then cuStreamWaitEvent). VS_BACKEND_OK, or an
-   * error (the arena then syncs). */
-  int (*order_after_lane)(void *ctx, uint64_t stream);
-} vs_arena_backend;
-
-/* ---- Configuration ------------------------------------------------------ */
-typedef enum { VS_ARENA_CHUNKS = 1, VS_ARENA_VMM = 2 } vs_arena_mode;
-
-typedef struct vs_arena_config {
-  vs_arena_mode mode;          /* VMM needs backend->granule != 0 */
-  uint64_t release_threshold;  /* free device bytes kept cached; beyond it memory goes back */
-} vs_arena_config;
+#include "arena_types.h"
 
 vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *backend);
 
@@ -186,7 +137,7 @@ uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes);
 
 /* ---- Introspection ------------------------------------------------------ */
 #define VS_ARENA_HIST_BUCKETS 48   /* free extents by floor(log2(size)) */
-#define VS_ARENA_MAX_CLASSES 128
+/* VS_ARENA_MAX_CLASSES: arena_types.h */
 
 typedef struct vs_arena_stats {
   uint64_t live_bytes, live_count, peak_live_bytes;   /* requested sizes */

@@ -1,5 +1,6 @@
 /* Introspection: stats, the memory-map walk and the invariant checker. */
-#include "arena_internal.h"
+#include "arena.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * and neither of which is used here): backend call counting, the sync
  * generations of stream-safe reuse (see arena.c), live bytes and their
  * peak, and the decay clock. */
-#include "arena_internal.h"
+#include "core.h"
 
 #include <time.h>
 
@@ -30,19 +30,6 @@ uint64_t vs_arena_stamp(vs_arena *a) {
   return s;
 }
 int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
-
-/* The program's own synchronisations (arena.h). A ticket is a generation
- * as vs_arena_sync's own: every block freed before it has a smaller
- * stamp, so marking it done makes exactly those blocks reusable. */
-uint64_t vs_arena_sync_ticket(vs_arena *a) { return a ? atomic_fetch_add(&a->sync_started, 1) + 1 : 0; }
-
-void vs_arena_synced_to(vs_arena *a, uint64_t ticket) {
-  if (!a || !ticket) return;
-  /* A ticket never handed out would mark blocks freed later: cap it. */
-  uint64_t started = atomic_load(&a->sync_started);
-  if (ticket > started) ticket = started;
-  vs_atomic_raise(&a->sync_done, ticket);
-}
 
 void vs_arena_sync(vs_arena *a) {
   /* Every pending block is ready already (the program's own syncs made it

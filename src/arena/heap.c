@@ -20,7 +20,7 @@
  * are unmapped; mapped_bytes, pool_bytes, chunk_bytes equal their sums; the
  * pending FIFO holds exactly the PENDING blocks, stamps non-decreasing,
  * and the arena's pend_total is their size. */
-#include "arena_internal.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

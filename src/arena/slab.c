@@ -22,7 +22,7 @@
  * disjoint and cover every slot; nfree/nlive/npend are their popcounts; a
  * slab is on its bin's pending list iff npend > 0; the page map maps each
  * slab page to its slab; the slab's heap block is LIVE with no request. */
-#include "arena_internal.h"
+#include "core.h"
 #include "mem.h"
 
 #include <pthread.h>

@@ -21,7 +21,7 @@
 #define VS_NAME_MAX 64          /* tenant names, exe names, UUIDs (with NUL) */
 #define VS_PATH_MAX 256
 #define VS_ERR_MAX 512          /* a good size for error buffers */
-#define VS_NO_LIMIT UINT64_MAX
+/* VS_NO_LIMIT (no limit): units.h */
 #define VS_DEFAULT_TENANT "default"
 /* /run/vramshim (root:vramshim 2770, packaging/tmpfiles.d), or
  * %ProgramData%\vramshim on Windows: src/platform/dir.h. */

@@ -207,9 +207,7 @@ static void add_event_locked(vs_ledger_shm *s, int kind, int32_t pid, uint32_t t
 }
 
 /* ---- Dead processes ------------------------------------------------------- */
-int vs_ledger_slot_alive(int fd, int slot) {
-  return vs_plat_range_held(fd, VS_SLOT_LOCK_BASE + slot, 1); /* cannot tell: alive, never steal */
-}
+/* vs_ledger_slot_alive: ledger_shm.h */
 
 /* Under the lock: whether every tenant's used, spilled and reserve_holders
  * are what its ACTIVE slots add up to (ledger_shm.h's invariants; what

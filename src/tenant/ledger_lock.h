@@ -25,6 +25,8 @@
  * VS_LOCK_LEASE_NS plus one slice. */
 #ifndef VS_TENANT_LEDGER_LOCK_H
 #define VS_TENANT_LEDGER_LOCK_H
+#include "ledger_shm.h"
+
 #include <stdint.h>
 
 #define VS_LOCK_NONCE_BITS 23
@@ -33,10 +35,7 @@
 
 /* In the ledger file. waiters: processes asleep on the word (a stale count
  * costs only wake calls); a release wakes them when above 0. */
-typedef struct vs_ledger_lockw {
-  uint32_t word;
-  uint32_t waiters;
-} vs_ledger_lockw;
+/* vs_ledger_lockw, the word itself: ledger_shm.h */
 
 enum {
   VS_LOCK_TAKEN = 0,         /* free, or released by its holder */

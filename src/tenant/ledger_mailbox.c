@@ -1,7 +1,6 @@
 /* Dump request mailboxes in ledger slots (see ledger_mailbox.h). */
 #include "ledger_mailbox.h"
 
-#include "ledger.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config.h"
 #include "log.h"
 
 /* Parses "123", "1.5": integer part and up to 9 decimals as a fraction in

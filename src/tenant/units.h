@@ -36,6 +36,8 @@ int vs_parse_percent(const char *text, uint32_t *ppm);
 uint64_t vs_size_resolve(vs_size s, uint64_t capacity);
 /* "16.00 GiB" or "25%" into buf (>= 32 bytes). */
 const char *vs_size_str(vs_size s, char *buf, unsigned len);
+#define VS_NO_LIMIT UINT64_MAX   /* a limit that is none */
+
 /* "none" for VS_NO_LIMIT (UINT64_MAX), else "16.00 GiB" (vs_fmt_bytes),
  * into buf (>= 32 bytes); returns buf. */
 const char *vs_bytes_or_none(uint64_t bytes, char *buf, unsigned len);

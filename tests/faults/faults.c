@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "ledger.h"
+#include "ledger_lock.h"
 #include "ledger_shm.h"
 #include "vramsim.h"
 

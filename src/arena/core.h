@@ -1,0 +1,300 @@
+/* Internal structures of the arena, shared by its files, and the core
+ * services of core.c beneath them. Not a contract: the contract is arena.h
+ * (whose types, arena_types.h, are all this header takes from it). */
+#ifndef VS_ARENA_CORE_H
+#define VS_ARENA_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "arena_types.h"
+#include "tlsf.h"
+
+/* ---- Tunables ------------------------------------------------------------
+ * May change (docs/arena.md explains each; measured values in
+ * docs/benchmarks-arena.md); each can be overridden with -D for experiments. */
+#define VS_SMALL_MAX (64ull << 10)      /* <= this: size classes in slabs */
+#define VS_NBINS 2                      /* thread bins per class; vs_arena_check holds every bin
+                                         * lock: classes x bins must stay < 64 (TSan) */
+/* Besides them, each class has one bin for allocations off the lane
+ * (arena.h) once the lane is in use: its slots are never reused at once,
+ * so such an allocation needs no sync past the lane's frees. The off-lane
+ * bins of all classes share one lock (a->off_mu; their traffic is small). */
+#define VS_BIN_OFF_LANE VS_NBINS
+#ifndef VS_LANE_WAITS
+#define VS_LANE_WAITS 8                 /* streams the arena remembers as ordered after the lane */
+#endif
+#define VS_NBINS_ALL (VS_NBINS + 1)
+#ifndef VS_CHUNK_MEDIUM
+#define VS_CHUNK_MEDIUM (32ull << 20)   /* chunks mode: chunk for requests <= VS_DEDICATED_MIN */
+#endif
+#ifndef VS_DEDICATED_MIN
+#define VS_DEDICATED_MIN (8ull << 20)   /* chunks mode: above, a chunk of its own (2 MiB rounded) */
+#endif
+#ifndef VS_OWN_CHUNK_MIN
+#define VS_OWN_CHUNK_MIN (32ull << 20)  /* chunks mode: from this size a chunk of its own, no growth step */
+#endif
+#define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
+#define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
+#define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */
+#ifndef VS_GROW_DIV
+#define VS_GROW_DIV 64                  /* growth step: at least held / this (held / (this / 2) in a climb) ... */
+#endif
+#ifndef VS_STEP_MAX
+#define VS_STEP_MAX (256ull << 20)      /* ... and at most this (VMM): bounds what one handle can pin */
+#endif
+#ifndef VS_STEP_MIN_VMM
+#define VS_STEP_MIN_VMM (32ull << 20)   /* ... and at least this (VMM): a small heap grows in batches too */
+#endif
+#ifndef VS_HANDLE_MAX
+#define VS_HANDLE_MAX (1ull << 40)      /* largest physical handle (measured: capping costs calls, saves nothing) */
+#endif
+#ifndef VS_HANDLE_PRESSURE
+#define VS_HANDLE_PRESSURE (2ull << 20) /* largest handle once the backend has refused */
+#endif
+#ifndef VS_BUSY_WALK
+#define VS_BUSY_WALK 64                 /* VMM ties: neighbours read each side to rank a handle's fullness */
+#endif
+#ifndef VS_SYNC_FRAC
+#define VS_SYNC_FRAC 1                  /* sync before growth when pending * this >= the growth */
+#endif
+#ifndef VS_SYNC_MIN_VMM
+#define VS_SYNC_MIN_VMM (64ull << 20)   /* ... and (VMM) pending is at least this */
+#endif
+#ifndef VS_PLACE_SCAN
+#define VS_PLACE_SCAN 4096              /* pressure: free blocks examined for the least-growth placement */
+#endif
+#ifndef VS_HEAP_NT
+#define VS_HEAP_NT 1                    /* heap size bands, each its own tlsf (VA region or
+                                         * chunks); measured: no robust gain, so one */
+#endif
+#ifndef VS_BAND_BASE
+#define VS_BAND_BASE (64ull << 10)      /* band k >= 1: requests >= BASE << ((k - 1) * STEP) */
+#endif
+#ifndef VS_BAND_STEP
+#define VS_BAND_STEP 2
+#endif
+#ifndef VS_SLAB_PEND_MAX
+#define VS_SLAB_PEND_MAX (8ull << 20)   /* a bin takes a new slab rather than sync while its pending bytes are below */
+#endif
+#ifndef VS_DECAY_EPOCHS
+#define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
+#ifndef VS_DECAY_MULT_MAX
+#define VS_DECAY_MULT_MAX 64            /* regret: the decay window grows to at most decay × this */
+#endif
+#ifndef VS_DECAY_REGRET
+#define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
+#endif
+#ifndef VS_DECAY_REGRET_STEP
+#define VS_DECAY_REGRET_STEP 64         /* regret: the window's factor per regretted release (64: straight to the cap) */
+#endif
+#endif
+/* Do not change: the slab is also the page map's page, aligned to its size. */
+#define VS_SLAB_SIZE (2ull << 20)
+#define VS_SLAB_SHIFT 21
+
+/* ---- Physical handles (VMM) ---------------------------------------------- */
+typedef struct vs_handle {
+  uint64_t id, size, va;   /* va valid when mapped */
+  int mapped, used;        /* used: slot in use */
+  uint32_t pnext;          /* pool list (index + 1) */
+} vs_handle;
+
+/* A heap region: a chunk (chunks mode) or a VA reservation (VMM). */
+typedef struct vs_hregion {
+  vs_tregion tr;
+  int dedicated;           /* chunks mode: made for one large request */
+  int cls;                 /* which tlsf of the heap */
+  uint32_t *gmap;          /* VMM: per granule, handle index + 1, 0 = unmapped */
+  uint64_t ngran, hiwater; /* VMM: granules; 1 + highest mapped granule ever */
+} vs_hregion;
+
+/* Medium and large allocations: TLSF over the regions, one lock. */
+typedef struct vs_heap {
+  pthread_mutex_t mu;
+  vs_tlsf t[VS_HEAP_NT];            /* size bands: [0] also holds the slabs */
+  int vmm;
+  uint64_t G;
+  unsigned gshift;                  /* log2(G): granule of an offset without a division */
+  vs_handle *h;
+  uint32_t nh, caph, hfree;         /* hfree: free slot list (index + 1) */
+  uint32_t pool;                    /* unmapped handles (index + 1) */
+  uint64_t pool_bytes, mapped_bytes, chunk_bytes;
+  vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
+  uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
+  int pressure;                     /* set by the OOM ladder: small handles, no steps */
+  int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
+  uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
+  uint64_t requests;                /* user allocations served by the heap */
+  uint64_t slabs;                   /* slab blocks the heap has handed out and not had back */
+  uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
+  /* Decay: the heap's in-use high (live + pending bytes) per epoch of
+   * decay / VS_DECAY_EPOCHS (epoch e = now / that), a ring indexed by e
+   * modulo its size, dk_id = e + 1 (0: empty). dk_cur: the high of the
+   * newest epoch recorded; an allocation reads the clock only above it.
+   * dk_next: when the window is next looked at without the cache growing. */
+  uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
+  uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
+  uint64_t dk_res[VS_DECAY_EPOCHS]; /* per epoch: the most held right after a growth (decay_note_reserved) */
+  /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
+   * decay released since the last growth, the last of them at dk_rel_at
+   * (decay clock). */
+  uint64_t dk_mult, dk_rel, dk_rel_at;
+  uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
+} vs_heap;
+
+/* v rounded up to a multiple of a. */
+static inline uint64_t up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+/* The heap region of a tlsf region (its first member). */
+static inline vs_hregion *hr(vs_tregion *r) { return (vs_hregion *)r; }
+/* Index in r's granule map of the granule holding va (G is a power of two). */
+static inline uint64_t gran(const vs_heap *h, const vs_tregion *r, uint64_t va) { return (va - r->base) >> h->gshift; }
+
+/* ---- Small objects ------------------------------------------------------ */
+/* Cache-line aligned: two threads' slabs must not share a line (their
+ * counters and bitmaps pointers are written on every allocation). */
+typedef struct vs_slab {
+  _Alignas(64) uint64_t base; /* VS_SLAB_SIZE aligned */
+  struct vs_bin *bin;
+  uint32_t cls, nslots, nfree, nlive, npend;
+  uint64_t pend_stamp;      /* newest stamp among pending slots */
+  struct vs_slab *next, *prev;        /* bin's slab list */
+  struct vs_slab *pnext;              /* bin's list of slabs with pending slots; spare list */
+  struct vs_slab *all;                /* every descriptor, for destroy */
+  int on_pend;
+  uint64_t *free_bm, *live_bm, *pend_bm;
+  uint32_t *req;            /* requested size per slot */
+  uint32_t words;
+} vs_slab;
+
+/* Each bin on its own cache lines (a thread keeps to one bin per class):
+ * the bin's lock and counters, written on every allocation, must not share
+ * a line with another thread's bin or with the class size everyone reads. */
+typedef struct vs_bin {
+  _Alignas(64) pthread_mutex_t own;
+  pthread_mutex_t *mu;      /* &own, or the arena's off_mu for an off-lane bin */
+  int off_lane;             /* the class's off-lane bin: a free there always pends */
+  uint32_t cls;
+  vs_slab *slabs;           /* every slab of the bin */
+  vs_slab *cur;             /* slab allocations come from */
+  vs_slab *spare;           /* one empty slab kept besides cur, against churn */
+  vs_slab *pend;            /* slabs with pending slots */
+  uint64_t nslabs, live_req, waste, pend_bytes, requests;   /* live slots: the slabs' nlive */
+  int64_t live_delta;       /* live bytes not yet folded into the arena's total */
+  char pad[64];
+} vs_bin;
+
+typedef struct vs_class {
+  uint64_t size;
+  vs_bin bins[VS_NBINS_ALL];
+} vs_class;
+
+/* Page map: slab lookup by address without a lock. Two levels over 48-bit
+ * addresses in VS_SLAB_SIZE pages; leaves are never freed before destroy. */
+#define VS_PM_TOP_BITS 13
+#define VS_PM_LEAF_BITS (48 - VS_SLAB_SHIFT - VS_PM_TOP_BITS)
+typedef struct { _Atomic(vs_slab *) e[1u << VS_PM_LEAF_BITS]; } vs_pm_leaf;
+
+struct vs_arena {
+  vs_arena_config cfg;
+  vs_arena_backend be;
+  vs_heap heap;
+  uint32_t nclasses;
+  vs_class classes[VS_ARENA_MAX_CLASSES];
+  _Atomic(vs_pm_leaf *) pm[1u << VS_PM_TOP_BITS];
+  pthread_mutex_t slab_mu;          /* slab descriptor pool */
+  pthread_mutex_t off_mu;           /* every off-lane bin's (VS_BIN_OFF_LANE) */
+  vs_slab *spare_slabs;
+  vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
+  /* Shared counters, each on its own line; none is written on the small
+   * hot path (bins keep their own and fold live bytes in by the MiB). */
+  _Alignas(64) _Atomic uint64_t sync_started;
+  _Alignas(64) _Atomic uint64_t sync_done;
+  _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
+  _Alignas(64) _Atomic uint64_t backend_calls;
+  _Atomic uint64_t syncs, unserved, refused, peak_reserved;
+  /* The largest size be.could_fit approved: a request no larger is not
+   * asked again (the question reads the tenant's ledger). A stale answer
+   * (a limit lowered since) costs only what the check saves: the request
+   * goes through the OOM ladder and is refused there by the charge. */
+  _Atomic uint64_t fit_ok;
+  _Alignas(64) _Atomic uint64_t live_bytes;
+  _Atomic uint64_t peak_live;
+  _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
+  _Atomic uint32_t next_bin;
+  /* Stream order (vs_arena_set_stream_ordered): frees are reusable at once.
+   * Read by every free, written once or twice in the arena's life. */
+  _Alignas(64) _Atomic int ordered;
+  /* The lane (vs_arena_free_lane): 1 + the newest stamp a lane free took
+   * out of stream order, 0 before the first. Raised before the block turns
+   * FREE, so an allocation off the lane that chose it reads the raise. */
+  _Atomic uint64_t lane_pend;
+  /* Lane frees so far (raised with lane_pend, before the block turns FREE):
+   * lane_pend's stamps repeat between syncs, this count does not. */
+  _Atomic uint64_t lane_frees;
+  _Atomic uint64_t tick_stamp;      /* `stamped` at the last vs_arena_decay (idle: unchanged since) */
+  /* Streams already ordered after the lane (vs_arena_alloc_on), each with
+   * the lane_frees count its order covered; a few, replaced round-robin. */
+  pthread_mutex_t lane_mu;
+  struct { uint64_t stream, covered; } lane_waits[VS_LANE_WAITS];
+  unsigned lane_next;
+  uint64_t decay_ns;                /* 0: release beyond the threshold at once */
+  uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
+  uint64_t (*idle_trim)(vs_arena *a);    /* before a growth: empty slabs of idle bins back (slab.c's, set by arena.c) */
+  uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
+  void *clock_ctx;
+};
+
+/* core.c (below slab.c and heap.c; uses neither) */
+/* *v = max(*v, to), atomically: peaks and generations only ever rise. */
+static inline void vs_atomic_raise(_Atomic uint64_t *v, uint64_t to) {
+  uint64_t cur = atomic_load(v);
+  while (to > cur && !atomic_compare_exchange_weak(v, &cur, to)) {}
+}
+extern _Thread_local uint64_t vs_tl_calls;    /* backend calls made by this thread */
+int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
+uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
+void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */
+uint64_t vs_arena_stamp(vs_arena *a);
+int vs_arena_ready(vs_arena *a, uint64_t stamp);
+void vs_arena_live_add(vs_arena *a, uint64_t req);
+
+/* heap.c */
+int vs_heap_init(vs_arena *a);
+void vs_heap_fini(vs_arena *a);
+/* size: multiple of 512; req: requested bytes (0 for a slab). align: 512 or VS_SLAB_SIZE. */
+int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
+/* held_only: VS_BACKEND_OOM rather than grow or sync. */
+int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr);
+/* how: VS_FREE_PEND (a user block becomes PENDING), VS_FREE_ORDERED (a user
+ * block freed in stream order: FREE at once), VS_FREE_INTERNAL (a slab's
+ * block, FREE at once). -1 when not a live block of that kind. */
+enum { VS_FREE_PEND = 0, VS_FREE_INTERNAL = 1, VS_FREE_ORDERED = 2 };
+int vs_heap_free(vs_arena *a, uint64_t addr, int how);
+uint64_t vs_heap_trim(vs_arena *a, uint64_t keep);          /* caller holds no heap lock */
+uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay keeps; no heap lock held */
+uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
+uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
+void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */
+int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu */
+int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
+vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr);           /* caller holds mu */
+vs_hregion *vs_heap_region_of(vs_heap *h, uint64_t addr);     /* the region holding addr, or NULL; caller holds mu */
+#define VS_HEAP_REGIONS(h, tr) \
+  for (int k_ = 0; k_ < VS_HEAP_NT; k_++) for (vs_tregion *tr = (h)->t[k_].regions; tr; tr = tr->rnext)
+
+/* slab.c */
+void vs_slab_classes(vs_arena *a);
+int vs_slab_class_of(vs_arena *a, uint64_t size);
+/* VS_BACKEND_OOM: no room for a slab. off_lane: from the class's off-lane
+ * bin; *fresh is then 1 when the slot lies in a slab new to the bin (heap
+ * memory a lane free may have left with work in flight). */
+int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_lane, int *fresh);
+int vs_slab_free(vs_arena *a, uint64_t addr, int ordered);   /* -1 not a slab slot, 1 not a slab */
+int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
+vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
+void vs_slab_fini(vs_arena *a);
+uint64_t vs_slab_trim(vs_arena *a);
+uint64_t vs_slab_trim_idle(vs_arena *a);                   /* try-locks only: safe under a bin lock */
+uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */                          /* empty slabs back to the heap */
+
+#endif

@@ -1,0 +1,494 @@
+/* The arena inside the shim (see arena_glue.h): one vs_arena per context,
+ * created on the context's first cuMemAlloc, with the mode the settings
+ * choose for what its card supports and the backend of arena_backend.c. */
+#include "arena_glue.h"
+
+#include "arena_backend.h"
+#include "driver_table.h"
+#include "guard.h"
+#include "log.h"
+#include "quota.h"
+#include "served.h"
+#include "settings.h"
+#include "stream_order.h"
+#include "vramshim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Per card: what the settings decide for it, once (the first request on
+ * the card asks the driver whether it has VMM). */
+enum { CARD_UNKNOWN = 0, CARD_ARENA, CARD_OFF };
+static _Atomic int g_state[VRAMSHIM_MAX_CARDS];
+static vs_cfg_arena g_mode[VRAMSHIM_MAX_CARDS];   /* when CARD_ARENA: vmm or chunks, as configured */
+static int g_said[VRAMSHIM_MAX_CARDS];             /* the mode was logged for this card */
+/* The card reaches host page tables (ATS: Grace Hopper and its kind): the
+ * host may then touch device memory outside any stream, so a free is never
+ * taken as ordered there (stream_order.h). Set with g_state. */
+static int g_coherent[VRAMSHIM_MAX_CARDS];
+static _Atomic int g_any;   /* some context has an arena: range lookups need to look */
+static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define DEFAULT_RELEASE_THRESHOLD (1ull << 30)
+
+static const char *mode_name(vs_cfg_arena m) {
+  return m == VS_CFG_ARENA_VMM ? "vmm" : m == VS_CFG_ARENA_CHUNKS ? "chunks" : "off";
+}
+
+/* The config's release_threshold against the card's capacity (default 1 GiB). */
+static uint64_t release_threshold(int card, const vs_real_table *real, uint64_t *capacity_out) {
+  size_t capacity = 0;
+  if (real && real->cuDeviceTotalMem_v2) {
+    vs_guard_enter();
+    if (real->cuDeviceTotalMem_v2(&capacity, card) != CUDA_SUCCESS) capacity = 0;
+    vs_guard_leave();
+  }
+  if (capacity_out) *capacity_out = capacity;
+  const vs_config *cfg = &vs_settings_get()->config;
+  return cfg->has_release_threshold ? vs_size_resolve(cfg->release_threshold, capacity) : DEFAULT_RELEASE_THRESHOLD;
+}
+
+/* Under g_create_lock: the card's mode, asking the driver the first time.
+ * CUDA_SUCCESS with *mode, or the driver's error (no cuInit: the next
+ * request tries again). */
+static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mode) {
+  int st = atomic_load(&g_state[card]);
+  if (st != CARD_UNKNOWN) {
+    *mode = st == CARD_OFF ? VS_CFG_ARENA_OFF : g_mode[card];
+    return CUDA_SUCCESS;
+  }
+  int has_vmm = 0;
+  if (real->cuDeviceGetAttribute) {
+    CUresult r;
+    vs_guard_enter();
+    r = real->cuDeviceGetAttribute(&has_vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, card);
+    vs_guard_leave();
+    if (r != CUDA_SUCCESS) return r;
+  }
+  int ats = 0;
+  if (real->cuDeviceGetAttribute) {
+    vs_guard_enter();
+    if (real->cuDeviceGetAttribute(&ats, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, card) !=
+        CUDA_SUCCESS)
+      ats = 0;   /* a driver that cannot say predates such cards */
+    vs_guard_leave();
+  }
+  g_coherent[card] = ats != 0;
+  *mode = vs_settings_arena(has_vmm);
+  if (*mode == VS_CFG_ARENA_OFF) {
+    VS_INFO("card %d: arena off, every allocation goes to the driver", card);
+    atomic_store(&g_state[card], CARD_OFF);
+  } else {
+    g_mode[card] = *mode;
+    atomic_store(&g_state[card], CARD_ARENA);
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Under g_create_lock. The arena of ctx, created now; NULL with *res set
+ * when the driver cannot say what the card is yet, NULL with ctx marked
+ * off when the arena is off for its card. */
+/* What the layers below ask of the arenas, offered before the first arena
+ * is published (they lie below and may not call up: src/LAYERS): a leave
+ * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
+ * bridge counts their cache as the tenant's and trims it when another
+ * process of the tenant is about to be refused. Caller holds
+ * g_create_lock. */
+static void offer_once(void) {
+  static int offered;
+  static const vs_quota_cache cache = {vs_arena_glue_cached, vs_arena_glue_trim_card};
+  if (offered) return;
+  offered = 1;
+  vs_stream_order_set_on_leave(vs_arena_glue_leave_order);
+  vs_quota_set_cache(&cache);
+}
+
+/* ctx's arena becomes a, with its stream order (stream_order.h): set before
+ * a is published, and looked at again after, so that an arena published
+ * while the process leaves stream order is either walked by the leaver or
+ * sees the flag down here (no block of it has been handed out yet). Caller
+ * holds g_create_lock. */
+static void publish(vs_ctx *ctx, vs_arena *a) {
+  offer_once();
+  vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);
+  atomic_store(&ctx->arena, a);
+  if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
+}
+
+static vs_arena *create(vs_ctx *ctx, CUresult *res) {
+  int card = ctx->card;
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real) {
+    *res = vs_driver_missing_error();
+    return NULL;
+  }
+  vs_cfg_arena mode;
+  CUresult r = card_mode(card, real, &mode);
+  if (r != CUDA_SUCCESS) {
+    *res = r;
+    return NULL;
+  }
+  if (mode == VS_CFG_ARENA_OFF) {
+    atomic_store(&ctx->arena_off, 1);
+    return NULL;
+  }
+  uint64_t capacity = 0;
+  vs_arena_config ac;
+  ac.release_threshold = release_threshold(card, real, &capacity);
+  vs_arena_backend be;
+  vs_arena *a = NULL;
+  r = vs_backend_init(card, ctx->handle, mode == VS_CFG_ARENA_VMM, &be);
+  if (!be.ctx) {
+    *res = CUDA_ERROR_OUT_OF_MEMORY;   /* out of host memory: the next request tries again */
+    return NULL;
+  }
+  if (mode == VS_CFG_ARENA_VMM) {
+    ac.mode = VS_ARENA_VMM;
+    if (r == CUDA_SUCCESS) a = vs_arena_create(&ac, &be);
+    if (!a) {
+      VS_INFO("card %d: the VMM arena cannot start (driver said %d, granule %llu); using chunks", card, (int)r,
+              (unsigned long long)be.granule);
+      mode = VS_CFG_ARENA_CHUNKS;
+      vs_backend_chunks(be.ctx, &be);
+    }
+  }
+  if (!a) {
+    ac.mode = VS_ARENA_CHUNKS;
+    a = vs_arena_create(&ac, &be);
+  }
+  if (a) vs_arena_set_decay(a, vs_settings_get()->config.release_decay_ms);
+  if (!a) {
+    VS_ERROR("card %d: the arena cannot start (out of host memory?); this context's allocations go to the driver",
+             card);
+    vs_backend_free(be.ctx);
+    atomic_store(&ctx->arena_off, 1);
+    return NULL;
+  }
+  char b1[32], b2[32];
+  if (!g_said[card]) {
+    g_said[card] = 1;
+    VS_INFO("card %d: arena %s, release threshold %s (card %s)", card, mode_name(mode),
+            vs_fmt_bytes(ac.release_threshold, b1, sizeof b1), vs_fmt_bytes(capacity, b2, sizeof b2));
+  } else {
+    VS_DEBUG("card %d: context %#llx: arena %s", card, (unsigned long long)ctx->handle, mode_name(mode));
+  }
+  ctx->backend = be.ctx;
+  atomic_store(&ctx->arena_vmm, mode == VS_CFG_ARENA_VMM);
+  if (g_coherent[card] && vs_stream_order_on())
+    VS_INFO("card %d reaches host page tables (the host may touch device memory outside any stream): freed "
+            "memory is reused only after a synchronisation", card);
+  publish(ctx, a);
+  atomic_store(&g_any, 1);
+  return a;
+}
+
+/* The ids of the contexts with an arena (on `card`, or on any card when
+ * card < 0), the first `skip` of them left out, at most cap; *more (when
+ * given) says whether there were others. Under the registry's read lock,
+ * so that the callers act on each context outside it (by id, with a
+ * reference): their work may sync and call the driver. */
+static size_t arena_ctx_ids(int card, size_t skip, uint64_t *ids, size_t cap, int *more) {
+  size_t n = 0, seen = 0;
+  if (more) *more = 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    if ((card >= 0 && c->card != card) || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+    if (seen++ < skip) continue;
+    if (n == cap) {
+      if (more) *more = 1;
+      break;
+    }
+    ids[n++] = c->id;
+  }
+  vs_ctx_read_unlock();
+  return n;
+}
+
+void vs_arena_glue_leave_order(void) {
+  /* A reference each for the sync; a process has few contexts. */
+  uint64_t ids[64];
+  int more;
+  size_t n = arena_ctx_ids(-1, 0, ids, sizeof ids / sizeof ids[0], &more);
+  for (size_t i = 0; i < n; i++) {
+    vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+    if (!c) continue;   /* ended meanwhile: its work is over */
+    pthread_mutex_lock(&g_create_lock);
+    vs_arena *a = atomic_load(&c->arena);
+    pthread_mutex_unlock(&g_create_lock);
+    if (a) vs_arena_set_stream_ordered(a, 0);
+    vs_ctx_put(c);
+  }
+  if (more) {   /* beyond 64 contexts: the rest under the registry's lock */
+    vs_ctx_read_lock();
+    for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+      vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+      if (a) vs_arena_set_stream_ordered(a, 0);
+    }
+    vs_ctx_read_unlock();
+  }
+}
+
+static vs_arena *arena_for(vs_ctx *ctx, CUresult *res) {
+  vs_arena *a = atomic_load_explicit(&ctx->arena, memory_order_acquire);
+  if (__builtin_expect(a != NULL, 1)) return a;
+  if (atomic_load(&ctx->arena_off)) return NULL;
+  pthread_mutex_lock(&g_create_lock);
+  a = atomic_load(&ctx->arena);
+  int made = 0;
+  if (!a && !atomic_load(&ctx->arena_off)) made = (a = create(ctx, res)) != NULL;
+  pthread_mutex_unlock(&g_create_lock);
+  /* A context the shim never saw begin is known from its first request. */
+  if (made) vs_stream_order_ctx_begun();
+  return a;
+}
+
+/* A VMM arena whose address range the driver refused (a driver or a host
+ * with little virtual address space) and that holds nothing yet becomes a
+ * chunks arena, said once. Returns the context's arena now. */
+static vs_arena *fall_back_to_chunks(vs_ctx *ctx, vs_arena *failed) {
+  pthread_mutex_lock(&g_create_lock);
+  if (atomic_load(&ctx->arena) == failed && !ctx->retired) {
+    vs_arena_stats st;
+    vs_arena_get_stats(failed, &st);
+    if (st.reserved_bytes == 0 && st.live_count == 0) {
+      vs_arena_config ac = {VS_ARENA_CHUNKS, release_threshold(ctx->card, vs_driver_if_loaded(), NULL)};
+      vs_arena_backend be;
+      vs_backend_chunks(ctx->backend, &be);
+      vs_arena *a = vs_arena_create(&ac, &be);
+      if (a) {
+        VS_INFO("card %d: the driver refused the VMM arena its address range; using chunks", ctx->card);
+        ctx->retired = failed;   /* a thread may still be inside it; it holds nothing */
+        atomic_store(&ctx->arena_vmm, 0);
+        publish(ctx, a);
+      }
+    }
+  }
+  vs_arena *now = atomic_load(&ctx->arena);
+  pthread_mutex_unlock(&g_create_lock);
+  return now;
+}
+
+static int arena_alloc(vs_arena *a, uint64_t size, int lane, uint64_t stream, uint64_t *addr) {
+  if (lane) return vs_arena_alloc_lane(a, size, addr);
+  return stream ? vs_arena_alloc_on(a, size, stream, addr) : vs_arena_alloc(a, size, addr);
+}
+
+void vs_arena_glue_forget_stream(uint64_t stream) {
+  vs_ctx_read_lock();   /* an arena lives while its context is linked */
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c))
+    vs_arena_forget_stream(atomic_load_explicit(&c->arena, memory_order_acquire), stream);
+  vs_ctx_read_unlock();
+}
+
+int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, uint64_t *addr, CUresult *res) {
+  if (!ctx || ctx->card < 0 || ctx->card >= VRAMSHIM_MAX_CARDS) return VS_MEM_PASS;
+  CUresult why = CUDA_SUCCESS;
+  vs_arena *a = arena_for(ctx, &why);
+  if (!a) {
+    if (why == CUDA_SUCCESS) return VS_MEM_PASS;   /* off for this card */
+    *res = why;                                    /* the driver is not ready: its own error */
+    return VS_MEM_DONE;
+  }
+  vs_backend_clear_error();
+  int rc = arena_alloc(a, size, lane, stream, addr);
+  if (rc != VS_BACKEND_OK) {
+    /* The VMM arena may have been refused its address range: by this
+     * request (fall back now), or by another thread's, which already
+     * replaced the arena while this one was failing (use it). */
+    vs_arena *now = atomic_load(&ctx->arena);
+    if (now == a && atomic_load(&ctx->arena_vmm) && vs_backend_va_failed(ctx->backend))
+      now = fall_back_to_chunks(ctx, a);
+    if (now != a) {
+      vs_backend_clear_error();
+      rc = arena_alloc(now, size, lane, stream, addr);
+    }
+  }
+  if (rc == VS_BACKEND_OK) {
+    *res = CUDA_SUCCESS;
+  } else if (rc == VS_BACKEND_OOM) {
+    *res = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    /* The driver's own error (no context, say); without one the arena
+     * could not place the request at all, which the driver calls OOM. */
+    CUresult e = vs_backend_last_error();
+    *res = e != CUDA_SUCCESS ? e : CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return VS_MEM_DONE;
+}
+
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane) {
+  vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
+  if (!a) return -1;
+  return lane ? vs_arena_free_lane(a, addr) : vs_arena_free(a, addr);
+}
+
+static void trim_ctx(vs_ctx *ctx, uint64_t keep_bytes) {
+  vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
+  if (a) vs_arena_trim(a, keep_bytes);
+}
+
+void vs_arena_glue_trim(vs_ctx *ctx) { trim_ctx(ctx, 0); }
+
+void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
+  /* Ids first, trims after: a trim may sync and call the driver, which
+   * must not happen under the registry's lock (a context's end waits on
+   * it). More contexts than the batch holds: the next walk skips those done
+   * (a context made or ended between walks may be trimmed twice or not at
+   * all, which a trim allows). */
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      trim_ctx(c, keep_bytes);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+}
+
+void vs_arena_glue_decay(void) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    n = arena_ctx_ids(-1, done, ids, sizeof ids / sizeof ids[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      if (a) vs_arena_decay(a);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+}
+
+void vs_arena_glue_ctx_end(vs_ctx *ctx) {
+  /* Unlinked with no references (contexts.h): no thread is inside these
+   * arenas, and no walk can reach them any more. */
+  pthread_mutex_lock(&g_create_lock);
+  vs_arena *a = atomic_exchange(&ctx->arena, NULL), *old = ctx->retired;
+  ctx->retired = NULL;
+  void *be = ctx->backend;
+  ctx->backend = NULL;
+  pthread_mutex_unlock(&g_create_lock);
+  if (!a) return;
+  vs_arena_stats st;
+  vs_arena_get_stats(a, &st);
+  char b1[32], b2[32];
+  VS_DEBUG("card %d: context %#llx ended: its arena goes (%s live in %llu blocks, %s held)", ctx->card,
+           (unsigned long long)ctx->handle, vs_fmt_bytes(st.live_bytes, b1, sizeof b1),
+           (unsigned long long)st.live_count, vs_fmt_bytes(st.reserved_bytes, b2, sizeof b2));
+  vs_backend_ended(be);
+  vs_arena_destroy(a);
+  vs_arena_destroy(old);
+  vs_backend_free(be);
+}
+
+/* Under vs_ctx_read_lock: the context with a live block around ptr (the
+ * block's start and size in *base, *size), or NULL. */
+static vs_ctx *find_block(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+    if (a && vs_arena_lookup(a, ptr, base, size) == 0) return c;
+  }
+  return NULL;
+}
+
+int vs_arena_glue_find(uint64_t ptr, int *card, uint64_t *ctx_handle, uint64_t *base, uint64_t *size) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  vs_ctx *c = find_block(ptr, base, size);
+  if (c) {
+    if (card) *card = c->card;
+    if (ctx_handle) *ctx_handle = c->handle;
+  }
+  vs_ctx_read_unlock();
+  return c ? 0 : -1;
+}
+
+int vs_arena_glue_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  return vs_arena_glue_find(ptr, NULL, NULL, base, size) == 0 ? VS_MEM_DONE : VS_MEM_PASS;
+}
+
+int vs_arena_glue_placement(uint64_t ptr, int *card, uint64_t *base, uint64_t *size, uint64_t *chunk_base,
+                            uint64_t *offset, int *vmm_backed) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  vs_ctx *c = find_block(ptr, base, size);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  int rc = a && vs_arena_placement(a, *base, chunk_base, offset, vmm_backed) == 0 ? 0 : -1;
+  if (rc == 0) *card = c->card;
+  vs_ctx_read_unlock();
+  return rc;
+}
+
+int vs_arena_glue_vmm_pieces(uint64_t base, uint64_t size, vs_arena_piece_fn fn, void *user) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return -1;
+  vs_ctx_read_lock();
+  uint64_t b = 0, sz = 0;
+  vs_ctx *c = find_block(base, &b, &sz);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  int rc = a ? vs_arena_vmm_pieces(a, base, size, fn, user) : -1;
+  vs_ctx_read_unlock();
+  return rc;
+}
+
+int vs_arena_glue_holds(uint64_t addr) {
+  return atomic_load_explicit(&g_any, memory_order_relaxed) && vs_backend_holds(addr);
+}
+
+uint64_t vs_arena_glue_cached(int card) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
+  uint64_t cached = 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+    if (!a) continue;
+    vs_arena_stats st;
+    vs_arena_get_stats(a, &st);
+    if (st.reserved_bytes > st.live_bytes) cached += st.reserved_bytes - st.live_bytes;
+  }
+  vs_ctx_read_unlock();
+  return cached;
+}
+
+int vs_arena_glue_on(int card) {
+  return card >= 0 && card < VRAMSHIM_MAX_CARDS && atomic_load(&g_state[card]) == CARD_ARENA;
+}
+
+void vs_arena_glue_read_lock(void) { vs_ctx_read_lock(); }
+void vs_arena_glue_read_unlock(void) { vs_ctx_read_unlock(); }
+
+/* Under the read lock: the context of card whose arena the observer shows. */
+static vs_ctx *shown(int card) {
+  vs_ctx *pick = NULL;
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+    if (c->card != card || !atomic_load_explicit(&c->arena, memory_order_acquire)) continue;
+    if (c->primary) return c;
+    if (!pick) pick = c;   /* the list is newest first */
+  }
+  return pick;
+}
+
+vs_arena *vs_arena_glue_get(int card) {
+  vs_ctx *c = shown(card);
+  return c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+}
+
+int vs_arena_glue_is_vmm(int card) {
+  vs_ctx *c = shown(card);
+  return c ? atomic_load(&c->arena_vmm) : 0;
+}
+
+void vs_arena_glue_atfork_child(void) {
+  /* The parent's arenas hang off its contexts, which the child does not
+   * have (vs_ctx_atfork_child keeps them reachable, never used). */
+  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) atomic_store(&g_state[c], CARD_UNKNOWN);
+  atomic_store(&g_any, 0);
+  pthread_mutex_init(&g_create_lock, NULL);
+  vs_stream_order_atfork_child();
+  vs_backend_atfork_child();
+}

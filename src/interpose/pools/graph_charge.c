@@ -1,0 +1,297 @@
+/* The device's graph memory pool charged to the tenant (graph_charge.h),
+ * and the hooks that feed it.
+ *
+ * Two small tables (a program holds few graphs): graphs and executable
+ * graphs, each with the bytes of its allocation nodes per device (rounded
+ * up to the 2 MiB the driver maps). Per card, `charged` is the pool's
+ * reserved bytes as last read; invariant: it is what this process's ledger
+ * slot holds for the card's graph pool (each change moves the ledger by
+ * the same amount, under g_lock). */
+#include "graph_charge.h"
+
+#include "arena_glue.h"
+#include "hook_enter.h"
+#include "quota.h"
+#include "stream_order.h"
+#include "vramshim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAPH_ROUND ((uint64_t)2 << 20)
+#define NCARDS VRAMSHIM_MAX_CARDS
+
+typedef struct graph_ent {
+  void *h;                 /* CUgraph or CUgraphExec */
+  uint64_t need[NCARDS];   /* bytes of its allocation nodes per device */
+} graph_ent;
+
+typedef struct graph_tab {
+  graph_ent *v;
+  size_t n, cap;
+} graph_tab;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static graph_tab g_graphs, g_execs;
+static uint64_t g_charged[NCARDS];
+static _Atomic int g_used[NCARDS];   /* a launch with allocation nodes happened on the card */
+
+static uint64_t round_up(uint64_t n) {
+  uint64_t r = (n + GRAPH_ROUND - 1) / GRAPH_ROUND * GRAPH_ROUND;
+  return r < n ? n : r;
+}
+
+/* g_lock held */
+static graph_ent *tab_find(graph_tab *t, void *h) {
+  for (size_t i = 0; i < t->n; i++)
+    if (t->v[i].h == h) return &t->v[i];
+  return NULL;
+}
+
+/* g_lock held: the entry of h, made (all zero) when missing; NULL out of memory. */
+static graph_ent *tab_get(graph_tab *t, void *h) {
+  graph_ent *e = tab_find(t, h);
+  if (e) return e;
+  if (t->n == t->cap) {
+    size_t nc = t->cap ? t->cap * 2 : 8;
+    graph_ent *nv = realloc(t->v, nc * sizeof *nv);
+    if (!nv) return NULL;
+    t->v = nv;
+    t->cap = nc;
+  }
+  e = &t->v[t->n++];
+  memset(e, 0, sizeof *e);
+  e->h = h;
+  return e;
+}
+
+static void tab_drop(graph_tab *t, void *h) {
+  graph_ent *e = tab_find(t, h);
+  if (e) *e = t->v[--t->n];
+}
+
+static int read_attr(const vs_real_table *real, int card, CUgraphMem_attribute attr, uint64_t *out) {
+  if (!real || !real->cuDeviceGetGraphMemAttribute) return -1;
+  cuuint64_t v = 0;
+  vs_guard_enter();
+  CUresult r = real->cuDeviceGetGraphMemAttribute((CUdevice)card, attr, &v);
+  vs_guard_leave();
+  if (r != CUDA_SUCCESS) return -1;
+  *out = v;
+  return 0;
+}
+
+/* g_lock held: the card's charge becomes the pool's reserved bytes; the
+ * ledger moves by the difference, less `admitted` (already charged). */
+static void settle(const vs_real_table *real, int card, uint64_t admitted) {
+  uint64_t now, before = g_charged[card] + admitted;
+  if (read_attr(real, card, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &now)) now = before;   /* the driver cannot say: what was admitted stands */
+  g_charged[card] = now;
+  if (now > before) vs_quota_force(card, now - before);
+  else if (now < before) vs_quota_uncharge(card, before - now);
+}
+
+void vs_graph_mem_refresh(const vs_real_table *real, int card) {
+  if (!real) return;
+  pthread_mutex_lock(&g_lock);
+  for (int c = 0; c < NCARDS; c++)
+    if ((card < 0 || c == card) && atomic_load_explicit(&g_used[c], memory_order_relaxed)) settle(real, c, 0);
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* A fork child holds no graph pool of the parent's and no charge. */
+void vs_graph_mem_atfork_child(void) {
+  pthread_mutex_init(&g_lock, NULL);
+  free(g_graphs.v);
+  free(g_execs.v);
+  memset(&g_graphs, 0, sizeof g_graphs);
+  memset(&g_execs, 0, sizeof g_execs);
+  memset(g_charged, 0, sizeof g_charged);
+  for (int c = 0; c < NCARDS; c++) atomic_store(&g_used[c], 0);
+}
+
+/* ---- hooks ---- */
+
+CUresult vs_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                        size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
+  VS_HOOK_ENTER(cuGraphAddMemAllocNode, (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+  vs_guard_enter();
+  CUresult r = real->cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+  vs_guard_leave();
+  /* host-located graph memory is on no card: only device locations count */
+  if (r == CUDA_SUCCESS && nodeParams && nodeParams->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    int card = nodeParams->poolProps.location.id;
+    if (card >= 0 && card < NCARDS) {
+      pthread_mutex_lock(&g_lock);
+      graph_ent *e = tab_get(&g_graphs, (void *)hGraph);
+      if (e) e->need[card] += round_up(nodeParams->bytesize);
+      pthread_mutex_unlock(&g_lock);
+    }
+  }
+  return r;
+}
+
+CUresult vs_hook_cuGraphDestroy(CUgraph hGraph) {
+  VS_HOOK_ENTER(cuGraphDestroy, (hGraph));
+  vs_guard_enter();
+  CUresult r = real->cuGraphDestroy(hGraph);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&g_lock);
+    tab_drop(&g_graphs, (void *)hGraph);
+    pthread_mutex_unlock(&g_lock);
+  }
+  return r;
+}
+
+/* An executable graph takes its graph's allocation bytes. */
+static void instantiated(CUresult r, CUgraphExec *exec, CUgraph graph) {
+  if (r != CUDA_SUCCESS || !exec) return;
+  pthread_mutex_lock(&g_lock);
+  graph_ent *g = tab_find(&g_graphs, (void *)graph);
+  uint64_t need[NCARDS];
+  if (g) memcpy(need, g->need, sizeof need);
+  tab_drop(&g_execs, (void *)*exec);   /* a handle the driver reused */
+  if (g) {
+    graph_ent *e = tab_get(&g_execs, (void *)*exec);
+    if (e) memcpy(e->need, need, sizeof need);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+#define INSTANTIATE_BODY(name, params, args, per_thread)                                  \
+  CUresult vs_hook_##name params {                                                        \
+    VS_HOOK_ENTER(name, args);                                                            \
+    if (per_thread) vs_stream_order_ptds("the program used the per-thread default stream (" #name ")"); \
+    vs_guard_enter();                                                                     \
+    CUresult r = real->name args;                                                         \
+    vs_guard_leave();                                                                     \
+    instantiated(r, phGraphExec, hGraph);                                                 \
+    return r;                                                                             \
+  }
+INSTANTIATE_BODY(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),
+                 (phGraphExec, hGraph, flags), 0)
+INSTANTIATE_BODY(cuGraphInstantiate_v2,
+                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+                 (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), 0)
+INSTANTIATE_BODY(cuGraphInstantiate,
+                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+                 (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), 0)
+INSTANTIATE_BODY(cuGraphInstantiateWithParams,
+                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+                 (phGraphExec, hGraph, instantiateParams), 0)
+INSTANTIATE_BODY(cuGraphInstantiateWithParams_ptsz,
+                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+                 (phGraphExec, hGraph, instantiateParams), 1)
+#undef INSTANTIATE_BODY
+
+CUresult vs_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  VS_HOOK_ENTER(cuGraphExecDestroy, (hGraphExec));
+  vs_guard_enter();
+  CUresult r = real->cuGraphExecDestroy(hGraphExec);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&g_lock);
+    tab_drop(&g_execs, (void *)hGraphExec);
+    pthread_mutex_unlock(&g_lock);
+  }
+  return r;
+}
+
+/* The growth a launch of exec may cause on each card: its allocation
+ * bytes less what the pool reserves and does not use (0 where it has none). */
+static void launch_growth(const vs_real_table *real, CUgraphExec exec, uint64_t grow[NCARDS]) {
+  pthread_mutex_lock(&g_lock);
+  graph_ent *e = tab_find(&g_execs, (void *)exec);
+  uint64_t need[NCARDS];
+  if (e) memcpy(need, e->need, sizeof need);
+  else memset(need, 0, sizeof need);
+  pthread_mutex_unlock(&g_lock);
+  for (int c = 0; c < NCARDS; c++) {
+    grow[c] = 0;
+    if (!need[c]) continue;
+    uint64_t used = 0, reserved = 0;
+    if (read_attr(real, c, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) ||
+        read_attr(real, c, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) || reserved < used)
+      used = reserved = 0;
+    uint64_t spare = reserved - used;
+    grow[c] = need[c] > spare ? round_up(need[c] - spare) : 0;
+  }
+}
+
+/* Admits each card's growth (the arena's cache on the card given back
+ * first when refused; on_limit = wait waits); CUDA_ERROR_OUT_OF_MEMORY
+ * with nothing charged when a refusal stands. */
+static CUresult admit(const uint64_t grow[NCARDS]) {
+  for (int c = 0; c < NCARDS; c++) {
+    if (!grow[c]) continue;
+    CUresult q = vs_quota_charge(c, grow[c]);
+    if (q == CUDA_ERROR_OUT_OF_MEMORY) {
+      vs_arena_glue_trim_card(c, 0);
+      q = vs_quota_charge(c, grow[c]);
+    }
+    uint64_t deadline = 0;
+    while (q == CUDA_ERROR_OUT_OF_MEMORY && vs_quota_wait(c, grow[c], &deadline)) q = vs_quota_charge(c, grow[c]);
+    if (q != CUDA_SUCCESS) {
+      for (int u = 0; u < c; u++)
+        if (grow[u]) vs_quota_uncharge(u, grow[u]);
+      return q;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch(const vs_real_table *real, CUresult (*fn)(CUgraphExec, CUstream), CUgraphExec exec,
+                       CUstream stream) {
+  uint64_t grow[NCARDS];
+  launch_growth(real, exec, grow);
+  CUresult q = admit(grow);
+  if (q != CUDA_SUCCESS) return q;
+  vs_guard_enter();
+  CUresult r = fn(exec, stream);
+  vs_guard_leave();
+  pthread_mutex_lock(&g_lock);
+  for (int c = 0; c < NCARDS; c++) {
+    if (grow[c]) atomic_store_explicit(&g_used[c], 1, memory_order_relaxed);
+    if (grow[c] || atomic_load_explicit(&g_used[c], memory_order_relaxed)) settle(real, c, grow[c]);
+  }
+  pthread_mutex_unlock(&g_lock);
+  /* A captured graph's allocation nodes were not seen: the pool of the
+   * current context's device, read once it holds something. */
+  CUdevice dev = -1;
+  if (r == CUDA_SUCCESS && real->cuCtxGetDevice) {
+    vs_guard_enter();
+    if (real->cuCtxGetDevice(&dev) != CUDA_SUCCESS) dev = -1;
+    vs_guard_leave();
+  }
+  uint64_t now;
+  if (dev >= 0 && dev < NCARDS && !atomic_load_explicit(&g_used[dev], memory_order_relaxed) &&
+      !read_attr(real, (int)dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &now) && now) {
+    atomic_store_explicit(&g_used[dev], 1, memory_order_relaxed);
+    vs_graph_mem_refresh(real, (int)dev);
+  }
+  return r;
+}
+
+CUresult vs_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  VS_HOOK_ENTER(cuGraphLaunch, (hGraphExec, hStream));
+  return launch(real, real->cuGraphLaunch, hGraphExec, hStream);
+}
+
+CUresult vs_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  VS_HOOK_ENTER(cuGraphLaunch_ptsz, (hGraphExec, hStream));
+  vs_stream_order_ptds("the program used the per-thread default stream (cuGraphLaunch_ptsz)");
+  return launch(real, real->cuGraphLaunch_ptsz, hGraphExec, hStream);
+}
+
+/* What the pool gave back leaves the tenant's charge. */
+CUresult vs_hook_cuDeviceGraphMemTrim(CUdevice device) {
+  VS_HOOK_ENTER(cuDeviceGraphMemTrim, (device));
+  vs_guard_enter();
+  CUresult r = real->cuDeviceGraphMemTrim(device);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS) vs_graph_mem_refresh(real, (int)device);
+  return r;
+}
