@@ -6,7 +6,8 @@
 #include "driver_table.h"
 #include "file.h"
 #include "guard.h"
-#include "observe_internal.h"
+#include "observe_cards.h"
+#include "observe_dump.h"
 #include "settings.h"
 
 #include <stdlib.h>
