@@ -239,16 +239,7 @@ def case_footprint():
     procs = [holder(e, 100) for _ in range(4)]
     pids = sorted(p.pid for p in procs)
     # what the sim's NVML says they hold, read without the shim
-    deadline = time.time() + 60
-    while True:
-        nvml_sum = nvml_holds(pids)
-        st = status_json(config)
-        card, t = tenant_of(st, "app")
-        if t and t["used"] == nvml_sum:
-            break
-        if time.time() > deadline:
-            fail("ledger usage %r never equalled NVML's %d" % (t and t["used"], nvml_sum))
-        time.sleep(0.5)
+    card, t, nvml_sum = ledger_meets_nvml(config, pids)
     check(t["used"] == nvml_sum == 4 * 400 * MiB,
           "ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
     check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts)" % t["overhead"])
@@ -295,6 +286,20 @@ def nvml_holds(pids):
     return sum(held_by.get(p, 0) for p in pids)
 
 
+def ledger_meets_nvml(config, pids):
+    """Waits (60 s at most) until the ledger's usage of tenant app equals
+    what the sim's NVML says pids hold; its card and tenant, and that sum."""
+    deadline = time.time() + 60
+    while True:
+        nvml_sum = nvml_holds(pids)
+        card, t = tenant_of(status_json(config), "app")
+        if t and t["used"] == nvml_sum:
+            return card, t, nvml_sum
+        if time.time() > deadline:
+            fail("ledger usage %r never equalled NVML's %d" % (t and t["used"], nvml_sum))
+        time.sleep(0.5)
+
+
 def case_fallback():
     import shutil
     shutil.rmtree(os.path.join(WORK, "ledger"), ignore_errors=True)   # a card nobody measured yet
@@ -310,15 +315,7 @@ def case_fallback():
           "the first process without NVML: 100 MiB counted, its context not charged yet (%r)" % (t and t["overhead"]))
     procs = [first] + [holder(e, 100) for _ in range(3)]
     pids = sorted(p.pid for p in procs)
-    deadline = time.time() + 60
-    while True:
-        nvml_sum = nvml_holds(pids)
-        card, t = tenant_of(status_json(config), "app")
-        if t and t["used"] == nvml_sum:
-            break
-        if time.time() > deadline:
-            fail("ledger usage %r never equalled NVML's %d" % (t and t["used"], nvml_sum))
-        time.sleep(0.5)
+    card, t, nvml_sum = ledger_meets_nvml(config, pids)
     check(t["used"] == nvml_sum == 4 * 400 * MiB,
           "without NVML, ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
     check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
