@@ -4,8 +4,33 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+typedef struct key {
+  uint64_t value;
+  uint64_t space;   /* 64-bit so the key has no padding */
+} key;
+
+/* The key is two integers: mixed by a multiply-xorshift finaliser and
+ * compared as two integers, instead of uthash's byte-wise Jenkins hash and
+ * memcmp (the pair of an allocation and its free pays each twice). */
+static inline unsigned key_hash(const void *p) {
+  const key *k = (const key *)p;
+  uint64_t x = k->value ^ (k->space << 61);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return (unsigned)x;
+}
+static inline int key_cmp(const void *a, const void *b) {
+  const key *x = (const key *)a, *y = (const key *)b;
+  return !(x->value == y->value && x->space == y->space);
+}
+
 #define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(elt) (t_oom = 1)
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = key_hash(keyptr))
+#define HASH_KEYCMP(a, b, len) key_cmp(a, b)
 static __thread int t_oom __attribute__((tls_model("initial-exec")));
 #include <uthash.h>
 
@@ -14,11 +39,6 @@ static __thread int t_oom __attribute__((tls_model("initial-exec")));
 #define VS_STRIPES 32
 #define VS_STRIPE_BITS 5
 _Static_assert((1 << VS_STRIPE_BITS) == VS_STRIPES, "stripe bits");
-
-typedef struct key {
-  uint64_t value;
-  uint64_t space;   /* 64-bit so the key has no padding for memcmp */
-} key;
 
 typedef struct rec {
   key k;
@@ -35,10 +55,14 @@ typedef struct stripe {
   pthread_mutex_t lock;
   rec *head;
   uint64_t count[VS_SPACES];
+  /* One record kept from the last removal for the next insertion: an
+   * allocation and its free then make no malloc/free of their own. At most
+   * one per stripe, so the memory it keeps is bounded. */
+  rec *spare;
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
@@ -54,14 +78,20 @@ static stripe *stripe_of(const key *k) {
 }
 
 int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *stale) {
-  rec *r = malloc(sizeof *r);
-  if (!r) return -1;
-  r->k.value = info->key;
-  r->k.space = (uint64_t)space;
-  r->info = *info;
-  stripe *s = stripe_of(&r->k);
+  key k = {info->key, (uint64_t)space};
+  stripe *s = stripe_of(&k);
   int ret = 0;
   pthread_mutex_lock(&s->lock);
+  rec *r = s->spare;
+  s->spare = NULL;
+  if (!r) {
+    pthread_mutex_unlock(&s->lock);   /* malloc outside the stripe's lock */
+    r = malloc(sizeof *r);
+    if (!r) return -1;
+    pthread_mutex_lock(&s->lock);
+  }
+  r->k = k;
+  r->info = *info;
   if (!s->head) {
     s->anchor.k.value = 0;
     s->anchor.k.space = VS_SPACES;
@@ -98,6 +128,12 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
     s->count[space]--;
   } else {
     r = NULL;
+  }
+  if (r && !s->spare) {
+    if (out) *out = r->info;
+    s->spare = r;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
   }
   pthread_mutex_unlock(&s->lock);
   if (!r) return -1;
@@ -177,6 +213,8 @@ void vs_tracker_atfork_child(void) {
       if (r != &s->anchor) free(r);
     }
     s->head = NULL;
+    free(s->spare);
+    s->spare = NULL;
     for (int sp = 0; sp < VS_SPACES; sp++) s->count[sp] = 0;
     /* Held since prepare by the thread that forked, the only one here. */
     pthread_mutex_unlock(&s->lock);

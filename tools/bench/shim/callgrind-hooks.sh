@@ -16,7 +16,9 @@ trap 'rm -rf "$out"' EXIT
 
 # entry point, calls, inclusive instructions: from the caller tree, where a
 # block of "<" lines (callers, with call counts) ends in one "*" line (the
-# function, inclusive cost); the exported entry points live in hooks.c.
+# function, inclusive cost); the exported entry points live in hooks.c
+# (since the concern folders, the debug info names their first line in
+# entry/init.h: vs_start, inlined).
 costs() {
   # A config of its own: the defaults, a ledger folder per run (builds of
   # other commits may lay the ledger out differently).
@@ -28,8 +30,8 @@ costs() {
   callgrind_annotate --inclusive=yes --tree=caller "$out/cg" 2>/dev/null | awk '
     /^ *$/ { n = 0; next }
     / < / && match($0, /\(([0-9,]+)x\)/) { c = substr($0, RSTART + 1, RLENGTH - 3); gsub(",", "", c); n += c; next }
-    / \* .*hooks\.c:cu[A-Za-z_0-9]+/ && match($0, /hooks\.c:cu[A-Za-z_0-9]+/) {
-      f = substr($0, RSTART + 8, RLENGTH - 8)
+    / \* .*(hooks\.c|init\.h):cu[A-Za-z_0-9]+/ && match($0, /(hooks\.c|init\.h):cu[A-Za-z_0-9]+/) {
+      f = substr($0, RSTART, RLENGTH); sub(/^[^:]*:/, "", f)
       c = $1; gsub(",", "", c)
       if (n) print f, n, c
       n = 0
