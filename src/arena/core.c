@@ -6,7 +6,7 @@
 
 #include <time.h>
 
-_Thread_local uint64_t vs_tl_calls;
+_Thread_local uint64_t vs_tl_calls __attribute__((tls_model("initial-exec")));
 
 int vs_arena_call_done(vs_arena *a) {
   atomic_fetch_add_explicit(&a->backend_calls, 1, memory_order_relaxed);

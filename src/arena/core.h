@@ -250,7 +250,8 @@ static inline void vs_atomic_raise(_Atomic uint64_t *v, uint64_t to) {
   uint64_t cur = atomic_load(v);
   while (to > cur && !atomic_compare_exchange_weak(v, &cur, to)) {}
 }
-extern _Thread_local uint64_t vs_tl_calls;    /* backend calls made by this thread */
+/* initial-exec: the hot path reads it without __tls_get_addr (the library is preloaded or linked, never dlopened late) */
+extern _Thread_local uint64_t vs_tl_calls __attribute__((tls_model("initial-exec")));    /* backend calls made by this thread */
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
 uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
 void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */

@@ -121,14 +121,14 @@ static vs_slab *desc_get(vs_arena *a) {
 }
 
 static vs_bin *my_bin(vs_arena *a, int cls) {
-  static _Thread_local int tl_bin = -1;
+  static _Thread_local int tl_bin __attribute__((tls_model("initial-exec"))) = -1;
   if (tl_bin < 0) tl_bin = (int)(atomic_fetch_add(&a->next_bin, 1) % VS_NBINS);
   return &a->classes[cls].bins[tl_bin];
 }
 
 /* The bin this thread holds while the heap serves it a slab: the heap's
  * idle trim (vs_slab_trim_idle) skips it rather than try-lock it again. */
-static _Thread_local vs_bin *tl_growing;
+static _Thread_local vs_bin *tl_growing __attribute__((tls_model("initial-exec")));
 
 static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
   uint64_t base;
