@@ -59,7 +59,7 @@
 #define VS_SYNC_MIN_VMM (64ull << 20)   /* ... and (VMM) pending is at least this */
 #endif
 #ifndef VS_PLACE_SCAN
-#define VS_PLACE_SCAN 4096              /* pressure: free blocks examined for the least-growth placement */
+#define VS_PLACE_SCAN 4096              /* VMM: free blocks examined for the least-growth placement */
 #endif
 #ifndef VS_HEAP_NT
 #define VS_HEAP_NT 1                    /* heap size bands, each its own tlsf (VA region or
@@ -78,6 +78,9 @@
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
 #ifndef VS_DECAY_MULT_MAX
 #define VS_DECAY_MULT_MAX 64            /* regret: the decay window grows to at most decay × this */
+#endif
+#ifndef VS_DECAY_MULT_CEIL
+#define VS_DECAY_MULT_CEIL (1ull << 16) /* regret: past MULT_MAX, x2 per regret up to this (decay 10 s: 7.6 days) */
 #endif
 #ifndef VS_DECAY_REGRET
 #define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
