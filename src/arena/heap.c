@@ -402,23 +402,27 @@ static uint64_t decay_keep(vs_arena *a) {
 }
 
 /* Caller holds mu; the heap is about to take new memory from the backend.
- * If decay gave memory back within VS_DECAY_REGRET windows before, that
- * release was a mistake the workload pays for twice (the release calls and
- * the growth): its use swings over a longer period than the window. The
- * window grows by VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay
- * (the default step goes there at the first regret: measured on the tuned
- * half of tools/tracegen/churn.sh, a ×8 step paid a second release and
- * regrowth), so a workload whose use is stationary stops churning after
- * its first regret instead of in step with the run length. It never
- * shrinks back: a process that really stops needing the memory is the idle
- * trim's and the pressure paths' (vs_arena_trim, the OOM ladder), which do
- * not look at the window. */
+ * If decay gave memory back since the last growth, that release was a
+ * mistake the workload pays for twice (the release calls and the growth):
+ * its use swings over a longer period than the window. The window grows by
+ * VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay (the default step
+ * goes there at the first regret: measured on the tuned half of
+ * tools/tracegen/churn.sh, a ×8 step paid a second release and regrowth),
+ * then doubles at each further regret up to VS_DECAY_MULT_CEIL, so a
+ * workload whose use is stationary stops churning after its first regrets
+ * instead of in step with the run length. However long after the release
+ * the growth comes, it is a regret (issue 27: with a horizon of 8 windows
+ * a lull longer than that released and regrew once per lull, multi-bursty
+ * chunks 61 calls at x100 -> 47). It never shrinks back: a process that
+ * really stops needing the memory is the idle trim's and the pressure
+ * paths' (vs_arena_trim, the OOM ladder), which do not look at the
+ * window. */
 static void decay_regret(vs_arena *a) {
   vs_heap *h = &a->heap;
   if (!a->decay_ns || !h->dk_rel) return;
   uint64_t m = h->dk_mult ? h->dk_mult : 1;
   h->dk_rel = 0;
-  if (m >= VS_DECAY_MULT_CEIL || decay_now(a) - h->dk_rel_at >= VS_DECAY_REGRET * a->decay_ns * m) return;
+  if (m >= VS_DECAY_MULT_CEIL) return;
   uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
   for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
     if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_EPOCHS <= e) continue;
@@ -443,7 +447,6 @@ static void decay_regret(vs_arena *a) {
 static void decay_released(vs_arena *a, uint64_t n) {
   if (!n) return;
   a->heap.dk_rel += n;
-  a->heap.dk_rel_at = a->heap.dk_seen;
 }
 
 static void release_check(vs_arena *a);
