@@ -61,7 +61,7 @@
 #define VS_SYNC_MIN_VMM (64ull << 20)   /* ... and (VMM) pending is at least this */
 #endif
 #ifndef VS_PLACE_SCAN
-#define VS_PLACE_SCAN 4096              /* pressure: free blocks examined for the least-growth placement */
+#define VS_PLACE_SCAN 4096              /* VMM: free blocks examined for the least-growth placement */
 #endif
 #ifndef VS_HEAP_NT
 #define VS_HEAP_NT 1                    /* heap size bands, each its own tlsf (VA region or
@@ -79,10 +79,10 @@
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
 #ifndef VS_DECAY_MULT_MAX
-#define VS_DECAY_MULT_MAX 64            /* regret: the decay window grows to at most decay × this */
+#define VS_DECAY_MULT_MAX 64            /* regret: the first regrets take the window to decay × this ... */
 #endif
-#ifndef VS_DECAY_REGRET
-#define VS_DECAY_REGRET 8               /* regret: a growth within this many windows of a decay release */
+#ifndef VS_DECAY_MULT_CEIL
+#define VS_DECAY_MULT_CEIL (1ull << 16) /* regret: past MULT_MAX, x2 per regret up to this (decay 10 s: 7.6 days) */
 #endif
 #ifndef VS_DECAY_REGRET_STEP
 #define VS_DECAY_REGRET_STEP 64         /* regret: the window's factor per regretted release (64: straight to the cap) */
@@ -136,9 +136,8 @@ typedef struct vs_heap {
   uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
   uint64_t dk_res[VS_DECAY_EPOCHS]; /* per epoch: the most held right after a growth (decay_note_reserved) */
   /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
-   * decay released since the last growth, the last of them at dk_rel_at
-   * (decay clock). */
-  uint64_t dk_mult, dk_rel, dk_rel_at;
+   * decay released since the last growth. */
+  uint64_t dk_mult, dk_rel;
   uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
 } vs_heap;
 

@@ -402,30 +402,42 @@ static uint64_t decay_keep(vs_arena *a) {
 }
 
 /* Caller holds mu; the heap is about to take new memory from the backend.
- * If decay gave memory back within VS_DECAY_REGRET windows before, that
- * release was a mistake the workload pays for twice (the release calls and
- * the growth): its use swings over a longer period than the window. The
- * window grows by VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay
- * (the default step goes there at the first regret: measured on the tuned
- * half of tools/tracegen/churn.sh, a ×8 step paid a second release and
- * regrowth), so a workload whose use is stationary stops churning after
- * its first regret instead of in step with the run length. It never
- * shrinks back: a process that really stops needing the memory is the idle
- * trim's and the pressure paths' (vs_arena_trim, the OOM ladder), which do
- * not look at the window. */
+ * If decay gave memory back since the last growth, that release was a
+ * mistake the workload pays for twice (the release calls and the growth):
+ * its use swings over a longer period than the window. The window grows by
+ * VS_DECAY_REGRET_STEP, up to VS_DECAY_MULT_MAX × decay (the default step
+ * goes there at the first regret: measured on the tuned half of
+ * tools/tracegen/churn.sh, a ×8 step paid a second release and regrowth),
+ * then doubles at each further regret up to VS_DECAY_MULT_CEIL, so a
+ * workload whose use is stationary stops churning after its first regrets
+ * instead of in step with the run length. However long after the release
+ * the growth comes, it is a regret (issue 27: with a horizon of 8 windows
+ * a lull longer than that released and regrew once per lull, multi-bursty
+ * chunks 61 calls at x100 -> 47). It never shrinks back: a process that
+ * really stops needing the memory is the idle trim's and the pressure
+ * paths' (vs_arena_trim, the OOM ladder), which do not look at the
+ * window. */
 static void decay_regret(vs_arena *a) {
   vs_heap *h = &a->heap;
   if (!a->decay_ns || !h->dk_rel) return;
   uint64_t m = h->dk_mult ? h->dk_mult : 1;
   h->dk_rel = 0;
-  if (m >= VS_DECAY_MULT_MAX || decay_now(a) - h->dk_rel_at >= VS_DECAY_REGRET * a->decay_ns * m) return;
+  if (m >= VS_DECAY_MULT_CEIL) return;
   uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
   for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
     if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_EPOCHS <= e) continue;
     if (h->dk_max[i] > hi) hi = h->dk_max[i];
     if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
   }
-  h->dk_mult = m * VS_DECAY_REGRET_STEP < VS_DECAY_MULT_MAX ? m * VS_DECAY_REGRET_STEP : VS_DECAY_MULT_MAX;
+  /* Below VS_DECAY_MULT_MAX by VS_DECAY_REGRET_STEP; from there each
+   * further regret doubles the window (to VS_DECAY_MULT_CEIL): a window
+   * that stops at a fixed length releases and regrows once per such
+   * length of a lull, so in step with the run length (churn.sh's
+   * bursty-concat, vmm at x100: 24 releases); doubling makes the releases
+   * a long run regrets O(log run length). */
+  uint64_t nm = m < VS_DECAY_MULT_MAX ? m * VS_DECAY_REGRET_STEP : m * 2;
+  if (m < VS_DECAY_MULT_MAX && nm > VS_DECAY_MULT_MAX) nm = VS_DECAY_MULT_MAX;
+  h->dk_mult = nm < VS_DECAY_MULT_CEIL ? nm : VS_DECAY_MULT_CEIL;
   memset(h->dk_id, 0, sizeof h->dk_id);
   decay_note(a, hi, h->dk_seen);
   h->dk_res[(h->dk_epoch - 1) % VS_DECAY_EPOCHS] = rhi;
@@ -435,7 +447,6 @@ static void decay_regret(vs_arena *a) {
 static void decay_released(vs_arena *a, uint64_t n) {
   if (!n) return;
   a->heap.dk_rel += n;
-  a->heap.dk_rel_at = a->heap.dk_seen;
 }
 
 static void release_check(vs_arena *a);
@@ -634,7 +645,17 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       pthread_mutex_lock(&h->mu);
       continue;   /* the lock was dropped: b, p and need may be stale, even if nothing came back */
     }
-    if (need && h->vmm && b && h->pressure) {   /* near a full card: use every mapped hole */
+    /* VMM: best fit would grow; the placement needing the least new
+     * physical memory instead (least_need: free space under partly used
+     * handles, mapped runs inside free blocks). Once only near a full
+     * card; always since issue 27: best fit put the block on unmapped VA
+     * and then moved wholly free handles from elsewhere under it (an
+     * unmap, a map and an access each), or created new ones, while mapped
+     * free memory it did not fit in stayed stranded. Chosen on the tuned
+     * half of tools/tracegen/churn.sh (bursty-concat vmm at x100: 239 ->
+     * 157 calls, multi-bursty 151 -> 93; the same peak reserved) and
+     * reported on the held-out half (docs/benchmarks-replay.md). */
+    if (need && h->vmm && b) {
       uint64_t p2 = 0, n2 = need;
       vs_tblock *b2 = least_need(h, t, size, align, &p2, &n2);
       if (b2 && n2 < need) { b = b2; p = p2; need = n2; r = hr(b->region); }

@@ -465,6 +465,47 @@ static void decay_regret_case(vs_arena_mode mode) {
 static void arena_decay_regret_vmm(void **s) { (void)s; decay_regret_case(VS_ARENA_VMM); }
 static void arena_decay_regret_chunks(void **s) { (void)s; decay_regret_case(VS_ARENA_CHUNKS); }
 
+/* Lows far longer than the regret's first window (issue 27): 100 s lows
+ * with a 1 s decay, busy every second. The first regret takes the window
+ * to 64 s, still shorter than a low; each further regret doubles it, so
+ * the churn stops after a few rounds however long the lows are (a regret
+ * counted only within 8 windows of the release, or a window capped at
+ * 64 x decay, released and regrew in every round). */
+static void decay_regret_long_case(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, 256 * MiB);
+  clk_ns = 1000;
+  vs_arena_set_clock(f.a, test_clock, NULL);
+  vs_arena_set_decay(f.a, 1000);
+  enum { BASE = 16, SWING = 32, ROUNDS = 12 };
+  uint64_t base[BASE], sw[SWING];
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &base[i]), 0);
+  uint64_t after_warm = 0, first = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &sw[i]), 0);
+    clk_ns += 100000000ull;
+    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_free(f.a, sw[i]), 0);
+    for (int t = 0; t < 100; t++) {   /* 100 s of low, busy every second */
+      clk_ns += 1000000000ull;
+      uint64_t q;
+      assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &q), 0);
+      assert_int_equal(vs_arena_free(f.a, q), 0);
+    }
+    if (round == 0) first = backend_calls(&f);
+    if (round == 3) after_warm = backend_calls(&f);
+    CHECK(f.a);
+  }
+  uint64_t later = backend_calls(&f) - after_warm;
+  print_message("  %llu growth/release calls in rounds 4..%d (100 s lows, 1 s decay); %llu in round 0\n",
+                (unsigned long long)later, ROUNDS - 1, (unsigned long long)first);
+  assert_true(after_warm > first);   /* the lows did release before regret caught up */
+  assert_int_equal(later, 0);
+  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_free(f.a, base[i]), 0);
+  fx_close(&f);
+}
+static void arena_decay_regret_long_vmm(void **s) { (void)s; decay_regret_long_case(VS_ARENA_VMM); }
+static void arena_decay_regret_long_chunks(void **s) { (void)s; decay_regret_long_case(VS_ARENA_CHUNKS); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_loop_calls_vmm),        cmocka_unit_test(arena_loop_calls_chunks),
@@ -478,6 +519,7 @@ int main(void) {
       cmocka_unit_test(arena_decay_burst_vmm),       cmocka_unit_test(arena_decay_burst_chunks),
       cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
       cmocka_unit_test(arena_decay_regret_vmm),      cmocka_unit_test(arena_decay_regret_chunks),
+      cmocka_unit_test(arena_decay_regret_long_vmm), cmocka_unit_test(arena_decay_regret_long_chunks),
       cmocka_unit_test(arena_nodecay_swing_churns),
       cmocka_unit_test(arena_stream_ordered_vmm),    cmocka_unit_test(arena_stream_ordered_chunks),
   };
