@@ -19,6 +19,7 @@
 #include <nvml.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -295,9 +296,26 @@ NVML_SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMe
  * the MIG instance ids, 0xFFFFFFFF without MIG). NVML's protocol: *count
  * in is the room in infos; too little room sets *count to what is needed
  * and returns INSUFFICIENT_SIZE; none running is SUCCESS with *count 0. */
+/* VRAMSIM_NVML_PID_BASE=N: every pid is reported as N + pid, as a host's
+ * NVML reports the host's pids to a process in a container with a PID
+ * namespace of its own (it does not find itself in the list). */
+static unsigned pid_base(void)
+{
+    static _Atomic long base = -1;
+    long b = atomic_load(&base);
+    if (b < 0) {
+        const char *e = getenv("VRAMSIM_NVML_PID_BASE");
+        b = e && *e ? strtol(e, NULL, 10) : 0;
+        if (b < 0) b = 0;
+        atomic_store(&base, b);
+    }
+    return (unsigned)b;
+}
+
 static nvmlReturn_t processes(nvmlDevice_t device, unsigned *count, void *infos, int ver, int compute)
 {
     REQUIRE_CARD(card, device);
+    unsigned base = pid_base();
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     static _Thread_local int32_t pids[MAX_PROCS];
     static _Thread_local uint64_t used[MAX_PROCS];
@@ -311,11 +329,11 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned *count, void *infos,
     for (unsigned i = 0; i < n; i++) {
         if (ver == 1) {
             nvmlProcessInfo_v1_t *p = (nvmlProcessInfo_v1_t *)infos + i;
-            p->pid = (unsigned)pids[i];
+            p->pid = base + (unsigned)pids[i];
             p->usedGpuMemory = used[i];
         } else {
             nvmlProcessInfo_v2_t *p = (nvmlProcessInfo_v2_t *)infos + i;
-            p->pid = (unsigned)pids[i];
+            p->pid = base + (unsigned)pids[i];
             p->usedGpuMemory = used[i];
             p->gpuInstanceId = 0xFFFFFFFFu;
             p->computeInstanceId = 0xFFFFFFFFu;

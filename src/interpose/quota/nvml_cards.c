@@ -250,12 +250,12 @@ static void fallback_begun(int card, uint64_t handle, int primary) {
   } else {
     c->pending = 1;
     c->bound = unexplained;
-    VS_DEBUG("card %d: no NVML and no reading of the card yet: this context's footprint is charged once "
+    VS_DEBUG("card %d: no figure from NVML for this process and no reading of the card yet: this context's footprint is charged once "
              "another context on the card is measured (at most %llu bytes)", card, (unsigned long long)unexplained);
   }
   g_took[card] += c->took;
   if (!c->pending)
-    VS_DEBUG("card %d: no NVML; the new context took %llu bytes of the card's free memory (free %llu before, "
+    VS_DEBUG("card %d: without a figure from NVML, the new context took %llu bytes of the card's free memory (free %llu before, "
              "%llu after): charged to the tenant as overhead (%llu in all)", card, (unsigned long long)c->took,
              (unsigned long long)(have ? predicted : after + cost), (unsigned long long)after,
              (unsigned long long)g_took[card]);
@@ -285,7 +285,7 @@ static void fallback_settle(int card) {
     /* memory the driver took before any reading of the card since: in the
      * reading's used memory already, not in its held */
     vs_quota_drv_counted(card, added);
-    VS_DEBUG("card %d: no NVML; a context on the card was measured at %llu bytes: this process's first "
+    VS_DEBUG("card %d: without a figure from NVML; a context on the card was measured at %llu bytes: this process's first "
              "context is charged as much (%llu in all)", card, (unsigned long long)cost,
              (unsigned long long)g_took[card]);
     vs_quota_set_overhead(card, g_took[card]);
@@ -308,6 +308,10 @@ static void fallback_ended(uint64_t handle, int card) {
 void vs_footprint_ctx_begun(int card, uint64_t handle, int primary) {
   if (card < 0 || card >= MAX_CARDS) return;
   fill();
+  /* The context holds card memory from now on: its card's ledger is
+   * opened here (not at the first charge or view), so the footprint is
+   * measured now, by NVML or without it. */
+  if (vs_quota_open(card) != 0) return;
   /* the program's thread: NVML is loaded here, if it is anywhere. NVML
    * that does not list the process (a container's PID namespace) is as
    * good as none for its footprint. */

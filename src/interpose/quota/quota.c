@@ -340,6 +340,8 @@ int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64
   return view(card, &drv_free, &drv_total, free_bytes, total_bytes);
 }
 
+int vs_quota_open(int card) { return card_session(card) ? 0 : -1; }
+
 int vs_quota_held(int card, uint64_t *held, uint64_t *overhead) {
   if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
   return vs_tenant_held(g_session, card, held, overhead);

@@ -74,6 +74,9 @@ int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64
  * ledger is not open. vs_quota_set_overhead charges the new overhead (or
  * gives back the difference). */
 int vs_quota_held(int card, uint64_t *held, uint64_t *overhead);
+/* Opens the card's ledger now if the card is enforced (it is otherwise
+ * opened by the first charge or view): 0 when open, -1 when not enforced. */
+int vs_quota_open(int card);
 void vs_quota_set_overhead(int card, uint64_t overhead);
 /* The card's driver reading for the footprint without NVML (ledger.h:
  * vs_ledger_drv_predict, vs_ledger_drv_note); predict opens the card's
