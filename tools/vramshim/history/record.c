@@ -20,6 +20,7 @@
 
 #define MAX_LEDGERS 64
 #define CONFIG_RELOAD_MS 30000
+#define MAX_FAILED_PASSES 3   /* passes in a row that fail, each after a reopen, before the recorder stops */
 
 static volatile sig_atomic_t stop_flag;
 static void on_stop(int sig) {
@@ -179,7 +180,7 @@ int cmd_record(int argc, char **argv) {
   /* Events from one interval before the start on are acted on. */
   uint64_t act_from_ns = vs_clock_ns(CLOCK_REALTIME) - interval * 1000000ull;
   uint64_t next = vs_mono_ns(), last_cfg = vs_mono_ns();
-  int rc = 0;
+  int rc = 0, failed_passes = 0;
   while (!stop_flag) {
     int64_t t = now_ms();
     if (vs_mono_ns() - last_cfg > CONFIG_RELOAD_MS * 1000000ull) {
@@ -201,14 +202,23 @@ int cmd_record(int argc, char **argv) {
     int damaged = 0;
     err[0] = 0;
     if (pass(&st, dir, snap, acts, cfg, t, act_from_ns, &damaged, err, sizeof err)) {
+      /* The pass is lost; the database is opened again and recording goes
+       * on: damaged, it was moved aside and is made anew; removed in the
+       * middle of the pass (SQLite refuses to write into an unlinked
+       * file), or a passing error, it is simply opened again. Only a
+       * database that cannot be opened, or passes that keep failing
+       * (MAX_FAILED_PASSES in a row), stop the recorder. */
       fprintf(stderr, "vramshim: %s\n", err);
       vs_store_close(&st);
-      if (!damaged || vs_store_open_writer(db, &st, note, sizeof note, err, sizeof err)) {
-        if (damaged) fprintf(stderr, "vramshim: %s\n", err);
+      if (++failed_passes >= MAX_FAILED_PASSES || vs_store_open_writer(db, &st, note, sizeof note, err, sizeof err)) {
+        if (failed_passes < MAX_FAILED_PASSES) fprintf(stderr, "vramshim: %s\n", err);
+        else fprintf(stderr, "vramshim: %d passes in a row failed; stopping\n", failed_passes);
         rc = 1;
         break;
       }
       fprintf(stderr, "vramshim: %s\n", note[0] ? note : "history database reopened");
+    } else {
+      failed_passes = 0;
     }
     vs_actions_poll(acts, &st);
     if (t / VS_STORE_HOUR_MS != last_hour) {
