@@ -126,13 +126,13 @@ static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
 static uint64_t g_last_want[MAX_CARDS];
 static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* at_ctx: a context just began or ended on the card. Its footprint is then
- * charged at once, so a program that sizes itself from free memory right
- * after creating its context sees the context's own memory gone; the
- * agreement rule below is for the background thread's periodic readings. */
-/* 0 measured; 1 NVML does not list this process (its PID namespace);
- * -1 NVML missing or the card's ledger not open. Either way but 0 the
- * overhead stands. */
+/* The footprint by NVML. at_ctx: a context just began or ended on the
+ * card; its footprint is then charged at once, so a program that sizes
+ * itself from free memory right after creating its context sees the
+ * context's own memory gone; the agreement rule below is for the
+ * background thread's periodic readings. 0 measured; 1 NVML does not list
+ * this process (its PID namespace); -1 NVML missing or the card's ledger
+ * not open. Either way but 0 the overhead stands. */
 static int refresh(int card, int at_ctx) {
   uint64_t held = 0, overhead = 0, used = 0;
   if (card < 0 || card >= MAX_CARDS) return -1;
@@ -229,13 +229,14 @@ static int fallback_find(uint64_t handle, int card, int primary) {
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* Caller: the card's ledger is open (vs_footprint_ctx_begun). */
 static void fallback_begun(int card, uint64_t handle, int primary) {
-  uint64_t predicted = 0, all_held = 0, cost = 0, after = 0, total = 0, held = 0, overhead = 0;
+  uint64_t predicted = 0, all_held = 0, cost = 0, after = 0, total = 0;
   pthread_mutex_lock(&g_refresh_lock);
   /* a retain of a primary context that was already live takes nothing */
   if (g_nctx >= MAX_CTX || fallback_find(handle, card, primary) >= 0) goto out;
-  int have = vs_quota_drv_predict(card, &predicted, &all_held, &cost) == 0;   /* opens the card's ledger */
-  if (vs_quota_held(card, &held, &overhead) != 0 || driver_free_in(handle, &after, &total) != 0) goto out;
+  int have = vs_quota_drv_predict(card, &predicted, &all_held, &cost) == 0;
+  if (driver_free_in(handle, &after, &total) != 0) goto out;
   uint64_t drv_used = total > after ? total - after : 0;
   uint64_t unexplained = drv_used > all_held ? drv_used - all_held : 0;
   struct fallback_ctx *c = &g_ctx[g_nctx++];
@@ -255,10 +256,9 @@ static void fallback_begun(int card, uint64_t handle, int primary) {
   }
   g_took[card] += c->took;
   if (!c->pending)
-    VS_DEBUG("card %d: without a figure from NVML, the new context took %llu bytes of the card's free memory (free %llu before, "
-             "%llu after): charged to the tenant as overhead (%llu in all)", card, (unsigned long long)c->took,
-             (unsigned long long)(have ? predicted : after + cost), (unsigned long long)after,
-             (unsigned long long)g_took[card]);
+    VS_DEBUG("card %d: without a figure from NVML, the new context took %llu bytes of the card's free memory (%llu "
+             "free after it): charged to the tenant as overhead (%llu in all)", card, (unsigned long long)c->took,
+             (unsigned long long)after, (unsigned long long)g_took[card]);
   vs_quota_set_overhead(card, g_took[card]);
   vs_quota_drv_note(card, after, have ? c->took : 0);
 out:

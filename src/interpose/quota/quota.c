@@ -348,8 +348,8 @@ int vs_quota_held(int card, uint64_t *held, uint64_t *overhead) {
 }
 
 int vs_quota_drv_predict(int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
-  vs_tenant_session *s = card_session(card);
-  return s ? vs_tenant_drv_predict(s, card, drv_free, held, ctx_cost) : -1;
+  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  return vs_tenant_drv_predict(g_session, card, drv_free, held, ctx_cost);
 }
 
 void vs_quota_drv_note(int card, uint64_t drv_free, uint64_t ctx_cost) {

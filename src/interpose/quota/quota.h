@@ -79,10 +79,9 @@ int vs_quota_held(int card, uint64_t *held, uint64_t *overhead);
 int vs_quota_open(int card);
 void vs_quota_set_overhead(int card, uint64_t overhead);
 /* The card's driver reading for the footprint without NVML (ledger.h:
- * vs_ledger_drv_predict, vs_ledger_drv_note); predict opens the card's
- * ledger if the card is enforced and not open yet, and is -1 when it is
- * not enforced or has no reading (*held and *ctx_cost are set whenever the
- * ledger is open). */
+ * vs_ledger_drv_predict, vs_ledger_drv_note, vs_ledger_drv_counted), on a
+ * card whose ledger is open (vs_quota_open); predict is -1 when it is not
+ * open or has no reading (*held and *ctx_cost are set whenever it is open). */
 int vs_quota_drv_predict(int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost);
 void vs_quota_drv_note(int card, uint64_t drv_free, uint64_t ctx_cost);
 void vs_quota_drv_counted(int card, uint64_t n);
