@@ -9,19 +9,21 @@ typedef struct key {
   uint64_t space;   /* 64-bit so the key has no padding */
 } key;
 
-/* The key is two integers: mixed by a multiply-xorshift finaliser and
+/* The key is two integers: mixed once by a multiply-xorshift finaliser
+ * (device addresses share their low bits, handles are small integers),
+ * whose top bits pick the stripe and low bits uthash's bucket, and
  * compared as two integers, instead of uthash's byte-wise Jenkins hash and
  * memcmp (the pair of an allocation and its free pays each twice). */
-static inline unsigned key_hash(const void *p) {
-  const key *k = (const key *)p;
+static inline uint64_t key_mix(const key *k) {
   uint64_t x = k->value ^ (k->space << 61);
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
   x *= 0xc4ceb9fe1a85ec53ULL;
   x ^= x >> 33;
-  return (unsigned)x;
+  return x;
 }
+static inline unsigned key_hash(const void *p) { return (unsigned)key_mix((const key *)p); }
 static inline int key_cmp(const void *a, const void *b) {
   const key *x = (const key *)a, *y = (const key *)b;
   return !(x->value == y->value && x->space == y->space);
@@ -67,19 +69,13 @@ typedef struct stripe {
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
 
-static stripe *stripe_of(const key *k) {
-  /* Device addresses share their low bits (alignment) and handles are
-   * small integers: mix all bits before taking the top ones. */
-  uint64_t x = k->value ^ (k->space << 61);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return &g_stripes[x >> (64 - VS_STRIPE_BITS)];
-}
+static stripe *stripe_of(uint64_t mix) { return &g_stripes[mix >> (64 - VS_STRIPE_BITS)]; }
 
 int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *stale) {
   key k = {info->key, (uint64_t)space};
-  stripe *s = stripe_of(&k);
+  uint64_t mix = key_mix(&k);
+  unsigned hv = (unsigned)mix;
+  stripe *s = stripe_of(mix);
   int ret = 0;
   pthread_mutex_lock(&s->lock);
   rec *r = s->spare;
@@ -100,7 +96,7 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
     if (t_oom) s->head = NULL;   /* no table: the record below gets the same chance */
   }
   rec *old = NULL;
-  HASH_FIND(hh, s->head, &r->k, sizeof(key), old);
+  HASH_FIND_BYHASHVALUE(hh, s->head, &r->k, sizeof(key), hv, old);
   if (old) {
     HASH_DEL(s->head, old);
     s->count[space]--;
@@ -108,7 +104,7 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
     ret = 1;
   }
   t_oom = 0;
-  HASH_ADD(hh, s->head, k, sizeof(key), r);
+  HASH_ADD_BYHASHVALUE(hh, s->head, k, sizeof(key), hv, r);
   if (t_oom) ret = -1;
   else s->count[space]++;
   pthread_mutex_unlock(&s->lock);
@@ -119,10 +115,11 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
 
 int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_alloc_info *out) {
   key k = {value, (uint64_t)space};
-  stripe *s = stripe_of(&k);
+  uint64_t mix = key_mix(&k);
+  stripe *s = stripe_of(mix);
   rec *r = NULL;
   pthread_mutex_lock(&s->lock);
-  HASH_FIND(hh, s->head, &k, sizeof(key), r);
+  HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
   if (r && (kind_mask & (1u << r->info.kind))) {
     HASH_DEL(s->head, r);
     s->count[space]--;
@@ -144,10 +141,11 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
 
 int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
   key k = {value, (uint64_t)space};
-  stripe *s = stripe_of(&k);
+  uint64_t mix = key_mix(&k);
+  stripe *s = stripe_of(mix);
   rec *r = NULL;
   pthread_mutex_lock(&s->lock);
-  HASH_FIND(hh, s->head, &k, sizeof(key), r);
+  HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
   if (r && out) *out = r->info;
   pthread_mutex_unlock(&s->lock);
   return r ? 0 : -1;
