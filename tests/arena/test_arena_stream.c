@@ -426,41 +426,51 @@ static void arena_decay_swing_vmm(void **s) { (void)s; decay_swing_case(VS_ARENA
 static void arena_decay_swing_chunks(void **s) { (void)s; decay_swing_case(VS_ARENA_CHUNKS, 1); }
 static void arena_nodecay_swing_churns(void **s) { (void)s; decay_swing_case(VS_ARENA_VMM, 0); }
 
-/* The same swing with a low phase of 3 s, longer than the 1 s decay, and
- * the program busy all along: each low lets decay give the high back, and
- * each high takes it again. Regret (heap.c, decay_regret) lengthens the
- * window once a growth follows a decay release: the churn stops after the
- * first rounds, where the fixed window made calls in every round (checked:
- * without decay_regret, 2 or more calls a round). */
-static void decay_regret_case(vs_arena_mode mode) {
+/* Swings over a 1 s decay, the program busy all along: a high of 32 more
+ * 64 MiB blocks for 0.1 s, then a low of low_ticks × tick_ns with an 8 MiB
+ * allocation and free every tick; rounds of it. The backend's growth and
+ * release calls after round 0 and after round 3. */
+typedef struct { uint64_t first, after_warm, later; } regret_calls;
+static regret_calls regret_swings(vs_arena_mode mode, int rounds, int low_ticks, uint64_t tick_ns) {
   fixture f;
   fx_open(&f, mode, UINT64_MAX, 256 * MiB);
   clk_ns = 1000;
   vs_arena_set_clock(f.a, test_clock, NULL);
   vs_arena_set_decay(f.a, 1000);
-  enum { BASE = 16, SWING = 32, ROUNDS = 40 };
+  enum { BASE = 16, SWING = 32 };
   uint64_t base[BASE], sw[SWING];
+  regret_calls c = {0, 0, 0};
   for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &base[i]), 0);
-  uint64_t after_warm = 0;
-  for (int round = 0; round < ROUNDS; round++) {
+  for (int round = 0; round < rounds; round++) {
     for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &sw[i]), 0);
     clk_ns += 100000000ull;
     for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_free(f.a, sw[i]), 0);
-    for (int t = 0; t < 30; t++) {   /* 3 s of low, busy every 0.1 s */
-      clk_ns += 100000000ull;
+    for (int t = 0; t < low_ticks; t++) {
+      clk_ns += tick_ns;
       uint64_t q;
       assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &q), 0);
       assert_int_equal(vs_arena_free(f.a, q), 0);
     }
-    if (round == 3) after_warm = backend_calls(&f);
+    if (round == 0) c.first = backend_calls(&f);
+    if (round == 3) c.after_warm = backend_calls(&f);
     CHECK(f.a);
   }
-  uint64_t later = backend_calls(&f) - after_warm;
-  print_message("  %llu growth/release calls in rounds 4..%d (3 s lows, 1 s decay)\n", (unsigned long long)later,
-                ROUNDS - 1);
-  assert_int_equal(later, 0);
+  c.later = backend_calls(&f) - c.after_warm;
   for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_free(f.a, base[i]), 0);
   fx_close(&f);
+  return c;
+}
+
+/* Lows of 3 s, longer than the 1 s decay: each low lets decay give the
+ * high back, and each high takes it again. Regret (heap.c, decay_regret)
+ * lengthens the window once a growth follows a decay release: the churn
+ * stops after the first rounds, where the fixed window made calls in every
+ * round (checked: without decay_regret, 2 or more calls a round). */
+static void decay_regret_case(vs_arena_mode mode) {
+  regret_calls c = regret_swings(mode, 40, 30, 100000000ull);   /* 3 s of low, busy every 0.1 s */
+  print_message("  %llu growth/release calls in rounds 4..%d (3 s lows, 1 s decay)\n", (unsigned long long)c.later,
+                40 - 1);
+  assert_int_equal(c.later, 0);
 }
 static void arena_decay_regret_vmm(void **s) { (void)s; decay_regret_case(VS_ARENA_VMM); }
 static void arena_decay_regret_chunks(void **s) { (void)s; decay_regret_case(VS_ARENA_CHUNKS); }
@@ -472,36 +482,11 @@ static void arena_decay_regret_chunks(void **s) { (void)s; decay_regret_case(VS_
  * counted only within 8 windows of the release, or a window capped at
  * 64 x decay, released and regrew in every round). */
 static void decay_regret_long_case(vs_arena_mode mode) {
-  fixture f;
-  fx_open(&f, mode, UINT64_MAX, 256 * MiB);
-  clk_ns = 1000;
-  vs_arena_set_clock(f.a, test_clock, NULL);
-  vs_arena_set_decay(f.a, 1000);
-  enum { BASE = 16, SWING = 32, ROUNDS = 12 };
-  uint64_t base[BASE], sw[SWING];
-  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &base[i]), 0);
-  uint64_t after_warm = 0, first = 0;
-  for (int round = 0; round < ROUNDS; round++) {
-    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &sw[i]), 0);
-    clk_ns += 100000000ull;
-    for (int i = 0; i < SWING; i++) assert_int_equal(vs_arena_free(f.a, sw[i]), 0);
-    for (int t = 0; t < 100; t++) {   /* 100 s of low, busy every second */
-      clk_ns += 1000000000ull;
-      uint64_t q;
-      assert_int_equal(vs_arena_alloc(f.a, 8 * MiB, &q), 0);
-      assert_int_equal(vs_arena_free(f.a, q), 0);
-    }
-    if (round == 0) first = backend_calls(&f);
-    if (round == 3) after_warm = backend_calls(&f);
-    CHECK(f.a);
-  }
-  uint64_t later = backend_calls(&f) - after_warm;
+  regret_calls c = regret_swings(mode, 12, 100, 1000000000ull);   /* 100 s of low, busy every second */
   print_message("  %llu growth/release calls in rounds 4..%d (100 s lows, 1 s decay); %llu in round 0\n",
-                (unsigned long long)later, ROUNDS - 1, (unsigned long long)first);
-  assert_true(after_warm > first);   /* the lows did release before regret caught up */
-  assert_int_equal(later, 0);
-  for (int i = 0; i < BASE; i++) assert_int_equal(vs_arena_free(f.a, base[i]), 0);
-  fx_close(&f);
+                (unsigned long long)c.later, 12 - 1, (unsigned long long)c.first);
+  assert_true(c.after_warm > c.first);   /* the lows did release before regret caught up */
+  assert_int_equal(c.later, 0);
 }
 static void arena_decay_regret_long_vmm(void **s) { (void)s; decay_regret_long_case(VS_ARENA_VMM); }
 static void arena_decay_regret_long_chunks(void **s) { (void)s; decay_regret_long_case(VS_ARENA_CHUNKS); }
