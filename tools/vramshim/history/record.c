@@ -67,9 +67,9 @@ static vs_config *load_config(const char *file, vs_config *cfg, uint64_t *gen_se
 }
 
 /* One pass: a snapshot of every ledger in one transaction. 0, -1 with err
- * (the database failed; damaged when *damaged). */
+ * (the database failed). */
 static int pass(vs_store *st, const char *dir, vs_ledger_snapshot *snap, vs_actions_state *acts, const vs_config *cfg,
-                int64_t t, uint64_t act_from_ns, int *damaged, char *err, size_t errlen) {
+                int64_t t, uint64_t act_from_ns, char *err, size_t errlen) {
   static char ids[MAX_LEDGERS][VS_NAME_MAX];
   char lerr[VS_ERR_MAX];
   int n = vs_ledger_list(dir, ids, MAX_LEDGERS, lerr, sizeof lerr);
@@ -109,8 +109,6 @@ static int pass(vs_store *st, const char *dir, vs_ledger_snapshot *snap, vs_acti
 db_fail:
   if (!err[0] || !strstr(err, "history database"))
     snprintf(err, errlen, "history database %s: %s", st->path, sqlite3_errmsg(st->db));
-  *damaged = (sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_CORRUPT ||
-             (sqlite3_extended_errcode(st->db) & 0xff) == SQLITE_NOTADB;
   sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   return -1;
 }
@@ -199,12 +197,11 @@ int cmd_record(int argc, char **argv) {
         break;
       }
     }
-    int damaged = 0;
     err[0] = 0;
-    if (pass(&st, dir, snap, acts, cfg, t, act_from_ns, &damaged, err, sizeof err)) {
+    if (pass(&st, dir, snap, acts, cfg, t, act_from_ns, err, sizeof err)) {
       /* The pass is lost; the database is opened again and recording goes
-       * on: damaged, it was moved aside and is made anew; removed in the
-       * middle of the pass (SQLite refuses to write into an unlinked
+       * on: damaged, opening moves it aside and makes it anew; removed in
+       * the middle of the pass (SQLite refuses to write into an unlinked
        * file), or a passing error, it is simply opened again. Only a
        * database that cannot be opened, or passes that keep failing
        * (MAX_FAILED_PASSES in a row), stop the recorder. */
