@@ -39,9 +39,6 @@
 #ifndef VS_GROW_DIV
 #define VS_GROW_DIV 64                  /* growth step: at least held / this (held / (this / 2) in a climb) ... */
 #endif
-#ifndef VS_STEP_MAX
-#define VS_STEP_MAX (256ull << 20)      /* ... and at most this (VMM): bounds what one handle can pin */
-#endif
 #ifndef VS_STEP_MIN_VMM
 #define VS_STEP_MIN_VMM (32ull << 20)   /* ... and at least this (VMM): a small heap grows in batches too */
 #endif

@@ -393,7 +393,6 @@ static uint64_t decay_keep(vs_arena *a) {
    * growth mapped ahead is not a surplus to give back only to map it again
    * at the next high. */
   uint64_t step = up(hi / (VS_GROW_DIV / 2), h->G);
-  if (step > VS_STEP_MAX) step = VS_STEP_MAX;
   if (step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
   hi += step;
   uint64_t keep = hi - used;
@@ -694,15 +693,17 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       /* Map a growth step at once when the block sits in unmapped space
        * (the end of the VA): later requests find it mapped. During a climb
        * (no user block freed since the last growth: the live high is
-       * rising and the next growth is near) twice as far ahead, within the
-       * same bounds: a training step's forward pass or a server loading
-       * its weights grows in fewer steps, and what is left unused at the
-       * top of the climb stays below 1/32 of what is held (and below
-       * VS_STEP_MAX). After frees, demand moves both ways: the plain step.
+       * rising and the next growth is near) twice as far ahead: a
+       * training step's forward pass or a server loading its weights grows
+       * in fewer steps, and what is left unused at the top of the climb
+       * stays below 1/32 of what is held. After frees, demand moves both
+       * ways: the plain step. No cap in bytes (issue 27): a proportional
+       * step keeps the number of growths logarithmic in the footprint at
+       * any heap size, as chunks mode's does; the 256 MiB cap it had made
+       * a 16 GiB weight climb of 128-384 MiB tensors grow once per tensor.
        * h->freed is set by every user free and cleared here only. */
       uint64_t span = size, held = vs_heap_reserved(h);
       uint64_t step = h->pressure ? 0 : up(held / (h->freed ? VS_GROW_DIV : VS_GROW_DIV / 2), h->G);
-      if (step > VS_STEP_MAX) step = VS_STEP_MAX;
       if (!h->pressure && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
       h->freed = 0;
       if (need < step) {
