@@ -136,6 +136,7 @@ typedef struct vs_heap {
    * decay released since the last growth. */
   uint64_t dk_mult, dk_rel;
   uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
+  uint64_t use_since;               /* decay: highest heap use since decay_keep last looked (no clock read) */
 } vs_heap;
 
 /* v rounded up to a multiple of a. */

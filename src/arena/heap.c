@@ -381,7 +381,20 @@ static uint64_t decay_keep(vs_arena *a) {
   uint64_t thr = a->cfg.release_threshold, used = heap_used(h);
   if (!a->decay_ns) return thr;
   uint64_t now = decay_now(a), len = dk_len(a);
-  decay_note(a, used, now);
+  /* The highest use since the last look was a use within this window too.
+   * The allocation path notes a use only above the highest it noted (it
+   * reads the clock only then), so a level held for longer than the
+   * window -- a server's weights, KV pool and steady traffic -- was in no
+   * epoch of it, and the first drop (a lull, a large free, shutdown) gave
+   * everything beyond release_threshold back as if unused for the whole
+   * window (tools/tracegen/churn.sh, spec-paged chunks: 7 frees at x100,
+   * right at its final frees; none at x1, where the level was still in the
+   * window). Folded in here, the level counts until the drop. It may
+   * overstate a use by what fell without a look since (a drop that left
+   * the cache within release_threshold and the slack: release_check does
+   * not look then), never by more. */
+  decay_note(a, h->use_since > used ? h->use_since : used, now);
+  h->use_since = used;
   uint64_t e = now / len, hi = used, rhi = 0;
   for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
     if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_EPOCHS <= e) continue;
@@ -719,6 +732,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     b->req = req;
     if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
       uint64_t u = heap_used(h);
+      if (u > h->use_since) h->use_since = u;
       if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
     if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
