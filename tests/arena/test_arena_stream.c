@@ -345,16 +345,21 @@ static uint64_t backend_calls(fixture *f) {
   return vs_space_backend_calls(&c) - c.sync;
 }
 
+/* An arena on the injected clock (at 1 µs) with a 1 s decay. */
+static void fx_open_decay(fixture *f, vs_arena_mode mode, uint64_t thr) {
+  fx_open(f, mode, UINT64_MAX, thr);
+  clk_ns = 1000;
+  vs_arena_set_clock(f->a, test_clock, NULL);
+  vs_arena_set_decay(f->a, 1000);
+}
+
 /* A burst freed: what is beyond release_threshold stays cached while the
  * decay window still remembers the burst, and goes back at the first call
  * after decay_ms have passed with no such use. */
 static void decay_burst_case(vs_arena_mode mode) {
   fixture f;
   uint64_t thr = 128 * MiB;
-  fx_open(&f, mode, UINT64_MAX, thr);
-  clk_ns = 1000;
-  vs_arena_set_clock(f.a, test_clock, NULL);
-  vs_arena_set_decay(f.a, 1000);   /* 1 s */
+  fx_open_decay(&f, mode, thr);
   enum { N = 32 };
   uint64_t p[N];
   for (int i = 0; i < N; i++) assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p[i]), 0);
@@ -398,10 +403,7 @@ static void arena_decay_burst_chunks(void **s) { (void)s; decay_burst_case(VS_AR
 static void decay_level_case(vs_arena_mode mode, int ordered) {
   fixture f;
   uint64_t thr = 128 * MiB;
-  fx_open(&f, mode, UINT64_MAX, thr);
-  clk_ns = 1000;
-  vs_arena_set_clock(f.a, test_clock, NULL);
-  vs_arena_set_decay(f.a, 1000);   /* 1 s */
+  fx_open_decay(&f, mode, thr);
   if (ordered) vs_arena_set_stream_ordered(f.a, 1);
   enum { N = 32 };
   uint64_t p[N], q;
@@ -487,10 +489,7 @@ static void arena_nodecay_swing_churns(void **s) { (void)s; decay_swing_case(VS_
 typedef struct { uint64_t first, after_warm, later; } regret_calls;
 static regret_calls regret_swings(vs_arena_mode mode, int rounds, int low_ticks, uint64_t tick_ns) {
   fixture f;
-  fx_open(&f, mode, UINT64_MAX, 256 * MiB);
-  clk_ns = 1000;
-  vs_arena_set_clock(f.a, test_clock, NULL);
-  vs_arena_set_decay(f.a, 1000);
+  fx_open_decay(&f, mode, 256 * MiB);
   enum { BASE = 16, SWING = 32 };
   uint64_t base[BASE], sw[SWING];
   regret_calls c = {0, 0, 0};
