@@ -233,9 +233,16 @@ int cmd_record(int argc, char **argv) {
     next += interval * 1000000ull;
     uint64_t now = vs_mono_ns();
     if (next < now) next = now; /* a slow pass: the next one starts at once, none are caught up */
-    /* Actions are polled every 50 ms while they run (their timeouts and output). */
-    while (!stop_flag && vs_mono_ns() < next) {
-      uint64_t left = (next - vs_mono_ns()) / 1000000ull;
+    /* Actions are polled every 50 ms while they run (their timeouts and
+     * output). The clock is read once per turn: read twice (once to test,
+     * once for what is left), a turn that crossed `next` between the two
+     * made `next - now` wrap around and slept for centuries -- the
+     * recorder stopped recording without a word until it was signalled
+     * (history_record and history_actions, rarely, on a loaded machine). */
+    for (;;) {
+      uint64_t at = vs_mono_ns();
+      if (stop_flag || at >= next) break;
+      uint64_t left = (next - at) / 1000000ull;
       sleep_ms(vs_actions_running(acts) && left > 50 ? 50 : left);
       vs_actions_poll(acts, &st);
     }
