@@ -161,6 +161,23 @@ def main():
         t, rows, n = last_pass(e.db)
         assert n == 1 and len(rows) == len(card["tenants"]) + 3, (n, rows)
         print("truncated database: " + p.stderr.strip())
+
+        # Passes keep coming at a short interval. The wait between passes
+        # once read the clock twice; when the next pass fell between the two
+        # reads, what was left wrapped around and the recorder slept for
+        # centuries, silently (at 2 ms it stopped within 2 to 12 s here).
+        fast = e.path("fast.db")
+        err = open(e.path("recorder-fast.err"), "a")
+        rec = subprocess.Popen([a.tool, "record", "--interval", "2ms", "--db", fast, "--ledger-dir", e.ledger],
+                               env=e.env, stdout=err, stderr=err)
+        e.recorders.append(rec)
+        time.sleep(8)
+        now = time.time() * 1000
+        t, _, n = last_pass(fast)
+        assert now - t < 2000, ("no pass in the last %.0f ms of 8 s at a 2 ms interval (%d passes)" % (now - t, n),
+                                open(e.path("recorder-fast.err")).read())
+        assert stop(rec) == 0
+        print("2 ms interval: %d passes in 8 s, the newest %.0f ms before the check" % (n, now - t))
     finally:
         e.close()
 
