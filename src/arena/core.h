@@ -75,6 +75,7 @@
 #endif
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
+#endif
 #ifndef VS_DECAY_MULT_MAX
 #define VS_DECAY_MULT_MAX 64            /* regret: the first regrets take the window to decay × this ... */
 #endif
@@ -83,7 +84,6 @@
 #endif
 #ifndef VS_DECAY_REGRET_STEP
 #define VS_DECAY_REGRET_STEP 64         /* regret: the window's factor per regretted release (64: straight to the cap) */
-#endif
 #endif
 /* Do not change: the slab is also the page map's page, aligned to its size. */
 #define VS_SLAB_SIZE (2ull << 20)
@@ -291,8 +291,8 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered);   /* -1 not a slab sl
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
 void vs_slab_fini(vs_arena *a);
-uint64_t vs_slab_trim(vs_arena *a);
+uint64_t vs_slab_trim(vs_arena *a);                        /* empty slabs back to the heap */
 uint64_t vs_slab_trim_idle(vs_arena *a);                   /* try-locks only: safe under a bin lock */
-uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */                          /* empty slabs back to the heap */
+uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */
 
 #endif
