@@ -162,14 +162,20 @@ static vs_tenant_session *card_session(int card) {
   return st == CARD_OPEN ? s : NULL;
 }
 
+/* The card's ledger is open (g_session and g_card_id[card] are then set):
+ * what every accessor below asks before it reads them. Never opens one. */
+static int is_open(int card) {
+  return card >= 0 && card < NCARDS && atomic_load_explicit(&g_card[card], memory_order_acquire) == CARD_OPEN;
+}
+
 int vs_quota_card_id(int card, char out[VS_NAME_MAX]) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  if (!is_open(card)) return -1;
   snprintf(out, VS_NAME_MAX, "%s", g_card_id[card]);
   return 0;
 }
 
 void vs_quota_refresh_live(int card) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  if (!is_open(card)) return;
   vs_tenant_set_live(g_session, card, vs_acct_live_bytes(card));
 }
 
@@ -343,27 +349,27 @@ int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64
 int vs_quota_open(int card) { return card_session(card) ? 0 : -1; }
 
 int vs_quota_held(int card, uint64_t *held, uint64_t *overhead) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  if (!is_open(card)) return -1;
   return vs_tenant_held(g_session, card, held, overhead);
 }
 
 int vs_quota_drv_predict(int card, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return -1;
+  if (!is_open(card)) return -1;
   return vs_tenant_drv_predict(g_session, card, drv_free, held, ctx_cost);
 }
 
 void vs_quota_drv_note(int card, uint64_t drv_free, uint64_t ctx_cost) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  if (!is_open(card)) return;
   vs_tenant_drv_note(g_session, card, drv_free, ctx_cost);
 }
 
 void vs_quota_drv_counted(int card, uint64_t n) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  if (!is_open(card)) return;
   vs_tenant_drv_counted(g_session, card, n);
 }
 
 void vs_quota_set_overhead(int card, uint64_t overhead) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return;
+  if (!is_open(card)) return;
   vs_tenant_set_overhead(g_session, card, overhead);
 }
 
@@ -401,7 +407,7 @@ int vs_quota_check_ledgers(void) {
 }
 
 unsigned vs_quota_waiters(int card) {
-  if (card < 0 || card >= NCARDS || atomic_load_explicit(&g_card[card], memory_order_acquire) != CARD_OPEN) return 0;
+  if (!is_open(card)) return 0;
   return vs_tenant_waiters(g_session, card);
 }
 
