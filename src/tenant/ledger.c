@@ -798,6 +798,20 @@ static vs_ledger_shm *enter(vs_ledger *h) {
   return h->shm;
 }
 static void leave(vs_ledger *h) { pthread_mutex_unlock(&h->mu); }
+/* enter() with the ledger's lock taken: NULL (nothing held) when either
+ * fails. leave_locked() gives both back. */
+static vs_ledger_shm *enter_locked(vs_ledger *h) {
+  vs_ledger_shm *s = h ? enter(h) : NULL;
+  if (s && lock_shm(s, h->fd, h->slot)) {
+    leave(h);
+    return NULL;
+  }
+  return s;
+}
+static void leave_locked(vs_ledger *h, vs_ledger_shm *s) {
+  unlock_shm(s, h->fd, h->slot);
+  leave(h);
+}
 
 void vs_ledger_exit(vs_ledger *h) {
   if (!h || fd_of(h) < 0) return;
@@ -983,8 +997,7 @@ int vs_ledger_charge(vs_ledger *h, uint64_t n, vs_refusal *why) {
       }
     }
   }
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   if (reclaimed) wake_waiters(s);
   w->warned = warn;
   if (warn) {
@@ -1020,18 +1033,13 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
 }
 
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
-  vs_ledger_shm *s = h && n ? enter(h) : NULL;
+  vs_ledger_shm *s = n ? enter_locked(h) : NULL;
   if (!s) return;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return;
-  }
   uint64_t held = give_back_locked(s, &s->slots[h->slot].held, &s->tenants[h->tenant].used, n);
   __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   wake_waiters(s);
 }
 
@@ -1095,8 +1103,7 @@ static int probe(vs_ledger *h, uint64_t n, vs_refusal *w) {
   }
   int reclaimed;
   vs_refusal_kind k = admit_locked(h, n, w, &reclaimed);
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   if (reclaimed) wake_waiters(s);
   return k == VS_REFUSE_NONE ? 0 : 1;
 }
@@ -1196,23 +1203,17 @@ int vs_ledger_spill(vs_ledger *h, uint64_t n, vs_spill_note *note) {
     if (o->episode) add_event_locked(s, VS_EVENT_SPILL, h->pid, h->tenant, n, t->spilled, h->spill_max);
   }
   o->spilled = t->spilled;
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   if (reclaimed) wake_waiters(s);
   return refused;
 }
 
 void vs_ledger_unspill(vs_ledger *h, uint64_t n) {
-  vs_ledger_shm *s = h && n ? enter(h) : NULL;
+  vs_ledger_shm *s = n ? enter_locked(h) : NULL;
   if (!s) return;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return;
-  }
   uint64_t spilled = give_back_locked(s, &s->slots[h->slot].spilled, &s->tenants[h->tenant].spilled, n);
   __atomic_store_n(&h->mine_spilled, spilled, __ATOMIC_RELAXED);
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
 }
 
 uint64_t vs_ledger_spill_max(const vs_ledger *h) { return h ? h->spill_max : 0; }
@@ -1240,12 +1241,8 @@ int vs_ledger_inherited(const vs_ledger *h) { return h && fd_of(h) < 0; }
  * memory the driver already took: charged without the rule (like
  * vs_ledger_force), and the next request meets it. */
 void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead) {
-  vs_ledger_shm *s = h ? enter(h) : NULL;
+  vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return;
-  }
   vs_ledger_slot *sl = &s->slots[h->slot];
   uint64_t old = sl->overhead, held = sl->held;
   if (overhead > old) {
@@ -1260,8 +1257,7 @@ void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead) {
   VS_STORE(&sl->overhead, overhead < held ? overhead : held);
   write_end(s);
   __atomic_store_n(&h->mine_overhead, sl->overhead, __ATOMIC_RELAXED);
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   if (overhead < old) wake_waiters(s);
 }
 
@@ -1273,12 +1269,8 @@ static uint64_t card_held_locked(const vs_ledger_shm *s) {
 }
 
 int vs_ledger_drv_predict(vs_ledger *h, uint64_t *drv_free, uint64_t *held, uint64_t *ctx_cost) {
-  vs_ledger_shm *s = h ? enter(h) : NULL;
+  vs_ledger_shm *s = enter_locked(h);
   if (!s) return -1;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return -1;
-  }
   int rc = -1;
   uint64_t now = card_held_locked(s);
   *held = now;
@@ -1288,18 +1280,13 @@ int vs_ledger_drv_predict(vs_ledger *h, uint64_t *drv_free, uint64_t *held, uint
     *drv_free = base > now ? base - now : 0;
     rc = 0;
   }
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
   return rc;
 }
 
 void vs_ledger_drv_note(vs_ledger *h, uint64_t drv_free, uint64_t ctx_cost) {
-  vs_ledger_shm *s = h ? enter(h) : NULL;
+  vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return;
-  }
   uint64_t ns = vs_clock_ns(CLOCK_REALTIME);
   write_begin(s);
   VS_STORE(&s->drv_free_seen, drv_free);
@@ -1307,24 +1294,18 @@ void vs_ledger_drv_note(vs_ledger *h, uint64_t drv_free, uint64_t ctx_cost) {
   VS_STORE(&s->drv_seen_ns, ns ? ns : 1);
   if (ctx_cost) VS_STORE(&s->drv_ctx_cost, ctx_cost);
   write_end(s);
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
 }
 
 void vs_ledger_drv_counted(vs_ledger *h, uint64_t n) {
-  vs_ledger_shm *s = h ? enter(h) : NULL;
+  vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
-  if (lock_shm(s, h->fd, h->slot)) {
-    leave(h);
-    return;
-  }
   if (s->drv_seen_ns) {
     write_begin(s);
     VS_STORE(&s->drv_held_seen, s->drv_held_seen + n);
     write_end(s);
   }
-  unlock_shm(s, h->fd, h->slot);
-  leave(h);
+  leave_locked(h, s);
 }
 
 uint64_t vs_ledger_overhead(const vs_ledger *h) {
