@@ -31,15 +31,48 @@ uint64_t vs_arena_stamp(vs_arena *a) {
 }
 int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
 
-void vs_arena_sync(vs_arena *a) {
+int vs_arena_sync(vs_arena *a) {
   /* Every pending block is ready already (the program's own syncs made it
    * so): a sync would make nothing reusable, so none is made. */
-  if (atomic_load(&a->stamped) < atomic_load(&a->sync_done)) return;
+  if (atomic_load(&a->stamped) < atomic_load(&a->sync_done)) return 0;
   uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
   vs_arena_call_done(a);
   atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
-  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return;   /* nothing becomes reusable */
+  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return 1;   /* nothing becomes reusable */
   vs_atomic_raise(&a->sync_done, gen);
+  return 1;
+}
+
+/* Ski rental. Where pending frees could serve a request that would
+ * otherwise grow the heap (heap.c before a growth, slab.c's bins), a sync
+ * is the cheap way once, and the dear one when it comes back every few
+ * requests: a server whose step frees and allocates its activations again
+ * before its own sync (docs/arena.md, "The program's own
+ * synchronisations") meets the same shortfall every step, and a sync
+ * stalls the host until the whole device is idle. So once such syncs
+ * without a growth between them have cost what the growth would (priced
+ * in syncs: VS_SYNC_RENT, and one more per VS_RENT_BYTES it would map),
+ * the next such need grows instead; the growth (a driver call, and
+ * memory the steps then reuse) resets the count. Never once the backend has refused (pressure: a full
+ * card or a tenant at its limit), where a sync is the only way; a growth
+ * refused here is followed by the sync it replaced (heap.c). */
+int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow) {
+  /* Rent counts within one decay window: what a growth buys is kept about
+   * that long unused, so syncs spread wider than that -- one per swing of
+   * a slow workload -- buy nothing. Without decay (memory beyond
+   * release_threshold goes back at once) nothing is bought: the operator
+   * chose memory over calls. */
+  uint64_t window = atomic_load_explicit(&a->decay_ns, memory_order_relaxed);
+  if (!window || atomic_load(&a->heap.pressure)) return vs_arena_sync(a), 1;
+  uint64_t now = vs_arena_now(a);
+  if (!atomic_load_explicit(&a->rent, memory_order_relaxed) ||
+      now - atomic_load_explicit(&a->rent_since, memory_order_relaxed) > window) {   /* a first sync, or a stale count */
+    atomic_store_explicit(&a->rent, 0, memory_order_relaxed);
+    atomic_store_explicit(&a->rent_since, now, memory_order_relaxed);
+  }
+  if (atomic_load_explicit(&a->rent, memory_order_relaxed) >= VS_SYNC_RENT + grow / VS_RENT_BYTES) return 0;
+  if (vs_arena_sync(a)) atomic_fetch_add_explicit(&a->rent, 1, memory_order_relaxed);
+  return 1;
 }
 
 void vs_arena_live_add(vs_arena *a, uint64_t req) {

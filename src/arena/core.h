@@ -57,6 +57,12 @@
 #ifndef VS_SYNC_MIN_VMM
 #define VS_SYNC_MIN_VMM (64ull << 20)   /* ... and (VMM) pending is at least this */
 #endif
+#ifndef VS_SYNC_RENT
+#define VS_SYNC_RENT 8                  /* ski rental: a growth is worth this many syncs ... */
+#endif
+#ifndef VS_RENT_BYTES
+#define VS_RENT_BYTES (8ull << 20)      /* ... and one more per this many bytes it maps */
+#endif
 #ifndef VS_PLACE_SCAN
 #define VS_PLACE_SCAN 4096              /* VMM: free blocks examined for the least-growth placement */
 #endif
@@ -118,7 +124,7 @@ typedef struct vs_heap {
   uint64_t pool_bytes, mapped_bytes, chunk_bytes;
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
-  int pressure;                     /* set by the OOM ladder: small handles, no steps */
+  _Atomic int pressure;             /* set by the OOM ladder: small handles, no steps, no rent (slab.c reads it) */
   int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
@@ -209,6 +215,10 @@ struct vs_arena {
   _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
   _Alignas(64) _Atomic uint64_t backend_calls;
   _Atomic uint64_t syncs, unserved, refused, peak_reserved;
+  /* Syncs made in place of a growth since the heap last grew (ski rental:
+   * vs_arena_sync_or_grow). Reset by every growth. */
+  _Atomic uint32_t rent;
+  _Atomic uint64_t rent_since;      /* the decay clock at the first of them */
   /* The largest size be.could_fit approved: a request no larger is not
    * asked again (the question reads the tenant's ledger). A stale answer
    * (a limit lowered since) costs only what the check saves: the request
@@ -234,7 +244,7 @@ struct vs_arena {
   pthread_mutex_t lane_mu;
   struct { uint64_t stream, covered; } lane_waits[VS_LANE_WAITS];
   unsigned lane_next;
-  uint64_t decay_ns;                /* 0: release beyond the threshold at once */
+  _Atomic uint64_t decay_ns;        /* 0: release beyond the threshold at once (core.c reads it unlocked) */
   uint64_t (*ladder_trim)(vs_arena *a);  /* the OOM ladder's "empty slabs back" (slab.c's, set by arena.c) */
   uint64_t (*idle_trim)(vs_arena *a);    /* before a growth: empty slabs of idle bins back (slab.c's, set by arena.c) */
   uint64_t (*clock)(void *ctx);     /* NULL: CLOCK_MONOTONIC */
@@ -251,7 +261,8 @@ static inline void vs_atomic_raise(_Atomic uint64_t *v, uint64_t to) {
 extern _Thread_local uint64_t vs_tl_calls __attribute__((tls_model("initial-exec")));    /* backend calls made by this thread */
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
 uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
-void vs_arena_sync(vs_arena *a);              /* one sync; pending up to now becomes reusable */
+int vs_arena_sync(vs_arena *a);               /* one sync; pending up to now becomes reusable (1: a backend call was made) */
+int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow); /* a sync a growth of `grow` bytes could replace: 1 synced, 0 grow */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);
 void vs_arena_live_add(vs_arena *a, uint64_t req);
@@ -260,6 +271,7 @@ void vs_arena_live_add(vs_arena *a, uint64_t req);
 int vs_heap_init(vs_arena *a);
 void vs_heap_fini(vs_arena *a);
 /* size: multiple of 512; req: requested bytes (0 for a slab). align: 512 or VS_SLAB_SIZE. */
+uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need);   /* the ski rental's estimate of a growth's bytes */
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
 /* held_only: VS_BACKEND_OOM rather than grow or sync. */
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr);

@@ -220,6 +220,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       decay_regret(a);
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
       if (rc) return rc;
+      atomic_store_explicit(&a->rent, 0, memory_order_relaxed);   /* a growth: ski rental starts over */
       i = handle_new(h, id, hs);
       if (i == UINT32_MAX) { be_call(a, a->be.phys_release(a->be.ctx, id, hs)); return VS_BACKEND_ERROR; }
     }
@@ -542,6 +543,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
     }
   }
   if (*rc) { free(r->gmap); free(r); return NULL; }
+  if (!h->vmm) atomic_store_explicit(&a->rent, 0, memory_order_relaxed);   /* a growth: ski rental starts over */
   r->tr.base = base;
   r->tr.size = size;
   r->dedicated = dedicated;
@@ -600,13 +602,24 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
   return best;
 }
 
+/* About what a growth for `need` bytes maps: the request, or the growth
+ * step if larger (held / VS_GROW_DIV, at least a medium chunk or
+ * VS_STEP_MIN_VMM). An estimate for the ski rental's price: read without
+ * the lock, from the peak held. */
+uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need) {
+  uint64_t step = atomic_load_explicit(&a->peak_reserved, memory_order_relaxed) / VS_GROW_DIV;
+  uint64_t floor = a->heap.vmm ? VS_STEP_MIN_VMM : VS_CHUNK_MEDIUM;
+  if (step < floor) step = floor;
+  return need > step ? need : step;
+}
+
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
   return vs_heap_alloc_mode(a, size, req, align, 0, addr);
 }
 
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
   vs_heap *h = &a->heap;
-  int synced = 0, laddered = 0, trimmed = 0, rc = 0;
+  int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   /* Size bands (VS_HEAP_NT > 1): blocks of one band share handles and
    * chunks only with blocks of similar size. */
@@ -628,16 +641,19 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
      * worth a call when the pending bytes could cover the growth, and (VMM)
      * when they are a batch: below VS_SYNC_MIN_VMM a growth step serves this
      * request and the next ones, and mapped memory stays movable, while a
-     * sync per small need would spend a call for a few MiB each time. */
+     * sync per small need would spend a call for a few MiB each time. Once
+     * such syncs have cost what a growth would, the growth after all
+     * (vs_arena_sync_or_grow, core.c: ski rental). */
     /* held_only: from memory already held, or not at all (no growth, no
      * sync, no OOM ladder: the caller has a cheaper way out). */
     if (held_only && (need || !b)) { rc = VS_BACKEND_OOM; break; }
     uint64_t pend = atomic_load(&a->pend_total);
-    if (need && !synced && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
+    if (need && !synced && !rented && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);
-      vs_arena_sync(a);
+      int did = vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, need));
       pthread_mutex_lock(&h->mu);
-      synced = 1;
+      synced = did;
+      rented = !did;   /* grows instead; if the backend refuses, the sync after all (refused:) */
       continue;
     }
     /* Before a growth (a driver call; after the sync above, which is the
@@ -740,6 +756,18 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     *addr = p;
     break;
   refused:
+    /* The growth that replaced a sync was refused: the card is fuller than
+     * the rent assumed. The sync after all (pressure now: no more rent),
+     * before the ladder releases any cache. */
+    if (rc == VS_BACKEND_OOM && rented && !synced) {
+      h->pressure = 1;
+      pthread_mutex_unlock(&h->mu);
+      vs_arena_sync(a);
+      pthread_mutex_lock(&h->mu);
+      synced = 1;
+      rc = 0;
+      continue;
+    }
     if (rc != VS_BACKEND_OOM || laddered) break;
     /* The OOM ladder: drain pending with one sync, release all cached, retry. */
     laddered = 1;

@@ -219,7 +219,7 @@ static vs_slab *pick(vs_bin *bin) {
 
 int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_lane, int *fresh) {
   vs_bin *bin = off_lane ? &a->classes[cls].bins[VS_BIN_OFF_LANE] : my_bin(a, cls);
-  int rc = 0;
+  int rc = 0, rented = 0;
   *fresh = 0;
   pthread_mutex_lock(bin->mu);
   vs_slab *s = bin->cur;
@@ -238,14 +238,25 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
       rc = 0;
     }
     if (!s && bin->pend) {
-      /* Rather than grow, one sync makes every pending slot reusable. */
+      /* Rather than grow, one sync makes every pending slot reusable --
+       * unless the syncs made in place of growths are worth one already
+       * (ski rental, core.c): then the new slab below grows the heap. */
+      pthread_mutex_unlock(bin->mu);
+      rented = !vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, VS_SLAB_SIZE));
+      pthread_mutex_lock(bin->mu);
+      if (!rented) {
+        bin_reclaim(a, bin, 0);
+        s = pick(bin);
+      }
+    }
+    if (!s) *fresh = (s = slab_new(a, bin, 0, &rc)) != NULL;
+    if (!s && rented && rc == VS_BACKEND_OOM) {   /* the growth was refused: the sync after all */
       pthread_mutex_unlock(bin->mu);
       vs_arena_sync(a);
       pthread_mutex_lock(bin->mu);
       bin_reclaim(a, bin, 0);
-      s = pick(bin);
+      if ((s = pick(bin)) != NULL) rc = 0;
     }
-    if (!s) *fresh = (s = slab_new(a, bin, 0, &rc)) != NULL;
     if (!s) {
       pthread_mutex_unlock(bin->mu);
       return rc;

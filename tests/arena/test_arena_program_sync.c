@@ -271,6 +271,74 @@ static void arena_program_sync_threads(void **s) {
   free(d);
 }
 
+/* Ski rental (core.c, vs_arena_sync_or_grow): a serving step that frees
+ * its first batch (work in flight) and allocates a second one before the
+ * program's own sync at the end of the step. Pending bytes cover the second
+ * batch, so the arena syncs for it -- once per step under the old rule.
+ * With rent, once those syncs have cost what a growth would (VS_SYNC_RENT
+ * and one per VS_RENT_BYTES of the growth: 16 syncs in chunks mode, 32 in
+ * VMM), the next need grows
+ * instead and later steps need no call at all. `limit`: a backend that
+ * cannot grant the growth; the refused growth is followed by the sync it
+ * replaced, every allocation is served, and nothing held goes back (no OOM
+ * ladder). `no_decay`: rent buys nothing, every step syncs (the contrast:
+ * also what the rule did before). Nothing in flight is ever handed out. */
+static void rent_case(vs_arena_mode mode, int limit, int no_decay) {
+  enum { STEPS = 120, BATCH = 8 };
+  /* VMM syncs before a growth only for a batch of pending bytes
+   * (VS_SYNC_MIN_VMM, 64 MiB): its blocks are larger. The limited card
+   * holds one batch and a half. */
+  const uint64_t size = mode == VS_ARENA_VMM ? 12 * MiB + 5 : 3 * MiB + 5;
+  fixture f;
+  device *d = malloc(sizeof *d);
+  dev_init(d);
+  fx_open(&f, mode, limit ? (mode == VS_ARENA_VMM ? 160 : 48) * MiB : UINT64_MAX, GiB);
+  if (no_decay) vs_arena_set_decay(f.a, VS_ARENA_DECAY_NONE);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, d);
+  uint64_t p[BATCH], q[BATCH], late0 = 0;
+  int syncs0 = 0;
+  for (int step = 0; step < STEPS; step++) {
+    if (step == STEPS / 2) late0 = calls(f.a), syncs0 = d->syncs;
+    for (int i = 0; i < BATCH; i++) {
+      assert_int_equal(vs_arena_alloc(f.a, size, &p[i]), 0);
+      if (in_flight(d, p[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)p[i]);
+    }
+    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, p[i], size);
+    for (int i = 0; i < BATCH; i++) {
+      assert_int_equal(vs_arena_alloc(f.a, size, &q[i]), 0);
+      if (in_flight(d, q[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)q[i]);
+    }
+    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, q[i], size);
+    program_sync(f.a, d);
+    if (step < 3 || step % 20 == 0) CHECK(f.a);
+  }
+  vs_space_counters c;
+  vs_space_backend_counters(f.sb, &c);
+  uint64_t late = calls(f.a) - late0;
+  print_message("  %s%s: %d backend syncs, %llu growths, %llu refused; %llu calls in the second half\n",
+                mode == VS_ARENA_VMM ? "vmm" : "chunks", limit ? ", a card of 1.5 batches" : no_decay ? ", no decay" : "",
+                d->syncs, (unsigned long long)(c.chunk_alloc + c.phys_create), (unsigned long long)c.oom,
+                (unsigned long long)late);
+  if (limit) {
+    assert_true(c.oom >= 1);                           /* the rent's growth was asked for, and refused */
+    assert_int_equal(c.chunk_free + c.phys_release, 0);   /* no ladder: nothing held went back */
+    assert_true(d->syncs - syncs0 >= STEPS / 2 - 1);   /* the sync after all, every step */
+  } else if (no_decay) {
+    assert_true(d->syncs >= STEPS - 2);
+  } else {
+    assert_true(d->syncs >= 8 && d->syncs <= 64);   /* rented for a while (at most two prices), then bought */
+    assert_int_equal(late, 0);
+  }
+  fx_close(&f);
+  pthread_mutex_destroy(&d->mu);
+  free(d);
+}
+static void arena_sync_rent_vmm(void **s) { (void)s; rent_case(VS_ARENA_VMM, 0, 0); }
+static void arena_sync_rent_chunks(void **s) { (void)s; rent_case(VS_ARENA_CHUNKS, 0, 0); }
+static void arena_sync_rent_refused_vmm(void **s) { (void)s; rent_case(VS_ARENA_VMM, 1, 0); }
+static void arena_sync_rent_refused_chunks(void **s) { (void)s; rent_case(VS_ARENA_CHUNKS, 1, 0); }
+static void arena_sync_rent_no_decay(void **s) { (void)s; rent_case(VS_ARENA_CHUNKS, 0, 1); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_program_sync_loop_small_vmm),  cmocka_unit_test(arena_program_sync_loop_small_chunks),
@@ -278,6 +346,9 @@ int main(void) {
       cmocka_unit_test(arena_program_sync_loop_large_vmm),  cmocka_unit_test(arena_program_sync_tickets_vmm),
       cmocka_unit_test(arena_program_sync_tickets_chunks),  cmocka_unit_test(arena_program_sync_leave_order),
       cmocka_unit_test(arena_program_sync_threads),
+      cmocka_unit_test(arena_sync_rent_vmm),                cmocka_unit_test(arena_sync_rent_chunks),
+      cmocka_unit_test(arena_sync_rent_refused_vmm),        cmocka_unit_test(arena_sync_rent_refused_chunks),
+      cmocka_unit_test(arena_sync_rent_no_decay),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
