@@ -13,9 +13,10 @@
  * the newest sync that returned; generations count syncs started). Syncs
  * are batched: one call makes every pending block reusable at once, and it
  * is issued only (a) by an allocation that could otherwise not be served
- * without growing (slab bin or heap), (b) when pending bytes exceed the
- * batch limit, or (c) by the OOM ladder or a trim. The generations and
- * counters live in core.c.
+ * without growing (slab bin or heap; once such syncs have cost what a
+ * growth would, the growth instead: vs_arena_sync_or_grow, core.c), (b)
+ * when pending bytes exceed the batch limit, or (c) by the OOM ladder or a
+ * trim. The generations and counters live in core.c.
  *
  * The lane (arena.h). A lane free is FREE at once, as in stream order; an
  * allocation off the lane that then chose any block waits, with one sync,
@@ -28,8 +29,8 @@
  * Dependencies run one way: arena.c (this file: the API, dispatch, trim)
  * over slab.c (size classes, which take their slabs from the heap) over
  * heap.c (TLSF, VMM, chunks, the OOM ladder) over core.c (sync
- * generations, call and live counters, the decay clock) and tlsf.c. The
- * heap's OOM ladder returns empty slabs through a->ladder_trim, and its
+ * generations, sync or grow, call and live counters, the decay clock) and
+ * tlsf.c. The heap's OOM ladder returns empty slabs through a->ladder_trim, and its
  * growth through a->idle_trim, both set here, not by calling slab.c. */
 #include "arena.h"
 #include "core.h"
