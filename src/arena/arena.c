@@ -30,8 +30,9 @@
  * over slab.c (size classes, which take their slabs from the heap) over
  * heap.c (TLSF, VMM, chunks, the OOM ladder) over core.c (sync
  * generations, sync or grow, call and live counters, the decay clock) and
- * tlsf.c. The heap's OOM ladder returns empty slabs through a->ladder_trim, and its
- * growth through a->idle_trim, both set here, not by calling slab.c. */
+ * tlsf.c. The heap's OOM ladder returns empty slabs through
+ * a->ladder_trim, and its growth through a->idle_trim, both set here, not
+ * by calling slab.c. */
 #include "arena.h"
 #include "core.h"
 #include "mem.h"

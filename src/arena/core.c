@@ -53,9 +53,10 @@ int vs_arena_sync(vs_arena *a) {
  * without a growth between them have cost what the growth would (priced
  * in syncs: VS_SYNC_RENT, and one more per VS_RENT_BYTES it would map),
  * the next such need grows instead; the growth (a driver call, and
- * memory the steps then reuse) resets the count. Never once the backend has refused (pressure: a full
- * card or a tenant at its limit), where a sync is the only way; a growth
- * refused here is followed by the sync it replaced (heap.c). */
+ * memory the steps then reuse) resets the count. Never once the backend
+ * has refused (pressure: a full card or a tenant at its limit), where a
+ * sync is the only way; a growth refused is followed by the sync it
+ * replaced (heap.c, slab.c). */
 int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow) {
   /* Rent counts within one decay window: what a growth buys is kept about
    * that long unused, so syncs spread wider than that -- one per swing of
@@ -63,7 +64,10 @@ int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow) {
    * release_threshold goes back at once) nothing is bought: the operator
    * chose memory over calls. */
   uint64_t window = atomic_load_explicit(&a->decay_ns, memory_order_relaxed);
-  if (!window || atomic_load(&a->heap.pressure)) return vs_arena_sync(a), 1;
+  if (!window || atomic_load(&a->heap.pressure)) {
+    vs_arena_sync(a);
+    return 1;
+  }
   uint64_t now = vs_arena_now(a);
   if (!atomic_load_explicit(&a->rent, memory_order_relaxed) ||
       now - atomic_load_explicit(&a->rent_since, memory_order_relaxed) > window) {   /* a first sync, or a stale count */

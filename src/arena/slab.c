@@ -250,7 +250,9 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
       }
     }
     if (!s) *fresh = (s = slab_new(a, bin, 0, &rc)) != NULL;
-    if (!s && rented && rc == VS_BACKEND_OOM) {   /* the growth was refused: the sync after all */
+    /* Refused even after the heap's OOM ladder (slab_new's heap growth runs
+     * it): the sync after all, and the bin's pending slots back. */
+    if (!s && rented && rc == VS_BACKEND_OOM) {
       pthread_mutex_unlock(bin->mu);
       vs_arena_sync(a);
       pthread_mutex_lock(bin->mu);
