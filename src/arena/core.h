@@ -42,6 +42,12 @@
 #ifndef VS_STEP_MIN_VMM
 #define VS_STEP_MIN_VMM (32ull << 20)   /* ... and at least this (VMM): a small heap grows in batches too */
 #endif
+#ifndef VS_GROW_TO
+#define VS_GROW_TO 1030                 /* VMM: a growth reaches at least this / 1000 x live (the floor's level; 0: off) ... */
+#endif
+#ifndef VS_GROW_NEAR_DIV
+#define VS_GROW_NEAR_DIV 256            /* ... and near that level adds at most held / this beyond the need */
+#endif
 #ifndef VS_HANDLE_MAX
 #define VS_HANDLE_MAX (1ull << 40)      /* largest physical handle (measured: capping costs calls, saves nothing) */
 #endif
@@ -82,6 +88,7 @@
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
 #endif
+#define VS_DECAY_RING (VS_DECAY_EPOCHS + 1)   /* the current epoch and a whole window before it */
 #ifndef VS_DECAY_MULT_MAX
 #define VS_DECAY_MULT_MAX 64            /* regret: the first regrets take the window to decay × this ... */
 #endif
@@ -132,12 +139,14 @@ typedef struct vs_heap {
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
   /* Decay: the heap's in-use high (live + pending bytes) per epoch of
    * decay / VS_DECAY_EPOCHS (epoch e = now / that), a ring indexed by e
-   * modulo its size, dk_id = e + 1 (0: empty). dk_cur: the high of the
+   * modulo its size, dk_id = e + 1 (0: empty). The ring holds the current
+   * epoch and VS_DECAY_EPOCHS whole ones before it: a use counts for at
+   * least the window (up to an epoch more), never less. dk_cur: the high of the
    * newest epoch recorded; an allocation reads the clock only above it.
    * dk_next: when the window is next looked at without the cache growing. */
-  uint64_t dk_max[VS_DECAY_EPOCHS], dk_id[VS_DECAY_EPOCHS], dk_cur, dk_epoch, dk_next;
+  uint64_t dk_max[VS_DECAY_RING], dk_id[VS_DECAY_RING], dk_cur, dk_epoch, dk_next;
   uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
-  uint64_t dk_res[VS_DECAY_EPOCHS]; /* per epoch: the most held right after a growth (decay_note_reserved) */
+  uint64_t dk_res[VS_DECAY_RING]; /* per epoch: the most held right after a growth (decay_note_reserved) */
   /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
    * decay released since the last growth. */
   uint64_t dk_mult, dk_rel;

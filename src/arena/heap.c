@@ -342,11 +342,11 @@ static uint64_t decay_now(vs_arena *a) {
 }
 
 /* Caller holds mu. Records use u at time now in the decay ring: slot
- * e % VS_DECAY_EPOCHS holds the highest use seen in epoch e. */
+ * e % VS_DECAY_RING holds the highest use seen in epoch e. */
 static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
   vs_heap *h = &a->heap;
   uint64_t len = dk_len(a), e = now / len;
-  unsigned i = (unsigned)(e % VS_DECAY_EPOCHS);
+  unsigned i = (unsigned)(e % VS_DECAY_RING);
   if (h->dk_id[i] != e + 1) { h->dk_id[i] = e + 1; h->dk_max[i] = 0; h->dk_res[i] = 0; }
   if (u > h->dk_max[i]) h->dk_max[i] = u;
   h->dk_cur = h->dk_max[i];   /* the alloc path reads the clock only above this */
@@ -369,7 +369,7 @@ static void decay_note_reserved(vs_arena *a) {
    * family (72 -> 69 at x10; vmm 201 -> 129). */
   if (!a->decay_ns || !h->vmm) return;
   decay_note(a, heap_used(h), decay_now(a));
-  unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_EPOCHS);
+  unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_RING);
   uint64_t r = vs_heap_reserved(h);
   if (r > h->dk_res[i]) h->dk_res[i] = r;
 }
@@ -397,8 +397,8 @@ static uint64_t decay_keep(vs_arena *a) {
   decay_note(a, h->use_since > used ? h->use_since : used, now);
   h->use_since = used;
   uint64_t e = now / len, hi = used, rhi = 0;
-  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
-    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_EPOCHS <= e) continue;
+  for (unsigned i = 0; i < VS_DECAY_RING; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_RING <= e) continue;
     if (h->dk_max[i] > hi) hi = h->dk_max[i];
     if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
   }
@@ -437,8 +437,8 @@ static void decay_regret(vs_arena *a) {
   h->dk_rel = 0;
   if (m >= VS_DECAY_MULT_CEIL) return;
   uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
-  for (unsigned i = 0; i < VS_DECAY_EPOCHS; i++) {
-    if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_EPOCHS <= e) continue;
+  for (unsigned i = 0; i < VS_DECAY_RING; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_RING <= e) continue;
     if (h->dk_max[i] > hi) hi = h->dk_max[i];
     if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
   }
@@ -453,7 +453,7 @@ static void decay_regret(vs_arena *a) {
   h->dk_mult = nm < VS_DECAY_MULT_CEIL ? nm : VS_DECAY_MULT_CEIL;
   memset(h->dk_id, 0, sizeof h->dk_id);
   decay_note(a, hi, h->dk_seen);
-  h->dk_res[(h->dk_epoch - 1) % VS_DECAY_EPOCHS] = rhi;
+  h->dk_res[(h->dk_epoch - 1) % VS_DECAY_RING] = rhi;
 }
 
 /* Caller holds mu: decay released n bytes (for decay_regret). */
@@ -463,6 +463,13 @@ static void decay_released(vs_arena *a, uint64_t n) {
 }
 
 static void release_check(vs_arena *a);
+
+/* Cached bytes beyond decay's keep that are left alone: an eighth of
+ * release_threshold, at least 64 MiB. */
+static uint64_t release_slack(vs_arena *a) {
+  uint64_t thr = a->cfg.release_threshold;
+  return thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
+}
 
 void vs_heap_reclaim(vs_arena *a) {
   vs_heap *h = &a->heap;
@@ -486,7 +493,7 @@ void vs_heap_reclaim(vs_arena *a) {
  * grew by the slack or an epoch passed. */
 static void release_check(vs_arena *a) {
   vs_heap *h = &a->heap;
-  uint64_t thr = a->cfg.release_threshold, slack = thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
+  uint64_t thr = a->cfg.release_threshold, slack = release_slack(a);
   uint64_t cached = vs_heap_cached(h);
   if (cached <= thr + slack) return;
   uint64_t now = a->decay_ns ? decay_now(a) : 0;
@@ -513,7 +520,17 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
       h->idle_req = h->requests;
       h->idle_since = now;
     }
-    keep = now - h->idle_since >= a->decay_ns ? a->cfg.release_threshold : decay_keep(a);
+    if (now - h->idle_since >= a->decay_ns) {
+      keep = a->cfg.release_threshold;
+    } else {
+      /* Busy: the slack of release_check too. Without it a few MiB beyond
+       * the window's projected high gave back a whole handle (trim_one
+       * releases whole handles), and the next high took it again: a
+       * regret per excess (arena_decay_regret_vmm, once growth steps reach
+       * 1.03 x live, VS_GROW_TO). */
+      keep = decay_keep(a);
+      if (vs_heap_cached(h) <= keep + release_slack(a)) keep = UINT64_MAX;
+    }
   } else {
     keep = decay_keep(a);
   }
@@ -600,6 +617,40 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
     }
   }
   return best;
+}
+
+/* VMM: the growth step measured against the floor's level, `to` = 1.03 x
+ * the bytes live with this request. The floor (replay_floor.h: the best an
+ * allocator without sight of the future can do within 1.03 x the live
+ * high) grows straight to that level; the proportional step alone grew by
+ * held/64 after frees, less than the floor's headroom, and by the need
+ * alone where the need exceeds the step (a server loading weights of 128
+ * and 384 MiB grew once per tensor: serve-paged 57 growths against the
+ * floor's 42). So a growth reaches the level when there is room below it.
+ * Live now, not the all-time high: after decay or a trim gave memory
+ * back, the high would take all of it again at the first growth (the
+ * swing tests of test_arena_stream.c stopped churning without decay).
+ * Where held is at the level already, or within one step above it
+ * (fragmentation: the free memory does not fit the request), the step
+ * beyond the need is cut to held/VS_GROW_NEAR_DIV (at least
+ * VS_STEP_MIN_VMM): a whole step there carried held past 1.03 x live at
+ * the top of a training climb (cs336-ctx256-fullstep 1.040 uncut). Not for
+ * a growth the ski rental bought (it replaces a sync and must hold the
+ * next batch), nor far above the level (a copy-stream server holding two
+ * copies), where a cut saves nothing and small growths only restart the
+ * rent. Chosen on the 12 real and serving traces, reported on
+ * tools/tracegen/churn.sh's families (docs/benchmarks-replay.md, "Fifth
+ * round"). */
+static uint64_t floor_step(vs_arena *a, uint64_t req, uint64_t held, uint64_t need, uint64_t step, int rented) {
+  vs_heap *h = &a->heap;
+  uint64_t live = atomic_load_explicit(&a->live_bytes, memory_order_relaxed) + req;
+  uint64_t to = live / 1000 * VS_GROW_TO;
+  uint64_t room = to > held ? up(to - held, h->G) : 0;
+  if (room > need) return room > step ? room : step;
+  uint64_t near = need + held / VS_GROW_NEAR_DIV;
+  if (near < VS_STEP_MIN_VMM) near = VS_STEP_MIN_VMM;
+  if (!rented && held <= to + to / VS_GROW_DIV && step > near) return up(near, h->G);
+  return step;
 }
 
 /* About what a growth for `need` bytes maps: the request, or the growth
@@ -735,6 +786,9 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       uint64_t step = h->pressure ? 0 : up(held / (h->freed ? VS_GROW_DIV : VS_GROW_DIV / 2), h->G);
       if (!h->pressure && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
       h->freed = 0;
+      /* Not on an empty heap: a program's first allocation holds what it
+       * asked for (the NVML tests read exactly that back). */
+      if (!h->pressure && held) step = floor_step(a, req, held, need, step, rented);
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
