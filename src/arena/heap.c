@@ -374,6 +374,25 @@ static void decay_note_reserved(vs_arena *a) {
   if (r > h->dk_res[i]) h->dk_res[i] = r;
 }
 
+/* Caller holds mu. Raises *hi and *rhi to the use and reserved highs of
+ * the window that ends with epoch e. */
+static void window_highs(const vs_heap *h, uint64_t e, uint64_t *hi, uint64_t *rhi) {
+  for (unsigned i = 0; i < VS_DECAY_RING; i++) {
+    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_RING <= e) continue;
+    if (h->dk_max[i] > *hi) *hi = h->dk_max[i];
+    if (h->dk_res[i] > *rhi) *rhi = h->dk_res[i];
+  }
+}
+
+/* Caller holds mu. The highest use the decay window holds now (0 without
+ * decay): what decay keeps cached in any case. */
+static uint64_t decay_high(vs_arena *a) {
+  if (!a->decay_ns) return 0;
+  uint64_t hi = 0, rhi = 0;
+  window_highs(&a->heap, decay_now(a) / dk_len(a), &hi, &rhi);
+  return hi;
+}
+
 /* Caller holds mu. Cached bytes decay keeps: at least release_threshold,
  * and what the highest use of the last decay window needs beyond today's
  * use. */
@@ -396,12 +415,8 @@ static uint64_t decay_keep(vs_arena *a) {
    * not look then), never by more. */
   decay_note(a, h->use_since > used ? h->use_since : used, now);
   h->use_since = used;
-  uint64_t e = now / len, hi = used, rhi = 0;
-  for (unsigned i = 0; i < VS_DECAY_RING; i++) {
-    if (!h->dk_id[i] || h->dk_id[i] - 1 + VS_DECAY_RING <= e) continue;
-    if (h->dk_max[i] > hi) hi = h->dk_max[i];
-    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
-  }
+  uint64_t hi = used, rhi = 0;
+  window_highs(h, now / len, &hi, &rhi);
   /* The window's high as the heap would hold it again: growth maps a step
    * ahead of need (up to a climb's, see vs_heap_alloc), and what the last
    * growth mapped ahead is not a surplus to give back only to map it again
@@ -436,12 +451,8 @@ static void decay_regret(vs_arena *a) {
   uint64_t m = h->dk_mult ? h->dk_mult : 1;
   h->dk_rel = 0;
   if (m >= VS_DECAY_MULT_CEIL) return;
-  uint64_t hi = 0, rhi = 0, e = h->dk_epoch;   /* the window's highs carry over to the longer epochs */
-  for (unsigned i = 0; i < VS_DECAY_RING; i++) {
-    if (!h->dk_id[i] || h->dk_id[i] + VS_DECAY_RING <= e) continue;
-    if (h->dk_max[i] > hi) hi = h->dk_max[i];
-    if (h->dk_res[i] > rhi) rhi = h->dk_res[i];
-  }
+  uint64_t hi = 0, rhi = 0;   /* the window's highs carry over to the longer epochs */
+  window_highs(h, h->dk_epoch - 1, &hi, &rhi);
   /* Below VS_DECAY_MULT_MAX by VS_DECAY_REGRET_STEP; from there each
    * further regret doubles the window (to VS_DECAY_MULT_CEIL): a window
    * that stops at a fixed length releases and regrows once per such
@@ -620,16 +631,20 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
 }
 
 /* VMM: the growth step measured against the floor's level, `to` = 1.03 x
- * the bytes live with this request. The floor (replay_floor.h: the best an
+ * the bytes live with this request, or the decay window's use high if
+ * higher (decay keeps that cached anyway: a growth to it takes nothing
+ * decay would give back). The floor (replay_floor.h: the best an
  * allocator without sight of the future can do within 1.03 x the live
  * high) grows straight to that level; the proportional step alone grew by
  * held/64 after frees, less than the floor's headroom, and by the need
  * alone where the need exceeds the step (a server loading weights of 128
  * and 384 MiB grew once per tensor: serve-paged 57 growths against the
  * floor's 42). So a growth reaches the level when there is room below it.
- * Live now, not the all-time high: after decay or a trim gave memory
- * back, the high would take all of it again at the first growth (the
- * swing tests of test_arena_stream.c stopped churning without decay).
+ * Not the all-time high: after decay or a trim gave memory back, that
+ * would take all of it again at the first growth (without decay, the
+ * swing test of test_arena_stream.c then held its 3 GiB high for 1 GiB
+ * live). Live alone, without the window's high, cost the bursty
+ * copy-stream family calls (x10: 653 -> 695; with the window 599).
  * Where held is at the level already, or within one step above it
  * (fragmentation: the free memory does not fit the request), the step
  * beyond the need is cut to held/VS_GROW_NEAR_DIV (at least
@@ -644,6 +659,8 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
 static uint64_t floor_step(vs_arena *a, uint64_t req, uint64_t held, uint64_t need, uint64_t step, int rented) {
   vs_heap *h = &a->heap;
   uint64_t live = atomic_load_explicit(&a->live_bytes, memory_order_relaxed) + req;
+  uint64_t w = decay_high(a);
+  if (w > live) live = w;
   uint64_t to = live / 1000 * VS_GROW_TO;
   uint64_t room = to > held ? up(to - held, h->G) : 0;
   if (room > need) return room > step ? room : step;
