@@ -69,6 +69,9 @@
 #ifndef VS_RENT_BYTES
 #define VS_RENT_BYTES (8ull << 20)      /* ... and one more per this many bytes it maps */
 #endif
+#ifndef VS_RENT_MAP_DIV
+#define VS_RENT_MAP_DIV 2               /* VMM: a growth the rent bought maps at least pending / this (0: off) */
+#endif
 #ifndef VS_PLACE_SCAN
 #define VS_PLACE_SCAN 4096              /* VMM: free blocks examined for the least-growth placement */
 #endif

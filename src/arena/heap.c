@@ -806,6 +806,20 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       /* Not on an empty heap: a program's first allocation holds what it
        * asked for (the NVML tests read exactly that back). */
       if (!h->pressure && held) step = floor_step(a, req, held, need, step, rented);
+      /* A growth the ski rental bought stands in for the sync that would
+       * have made the pending bytes reusable, and the same shortfall comes
+       * back with the next batch of frees on the other stream: a plain
+       * step (often the 32 MiB minimum) only restarts the rent, which then
+       * buys the next step a dozen syncs later. So it maps at least half
+       * of what is pending. The whole of it was better on the tuned half
+       * of the copy-stream families, and held a burst of frees on
+       * held-out spec-concat (x10: reserved/live 1.057 -> 1.184, more
+       * syncs after decay gave it back); half holds on both halves
+       * (docs/benchmarks-replay.md, "Sixth round"). */
+      if (!h->pressure && rented) {
+        uint64_t batch = VS_RENT_MAP_DIV ? atomic_load(&a->pend_total) / (VS_RENT_MAP_DIV ? VS_RENT_MAP_DIV : 1) : 0;
+        if (batch > step) step = up(batch, h->G);
+      }
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
