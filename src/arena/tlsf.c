@@ -59,7 +59,11 @@ static void list_remove(vs_tlsf *t, vs_tblock *b) {
   t->free_bytes -= b->size;
 }
 
-void vs_tlsf_init(vs_tlsf *t) { memset(t, 0, sizeof *t); }
+void vs_tlsf_init(vs_tlsf *t) {
+  memset(t, 0, sizeof *t);
+  t->anchor.addr = UINT64_MAX;
+  HASH_ADD(hh, t->used, addr, sizeof(uint64_t), &t->anchor);
+}
 
 void vs_tlsf_fini(vs_tlsf *t) {
   HASH_CLEAR(hh, t->used);
@@ -254,6 +258,6 @@ int vs_tlsf_check(vs_tlsf *t, char *err, size_t len) {
   }
   if (listed != nfree) FAIL("tlsf: %llu listed, %llu free blocks", (unsigned long long)listed, (unsigned long long)nfree);
   if (free_sum != t->free_bytes || used_sum != t->used_bytes) FAIL("tlsf: byte counters disagree with the blocks");
-  if (HASH_COUNT(t->used) != nused) FAIL("tlsf: used table has %u, blocks %llu", HASH_COUNT(t->used), (unsigned long long)nused);
+  if (HASH_COUNT(t->used) != nused + 1) FAIL("tlsf: used table has %u entries, blocks %llu and the anchor", HASH_COUNT(t->used), (unsigned long long)nused);
   return 0;
 }

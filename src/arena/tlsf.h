@@ -51,7 +51,14 @@ typedef struct vs_tlsf {
   uint32_t sl_bitmap[VS_TLSF_FL];
   vs_tblock *lists[VS_TLSF_FL][VS_TLSF_SL];
   vs_tregion *regions;
-  vs_tblock *used;          /* LIVE and PENDING blocks, by addr */
+  vs_tblock *used;          /* LIVE and PENDING blocks, by addr, and the anchor */
+  /* Always in the used table (key UINT64_MAX, never a block's address):
+   * uthash frees its bucket array when the last entry leaves and callocs
+   * it again on the next add, so a heap holding one block at a time (a
+   * program that allocates and frees one large buffer in a loop) paid a
+   * calloc, a memset and a free per pair. The table must not move once
+   * initialised (it points at the anchor). */
+  vs_tblock anchor;
   vs_tblock *spare;         /* descriptor freelist */
   uint64_t free_bytes, used_bytes;
   /* Optional: >0 when FREE block a lies in fuller memory than b (the
