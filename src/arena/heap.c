@@ -140,10 +140,18 @@ static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b) {
   return vs_tlsf_cmp_share(handle_busy(x, a), x->size, handle_busy(y, b), y->size);
 }
 
-/* Bytes of [addr, addr+size) on granules not mapped. */
+/* Bytes of [addr, addr+size) on granules not mapped. A mapped granule's
+ * handle covers a contiguous run of granules, so the walk steps over whole
+ * handles: a 64 MiB block inside one large handle is one step, not 32 (the
+ * granule loop was 40 % of a heap allocation's time in stream order). */
 static uint64_t unmapped_bytes(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
   uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1), n = 0;
-  for (uint64_t g = g0; g <= g1; g++) if (!r->gmap[g]) n++;
+  for (uint64_t g = g0; g <= g1;) {
+    uint32_t i = r->gmap[g];
+    if (!i) { n++; g++; continue; }
+    const vs_handle *x = &h->h[i - 1];
+    g = gran(h, &r->tr, x->va + x->size);
+  }
   return n * h->G;
 }
 int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size) {
