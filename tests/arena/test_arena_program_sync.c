@@ -271,6 +271,23 @@ static void arena_program_sync_threads(void **s) {
   free(d);
 }
 
+/* One step of a copy-stream server: a batch allocated and freed while its
+ * work is in flight (pending), a second batch allocated and freed the same
+ * way, then the program's own sync. p holds 2 * n addresses. Nothing in
+ * flight may be handed out. */
+static void copy_stream_step(vs_arena *a, device *d, uint64_t *p, int n, uint64_t size, int step) {
+  for (int half = 0; half < 2; half++) {
+    uint64_t *b = p + half * n;
+    for (int i = 0; i < n; i++) {
+      assert_int_equal(vs_arena_alloc(a, size, &b[i]), 0);
+      if (in_flight(d, b[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)b[i]);
+    }
+    for (int i = 0; i < n; i++) in_flight_free(a, d, b[i], size);
+  }
+  program_sync(a, d);
+  if (step < 3 || step % 20 == 0) CHECK(a);
+}
+
 /* Ski rental (core.c, vs_arena_sync_or_grow): a serving step that frees
  * its first batch (work in flight) and allocates a second one before the
  * program's own sync at the end of the step. Pending bytes cover the second
@@ -295,22 +312,11 @@ static void rent_case(vs_arena_mode mode, int limit, int no_decay) {
   fx_open(&f, mode, limit ? (mode == VS_ARENA_VMM ? 160 : 48) * MiB : UINT64_MAX, GiB);
   if (no_decay) vs_arena_set_decay(f.a, VS_ARENA_DECAY_NONE);
   vs_space_backend_set_sync_hook(f.sb, on_sync, d);
-  uint64_t p[BATCH], q[BATCH], late0 = 0;
+  uint64_t p[2 * BATCH], late0 = 0;
   int syncs0 = 0;
   for (int step = 0; step < STEPS; step++) {
     if (step == STEPS / 2) late0 = calls(f.a), syncs0 = d->syncs;
-    for (int i = 0; i < BATCH; i++) {
-      assert_int_equal(vs_arena_alloc(f.a, size, &p[i]), 0);
-      if (in_flight(d, p[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)p[i]);
-    }
-    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, p[i], size);
-    for (int i = 0; i < BATCH; i++) {
-      assert_int_equal(vs_arena_alloc(f.a, size, &q[i]), 0);
-      if (in_flight(d, q[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)q[i]);
-    }
-    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, q[i], size);
-    program_sync(f.a, d);
-    if (step < 3 || step % 20 == 0) CHECK(f.a);
+    copy_stream_step(f.a, d, p, BATCH, size, step);
   }
   vs_space_counters c;
   vs_space_backend_counters(f.sb, &c);
@@ -351,20 +357,9 @@ static void arena_sync_rent_maps_the_batch(void **s) {
   dev_init(d);
   fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
   vs_space_backend_set_sync_hook(f.sb, on_sync, d);
-  uint64_t p[BATCH], q[BATCH];
+  uint64_t p[2 * BATCH];
   for (int step = 0; step < STEPS; step++) {
-    for (int i = 0; i < BATCH; i++) {
-      assert_int_equal(vs_arena_alloc(f.a, size, &p[i]), 0);
-      if (in_flight(d, p[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)p[i]);
-    }
-    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, p[i], size);
-    for (int i = 0; i < BATCH; i++) {
-      assert_int_equal(vs_arena_alloc(f.a, size, &q[i]), 0);
-      if (in_flight(d, q[i], size)) fail_msg("step %d: 0x%llx handed out in flight", step, (unsigned long long)q[i]);
-    }
-    for (int i = 0; i < BATCH; i++) in_flight_free(f.a, d, q[i], size);
-    program_sync(f.a, d);
-    if (step < 3 || step % 20 == 0) CHECK(f.a);
+    copy_stream_step(f.a, d, p, BATCH, size, step);
   }
   vs_space_counters c;
   vs_space_backend_counters(f.sb, &c);
