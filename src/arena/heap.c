@@ -824,10 +824,9 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
        * held-out spec-concat (x10: reserved/live 1.057 -> 1.184, more
        * syncs after decay gave it back); half holds on both halves
        * (docs/benchmarks-replay.md, "Sixth round"). */
-      if (!h->pressure && rented) {
-        uint64_t batch = VS_RENT_MAP_DIV ? atomic_load(&a->pend_total) / (VS_RENT_MAP_DIV ? VS_RENT_MAP_DIV : 1) : 0;
-        if (batch > step) step = up(batch, h->G);
-      }
+#if VS_RENT_MAP_DIV
+      if (!h->pressure && rented && pend / VS_RENT_MAP_DIV > step) step = up(pend / VS_RENT_MAP_DIV, h->G);
+#endif
       if (need < step) {
         span = size + (step - need);
         if (p + span > b->addr + b->size) span = b->addr + b->size - p;
