@@ -33,13 +33,35 @@ static __thread struct {
   vs_ctx *c;
 } t_last __attribute__((tls_model("initial-exec")));
 
+/* The calling thread's reference stripe (vs_ctx.refs): handed out in turn
+ * at a thread's first reference; 0 = none yet. */
+static _Atomic unsigned g_next_stripe;
+static __thread unsigned t_stripe __attribute__((tls_model("initial-exec")));
+
+static _Atomic int *my_refs(vs_ctx *c) {
+  if (__builtin_expect(!t_stripe, 0))
+    t_stripe = 1 + atomic_fetch_add_explicit(&g_next_stripe, 1, memory_order_relaxed) % VS_CTX_REF_STRIPES;
+  return &c->refs[t_stripe - 1].n;
+}
+
+static void ref(vs_ctx *c) { atomic_fetch_add(my_refs(c), 1); }
+
+/* Every stripe: a thread's hold is on its own stripe, taken before it reads
+ * g_gen again (cached()), so a hold this sum misses is one whose thread sees
+ * the unlink and lets go. */
+static int refs_held(vs_ctx *c) {
+  int n = 0;
+  for (int s = 0; s < VS_CTX_REF_STRIPES; s++) n += atomic_load(&c->refs[s].n);
+  return n;
+}
+
 static vs_ctx *cached(uint64_t handle, uint64_t id) {
   uint64_t gen = atomic_load(&g_gen);
   vs_ctx *c = t_last.c;
   if (!c || t_last.gen != gen || (handle ? c->handle != handle : c->id != id)) return NULL;
-  atomic_fetch_add(&c->refs, 1);
+  ref(c);
   if (atomic_load(&g_gen) == gen) return c;
-  atomic_fetch_sub(&c->refs, 1);
+  atomic_fetch_sub(my_refs(c), 1);
   return NULL;
 }
 
@@ -85,7 +107,7 @@ static vs_ctx *fresh(uint64_t handle, int card) {
  * requests in flight (one driver call each, or a wait under on_limit). */
 static void wait_refs(vs_ctx *c) {
   struct timespec ts = {0, 100000};
-  while (atomic_load(&c->refs) > 0) nanosleep(&ts, NULL);
+  while (refs_held(c) > 0) nanosleep(&ts, NULL);
 }
 
 /* The calling thread's current context, asked of the driver; NULL when
@@ -113,7 +135,7 @@ vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
   uint64_t gen = atomic_load(&g_gen);   /* unlinks bump it under the write lock */
   c = find((uint64_t)(uintptr_t)h);
   if (c) {
-    atomic_fetch_add(&c->refs, 1);
+    ref(c);
     remember(c, gen);
   }
   pthread_rwlock_unlock(&g_lock);
@@ -128,7 +150,7 @@ vs_ctx *vs_ctx_acquire_current(const vs_real_table *real) {
     c->usage = 1;
     link(c);
   }
-  if (c) atomic_fetch_add(&c->refs, 1);
+  if (c) ref(c);
   pthread_rwlock_unlock(&g_lock);
   return c;
 }
@@ -141,7 +163,7 @@ vs_ctx *vs_ctx_acquire_id(uint64_t id) {
   c = g_head;
   while (c && c->id != id) c = c->next;
   if (c) {
-    atomic_fetch_add(&c->refs, 1);
+    ref(c);
     remember(c, gen);
   }
   pthread_rwlock_unlock(&g_lock);
@@ -149,7 +171,7 @@ vs_ctx *vs_ctx_acquire_id(uint64_t id) {
 }
 
 void vs_ctx_put(vs_ctx *c) {
-  if (c) atomic_fetch_sub(&c->refs, 1);
+  if (c) atomic_fetch_sub(my_refs(c), 1);
 }
 
 void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale) {

@@ -32,6 +32,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#define VS_CTX_REF_STRIPES 8
+#define VS_CTX_REF_STRIDE 128   /* apart by this much, two lines at any alignment calloc gives */
+
 typedef struct vs_ctx {
   uint64_t handle;   /* the CUcontext */
   uint64_t id;       /* unique in this process, never 0, never reused */
@@ -39,7 +42,6 @@ typedef struct vs_ctx {
   int primary;       /* the device's primary context */
   int retains;       /* primary: retains seen minus releases (when the driver cannot say) */
   int usage;         /* regular: cuCtxCreate 1, cuCtxAttach +1, cuCtxDetach -1 */
-  _Atomic int refs;  /* hooks working in this context right now */
   /* Owned by arena_glue.c (under its create lock, read with acquire loads). */
   _Atomic(vs_arena *) arena;
   _Atomic int arena_vmm;   /* 1 when `arena` is a VMM one */
@@ -47,6 +49,14 @@ typedef struct vs_ctx {
   vs_arena *retired;       /* a VMM arena replaced by a chunks one (holds nothing) */
   void *backend, *retired_backend;
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
+  /* Hooks working in this context right now: the sum of the stripes. A
+   * thread counts on its own stripe (contexts.c), each stripe a cache line
+   * or more from the others and from the fields above, which every hook
+   * reads: threads working in one context do not pass a line between them. */
+  struct {
+    char apart[VS_CTX_REF_STRIDE - sizeof(_Atomic int)];
+    _Atomic int n;
+  } refs[VS_CTX_REF_STRIPES];
 } vs_ctx;
 
 /* The calling thread's current context, with a reference, creating its

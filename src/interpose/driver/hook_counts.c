@@ -3,6 +3,7 @@
 #include "hook_ids.h"
 
 #include "export.h"
+#include "tally.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -13,22 +14,22 @@ const char *const vs_hook_names[VS_HOOK_COUNT] = {
 #undef X
 };
 
-/* Per hook, per path. Relaxed: they are statistics, read after the fact. */
-static _Atomic uint64_t g_count[VS_HOOK_COUNT][VRAMSHIM_PATHS];
+/* Per hook, per path, in per-thread tallies (common/tally.h): every hook
+ * call counts, so no locked instruction here. */
+#define N_COUNTS (VS_HOOK_COUNT * VRAMSHIM_PATHS)
+static _Atomic uint64_t g_retired[N_COUNTS];
+static vs_tally g_count = VS_TALLY_INIT(N_COUNTS, g_retired);
 
 void vs_hook_count(vs_hook_id id, vramshim_path path) {
-  atomic_fetch_add_explicit(&g_count[id][path], 1, memory_order_relaxed);
+  vs_tally_add(&g_count, (uint32_t)id * VRAMSHIM_PATHS + (uint32_t)path, 1);
 }
 
-void vs_hook_counts_reset(void) {
-  for (int i = 0; i < VS_HOOK_COUNT; i++)
-    for (int p = 0; p < VRAMSHIM_PATHS; p++) atomic_store_explicit(&g_count[i][p], 0, memory_order_relaxed);
-}
+void vs_hook_counts_reset(void) { vs_tally_reset(&g_count); }
 
 VS_EXPORT uint64_t vramshim_hook_count(const char *fn, vramshim_path path) {
   if ((int)path < 0 || path >= VRAMSHIM_PATHS) return 0;
   uint64_t sum = 0;
   for (int i = 0; i < VS_HOOK_COUNT; i++)
-    if (!fn || strcmp(fn, vs_hook_names[i]) == 0) sum += atomic_load_explicit(&g_count[i][path], memory_order_relaxed);
+    if (!fn || strcmp(fn, vs_hook_names[i]) == 0) sum += vs_tally_sum(&g_count, (uint32_t)i * VRAMSHIM_PATHS + (uint32_t)path);
   return sum;
 }

@@ -19,6 +19,7 @@
 #include "proc.h"
 #include "settings.h"
 #include "stream_syncs.h"
+#include "tally.h"
 #include "nvml_cards.h"
 #include "nvml_table.h"
 
@@ -33,15 +34,18 @@ static void atfork_prepare(void) {
   vs_driver_atfork_prepare();
   vs_nvml_atfork_prepare();
   vs_mem_atfork_prepare();
+  vs_tally_atfork_prepare();   /* last: counting happens under the others' locks */
 }
 
 static void atfork_parent(void) {
+  vs_tally_atfork_parent();
   vs_mem_atfork_parent();
   vs_nvml_atfork_release();
   vs_driver_atfork_release();
 }
 
 static void atfork_child(void) {
+  vs_tally_atfork_child();
   vs_mem_atfork_child();
   vs_stream_syncs_atfork_child();
   vs_hook_counts_reset();

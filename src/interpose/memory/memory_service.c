@@ -66,6 +66,21 @@ static void failed(const vs_mem_op *op, CUresult r) {
  * one the driver gave a pass-through allocation. */
 #define VS_BUFFER_ID_BASE (1ull << 62)
 static _Atomic uint64_t g_next_buffer = 1;
+/* Each thread takes the ids in runs of VS_BUFFER_ID_RUN, so an arena hit
+ * makes no locked add of its own for one; ids stay unique, not ordered
+ * across threads (nothing promises that of the driver's either). */
+#define VS_BUFFER_ID_RUN 1024
+static __thread struct {
+  uint64_t next, end;
+} t_ids __attribute__((tls_model("initial-exec")));
+
+static uint64_t next_buffer_id(void) {
+  if (t_ids.next == t_ids.end) {
+    t_ids.next = atomic_fetch_add_explicit(&g_next_buffer, VS_BUFFER_ID_RUN, memory_order_relaxed);
+    t_ids.end = t_ids.next + VS_BUFFER_ID_RUN;
+  }
+  return VS_BUFFER_ID_BASE + t_ids.next++;
+}
 
 /* Ends the request's hold on its context; what a hook returns next. */
 static int done(vs_mem_op *op) {
@@ -216,7 +231,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       if (res == CUDA_SUCCESS) {
         op->rec.key = addr;
         op->rec.owner = VS_OWNER_ARENA;
-        op->rec.buffer_id = VS_BUFFER_ID_BASE + atomic_fetch_add(&g_next_buffer, 1);
+        op->rec.buffer_id = next_buffer_id();
         op->addr = addr;
         record(op);
       } else {

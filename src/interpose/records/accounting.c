@@ -3,30 +3,41 @@
 
 #include "export.h"
 #include "log.h"
+#include "tally.h"
 
 #include <stdatomic.h>
 #include <string.h>
 
+/* The bytes (and the peaks that read them) are one atomic per card: a
+ * peak needs the card's sum at the moment of each change. */
 typedef struct card_counters {
-  _Atomic uint64_t live, live_count, peak_live;
+  _Atomic uint64_t live, peak_live;
   _Atomic uint64_t reserved, peak_reserved;
-  _Atomic uint64_t alloc_requests, free_requests, failed_requests;
-  _Atomic uint64_t calls[VRAMSHIM_CALL_KINDS];
   _Atomic int64_t va, ipc, ipc_count;
   _Atomic uint64_t pool_live, pool_high;
 } __attribute__((aligned(64))) card_counters;
 
 static card_counters g_cards[VRAMSHIM_MAX_CARDS];
+
+/* The counts every request moves, in per-thread tallies (common/tally.h):
+ * no locked instruction on the hot path. Per card, K counters. */
+enum { T_ALLOC_REQ, T_FREE_REQ, T_FAILED, T_LIVE_COUNT, T_CALLS, K = T_CALLS + VRAMSHIM_CALL_KINDS };
+static _Atomic uint64_t g_counts_retired[VRAMSHIM_MAX_CARDS * K];
+static vs_tally g_counts = VS_TALLY_INIT(VRAMSHIM_MAX_CARDS * K, g_counts_retired);
+
+static void count(int card, int field, uint64_t d) { vs_tally_add(&g_counts, (uint32_t)(card * K + field), d); }
 static _Atomic int g_card_count;
 static _Atomic int g_said_out_of_range;
 
-static card_counters *card_of(int card) {
-  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) {
-    if (card >= VRAMSHIM_MAX_CARDS && !atomic_exchange(&g_said_out_of_range, 1))
-      VS_WARN("card %d is beyond the %d cards the shim accounts; its memory is not counted", card,
-              VRAMSHIM_MAX_CARDS);
-    return NULL;
-  }
+static __attribute__((noinline, cold)) card_counters *out_of_range(int card) {
+  if (card >= VRAMSHIM_MAX_CARDS && !atomic_exchange(&g_said_out_of_range, 1))
+    VS_WARN("card %d is beyond the %d cards the shim accounts; its memory is not counted", card,
+            VRAMSHIM_MAX_CARDS);
+  return NULL;
+}
+
+static inline card_counters *card_of(int card) {
+  if (__builtin_expect(card < 0 || card >= VRAMSHIM_MAX_CARDS, 0)) return out_of_range(card);
   int seen = atomic_load_explicit(&g_card_count, memory_order_relaxed);
   while (seen < card + 1 &&
          !atomic_compare_exchange_weak_explicit(&g_card_count, &seen, card + 1, memory_order_relaxed,
@@ -46,7 +57,7 @@ void vs_acct_live_add(int card, uint64_t bytes) {
   card_counters *c = card_of(card);
   if (!c) return;
   uint64_t now = atomic_fetch_add_explicit(&c->live, bytes, memory_order_relaxed) + bytes;
-  atomic_fetch_add_explicit(&c->live_count, 1, memory_order_relaxed);
+  count(card, T_LIVE_COUNT, 1);
   raise_peak(&c->peak_live, now);
 }
 
@@ -54,7 +65,7 @@ void vs_acct_live_sub(int card, uint64_t bytes) {
   card_counters *c = card_of(card);
   if (!c) return;
   atomic_fetch_sub_explicit(&c->live, bytes, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&c->live_count, 1, memory_order_relaxed);
+  count(card, T_LIVE_COUNT, (uint64_t)-1);
 }
 
 void vs_acct_reserved_add(int card, uint64_t bytes) {
@@ -108,24 +119,21 @@ void vs_acct_pool_reset_high(int card) {
 }
 
 void vs_acct_request(int card, int is_alloc) {
-  card_counters *c = card_of(card);
-  if (c) atomic_fetch_add_explicit(is_alloc ? &c->alloc_requests : &c->free_requests, 1, memory_order_relaxed);
+  if (card_of(card)) count(card, is_alloc ? T_ALLOC_REQ : T_FREE_REQ, 1);
 }
 
 void vs_acct_failed(int card) {
-  card_counters *c = card_of(card);
-  if (c) atomic_fetch_add_explicit(&c->failed_requests, 1, memory_order_relaxed);
+  if (card_of(card)) count(card, T_FAILED, 1);
 }
 
 void vs_acct_call(int card, vramshim_driver_call call) {
-  card_counters *c = card_of(card);
-  if (c && (int)call >= 0 && call < VRAMSHIM_CALL_KINDS)
-    atomic_fetch_add_explicit(&c->calls[call], 1, memory_order_relaxed);
+  if (card_of(card) && (int)call >= 0 && call < VRAMSHIM_CALL_KINDS) count(card, T_CALLS + (int)call, 1);
 }
 
 void vs_acct_reset(void) {
   /* Only the forking thread exists in the child: plain stores are enough. */
   memset(g_cards, 0, sizeof g_cards);
+  vs_tally_reset(&g_counts);
   atomic_store(&g_card_count, 0);
 }
 
@@ -136,15 +144,17 @@ VS_EXPORT int vramshim_stats(int card, vramshim_card_stats *out) {
   const card_counters *c = &g_cards[card];
   memset(out, 0, sizeof *out);
   out->card = card;
+  uint64_t n[K];
+  vs_tally_sums(&g_counts, (uint32_t)(card * K), K, n);
   out->live_bytes = LOAD(c->live);
-  out->live_count = LOAD(c->live_count);
+  out->live_count = n[T_LIVE_COUNT];
   out->peak_live_bytes = LOAD(c->peak_live);
   out->reserved_bytes = LOAD(c->reserved);
   out->peak_reserved_bytes = LOAD(c->peak_reserved);
-  out->alloc_requests = LOAD(c->alloc_requests);
-  out->free_requests = LOAD(c->free_requests);
-  out->failed_requests = LOAD(c->failed_requests);
-  for (int k = 0; k < VRAMSHIM_CALL_KINDS; k++) out->driver_calls[k] = LOAD(c->calls[k]);
+  out->alloc_requests = n[T_ALLOC_REQ];
+  out->free_requests = n[T_FREE_REQ];
+  out->failed_requests = n[T_FAILED];
+  for (int k = 0; k < VRAMSHIM_CALL_KINDS; k++) out->driver_calls[k] = n[T_CALLS + k];
   out->va_reserved_bytes = (uint64_t)LOAD(c->va);
   out->ipc_open_bytes = (uint64_t)LOAD(c->ipc);
   out->ipc_open_count = (uint64_t)LOAD(c->ipc_count);
