@@ -9,16 +9,25 @@
  * per-run differences (the cost the shim adds); and the difference of the
  * fastest runs (less sensitive to a busy machine).
  *
- *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena]
+ *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T]]
  *
  * --arena: the cost of an alloc+free pair through the shim with the arena
  * off, chunks and vmm, against the driver directly, side by side, for a few
  * sizes. The arena mode is fixed per process (the config is read at load),
  * so each mode runs in a child process of this program (--arena-child MODE)
  * with its own config file; each child measures its own direct pairs too.
+ *
+ * --arena --threads T: the same pairs through the shim, each round
+ * allocating 8 blocks and freeing them, on 1 thread and on T threads in one
+ * context at once; millions of pairs per second in all, and the ratio (T
+ * threads' aggregate over one thread's). What the shim shares between
+ * threads (locks, counters, the context) shows here, not in the single-
+ * thread table. Each thread's blocks are of the same size, as a server's
+ * workers' would be.
  * A benchmark, never a test: it prints numbers and does not judge them. */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +157,55 @@ static void measure(const char *what, void (*op)(const fns *, int), int runs, in
 static const size_t k_arena_sizes[] = {512, 4096, 300 << 10, 4 << 20};
 #define ARENA_NSIZES (sizeof k_arena_sizes / sizeof k_arena_sizes[0])
 
+/* ---- --threads: pairs on T threads at once --------------------------- */
+#define THREAD_LIVE 8
+static CUcontext g_ctx;
+static setcur_t g_setcur;
+typedef struct pair_thread {
+  pthread_t id;
+  long rounds;
+} pair_thread;
+
+static void *pair_rounds(void *arg) {
+  pair_thread *t = arg;
+  CUdeviceptr p[THREAD_LIVE];
+  g_setcur(g_ctx);
+  for (long r = 0; r < t->rounds; r++) {
+    for (int k = 0; k < THREAD_LIVE; k++) g_hooked.alloc(&p[k], g_pair_size);
+    for (int k = 0; k < THREAD_LIVE; k++) g_hooked.fr(p[k]);
+  }
+  return NULL;
+}
+
+/* Millions of pairs per second, all threads together, over one run. */
+static double threads_rate(int nthreads, long rounds) {
+  pair_thread t[64];
+  double t0 = now_ns();
+  for (int i = 0; i < nthreads; i++) {
+    t[i].rounds = rounds;
+    if (pthread_create(&t[i].id, NULL, pair_rounds, &t[i]) != 0) return 0;
+  }
+  for (int i = 0; i < nthreads; i++) pthread_join(t[i].id, NULL);
+  return (double)nthreads * (double)rounds * THREAD_LIVE / (now_ns() - t0) * 1e3;
+}
+
+/* In the child: one line per size, "SIZE ONE ALL" (medians, M pairs/s). */
+static void threads_child(int runs, int calls, int nthreads) {
+  long rounds = calls / THREAD_LIVE > 1 ? calls / THREAD_LIVE : 1;
+  for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    g_pair_size = k_arena_sizes[k];
+    double *one = malloc(sizeof(double) * (size_t)runs), *all = malloc(sizeof(double) * (size_t)runs);
+    threads_rate(1, rounds / 10 + 1);   /* warm */
+    for (int r = 0; r < runs; r++) {
+      one[r] = threads_rate(1, rounds);
+      all[r] = threads_rate(nthreads, rounds);
+    }
+    printf("%zu %.3f %.3f\n", g_pair_size, median(one, runs), median(all, runs));
+    free(one);
+    free(all);
+  }
+}
+
 /* In the child: one line per size, "SIZE DIRECT HOOKED" (medians, ns/pair). */
 static void arena_child(int runs, int calls) {
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
@@ -160,9 +218,12 @@ static void arena_child(int runs, int calls) {
   }
 }
 
-static int arena_table(const char *self, int runs, int calls, const char *shim_path, const char *driver_path) {
+static int arena_table(const char *self, int runs, int calls, int nthreads, const char *shim_path,
+                       const char *driver_path) {
   static const char *modes[] = {"off", "chunks", "vmm"};
-  double direct[ARENA_NSIZES] = {0}, hooked[3][ARENA_NSIZES] = {{0}};
+  /* Without --threads: the direct pairs (first child's) and each mode's
+   * hooked ns; with it: each mode's one-thread and all-thread rates. */
+  double direct_or_one[3][ARENA_NSIZES] = {{0}}, hooked[3][ARENA_NSIZES] = {{0}};
   char dir[] = "/tmp/vramshim-bench-XXXXXX";
   if (!mkdtemp(dir)) return 2;
   for (int m = 0; m < 3; m++) {
@@ -173,14 +234,14 @@ static int arena_table(const char *self, int runs, int calls, const char *shim_p
     fprintf(f, "[global]\narena = %s\nledger_dir = %s/ledger\n", modes[m], dir);
     fclose(f);
     setenv("VRAMSHIM_CONFIG", conf, 1);
-    snprintf(cmd, sizeof cmd, "'%s' --arena-child --runs %d --calls %d --shim '%s' --driver '%s'", self, runs, calls,
-             shim_path, driver_path);
+    snprintf(cmd, sizeof cmd, "'%s' --arena-child --threads %d --runs %d --calls %d --shim '%s' --driver '%s'", self,
+             nthreads, runs, calls, shim_path, driver_path);
     FILE *p = popen(cmd, "r");
     if (!p) return 2;
     size_t size;
     double d, h;
     for (size_t k = 0; k < ARENA_NSIZES && fscanf(p, "%zu %lf %lf", &size, &d, &h) == 3; k++) {
-      if (m == 0) direct[k] = d;
+      if (m == 0 || nthreads > 1) direct_or_one[m][k] = d;
       hooked[m][k] = h;
     }
     if (pclose(p) != 0) fprintf(stderr, "vramshim-bench: the %s child failed\n", modes[m]);
@@ -191,21 +252,39 @@ static int arena_table(const char *self, int runs, int calls, const char *shim_p
   rmdir(ledger);
   rmdir(dir);
   printf("vramshim-bench --arena: driver %s\n", driver_path);
-  printf("vramshim-bench: %d runs x %d pairs each; medians in ns per cuMemAlloc_v2 + cuMemFree_v2 pair\n", runs, calls);
-  printf("%-10s %12s %12s %12s %12s\n", "size", "driver", "arena off", "arena chunks", "arena vmm");
+  if (nthreads > 1) {
+    printf("vramshim-bench: %d runs x %d pairs per thread, %d live blocks each; medians in millions of "
+           "cuMemAlloc_v2 + cuMemFree_v2 pairs per second, all threads together\n",
+           runs, calls / THREAD_LIVE * THREAD_LIVE, THREAD_LIVE);
+    printf("%-10s", "size");
+    for (int m = 0; m < 3; m++) printf(" %8s x1 %8s x%-2d %5s", modes[m], modes[m], nthreads, "ratio");
+    printf("\n");
+  } else {
+    printf("vramshim-bench: %d runs x %d pairs each; medians in ns per cuMemAlloc_v2 + cuMemFree_v2 pair\n", runs,
+           calls);
+    printf("%-10s %12s %12s %12s %12s\n", "size", "driver", "arena off", "arena chunks", "arena vmm");
+  }
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
     char sz[32];
     size_t n = k_arena_sizes[k];
     if (n >= (1u << 20)) snprintf(sz, sizeof sz, "%zu MiB", n >> 20);
     else if (n >= 1024) snprintf(sz, sizeof sz, "%zu KiB", n >> 10);
     else snprintf(sz, sizeof sz, "%zu B", n);
-    printf("%-10s %12.1f %12.1f %12.1f %12.1f\n", sz, direct[k], hooked[0][k], hooked[1][k], hooked[2][k]);
+    if (nthreads > 1) {
+      printf("%-10s", sz);
+      for (int m = 0; m < 3; m++)
+        printf(" %11.3f %11.3f %5.2f", direct_or_one[m][k], hooked[m][k],
+               direct_or_one[m][k] > 0 ? hooked[m][k] / direct_or_one[m][k] : 0.0);
+      printf("\n");
+    } else {
+      printf("%-10s %12.1f %12.1f %12.1f %12.1f\n", sz, direct_or_one[0][k], hooked[0][k], hooked[1][k], hooked[2][k]);
+    }
   }
   return 0;
 }
 
 int main(int argc, char **argv) {
-  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0;
+  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0, nthreads = 1;
   const char *shim_path = VS_BENCH_SHIM, *driver_path = getenv("VRAMSHIM_DRIVER");
   if (!driver_path || !*driver_path) driver_path = VS_BENCH_DRIVER;
   for (int i = 1; i < argc; i++) {
@@ -214,19 +293,22 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--shim") && i + 1 < argc) shim_path = argv[++i];
     else if (!strcmp(argv[i], "--driver") && i + 1 < argc) driver_path = argv[++i];
     else if (!strcmp(argv[i], "--arena")) arena = 1;
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena]\n");
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T]]\n");
       return 2;
     }
   }
-  if (runs < 1 || calls < 10) return 2;
+  if (runs < 1 || calls < 10 || nthreads < 1 || nthreads > 64) return 2;
   if (arena) {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return 2;
     self[n] = 0;
-    return arena_table(self, runs, calls / 20 > 10 ? calls / 20 : 10, shim_path, driver_path);
+    /* a thread's run must outweigh starting the thread: the whole N per thread */
+    int per_run = nthreads > 1 ? calls : (calls / 20 > 10 ? calls / 20 : 10);
+    return arena_table(self, runs, per_run, nthreads, shim_path, driver_path);
   }
   /* The shim must forward to the very driver measured directly. */
   setenv("VRAMSHIM_DRIVER", driver_path, 1);
@@ -254,7 +336,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (arena_child_mode) {
-    arena_child(runs, calls);
+    g_ctx = ctx;
+    g_setcur = (setcur_t)need(drv, "cuCtxSetCurrent");
+    if (nthreads > 1) threads_child(runs, calls, nthreads);
+    else arena_child(runs, calls);
     g_direct.fr(g_live);
     unlink(state);
     return 0;
