@@ -54,6 +54,17 @@ NULL_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdev
   *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
   return CUDA_SUCCESS;
 }
+NULL_API CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute *a, void **data, CUdeviceptr p) {
+  (void)a;
+  (void)p;
+  for (unsigned i = 0; i < n; i++) *(unsigned *)data[i] = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+NULL_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  if (base) *base = p;
+  if (size) *size = 1;
+  return CUDA_SUCCESS;
+}
 NULL_API CUresult cuGetProcAddress_v2(const char *sym, void **fn, int v, cuuint64_t flags,
                                       CUdriverProcAddressQueryResult *st) {
   (void)v;

@@ -49,6 +49,8 @@ typedef CUresult (*info_t)(size_t *, size_t *);
 typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);
 typedef CUresult (*free_t)(CUdeviceptr);
 typedef CUresult (*attr_t)(void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*attrs_t)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
+typedef CUresult (*range_t)(CUdeviceptr *, size_t *, CUdeviceptr);
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
 typedef struct fns {
@@ -56,6 +58,8 @@ typedef struct fns {
   alloc_t alloc;
   free_t fr;
   attr_t attr;
+  attrs_t attrs;
+  range_t range;
   gpa_t gpa;
 } fns;
 
@@ -83,6 +87,8 @@ static void fill(fns *f, void *h) {
   f->alloc = (alloc_t)need(h, "cuMemAlloc_v2");
   f->fr = (free_t)need(h, "cuMemFree_v2");
   f->attr = (attr_t)need(h, "cuPointerGetAttribute");
+  f->attrs = (attrs_t)need(h, "cuPointerGetAttributes");
+  f->range = (range_t)need(h, "cuMemGetAddressRange_v2");
   f->gpa = (gpa_t)need(h, "cuGetProcAddress_v2");
 }
 
@@ -104,6 +110,20 @@ static void op_attr(const fns *f, int n) {
   unsigned t = 0;
   for (int i = 0; i < n; i++) f->attr(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, g_live);
   g_sink += t;
+}
+/* Two attributes, as a framework asks of a pointer it was handed. */
+static void op_attrs(const fns *f, int n) {
+  unsigned type = 0, dev = 0;
+  CUpointer_attribute a[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+  void *d[2] = {&type, &dev};
+  for (int i = 0; i < n; i++) f->attrs(2, a, d, g_live);
+  g_sink += type + dev;
+}
+static void op_range(const fns *f, int n) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  for (int i = 0; i < n; i++) f->range(&base, &size, g_live + 64);
+  g_sink += base + size;
 }
 static void op_gpa(const fns *f, int n) {
   void *fn = NULL;
@@ -352,6 +372,8 @@ int main(int argc, char **argv) {
   g_pair_size = 4096;
   measure("cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)", op_pair, runs, calls / 20 > 10 ? calls / 20 : 10);
   measure("cuPointerGetAttribute", op_attr, runs, calls);
+  measure("cuPointerGetAttributes (2)", op_attrs, runs, calls);
+  measure("cuMemGetAddressRange_v2", op_range, runs, calls);
   measure("cuGetProcAddress_v2(cuMemAlloc)", op_gpa, runs, calls);
   g_direct.fr(g_live);
   unlink(state);
