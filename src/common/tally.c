@@ -98,7 +98,7 @@ static vs_tally_block *attach(vs_tally *t) {
 
 void vs_tally_add_first(vs_tally *t, uint32_t i, uint64_t d) {
   vs_tally_block *b = attach(t);
-  if (b) atomic_store_explicit(&b->v[i], atomic_load_explicit(&b->v[i], memory_order_relaxed) + d, memory_order_relaxed);
+  if (b) vs_tally_bump(b, i, d);
   else atomic_fetch_add_explicit(&t->retired[i], d, memory_order_relaxed);
 }
 

@@ -50,14 +50,16 @@ extern __thread vs_tally_block *vs_tally_mine_[VS_TALLY_SETS + 1] __attribute__(
  * memory, the count added to the retired block atomically). */
 void vs_tally_add_first(vs_tally *t, uint32_t i, uint64_t d);
 
+/* The owner's add to its own block: one writer, so a plain load and store. */
+static inline void vs_tally_bump(vs_tally_block *b, uint32_t i, uint64_t d) {
+  atomic_store_explicit(&b->v[i], atomic_load_explicit(&b->v[i], memory_order_relaxed) + d, memory_order_relaxed);
+}
+
 /* Adds d (modulo 2^64: a "subtract" is adding the negation) to counter i. */
 static inline void vs_tally_add(vs_tally *t, uint32_t i, uint64_t d) {
   vs_tally_block *b = vs_tally_mine_[atomic_load_explicit(&t->slot, memory_order_relaxed)];
-  if (__builtin_expect(!b, 0)) {
-    vs_tally_add_first(t, i, d);
-    return;
-  }
-  atomic_store_explicit(&b->v[i], atomic_load_explicit(&b->v[i], memory_order_relaxed) + d, memory_order_relaxed);
+  if (__builtin_expect(!b, 0)) vs_tally_add_first(t, i, d);
+  else vs_tally_bump(b, i, d);
 }
 
 /* Counter i summed over every thread. */

@@ -45,6 +45,7 @@ static _Atomic int *my_refs(vs_ctx *c) {
 }
 
 static void ref(vs_ctx *c) { atomic_fetch_add(my_refs(c), 1); }
+static void unref(vs_ctx *c) { atomic_fetch_sub(my_refs(c), 1); }
 
 /* Every stripe: a thread's hold is on its own stripe, taken before it reads
  * g_gen again (cached()), so a hold this sum misses is one whose thread sees
@@ -61,7 +62,7 @@ static vs_ctx *cached(uint64_t handle, uint64_t id) {
   if (!c || t_last.gen != gen || (handle ? c->handle != handle : c->id != id)) return NULL;
   ref(c);
   if (atomic_load(&g_gen) == gen) return c;
-  atomic_fetch_sub(my_refs(c), 1);
+  unref(c);
   return NULL;
 }
 
@@ -171,7 +172,7 @@ vs_ctx *vs_ctx_acquire_id(uint64_t id) {
 }
 
 void vs_ctx_put(vs_ctx *c) {
-  if (c) atomic_fetch_sub(my_refs(c), 1);
+  if (c) unref(c);
 }
 
 void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale) {
