@@ -1,6 +1,9 @@
-/* Per-card counters behind vramshim_stats(): lock-free (relaxed atomics;
- * the peak by compare-and-swap), usable before any constructor. Cards
- * outside 0..VRAMSHIM_MAX_CARDS-1 are counted nowhere and said once. */
+/* Per-card counters behind vramshim_stats(), usable before any
+ * constructor. The bytes are relaxed atomics (the peaks by compare-and-
+ * swap); the counts (requests, failures, live blocks, driver calls) are
+ * per-thread tallies (common/tally.h), summed when read. No lock on the
+ * counting side. Cards outside 0..VRAMSHIM_MAX_CARDS-1 are counted nowhere
+ * and said once. */
 #ifndef VS_ACCOUNTING_H
 #define VS_ACCOUNTING_H
 
