@@ -370,12 +370,18 @@ static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
  * takes it again. */
 static void decay_note_reserved(vs_arena *a) {
   vs_heap *h = &a->heap;
-  /* VMM only: a wholly free handle kept there is moved to where the next
-   * growth needs it (steal_one) instead of new memory. A chunk cannot
-   * move: kept holes only raised chunks' peak (cs336-ctx256-fullstep:
+  /* VMM always: a wholly free handle kept there is moved to where the next
+   * growth needs it (steal_one) instead of new memory. Chunks only once
+   * decay has regretted a release (decay_regret): a chunk cannot move, and
+   * holes kept from the start only raised chunks' peak (cs336-ctx256-fullstep:
    * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
-   * family (72 -> 69 at x10; vmm 201 -> 129). */
-  if (!a->decay_ns || !h->vmm) return;
+   * family (72 -> 69 at x10; vmm 201 -> 129); but where a step's holes are
+   * what its largest tensor cannot use (a training step's logits: freed,
+   * the chunk released as beyond the use high, taken again by the next
+   * step), the use high alone released and regrew one chunk per step, and
+   * the longer window of each regret changed nothing (tools/tracegen/
+   * traingen.py, gpt2 fp32: 59 -> 167 calls from 6 to 60 steps). */
+  if (!a->decay_ns || (!h->vmm && !h->dk_mult)) return;
   decay_note(a, heap_used(h), decay_now(a));
   unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_RING);
   uint64_t r = vs_heap_reserved(h);
