@@ -40,6 +40,9 @@ MODELS = {
     "gpt2": dict(layers=12, hidden=768, heads=12, vocab=50257),
     "gpt2-medium": dict(layers=24, hidden=1024, heads=16, vocab=50257),
     "1b": dict(layers=24, hidden=2048, heads=16, vocab=32000),
+    # a vision transformer: 16 x 16 patches of 224 x 224 images (--seq 197 with
+    # the class token), a classifier head on the class token alone
+    "vit-l": dict(layers=24, hidden=1024, heads=16, vocab=1000, image=3 * 224 * 224),
 }
 
 
@@ -54,11 +57,14 @@ class Step:
         self.m = m
         self.act = 2 if a.mixed else 4   # bytes per activation element
         h, v = m["hidden"], m["vocab"]
-        # parameters: embeddings, then per layer (norms, QKV, projection, MLP), the final norm
-        shapes = [v * h, a.seq * h]
+        # parameters: embeddings (a vision model: the patch projection), then
+        # per layer (norms, QKV, projection, MLP), the final norm
+        shapes = [3 * 16 * 16 * h if m.get("image") else v * h, a.seq * h]
         for _ in range(m["layers"]):
             shapes += [h, h, 3 * h * h, 3 * h, h * h, h, h, h, 4 * h * h, 4 * h, 4 * h * h, h]
         shapes += [h, h]
+        if m.get("image"):
+            shapes += [v * h, v]   # the classifier head
         self.shapes = shapes
         self.params = [w.alloc(4 * n) for n in shapes]
         self.grads = None
@@ -136,7 +142,9 @@ class Step:
     def micro_step(self, b, s):
         h, v, layers = self.m["hidden"], self.m["vocab"], self.m["layers"]
         casts = [self.w.alloc(2 * n) for n in self.shapes if n >= h * h] if self.a.mixed else []
-        x = self.t(b * s * h)   # embeddings
+        image = self.m.get("image")
+        batch_in = self.w.alloc(4 * b * image) if image else None   # the loader's images
+        x = self.t(b * s * h)   # embeddings (patch embeddings)
         inputs, saved = [], []
         for _ in range(layers):
             if self.a.checkpoint:
@@ -150,10 +158,11 @@ class Step:
                 saved.append(sv)
             x = out
         lnf = self.t(b * s * h)
-        logits = self.t(b * s * v)
+        rows = b if image else b * s   # a classifier reads the class token alone
+        logits = self.t(rows * v)
         if self.a.mixed:   # the loss in fp32
             self.tick()
-            logits32 = self.w.alloc(4 * b * s * v)
+            logits32 = self.w.alloc(4 * rows * v)
             self.free(logits)
             logits = logits32
         self.free(*casts)   # autocast's weight cache ends with the forward
@@ -174,6 +183,8 @@ class Step:
             if i:
                 self.free(inputs[i])
         self.free(g, inputs[0])
+        if batch_in:
+            self.free(batch_in)
 
     def optimizer_step(self):
         if self.states is None:
