@@ -112,30 +112,30 @@ class Step:
         self.free(down)
         return out, [ln1, stats1, qkv, ctx, x1, ln2, stats2, up, gelu] + att
 
+    def chain(self, prev, *sizes):
+        """Each size a kernel's output, its input (the previous one) freed
+        once it is made, as autograd's chained gradient temporaries are;
+        returns the last. prev: the first input, or None."""
+        for n in sizes:
+            nxt = self.t(n)
+            if prev is not None:
+                self.free(prev)
+            prev = nxt
+        return prev
+
     def layer_backward(self, b, s, saved, gin):
         """Frees the layer's saved tensors and gin; returns the input's gradient."""
         h, nh = self.m["hidden"], self.m["heads"]
-        g_gelu = self.t(4 * b * s * h)
-        g_up = self.t(4 * b * s * h)
-        self.free(g_gelu)
-        g_ln2 = self.t(b * s * h)
-        self.free(g_up)
-        g_x1 = self.t(b * s * h)
-        self.free(g_ln2, gin)
+        # MLP: through GELU, the up projection and the second norm to the residual
+        g_x1 = self.chain(None, 4 * b * s * h, 4 * b * s * h, b * s * h, b * s * h)
+        self.free(gin)
+        # attention: the probabilities' and scores' gradients (naive), QKV, the first norm
         g_ctx = self.t(b * s * h)
-        if self.a.attention == "naive":
-            g_probs = self.t(b * nh * s * s)
-            g_scores = self.t(b * nh * s * s)
-            self.free(g_probs)
-            g_qkv = self.t(3 * b * s * h)
-            self.free(g_scores)
-        else:
-            g_qkv = self.t(3 * b * s * h)
+        att = [b * nh * s * s, b * nh * s * s] if self.a.attention == "naive" else []
+        g_qkv = self.chain(None, *att, 3 * b * s * h)
         self.free(g_ctx)
-        g_ln1 = self.t(b * s * h)
-        self.free(g_qkv)
-        g_x = self.t(b * s * h)
-        self.free(g_ln1, g_x1)
+        g_x = self.chain(g_qkv, b * s * h, b * s * h)
+        self.free(g_x1)
         self.free(*saved)
         return g_x
 
