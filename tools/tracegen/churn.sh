@@ -1,11 +1,14 @@
 #!/bin/sh
 # The churn check of docs/benchmarks-replay.md: serving families of
-# tracegen.py at x1, x10 and x100 their request count, each replayed with
-# chunks, vmm and the pytorch baseline; one line per family, scale and
-# policy: "FAMILY HALF SCALE POLICY DRIVER_CALLS PEAK_LIVE_MIB MODELED_MS".
-# HALF says which half the arena's release policy was chosen on ("tuned")
-# and which half only reports it ("held-out"). No churn: calls at x100 <=
-# 1.2 x the calls at x1 where live memory is stationary after warm-up.
+# tracegen.py at x1, x10 and x100 their request count, and training
+# families of traingen.py at x1, x10 and x100 their optimizer steps, each
+# replayed with chunks, vmm and the pytorch baseline; one line per family,
+# scale and policy: "FAMILY HALF SCALE POLICY DRIVER_CALLS PEAK_LIVE_MIB
+# MODELED_MS FLOOR_MS". HALF says which half the arena's release policy was
+# chosen on ("tuned") and which half only reports it ("held-out"; every
+# training family is held out). No churn: calls at x100 <= 1.2 x the calls
+# at x1 where live memory is stationary after warm-up (a training loop is,
+# after its first step).
 #   tools/tracegen/churn.sh [VRAMSHIM] [SCALES]
 #   (defaults: build/tools/vramshim/vramshim, "1 10 100")
 set -eu
@@ -13,6 +16,7 @@ here=$(dirname "$0")
 tool=${1:-build/tools/vramshim/vramshim}
 scales=${2:-1 10 100}
 gen="python3 $here/tracegen.py"
+train="python3 $here/traingen.py"
 
 # name half requests-at-x1 tracegen arguments
 families() {
@@ -27,11 +31,20 @@ prefix-diurnal held-out 100 --workload concat --model small --layers 24 --grow-e
 multi-paged held-out 60 --workload paged --model 7b --layers 4 --max-batch 32 --lengths zipf --arrival bursty --rate 3 --models 2 --prefix-share 0.3 --kv-pool-gib 3 --seed 10
 F
 }
+# name half steps-at-x1 traingen arguments
+training() {
+  cat <<'F'
+train-gpt2 held-out 4 --model gpt2 --batch 8 --seq 1024
+train-1b-ckpt held-out 2 --model 1b --batch 2 --seq 2048 --attention flash --mixed --checkpoint
+train-gpt2-seqmix held-out 4 --model gpt2 --batch 16 --seq 512 --seq-mix --accum 2 --seed 4
+F
+}
 
-families | while read -r name half n args; do
+{ families | sed 's/^/serve /'; training | sed 's/^/train /'; } | while read -r kind name half n args; do
   for s in $scales; do
+    if [ "$kind" = train ]; then size="--steps $((n * s))"; g=$train; else size="--requests $((n * s))"; g=$gen; fi
     # shellcheck disable=SC2086
-    $gen $args --requests $((n * s)) 2>/dev/null |
+    $g $args $size 2>/dev/null |
       "$tool" replay --quiet --json --no-search --policy chunks,vmm,pytorch - |
       python3 -c '
 import json, sys
