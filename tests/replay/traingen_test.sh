@@ -50,9 +50,11 @@ for opts in "" "--attention flash" "--checkpoint" "--mixed" "--seq-mix" "--accum
   [ -n "$opts" ] || cp "$f" "$tmp/plain.csv"
 done
 # A vision model: the loader's images, a classifier on the class token.
-python3 "$gen" --model vit-l --layers 1 --batch 2 --seq 197 --steps 2 -o "$tmp/v.csv" 2>/dev/null &&
-  check_trace "$tmp/v.csv" && "$tool" replay -q --no-search --policy chunks,vmm,pytorch "$tmp/v.csv" >"$tmp/out" 2>&1 ||
-  { echo "FAIL: traingen --model vit-l"; cat "$tmp/out"; failed=1; }
+if ! { python3 "$gen" --model vit-l --layers 1 --batch 2 --seq 197 --steps 2 -o "$tmp/v.csv" 2>/dev/null &&
+       check_trace "$tmp/v.csv" &&
+       "$tool" replay -q --no-search --policy chunks,vmm,pytorch "$tmp/v.csv" >"$tmp/out" 2>&1; }; then
+  echo "FAIL: traingen --model vit-l"; cat "$tmp/out"; failed=1
+fi
 python3 "$gen" --model tiny --batch 2 --seq 64 --steps 2 --no-teardown -o "$tmp/k.csv" 2>/dev/null
 check_trace "$tmp/k.csv" keep || { echo "FAIL: --no-teardown"; failed=1; }
 python3 "$gen" --model tiny --seq-mix --steps 4 --seed 5 -o "$tmp/a.csv" 2>/dev/null
