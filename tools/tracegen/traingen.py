@@ -147,15 +147,12 @@ class Step:
         x = self.t(b * s * h)   # embeddings (patch embeddings)
         inputs, saved = [], []
         for _ in range(layers):
-            if self.a.checkpoint:
-                out, sv = self.layer_forward(b, s, x)
+            out, sv = self.layer_forward(b, s, x)
+            if self.a.checkpoint:   # only the input is kept; the backward recomputes the rest
                 self.free(*sv)
-                inputs.append(x)
-                saved.append(None)
-            else:
-                out, sv = self.layer_forward(b, s, x)
-                inputs.append(x)
-                saved.append(sv)
+                sv = None
+            inputs.append(x)
+            saved.append(sv)
             x = out
         lnf = self.t(b * s * h)
         rows = b if image else b * s   # a classifier reads the class token alone
