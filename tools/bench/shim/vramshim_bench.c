@@ -321,14 +321,16 @@ int main(int argc, char **argv) {
     }
   }
   if (runs < 1 || calls < 10 || nthreads < 1 || nthreads > 64) return 2;
+  /* Pairs per run: a twentieth of N, at least 10. */
+  int pair_calls = calls / 20 > 10 ? calls / 20 : 10;
   if (arena) {
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return 2;
     self[n] = 0;
     /* a thread's run must outweigh starting the thread: the whole N per thread */
-    int per_run = nthreads > 1 ? calls : (calls / 20 > 10 ? calls / 20 : 10);
-    return arena_table(self, runs, per_run, nthreads, shim_path, driver_path);
+    /* a thread's run must outweigh starting the thread: the whole N per thread */
+    return arena_table(self, runs, nthreads > 1 ? calls : pair_calls, nthreads, shim_path, driver_path);
   }
   /* The shim must forward to the very driver measured directly. */
   setenv("VRAMSHIM_DRIVER", driver_path, 1);
@@ -370,7 +372,7 @@ int main(int argc, char **argv) {
   printf("%-34s %10s %10s %10s %10s\n", "call", "direct", "hooked", "added", "min-min");
   measure("cuMemGetInfo_v2", op_info, runs, calls);
   g_pair_size = 4096;
-  measure("cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)", op_pair, runs, calls / 20 > 10 ? calls / 20 : 10);
+  measure("cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)", op_pair, runs, pair_calls);
   measure("cuPointerGetAttribute", op_attr, runs, calls);
   measure("cuPointerGetAttributes (2)", op_attrs, runs, calls);
   measure("cuMemGetAddressRange_v2", op_range, runs, calls);
