@@ -9,11 +9,13 @@
  * TLSF as if memory were contiguous, and physical memory is mapped only
  * under granules that a LIVE or PENDING block touches or that were mapped
  * before. Physical handles are sized to the run they first backed. Before
- * creating new physical memory the heap steals handles that lie wholly in
+ * creating new physical memory under pressure (the backend has refused: a full
+ * card or a tenant at its limit) the heap steals handles that lie wholly in
  * free space (unmaps them into the pool) and maps pooled handles into the
  * new run: freed memory backs any later request, whatever its address
- * ("stitching"). So the heap grows only when no free physical memory is
- * left that could be moved.
+ * ("stitching"). So at the limit the heap grows only when no free physical
+ * memory is left that could be moved. Before that it grows, and decay gives
+ * back what stays unused.
  *
  * Invariants (vs_heap_check): every LIVE/PENDING block lies on mapped
  * granules (VMM); gmap and the handle table agree both ways; pool handles
@@ -370,8 +372,13 @@ static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
  * takes it again. */
 static void decay_note_reserved(vs_arena *a) {
   vs_heap *h = &a->heap;
-  /* VMM always: a wholly free handle kept there is moved to where the next
-   * growth needs it (steal_one) instead of new memory. Chunks only once
+  /* VMM always: a wholly free handle kept there serves the next request
+   * whose range it backs, and at the limit is moved under one (steal_one).
+   * Recording it only after a regret, as chunks does, was measured once
+   * handles stopped moving before the limit (issue 27, tenth round): it
+   * pays the regret earlier and helped half the training configurations
+   * (a checkpointed GPT-2-medium loop 159 -> 157 calls at x10) and cost
+   * the other half (a four-layer one 69 -> 81). Chunks only once
    * decay has regretted a release (decay_regret): a chunk cannot move, and
    * holes kept from the start only raised chunks' peak (cs336-ctx256-fullstep:
    * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
@@ -797,7 +804,18 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       continue;
     }
     if (need) {
-      if (h->pool_bytes < need) {
+      /* Moving wholly free handles under the block (steal) costs an unmap,
+       * a map and an access per handle, what a new handle costs, and the
+       * hole it leaves is where the next step of a training loop or a
+       * server's next batch wanted its memory: each step moved handles
+       * again (a checkpointed GPT-2-medium loop: cuMemUnmap 11 -> 59 and
+       * held 7.6 -> 8.4 GiB from 3 to 30 steps). A growth instead is
+       * made once, and decay gives back what stays unused. So handles move
+       * only once the backend has refused, where new memory is not to be
+       * had (issue 27, tenth round: chosen on half of the training
+       * configurations, reported on the other half and on the serving
+       * families, where no call count moved). */
+      if (h->pressure && h->pool_bytes < need) {
         h->steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }

@@ -168,6 +168,59 @@ static void fullest_first(vs_arena_mode mode) {
 static void arena_fullest_chunk_first(void **s) { (void)s; fullest_first(VS_ARENA_CHUNKS); }
 static void arena_fullest_handle_first(void **s) { (void)s; fullest_first(VS_ARENA_VMM); }
 
+/* VMM: a request that fits in no mapped free space grows the heap while the
+ * backend grants memory, leaving a wholly free handle elsewhere where it is
+ * (moving it costs an unmap, a map and an access, what a new handle costs,
+ * and the hole it left is where the next step of a loop wanted memory); at
+ * the limit, once the backend has refused, such a handle is moved under
+ * the request instead (stitching). */
+static void arena_moves_handles_only_at_limit(void **s) {
+  (void)s;
+  fixture f;
+  fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);   /* frees reusable at once */
+  vs_space_counters c;
+  uint64_t a, b, x, y;
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);   /* its own handle: the first allocation */
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
+  assert_int_equal(vs_arena_free(f.a, a), 0);   /* a's handle: wholly free, 64 MiB of VA */
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  const uint64_t created = c.phys_create;
+  assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);   /* fits in no free mapped range */
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.unmap, 0);   /* a's handle stayed where it was */
+  assert_true(c.phys_create > created);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  assert_int_equal(vs_arena_free(f.a, b), 0);
+  fx_close(&f);
+
+  /* A card of 256 MiB: a refused request turns pressure on (physical
+   * memory in small handles from then on). p1's handles, wholly free in a
+   * range the 72 MiB request does not fit in, are moved under it. */
+  fx_open(&f, VS_ARENA_VMM, 256 * MiB, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  uint64_t p1, p2, q;
+  assert_int_not_equal(vs_arena_alloc(f.a, 300 * MiB, &y), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p1), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 48 * MiB, &p2), 0);
+  assert_int_equal(vs_arena_free(f.a, p1), 0);
+  CHECK(f.a);
+  vs_space_counters c0;
+  vs_space_backend_counters(f.sb, &c0);
+  assert_int_equal(vs_arena_alloc(f.a, 72 * MiB, &q), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.oom, c0.oom);
+  assert_int_equal(c.phys_release, c0.phys_release);
+  assert_int_equal(c.unmap - c0.unmap, 24);          /* p1's 48 MiB, in 2 MiB handles, moved */
+  assert_int_equal(c.held - c0.held, 24 * MiB);      /* and only the rest is new */
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  assert_int_equal(vs_arena_free(f.a, p2), 0);
+  fx_close(&f);
+}
+
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 /* Growth takes the slabs' empty memory first: a server whose small
  * requests passed through many size classes leaves each class's emptied
@@ -367,6 +420,7 @@ int main(void) {
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
+      cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
