@@ -375,10 +375,12 @@ static void decay_note_reserved(vs_arena *a) {
   /* VMM always: a wholly free handle kept there serves the next request
    * whose range it backs, and at the limit is moved under one (steal_one).
    * Recording it only after a regret, as chunks does, was measured once
-   * handles stopped moving before the limit (issue 27, tenth round): it
-   * pays the regret earlier and helped half the training configurations
-   * (a checkpointed GPT-2-medium loop 159 -> 157 calls at x10) and cost
-   * the other half (a four-layer one 69 -> 81). Chunks only once
+   * handles stopped moving before the limit (issue 27, tenth round): the
+   * first release and regrowth then fall in the first steps of a training
+   * loop, so the calls at x10 the steps stay within 1.2 x on more of the
+   * configurations (8 of 10 against 4), but only by paying more at x1 (a
+   * checkpointed GPT-2-medium loop 141 -> 157 calls; a four-layer one
+   * 55 -> 67, and 69 -> 81 at x10). Chunks only once
    * decay has regretted a release (decay_regret): a chunk cannot move, and
    * holes kept from the start only raised chunks' peak (cs336-ctx256-fullstep:
    * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
