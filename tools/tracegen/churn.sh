@@ -7,9 +7,9 @@
 # MODELED_MS FLOOR_MS". HALF says which half the arena's release policy was
 # chosen on ("tuned") and which half only reports it ("held-out"; of the
 # training families only the checkpointed, accumulating gpt2-medium loop is
-# tuned: VMM's moves at the limit only were chosen on it). No churn: calls at x100 <= 1.2 x the calls
-# at x1 where live memory is stationary after warm-up (a training loop is,
-# after its first step).
+# tuned: VMM's moving free handles at the limit only was chosen on it). No
+# churn: calls at x100 <= 1.2 x the calls at x1 where live memory is
+# stationary after warm-up (a training loop is, after its first step).
 #   tools/tracegen/churn.sh [VRAMSHIM] [SCALES]
 #   (defaults: build/tools/vramshim/vramshim, "1 10 100")
 set -eu
