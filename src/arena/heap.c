@@ -370,6 +370,7 @@ static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
  * as it keeps the use high: otherwise the release check gives back what
  * fragmentation made necessary, and the next request that fits nowhere
  * takes it again. */
+static void window_highs(const vs_heap *h, uint64_t e, uint64_t *hi, uint64_t *rhi);
 static void decay_note_reserved(vs_arena *a) {
   vs_heap *h = &a->heap;
   /* VMM always: a wholly free handle kept there serves the next request
@@ -395,6 +396,10 @@ static void decay_note_reserved(vs_arena *a) {
   unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_RING);
   uint64_t r = vs_heap_reserved(h);
   if (r > h->dk_res[i]) h->dk_res[i] = r;
+  uint64_t hi = heap_used(h), rhi = 0;
+  window_highs(h, h->dk_epoch - 1, &hi, &rhi);
+  h->dk_carry = r;
+  h->dk_carry_use = hi;
 }
 
 /* Caller holds mu. Raises *hi and *rhi to the use and reserved highs of
@@ -440,6 +445,7 @@ static uint64_t decay_keep(vs_arena *a) {
   h->use_since = used;
   uint64_t hi = used, rhi = 0;
   window_highs(h, now / len, &hi, &rhi);
+  const uint64_t use_hi = hi;
   /* The window's high as the heap would hold it again: growth maps a step
    * ahead of need (up to a climb's, see vs_heap_alloc), and what the last
    * growth mapped ahead is not a surplus to give back only to map it again
@@ -449,6 +455,20 @@ static uint64_t decay_keep(vs_arena *a) {
   hi += step;
   uint64_t keep = hi - used;
   if (rhi > used && rhi - used > keep) keep = rhi - used;   /* the reserved high (decay_note_reserved) */
+  /* The last growth's reserved level, for as long as the window's use
+   * reaches the use the heap grew at. A loop stationary after its warm-up
+   * grows no more, so the reserved high of its growths leaves the window,
+   * while each step still needs what fragmentation made it hold: decay
+   * then gave back memory the next step grew again, a regret per workload
+   * and one more per longer window (issue 27, tenth round: a checkpointed
+   * gpt2-medium loop 141 -> 159 -> 171 calls at x1 / x10 / x100 the
+   * steps; a four-layer gpt2 37 -> 47). Once the use stays below that level
+   * for a whole window, the level is forgotten and decay's bytes alone
+   * decide again. */
+  if (h->dk_carry) {
+    if (use_hi < h->dk_carry_use) h->dk_carry = 0;
+    else if (h->dk_carry > used && h->dk_carry - used > keep) keep = h->dk_carry - used;
+  }
   return keep > thr ? keep : thr;
 }
 

@@ -525,6 +525,52 @@ static void decay_regret_case(vs_arena_mode mode) {
                 40 - 1);
   assert_int_equal(c.later, 0);
 }
+/* A loop stationary after its first step whose steps need more than their
+ * use high (fragmentation): each step places a 256 MiB block, a 16 MiB one
+ * after it, frees the first and asks for 300 MiB, which fits in no hole
+ * the first step left until the heap has grown for it. Its use high is
+ * 316 MiB; it holds about 600. Once the warm-up's growths left the decay
+ * window, decay's bytes alone (the window's use high) gave back what the
+ * next step grew again; the last growth's reserved level is kept while the
+ * window's use reaches the use it grew at: no call after the first step,
+ * for 30 windows. Then the loop stops at a lower level (64 MiB in use):
+ * the level is forgotten and the cache goes back to release_threshold. */
+static void decay_fragmented_loop_case(vs_arena_mode mode) {
+  fixture f;
+  uint64_t thr = 64 * MiB;
+  fx_open_decay(&f, mode, thr);
+  vs_arena_set_stream_ordered(f.a, 1);
+  uint64_t a, b, c, calls = 0;
+  for (int step = 0; step < 300; step++) {   /* a step every 0.1 s: 30 s, 30 decay windows */
+    if (step == 1) calls = backend_calls(&f);
+    clk_ns += 100000000ull;
+    assert_int_equal(vs_arena_alloc(f.a, 256 * MiB, &a), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 16 * MiB, &b), 0);
+    assert_int_equal(vs_arena_free(f.a, a), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 300 * MiB, &c), 0);
+    assert_int_equal(vs_arena_free(f.a, b), 0);
+    assert_int_equal(vs_arena_free(f.a, c), 0);
+    if (step % 50 == 0) CHECK(f.a);
+  }
+  print_message("  %llu growth/release calls after the first step, 300 steps\n",
+                (unsigned long long)(backend_calls(&f) - calls));
+  assert_int_equal(backend_calls(&f), calls);
+  /* A lower level for 3 s: what the loop held goes back. */
+  for (int i = 0; i < 30; i++) {
+    clk_ns += 100000000ull;
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+    assert_int_equal(vs_arena_free(f.a, a), 0);
+  }
+  vs_arena_decay(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  print_message("  after 3 s at 64 MiB: %llu MiB reserved\n", (unsigned long long)(st.reserved_bytes >> 20));
+  if (st.reserved_bytes > 64 * MiB + thr + 64 * MiB + 32 * MiB)
+    fail_msg("reserved %llu MiB after 3 s at 64 MiB in use (1 s decay)", (unsigned long long)(st.reserved_bytes >> 20));
+  fx_close(&f);
+}
+static void arena_decay_fragmented_loop_vmm(void **s) { (void)s; decay_fragmented_loop_case(VS_ARENA_VMM); }
+
 static void arena_decay_regret_vmm(void **s) { (void)s; decay_regret_case(VS_ARENA_VMM); }
 static void arena_decay_regret_chunks(void **s) { (void)s; decay_regret_case(VS_ARENA_CHUNKS); }
 
@@ -558,7 +604,7 @@ int main(void) {
       cmocka_unit_test(arena_decay_level_vmm),       cmocka_unit_test(arena_decay_level_chunks),
       cmocka_unit_test(arena_decay_level_ordered_vmm), cmocka_unit_test(arena_decay_level_ordered_chunks),
       cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
-      cmocka_unit_test(arena_decay_regret_vmm),      cmocka_unit_test(arena_decay_regret_chunks),
+      cmocka_unit_test(arena_decay_regret_vmm), cmocka_unit_test(arena_decay_fragmented_loop_vmm),      cmocka_unit_test(arena_decay_regret_chunks),
       cmocka_unit_test(arena_decay_regret_long_vmm), cmocka_unit_test(arena_decay_regret_long_chunks),
       cmocka_unit_test(arena_nodecay_swing_churns),
       cmocka_unit_test(arena_stream_ordered_vmm),    cmocka_unit_test(arena_stream_ordered_chunks),

@@ -64,13 +64,15 @@ cmp -s "$tmp/a.csv" "$tmp/b.csv" || { echo "FAIL: same seed, different traces"; 
 cmp -s "$tmp/a.csv" "$tmp/c.csv" && { echo "FAIL: --seq-mix: different seeds, same trace"; failed=1; }
 python3 "$gen" --model tiny --steps 0 >/dev/null 2>&1 && { echo "FAIL: --steps 0 accepted"; failed=1; }
 
-# Churn: ten times the optimizer steps, two configurations. A two-layer
+# Churn: ten times the optimizer steps, four configurations. A two-layer
 # GPT-2-wide model (fp32, naive attention: 1.5 GiB of logits and their
-# gradient per step), 4 and 40 steps; and six layers with the length drawn
-# per micro-step and 4 micro-steps per step, 3 and 30 steps (vmm moved
-# wholly free handles under each step's largest tensors, and the holes they
-# left were the next step's: 87 -> 127 calls, until handles moved only at
-# the limit: docs/arena.md).
+# gradient per step), 4 and 40 steps; six layers with the length drawn per
+# micro-step and 4 micro-steps per step, 3 and 30 steps (vmm moved wholly
+# free handles under each step's largest tensors, and the holes they left
+# were the next step's: 87 -> 127 calls, until handles moved only at the
+# limit: docs/arena.md); and two whose first decay window gave back memory
+# the next step grew again (vmm 37 -> 47 and 35 -> 49, until decay kept the
+# last growth's reserved level while the use reaches the use it grew at).
 churn() {   # NAME STEPS-AT-X1 TRAINGEN-ARGS...
   name=$1 n=$2
   shift 2
@@ -96,4 +98,6 @@ PY
 }
 churn gpt2-2l 4 --model gpt2 --layers 2 --batch 8 --seq 1024
 churn gpt2-6l-seqmix 3 --model gpt2 --layers 6 --batch 4 --seq 2048 --seq-mix --accum 4 --seed 21
+churn gpt2-4l-ckpt 4 --model gpt2 --layers 4 --batch 2 --seq 2048 --attention flash --checkpoint --accum 8 --seed 3
+churn gpt2-2l-seqmix 4 --model gpt2 --layers 2 --batch 4 --seq 2048 --seq-mix --accum 4 --seed 21
 exit $failed
