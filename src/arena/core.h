@@ -150,7 +150,7 @@ typedef struct vs_heap {
   uint64_t dk_max[VS_DECAY_RING], dk_id[VS_DECAY_RING], dk_cur, dk_epoch, dk_next;
   uint64_t dk_seen;                 /* the decay clock at its last reading (decay_now) */
   uint64_t dk_res[VS_DECAY_RING]; /* per epoch: the most held right after a growth (decay_note_reserved) */
-  uint64_t dk_carry, dk_carry_use;  /* the reserved level of the last growth decay_note_reserved saw, the use then (decay_keep) */
+  uint64_t dk_carry, dk_carry_use;  /* the last growth's reserved level and the window's use high then (decay_keep) */
   /* Regret (decay_regret): the window is decay × dk_mult; dk_rel: bytes
    * decay released since the last growth. */
   uint64_t dk_mult, dk_rel;

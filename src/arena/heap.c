@@ -378,10 +378,10 @@ static void decay_note_reserved(vs_arena *a) {
    * Recording it only after a regret, as chunks does, was measured once
    * handles stopped moving before the limit (issue 27, tenth round): the
    * first release and regrowth then fall in the first steps of a training
-   * loop, so the calls at x10 the steps stay within 1.2 x on more of the
-   * configurations (8 of 10 against 4), but only by paying more at x1 (a
-   * checkpointed GPT-2-medium loop 141 -> 157 calls; a four-layer one
-   * 55 -> 67, and 69 -> 81 at x10). Chunks only once
+   * loop, which pays them at x1 (a checkpointed GPT-2-medium loop 141 ->
+   * 157 calls; a four-layer one 55 -> 67, and 69 -> 81 at x10); keeping
+   * the last growth's level (dk_carry, decay_keep) removes that regret
+   * instead, at no cost at x1. Chunks only once
    * decay has regretted a release (decay_regret): a chunk cannot move, and
    * holes kept from the start only raised chunks' peak (cs336-ctx256-fullstep:
    * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
@@ -456,7 +456,7 @@ static uint64_t decay_keep(vs_arena *a) {
   uint64_t keep = hi - used;
   if (rhi > used && rhi - used > keep) keep = rhi - used;   /* the reserved high (decay_note_reserved) */
   /* The last growth's reserved level, for as long as the window's use
-   * reaches the use the heap grew at. A loop stationary after its warm-up
+   * high reaches the window's use high when the heap grew. A loop stationary after its warm-up
    * grows no more, so the reserved high of its growths leaves the window,
    * while each step still needs what fragmentation made it hold: decay
    * then gave back memory the next step grew again, a regret per workload
