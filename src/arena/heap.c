@@ -456,9 +456,10 @@ static uint64_t decay_keep(vs_arena *a) {
   uint64_t keep = hi - used;
   if (rhi > used && rhi - used > keep) keep = rhi - used;   /* the reserved high (decay_note_reserved) */
   /* The last growth's reserved level, for as long as the window's use
-   * high reaches the window's use high when the heap grew. A loop stationary after its warm-up
-   * grows no more, so the reserved high of its growths leaves the window,
-   * while each step still needs what fragmentation made it hold: decay
+   * high reaches the window's use high when the heap grew. A loop
+   * stationary after its warm-up grows no more, so the reserved high of
+   * its growths leaves the window, while each step still needs what
+   * fragmentation made it hold: decay
    * then gave back memory the next step grew again, a regret per workload
    * and one more per longer window (issue 27, tenth round: a checkpointed
    * gpt2-medium loop 141 -> 159 -> 171 calls at x1 / x10 / x100 the
