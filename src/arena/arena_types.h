@@ -44,6 +44,13 @@ typedef struct vs_arena_backend {
    * (and keep) everything it can get first. */
   int (*could_fit)(void *ctx, uint64_t size);
 
+  /* Optional (NULL: not known). Physical bytes the backend could still
+   * grant now, as far as it knows without asking the driver (a tenant's
+   * limit and the card's books: src/interpose/quota), UINT64_MAX when it
+   * does not know. The arena reads it before it grows: a card nearly full
+   * is treated as one that has refused (heap.c, "pressure"). */
+  uint64_t (*room)(void *ctx);
+
   /* Optional (NULL: the arena syncs instead). Makes all work enqueued on
    * `stream` from now on wait for all work enqueued on the lane (arena.h,
    * "The lane") before the call, without blocking the host (an event

@@ -729,6 +729,26 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
   return vs_heap_alloc_mode(a, size, req, align, 0, addr);
 }
 
+/* Pressure before the first refusal. What the heap does before a full
+ * card refuses decides what fits on it: a checkpointed training loop laid
+ * its next micro-step's activations across the handle its logits had
+ * freed, and by the time the card said no, the free memory it held lay in
+ * handles that small live blocks pinned (a two-layer GPT-2: the smallest
+ * card 1.33 x live, PyTorch's 1.17). So the heap acts as if refused once
+ * the card is nearly full: when what the backend could still grant after
+ * this growth is less than the heap already holds free. Past that point
+ * the free memory held can serve more than the card has left, and moving
+ * it (steals, small handles, no growth steps) is what keeps the card
+ * enough; before it, growing is cheaper than moving. Compares the heap
+ * with itself and the card: no constant (issue 27, eleventh round). */
+static void pressure_from_room(vs_arena *a, uint64_t grow) {
+  vs_heap *h = &a->heap;
+  if (h->pressure || !a->be.room) return;
+  uint64_t room = a->be.room(a->be.ctx);
+  if (room == UINT64_MAX) return;
+  if ((room > grow ? room - grow : 0) < vs_heap_cached(h)) h->pressure = 1;
+}
+
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0;
@@ -759,6 +779,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     /* held_only: from memory already held, or not at all (no growth, no
      * sync, no OOM ladder: the caller has a cheaper way out). */
     if (held_only && (need || !b)) { rc = VS_BACKEND_OOM; break; }
+    if (need || !b) pressure_from_room(a, b ? need : size);
     uint64_t pend = atomic_load(&a->pend_total);
     if (need && !synced && !rented && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       pthread_mutex_unlock(&h->mu);

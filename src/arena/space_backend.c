@@ -225,6 +225,14 @@ static int sb_sync(void *ctx) {
   return VS_BACKEND_OK;
 }
 
+static uint64_t sb_room(void *ctx) {
+  vs_space_backend *sb = ctx;
+  pthread_mutex_lock(&sb->mu);
+  uint64_t r = sb->capacity == UINT64_MAX ? UINT64_MAX : sb->c.held < sb->capacity ? sb->capacity - sb->c.held : 0;
+  pthread_mutex_unlock(&sb->mu);
+  return r;
+}
+
 vs_space_backend *vs_space_backend_create(uint64_t capacity, uint64_t granule) {
   if (granule == 0) granule = 2ull << 20;
   if (granule < 512 || (granule & (granule - 1))) return NULL;
@@ -258,6 +266,7 @@ vs_arena_backend vs_space_backend_get_mode(vs_space_backend *sb, int vmm) {
   b.chunk_alloc = sb_chunk_alloc;
   b.chunk_free = sb_chunk_free;
   b.sync = sb_sync;
+  b.room = sb_room;
   if (vmm) {
     b.granule = sb->granule;
     b.va_reserve = sb_va_reserve;

@@ -4,7 +4,8 @@
  *
  * - Physical bytes: chunks plus physical handles. A call that would hold
  *   more than `capacity` returns VS_BACKEND_OOM (a refusal, as the driver
- *   or the tenant quota would); nothing changes then.
+ *   or the tenant quota would); nothing changes then. room() answers
+ *   capacity less what is held (UINT64_MAX when unlimited).
  * - Virtual addresses are bump-allocated and never reused, so a stale
  *   pointer can never alias a later allocation: chunks are 512-byte
  *   aligned, VA reservations are granule aligned.

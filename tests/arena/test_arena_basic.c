@@ -221,6 +221,47 @@ static void arena_moves_handles_only_at_limit(void **s) {
   fx_close(&f);
 }
 
+/* A card nearly full is treated as one that has refused (heap.c,
+ * pressure_from_room). 128 MiB held, 64 of them a wholly free handle; a
+ * 160 MiB request fits in no mapped free range (b may have grown a few
+ * MiB of step beyond it). On a 1 GiB card it grows
+ * and the free handle stays where it is. On a 256 MiB card the growth
+ * would leave the card less room than the heap holds free: the free
+ * handle is moved under the request and only the rest is new, so the card
+ * never refuses and nothing is given back (before the rule: a refusal,
+ * then the OOM ladder released the handle and the retry grew 160 MiB). */
+static void arena_pressure_before_refusal(void **s) {
+  (void)s;
+  for (int small = 0; small < 2; small++) {
+    fixture f;
+    fx_open(&f, VS_ARENA_VMM, small ? 256 * MiB : GiB, GiB);
+    vs_arena_set_stream_ordered(f.a, 1);
+    uint64_t a, b, x;
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
+    assert_int_equal(vs_arena_free(f.a, a), 0);
+    CHECK(f.a);
+    vs_space_counters c0, c;
+    vs_space_backend_counters(f.sb, &c0);
+    assert_true(c0.held >= 128 * MiB && c0.held < 160 * MiB);   /* b may have grown a step */
+    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);
+    CHECK(f.a);
+    vs_space_backend_counters(f.sb, &c);
+    assert_int_equal(c.oom, 0);
+    assert_int_equal(c.phys_release, 0);
+    if (small) {
+      assert_int_equal(c.unmap - c0.unmap, 1);           /* a's handle, moved */
+      assert_true(c.held - c0.held <= 96 * MiB);         /* only the rest is new */
+    } else {
+      assert_int_equal(c.unmap, 0);
+      assert_true(c.held - c0.held >= 160 * MiB - (c0.held - 128 * MiB));   /* a's handle not used */
+    }
+    assert_int_equal(vs_arena_free(f.a, x), 0);
+    assert_int_equal(vs_arena_free(f.a, b), 0);
+    fx_close(&f);
+  }
+}
+
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 /* Growth takes the slabs' empty memory first: a server whose small
  * requests passed through many size classes leaves each class's emptied
@@ -421,6 +462,7 @@ int main(void) {
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
       cmocka_unit_test(arena_moves_handles_only_at_limit),
+      cmocka_unit_test(arena_pressure_before_refusal),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),

@@ -9,8 +9,9 @@
  *   shim_tenant failcase ARENA            worker: trim before refusal, one line
  *   shim_tenant view ALLOC_MIB FREE_IT EXP_FREE EXP_TOTAL
  *   shim_tenant forker                    worker: fork a CUDA child and an exec'd one
+ *   shim_tenant roomcase                  worker: a growth near the limit (case room)
  *
- * Cases: mix, fail, wait, view, cfgerr, fork, kill (see each function). */
+ * Cases: mix, fail, wait, view, cfgerr, fork, kill, room (see each function). */
 #include "tenant_proc.h"
 #include "tp_json.h"
 
@@ -165,6 +166,23 @@ static int w_failcase(int argc, char **argv) {
   uint64_t t0 = tp_now_ns(), end = t0 + TP_EVENTUALLY_MS * 1000000ull;
   while (whole_dumps(argv[1]) < 2 && tp_now_ns() < end) tp_sleep_ms(10);
   SAY("failcase done (dumps written %.1f ms after the refusal)", (double)(tp_now_ns() - t0) / 1e6);
+  return 0;
+}
+
+/* 64 MiB, 64 MiB, the first freed (synchronised: its memory free now),
+ * then 160 MiB: prints the driver's unmaps and releases during the last. */
+static int w_roomcase(void) {
+  tp_cuda_up();
+  CUdeviceptr a, b, x;
+  CHECK(cuMemAlloc(&a, 64 * MiB) == CUDA_SUCCESS, "alloc a");
+  CHECK(cuMemAlloc(&b, 64 * MiB) == CUDA_SUCCESS, "alloc b");
+  CHECK(cuMemFree(a) == CUDA_SUCCESS, "free a");
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "sync");
+  uint64_t u0 = vramsim_calls("cuMemUnmap"), r0 = vramsim_calls("cuMemRelease");
+  CHECK(cuMemAlloc(&x, 160 * MiB) == CUDA_SUCCESS, "alloc 160 MiB");
+  printf("room unmaps=%llu releases=%llu\n", (unsigned long long)(vramsim_calls("cuMemUnmap") - u0),
+         (unsigned long long)(vramsim_calls("cuMemRelease") - r0));
+  CHECK(cuMemFree(x) == CUDA_SUCCESS && cuMemFree(b) == CUDA_SUCCESS, "free");
   return 0;
 }
 
@@ -705,6 +723,36 @@ static int case_kill(void) {
   return 0;
 }
 
+/* (8) The arena reads the tenant's room from the books (vs_quota_room):
+ * under a 256 MiB limit, holding 128 MiB (64 of them free), a 160 MiB
+ * request would grow past what the limit leaves, so the free handle is
+ * moved under it (an unmap) and nothing is released; the limit never
+ * refuses (no limit event). Under 1 GiB it grows and moves nothing. */
+static int case_room(void) {
+  const char *limits[] = {"256MiB", "1GiB"};
+  for (int i = 0; i < 2; i++) {
+    char t[128];
+    snprintf(t, sizeof t, "[tenant r]\nlimit = %s\non_limit = fail\n", limits[i]);
+    tp_config("arena = vmm", t);
+    const char *args[] = {"roomcase", NULL};
+    int st = tp_wait(tp_spawn("room", "r", NULL, args));
+    char *out = tp_read("room.out"), *err = tp_read("room.err");
+    printf("limit %s: %s%s", limits[i], out, err);
+    CHECK(st == 0, "worker exited %d", st);
+    unsigned long long u = 0, r = 0;
+    const char *l = strstr(out, "room unmaps=");
+    CHECK(l && sscanf(l, "room unmaps=%llu releases=%llu", &u, &r) == 2, "the worker's line");
+    CHECK(r == 0, "nothing released (%llu)", r);
+    if (i == 0) CHECK(u >= 1, "the free handle moved under the request (%llu unmaps)", u);
+    else CHECK(u == 0, "room enough: grown, nothing moved (%llu unmaps)", u);
+    CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+    for (int e = 0; e < g_snap.nevents; e++) CHECK(strcmp(g_snap.events[e].kind, "limit"), "no refusal");
+    free(out);
+    free(err);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: shim_tenant case NAME WORKDIR [ARG] | WORKER ARGS");
@@ -716,6 +764,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "random")) return w_random(argc - 2, argv + 2);
     if (!strcmp(m, "failcase")) return w_failcase(argc - 2, argv + 2);
     if (!strcmp(m, "view")) return w_view(argc - 2, argv + 2);
+    if (!strcmp(m, "roomcase")) return w_roomcase();
     if (!strcmp(m, "forker")) return w_forker();
     CHECK(0, "unknown worker %s", m);
   }
@@ -731,6 +780,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "cfgerr")) r = case_cfgerr();
   else if (!strcmp(c, "fork")) r = case_fork(arg);
   else if (!strcmp(c, "kill")) r = case_kill();
+  else if (!strcmp(c, "room")) r = case_room();
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

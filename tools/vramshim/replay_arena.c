@@ -117,6 +117,11 @@ static int c_order_after_lane(void *ctx, uint64_t stream) {
   return VS_BACKEND_OK;
 }
 
+static uint64_t c_room(void *ctx) {
+  ar_state *s = ctx;
+  return s->inner.room(s->inner.ctx);
+}
+
 static vs_arena_backend counting_table(ar_state *s) {
   const vs_arena_backend *in = &s->inner;
   vs_arena_backend b = {.ctx = s, .granule = in->granule};
@@ -129,6 +134,7 @@ static vs_arena_backend counting_table(ar_state *s) {
   b.map = in->map ? c_map : NULL;
   b.unmap = in->unmap ? c_unmap : NULL;
   b.sync = in->sync ? c_sync : NULL;
+  b.room = in->room ? c_room : NULL;   /* the shim answers from its books: no driver call to count */
   b.order_after_lane = c_order_after_lane;   /* used only by the -async policies (vs_arena_alloc_on) */
   return b;
 }

@@ -441,6 +441,8 @@ static int could_fit(void *ctx, uint64_t size) {
   return VS_BACKEND_OOM;
 }
 
+static uint64_t room(void *ctx) { return vs_quota_room(((backend_card *)ctx)->card); }
+
 void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   /* Writes nothing shared: the context may be in use by the VMM arena's
    * threads at this moment (their va_failed flag stays set). */
@@ -451,6 +453,7 @@ void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   be->chunk_free = chunk_free;
   be->sync = sync_ctx;
   be->could_fit = could_fit;
+  be->room = room;
   be->order_after_lane = order_after_lane;
 }
 

@@ -220,6 +220,13 @@ CUresult vs_quota_could_fit(int card, uint64_t n) {
   return cap && n > cap ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
+uint64_t vs_quota_room(int card) {
+  vs_tenant_session *s = card_session(card);
+  uint64_t f = 0;
+  if (!s || vs_tenant_view(s, card, 0, &f, NULL) != 0) return UINT64_MAX;
+  return f;
+}
+
 int vs_quota_live_due(void) {
   if (__builtin_expect(!t_refused.live_due, 1)) return 0;
   t_refused.live_due = 0;

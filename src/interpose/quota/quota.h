@@ -45,6 +45,12 @@ CUresult vs_quota_charge(int card, uint64_t n);
  * charge would be); CUDA_SUCCESS otherwise. Takes no memory. The arena
  * asks before it grows, so such a request fails at once. */
 CUresult vs_quota_could_fit(int card, uint64_t n);
+/* What this process could still be granted on card by the books (the
+ * tenant's limit, the card less what the tenants hold and others'
+ * reservations), without a driver call; UINT64_MAX when the card is not
+ * enforced (no ledger: the card's own free memory would take a driver
+ * call, and processes without the shim are not in any book). */
+uint64_t vs_quota_room(int card);
 /* After a refusal of n bytes, and outside every lock of the shim: with
  * on_limit = wait:DURATION, blocks (no busy wait) until enough memory was
  * given back that n may be admitted (returns 1: try again) or until the
