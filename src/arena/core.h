@@ -52,7 +52,10 @@
 #define VS_HANDLE_MAX (1ull << 40)      /* largest physical handle (measured: capping costs calls, saves nothing) */
 #endif
 #ifndef VS_HANDLE_PRESSURE
-#define VS_HANDLE_PRESSURE (2ull << 20) /* largest handle once the backend has refused */
+#define VS_HANDLE_PRESSURE (2ull << 20) /* under pressure a handle is at most this ... */
+#endif
+#ifndef VS_HANDLE_PRESSURE_DIV
+#define VS_HANDLE_PRESSURE_DIV 4        /* ... or this fraction of the run it backs, if larger (0: off) */
 #endif
 #ifndef VS_BUSY_WALK
 #define VS_BUSY_WALK 64                 /* VMM ties: neighbours read each side to rank a handle's fullness */
@@ -134,7 +137,8 @@ typedef struct vs_heap {
   uint64_t pool_bytes, mapped_bytes, chunk_bytes;
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
-  _Atomic int pressure;             /* set by the OOM ladder: small handles, no steps, no rent (slab.c reads it) */
+  _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
+                                     * handles, no steps, no rent (core.c reads it), moves */
   int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */

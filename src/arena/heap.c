@@ -200,11 +200,19 @@ static void decay_note_reserved(vs_arena *a);
 /* Backs the unmapped granules [g0, g0+n) of r: pooled handles first (the
  * largest that fits; else the smallest larger one, when the unmapped free
  * space after the run can take its excess), new physical memory for the
- * rest, in handles of at most VS_HANDLE_MAX bytes (VS_HANDLE_PRESSURE once
- * the backend has refused). Unmapped granules are always free VA: used
- * blocks lie on mapped granules only. */
+ * rest, in handles of at most VS_HANDLE_MAX bytes; under pressure of at
+ * most 1/VS_HANDLE_PRESSURE_DIV of the run or VS_HANDLE_PRESSURE, whichever
+ * is larger: small enough that what a live block pins near a full card is
+ * a fraction of the run, few enough that a large growth there stays a few
+ * calls (2 MiB handles alone made 70 times the calls of a 7B paged server
+ * at its smallest card, for the same card). Unmapped granules are always
+ * free VA: used blocks lie on mapped granules only. */
 static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   vs_heap *h = &a->heap;
+  uint64_t pcap = VS_HANDLE_PRESSURE;
+#if VS_HANDLE_PRESSURE_DIV
+  if (n / VS_HANDLE_PRESSURE_DIV * h->G > pcap) pcap = n / VS_HANDLE_PRESSURE_DIV * h->G;
+#endif
   while (n) {
     uint32_t best = 0, over = 0;
     uint64_t biggest = 0;
@@ -225,7 +233,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       pool_unlink(h, i);
     } else {
       uint64_t cap = VS_HANDLE_MAX;
-      if (h->pressure && cap > VS_HANDLE_PRESSURE) cap = VS_HANDLE_PRESSURE;
+      if (h->pressure && cap > pcap) cap = pcap;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
       decay_regret(a);
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
