@@ -225,12 +225,12 @@ static void arena_moves_handles_only_at_limit(void **s) {
 /* A card nearly full is treated as one that has refused (heap.c,
  * pressure_from_room). 128 MiB held, 64 of them a wholly free handle; a
  * 160 MiB request fits in no mapped free range (b may have grown a few
- * MiB of step beyond it). On a 1 GiB card it grows
- * and the free handle stays where it is. On a 256 MiB card the growth
- * would leave the card less room than the heap holds free: the free
- * handle is moved under the request and only the rest is new, so the card
- * never refuses and nothing is given back (before the rule: a refusal,
- * then the OOM ladder released the handle and the retry grew 160 MiB). */
+ * MiB of step beyond it). On a 1 GiB card it grows and the free handle
+ * stays where it is. On a 256 MiB card the growth would leave the card
+ * less room than the heap holds free: the free handle is moved under the
+ * request and only the rest is new, so the card never refuses and nothing
+ * is given back (before the rule: a refusal, then the OOM ladder released
+ * the handle and the retry grew 160 MiB). */
 static void arena_pressure_before_refusal(void **s) {
   (void)s;
   for (int small = 0; small < 2; small++) {
