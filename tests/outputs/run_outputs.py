@@ -423,6 +423,17 @@ def t_replay(env, schemas):
             fail("replay line %s" % o)
         if pol.startswith("shim-") != ("child_max_rss" in o):
             fail("%s: child_max_rss only for shim policies: %s" % (pol, o))
+        # The calls on the smallest card: in-process policies only (searched
+        # here). No cache: one call per allocation and per free on any card
+        # that refuses none, so exactly the unlimited run's.
+        if pol.startswith("shim-") == ("smallest_card_driver_calls" in o):
+            fail("%s: smallest_card_driver_calls only for in-process policies: %s" % (pol, o))
+        if pol == "off" and o["smallest_card_driver_calls"] != o["driver_calls"]:
+            fail("off: %s calls on the smallest card, %s without limit" %
+                 (o["smallest_card_driver_calls"], o["driver_calls"]))
+        if "smallest_card_driver_calls" in o and not (o["smallest_card_driver_calls"] > 0 and
+                                                      o["smallest_card_modeled_driver_ms"] > 0):
+            fail("%s: no calls on the smallest card: %s" % (pol, o))
         # The trace's floor (tools/vramshim/replay_floor.h), recounted here:
         # growths of the rule that holds at most 1.03 x the live high so far.
         lv = hw = held = 0

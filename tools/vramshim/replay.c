@@ -82,7 +82,10 @@ static void usage(FILE *out) {
           "                            bytes (docs/schemas/replay.schema.json):\n"
           "                            schema_version, trace, policy, requests, frees, peak_live,\n"
           "                            peak_reserved, reserved_over_live, smallest_card,\n"
-          "                            card_over_live, served_from_cache (0..1),\n"
+          "                            card_over_live, smallest_card_driver_calls and\n"
+          "                            smallest_card_modeled_driver_ms (in-process\n"
+          "                            policies: the calls made on the smallest card),\n"
+          "                            served_from_cache (0..1),\n"
           "                            steady_requests, served_from_cache_steady (0..1),\n"
           "                            driver_calls, ns_per_request, release_threshold,\n"
           "                            calls (by driver call), modeled_driver_ms,\n"
@@ -186,7 +189,7 @@ static double ratio(uint64_t a, uint64_t b) {
 
 /* One JSON object per line per (trace, policy): JSON Lines, each line a
  * document of docs/schemas/replay.schema.json. */
-#define REPLAY_SCHEMA_VERSION "1.0"
+#define REPLAY_SCHEMA_VERSION "1.1"
 
 static void print_json(FILE *out, const char *path, const vs_policy *p, const vs_replay_opts *o,
                        const vs_replay_result *r, double floor_ns, uint64_t floor_growths) {
@@ -204,6 +207,10 @@ static void print_json(FILE *out, const char *path, const vs_policy *p, const vs
   vs_jw_kfixed(&w, "reserved_over_live", (double)r->stats.peak_reserved / live, 6);
   vs_jw_ku64(&w, "smallest_card", r->smallest_card);
   vs_jw_kfixed(&w, "card_over_live", (double)r->smallest_card / live, 6);
+  if (r->have_card_calls) {
+    vs_jw_ku64(&w, "smallest_card_driver_calls", r->card_driver_calls);
+    if (o->costs) vs_jw_kfixed(&w, "smallest_card_modeled_driver_ms", r->card_modeled_ns / 1e6, 3);
+  }
   vs_jw_kfixed(&w, "served_from_cache", ratio(r->served_from_cache, r->requests), 6);
   vs_jw_ku64(&w, "steady_requests", r->steady_requests);
   vs_jw_kfixed(&w, "served_from_cache_steady", ratio(r->steady_served, r->steady_requests), 6);

@@ -112,6 +112,12 @@ typedef struct vs_replay_result {
   vs_policy_stats stats;
   double ns_per_request;   /* wall time of the loop (allocations and frees) / requests */
   uint64_t smallest_card;  /* 0 when not searched */
+  /* In-process policies, when searched: the driver calls, and their modeled
+   * time, of the replay on the smallest card (what the policy does near a
+   * full card; the unlimited run's are in stats). */
+  int have_card_calls;
+  uint64_t card_driver_calls;
+  double card_modeled_ns;
   uint64_t card;           /* shim policies: the simulated card's capacity */
   uint64_t child_max_rss;  /* shim policies: the child's peak resident memory, bytes */
 } vs_replay_result;

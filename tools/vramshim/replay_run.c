@@ -160,6 +160,8 @@ typedef struct probe_ctx {
   const vs_policy *pol;
   const vs_trace *t;
   const vs_replay_opts *o;
+  uint64_t best_capacity;        /* the least capacity that ran without refusal so far (0: none) */
+  vs_policy_stats best;          /* that run's calls */
 } probe_ctx;
 
 static int probe_sim(void *ctx, uint64_t capacity, int *failed, char *err, size_t errlen) {
@@ -167,6 +169,10 @@ static int probe_sim(void *ctx, uint64_t capacity, int *failed, char *err, size_
   vs_replay_result r;
   if (run_once(c->pol, c->t, c->o, capacity, 1, &r, err, errlen)) return -1;
   *failed = r.failed != 0;
+  if (!*failed && (!c->best_capacity || capacity < c->best_capacity)) {
+    c->best_capacity = capacity;
+    c->best = r.stats;
+  }
   return 0;
 }
 
@@ -180,8 +186,17 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
   }
   if (!resolution || !out->peak_live) return 0;
 
-  return vs_smallest_card(out->peak_live, out->stats.peak_reserved, resolution, 0, probe_sim, &(probe_ctx){pol, t, o},
-                          pr, label, pol->name, &out->smallest_card, err, errlen);
+  probe_ctx c = {pol, t, o, 0, {0}};
+  if (vs_smallest_card(out->peak_live, out->stats.peak_reserved, resolution, 0, probe_sim, &c, pr, label, pol->name,
+                       &out->smallest_card, err, errlen))
+    return -1;
+  /* The search's answer is a capacity it ran without refusal: the least. */
+  if (c.best_capacity && c.best_capacity == out->smallest_card) {
+    out->have_card_calls = 1;
+    out->card_driver_calls = c.best.driver_calls;
+    out->card_modeled_ns = c.best.tally.ns;
+  }
+  return 0;
 }
 
 int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolution, uint64_t max_capacity,
