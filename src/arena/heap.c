@@ -209,10 +209,14 @@ static void decay_note_reserved(vs_arena *a);
  * free VA: used blocks lie on mapped granules only. */
 static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   vs_heap *h = &a->heap;
-  uint64_t pcap = VS_HANDLE_PRESSURE;
+  uint64_t cap = VS_HANDLE_MAX;   /* pressure is only set under mu, by the caller: fixed for the run */
+  if (h->pressure) {
+    cap = VS_HANDLE_PRESSURE;
 #if VS_HANDLE_PRESSURE_DIV
-  if (n / VS_HANDLE_PRESSURE_DIV * h->G > pcap) pcap = n / VS_HANDLE_PRESSURE_DIV * h->G;
+    if (n / VS_HANDLE_PRESSURE_DIV * h->G > cap) cap = n / VS_HANDLE_PRESSURE_DIV * h->G;
 #endif
+    if (cap > VS_HANDLE_MAX) cap = VS_HANDLE_MAX;
+  }
   while (n) {
     uint32_t best = 0, over = 0;
     uint64_t biggest = 0;
@@ -232,8 +236,6 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
       i = best - 1;
       pool_unlink(h, i);
     } else {
-      uint64_t cap = VS_HANDLE_MAX;
-      if (h->pressure && cap > pcap) cap = pcap;
       uint64_t id, hs = n * h->G < cap ? n * h->G : (cap / h->G ? cap / h->G : 1) * h->G;
       decay_regret(a);
       int rc = be_call(a, a->be.phys_create(a->be.ctx, hs, &id));
