@@ -306,12 +306,55 @@ static int trim_one(vs_arena *a, uint32_t i) {
   return a->heap.trim_done >= a->heap.trim_want;
 }
 
-/* Caller holds mu. Releases cached memory until at most keep is cached. */
-static uint64_t trim_locked(vs_arena *a, uint64_t keep) {
+/* Caller holds mu; chunks mode. Releases the largest wholly free chunk
+ * and returns its size; 0 if there is none, or if the largest is over
+ * twice `most`: its release would take what is cached further below the
+ * target than it now lies above it. */
+static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
+  vs_heap *h = &a->heap;
+  vs_tregion *best = NULL;
+  int bk = 0;
+  for (int k = 0; k < VS_HEAP_NT; k++)
+    for (vs_tregion *tr = h->t[k].regions; tr; tr = tr->rnext)
+      if (tr->first->state == VS_TB_FREE && tr->first->size == tr->size && (!best || tr->size > best->size)) {
+        best = tr;
+        bk = k;
+      }
+  if (!best || best->size / 2 > most) return 0;
+  uint64_t base = best->base, size = best->size;
+  vs_tlsf_remove_region(&h->t[bk], best);
+  free(best);
+  be_call(a, a->be.chunk_free(a->be.ctx, base, size));
+  h->chunk_bytes -= size;
+  return size;
+}
+
+/* Caller holds mu. Releases cached memory until at most keep is cached.
+ * decay, chunks mode (decay's trims, where keep is the window's projection
+ * of what the workload will use again, not a ceiling): the largest chunks
+ * first, and none whose release would overshoot keep by more than it
+ * trims. A large free chunk kept is what later requests of other sizes
+ * split (a training step's logits chunk taken by 9 MiB activations once
+ * the small chunks that served them had gone back, and the next logits
+ * grew a new one: a checkpointed gpt2 loop's peak 1.16 -> 1.34 x live),
+ * while small chunks serve small requests as they come; and a chunk far
+ * larger than the excess took the heap below the window's use, so the next
+ * step grew it again (a 1.5 GiB logits chunk released to trim 0.5 GiB).
+ * Issue 27, twelfth round. Not VMM: there a wholly free handle moves to
+ * where a growth is needed at the limit; the same order moved three
+ * traces by a few calls (one up, its peak 1.13 -> 1.19 x live) and broke
+ * arena_decay_regret_long_vmm (a release and regrowth every 100 s lull). The other trims (idle, the OOM ladder, a
+ * refused request's growth, vs_arena_trim) and VMM's release whole
+ * chunks and handles past keep, pooled handles first. */
+static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   vs_heap *h = &a->heap;
   uint64_t cached = vs_heap_cached(h), done = 0;
   if (cached <= keep) return 0;
   uint64_t want = cached - keep;
+  if (decay && !h->vmm) {
+    for (uint64_t n; done < want && (n = release_largest_chunk(a, want - done)) != 0;) done += n;
+    return done;
+  }
   if (h->vmm) {
     while (h->pool && done < want) {
       uint32_t i = h->pool - 1;
@@ -566,7 +609,7 @@ static void release_check(vs_arena *a) {
   if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
   h->dk_next = now + dk_len(a);
   uint64_t keep = decay_keep(a);
-  if (cached > keep + slack) decay_released(a, trim_locked(a, keep));
+  if (cached > keep + slack) decay_released(a, trim_locked(a, keep, 1));
   h->trim_floor = vs_heap_cached(h);
 }
 
@@ -579,6 +622,7 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
    * regret window is for a busy process whose use swings, and an idle one
    * must give its cache back after decay (the background thread's tick). */
   uint64_t keep;
+  int by_decay = 0;
   if (a->decay_ns) {
     uint64_t now = vs_arena_now(a);
     if (h->requests != h->idle_req || now < h->idle_since) {
@@ -595,11 +639,12 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
        * 1.03 x live, VS_GROW_TO). */
       keep = decay_keep(a);
       if (vs_heap_cached(h) <= keep + release_slack(a)) keep = UINT64_MAX;
+      by_decay = 1;
     }
   } else {
     keep = decay_keep(a);
   }
-  uint64_t n = trim_locked(a, keep);
+  uint64_t n = trim_locked(a, keep, by_decay);
   decay_released(a, n);
   h->trim_floor = vs_heap_cached(h);
   pthread_mutex_unlock(&h->mu);
@@ -950,7 +995,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
     pthread_mutex_lock(&h->mu);
     vs_heap_reclaim(a);
-    trim_locked(a, 0);
+    trim_locked(a, 0, 0);
     rc = 0;
   }
   if (rc) {
@@ -961,7 +1006,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
     uint64_t now = vs_heap_reserved(h);
     if (now > held_before) {
       uint64_t excess = now - held_before, cached = vs_heap_cached(h);
-      trim_locked(a, cached > excess ? cached - excess : 0);
+      trim_locked(a, cached > excess ? cached - excess : 0, 0);
     }
   }
   pthread_mutex_unlock(&h->mu);
@@ -1004,7 +1049,7 @@ uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
   vs_heap_reclaim(a);
-  uint64_t n = trim_locked(a, keep);
+  uint64_t n = trim_locked(a, keep, 0);
   h->trim_floor = vs_heap_cached(h);
   pthread_mutex_unlock(&h->mu);
   return n;

@@ -443,6 +443,95 @@ static void arena_decay_level_chunks(void **s) { (void)s; decay_level_case(VS_AR
 static void arena_decay_level_ordered_vmm(void **s) { (void)s; decay_level_case(VS_ARENA_VMM, 1); }
 static void arena_decay_level_ordered_chunks(void **s) { (void)s; decay_level_case(VS_ARENA_CHUNKS, 1); }
 
+/* Decay's trims release only what brings the cache nearer to its keep. A
+ * step of a training loop: eight 64 MiB activations, a 1 GiB logits
+ * tensor; half the activations freed and four 96 MiB ones made (no freed
+ * 64 MiB piece fits them: the heap holds more than its use high); then the
+ * logits freed. What is cached passes decay's keep by less than half the
+ * logits' memory, and releasing that memory to trim the excess left the
+ * heap below the use the window projects, so the next step's logits took
+ * it again (a release and a growth per step, the largest calls there are).
+ * Now the logits' memory stays and the next step's logits cost no call;
+ * the idle trim still gives back everything beyond release_threshold.
+ * Checked to fail without the rule in chunks mode (896 MiB held, one
+ * growth for the next logits); VMM holds the logits here either way (its
+ * handle backs the step mapped with them too), the case guards it. */
+static void decay_no_overshoot_case(vs_arena_mode mode) {
+  fixture f;
+  uint64_t thr = 128 * MiB;
+  fx_open_decay(&f, mode, thr);
+  uint64_t act[8], wide[4], logits;
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &act[i]), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 1 * GiB, &logits), 0);
+  clk_ns += 10000000ull;
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_alloc(f.a, 96 * MiB, &wide[i]), 0);
+  clk_ns += 10000000ull;
+  assert_int_equal(vs_arena_free(f.a, logits), 0);
+  assert_int_equal(vs_arena_trim(f.a, UINT64_MAX), 0);   /* settles pending: the release check runs */
+  CHECK(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  uint64_t calls = backend_calls(&f);
+  clk_ns += 10000000ull;
+  assert_int_equal(vs_arena_alloc(f.a, 1 * GiB, &logits), 0);
+  print_message("  %s: %llu MiB reserved after the logits' free; the next logits: %llu calls\n",
+                mode == VS_ARENA_VMM ? "vmm" : "chunks", (unsigned long long)(st.reserved_bytes >> 20),
+                (unsigned long long)(backend_calls(&f) - calls));
+  assert_int_equal(backend_calls(&f), calls);
+  assert_int_equal(vs_arena_free(f.a, logits), 0);
+  for (int i = 4; i < 8; i++) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, wide[i]), 0);
+  clk_ns += 3000000000ull;   /* idle for three decays */
+  vs_arena_decay(f.a);
+  CHECK(f.a);
+  vs_arena_get_stats(f.a, &st);
+  print_message("  idle 3 s: %llu MiB reserved\n", (unsigned long long)(st.reserved_bytes >> 20));
+  assert_true(st.reserved_bytes <= thr);
+  fx_close(&f);
+}
+static void arena_decay_no_overshoot_vmm(void **s) { (void)s; decay_no_overshoot_case(VS_ARENA_VMM); }
+static void arena_decay_no_overshoot_chunks(void **s) { (void)s; decay_no_overshoot_case(VS_ARENA_CHUNKS); }
+
+/* Decay's trims give back the largest pieces first and stop at one that
+ * would overshoot: two free 512 MiB chunks (a step's logits), eight 16 MiB
+ * ones, and a 600 MiB block that fits in none of them, so the heap holds
+ * more than its use high; then the 16 MiB blocks go. Decay keeps about
+ * 590 MiB: one 512 MiB chunk goes, the other and the small ones stay, and
+ * the next step's logits and small blocks cost no call. (Released in list
+ * order, both logits chunks went, and the small chunks stayed only
+ * because the excess was met first; the next logits grew again.) */
+static void arena_decay_largest_first(void **state) {
+  (void)state;
+  fixture f;
+  fx_open_decay(&f, VS_ARENA_CHUNKS, 128 * MiB);
+  uint64_t small[8], logits[2], wide;
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 16 * MiB, &small[i]), 0);
+  for (int i = 0; i < 2; i++) assert_int_equal(vs_arena_alloc(f.a, 512 * MiB, &logits[i]), 0);
+  clk_ns += 10000000ull;
+  for (int i = 0; i < 2; i++) assert_int_equal(vs_arena_free(f.a, logits[i]), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 600 * MiB, &wide), 0);
+  clk_ns += 10000000ull;
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_free(f.a, small[i]), 0);
+  assert_int_equal(vs_arena_trim(f.a, UINT64_MAX), 0);   /* settles pending: the release check runs */
+  CHECK(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  uint64_t calls = backend_calls(&f);
+  clk_ns += 10000000ull;
+  assert_int_equal(vs_arena_alloc(f.a, 512 * MiB, &logits[0]), 0);
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 16 * MiB, &small[i]), 0);
+  print_message("  %llu MiB reserved after the trim (600 live); the next logits and small blocks: %llu calls\n",
+                (unsigned long long)(st.reserved_bytes >> 20), (unsigned long long)(backend_calls(&f) - calls));
+  assert_true(st.reserved_bytes >= 600 * MiB + 512 * MiB + 8 * 16 * MiB);
+  assert_true(st.reserved_bytes < 600 * MiB + 2 * 512 * MiB);
+  assert_int_equal(backend_calls(&f), calls);
+  assert_int_equal(vs_arena_free(f.a, logits[0]), 0);
+  assert_int_equal(vs_arena_free(f.a, wide), 0);
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_free(f.a, small[i]), 0);
+  fx_close(&f);
+}
+
 /* A workload that swings between 1 GiB and 3 GiB in use every 0.2 s, with
  * a 1 s decay: after the first high it makes no growth or release call
  * again (the fixed threshold gave the high back and took it again every
@@ -602,6 +691,8 @@ int main(void) {
       cmocka_unit_test(arena_idle_release_vmm),      cmocka_unit_test(arena_idle_release_chunks),
       cmocka_unit_test(arena_decay_burst_vmm),       cmocka_unit_test(arena_decay_burst_chunks),
       cmocka_unit_test(arena_decay_level_vmm),       cmocka_unit_test(arena_decay_level_chunks),
+      cmocka_unit_test(arena_decay_no_overshoot_vmm),     cmocka_unit_test(arena_decay_no_overshoot_chunks),
+      cmocka_unit_test(arena_decay_largest_first),
       cmocka_unit_test(arena_decay_level_ordered_vmm), cmocka_unit_test(arena_decay_level_ordered_chunks),
       cmocka_unit_test(arena_decay_swing_vmm),       cmocka_unit_test(arena_decay_swing_chunks),
       cmocka_unit_test(arena_decay_regret_vmm),      cmocka_unit_test(arena_decay_regret_chunks),
