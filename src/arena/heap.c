@@ -306,6 +306,18 @@ static int trim_one(vs_arena *a, uint32_t i) {
   return a->heap.trim_done >= a->heap.trim_want;
 }
 
+/* Caller holds mu; chunks mode. Gives the wholly free chunk tr of tlsf k
+ * back to the backend; returns its size. */
+static uint64_t chunk_release(vs_arena *a, int k, vs_tregion *tr) {
+  vs_heap *h = &a->heap;
+  uint64_t base = tr->base, size = tr->size;
+  vs_tlsf_remove_region(&h->t[k], tr);
+  free(tr);
+  be_call(a, a->be.chunk_free(a->be.ctx, base, size));
+  h->chunk_bytes -= size;
+  return size;
+}
+
 /* Caller holds mu; chunks mode. Releases the largest wholly free chunk
  * and returns its size; 0 if there is none, or if the largest is over
  * twice `most`: its release would take what is cached further below the
@@ -321,12 +333,7 @@ static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
         bk = k;
       }
   if (!best || best->size / 2 > most) return 0;
-  uint64_t base = best->base, size = best->size;
-  vs_tlsf_remove_region(&h->t[bk], best);
-  free(best);
-  be_call(a, a->be.chunk_free(a->be.ctx, base, size));
-  h->chunk_bytes -= size;
-  return size;
+  return chunk_release(a, bk, best);
 }
 
 /* Caller holds mu. Releases cached memory until at most keep is cached.
@@ -373,12 +380,7 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   for (vs_tregion *tr = h->t[k].regions, *n; tr && done < want; tr = n) {
     n = tr->rnext;
     if (tr->first->state != VS_TB_FREE || tr->first->size != tr->size) continue;
-    uint64_t base = tr->base, size = tr->size;
-    vs_tlsf_remove_region(&h->t[k], tr);
-    free(tr);
-    be_call(a, a->be.chunk_free(a->be.ctx, base, size));
-    h->chunk_bytes -= size;
-    done += size;
+    done += chunk_release(a, k, tr);
   }
   return done;
 }
