@@ -350,9 +350,10 @@ static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
  * Issue 27, twelfth round. Not VMM: there a wholly free handle moves to
  * where a growth is needed at the limit; the same order moved three
  * traces by a few calls (one up, its peak 1.13 -> 1.19 x live) and broke
- * arena_decay_regret_long_vmm (a release and regrowth every 100 s lull). The other trims (idle, the OOM ladder, a
- * refused request's growth, vs_arena_trim) and VMM's release whole
- * chunks and handles past keep, pooled handles first. */
+ * arena_decay_regret_long_vmm (releases and regrowths in every 100 s
+ * lull). The other trims (idle, the OOM ladder, a refused request's
+ * growth, vs_arena_trim) and VMM's release whole chunks and handles past
+ * keep, pooled handles first. */
 static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   vs_heap *h = &a->heap;
   uint64_t cached = vs_heap_cached(h), done = 0;
