@@ -306,6 +306,9 @@ static int trim_one(vs_arena *a, uint32_t i) {
   return a->heap.trim_done >= a->heap.trim_want;
 }
 
+/* Chunks mode: chunk tr is one free block (no live or pending block in it). */
+static int chunk_wholly_free(const vs_tregion *tr) { return tr->first->state == VS_TB_FREE && tr->first->size == tr->size; }
+
 /* Caller holds mu; chunks mode. Gives the wholly free chunk tr of tlsf k
  * back to the backend; returns its size. */
 static uint64_t chunk_release(vs_arena *a, int k, vs_tregion *tr) {
@@ -328,7 +331,7 @@ static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
   int bk = 0;
   for (int k = 0; k < VS_HEAP_NT; k++)
     for (vs_tregion *tr = h->t[k].regions; tr; tr = tr->rnext)
-      if (tr->first->state == VS_TB_FREE && tr->first->size == tr->size && (!best || tr->size > best->size)) {
+      if (chunk_wholly_free(tr) && (!best || tr->size > best->size)) {
         best = tr;
         bk = k;
       }
@@ -380,7 +383,7 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   for (int k = 0; k < VS_HEAP_NT; k++)
   for (vs_tregion *tr = h->t[k].regions, *n; tr && done < want; tr = n) {
     n = tr->rnext;
-    if (tr->first->state != VS_TB_FREE || tr->first->size != tr->size) continue;
+    if (!chunk_wholly_free(tr)) continue;
     done += chunk_release(a, k, tr);
   }
   return done;
