@@ -432,25 +432,22 @@ static void decay_note(vs_arena *a, uint64_t u, uint64_t now) {
 static void window_highs(const vs_heap *h, uint64_t e, uint64_t *hi, uint64_t *rhi);
 static void decay_note_reserved(vs_arena *a) {
   vs_heap *h = &a->heap;
-  /* VMM always: a wholly free handle kept there serves the next request
-   * whose range it backs, and at the limit is moved under one (steal_one).
-   * Recording it only after a regret, as chunks does, was measured once
-   * handles stopped moving before the limit (issue 27, tenth round): the
-   * first release and regrowth then fall in the first steps of a training
-   * loop, which pays them at x1 (a checkpointed GPT-2-medium loop 141 ->
-   * 157 calls; a four-layer one 55 -> 67, and 69 -> 81 at x10); keeping
-   * the last growth's level (dk_carry, decay_keep) removes that regret
-   * instead, at no cost at x1. Chunks only once
-   * decay has regretted a release (decay_regret): a chunk cannot move, and
-   * holes kept from the start only raised chunks' peak (cs336-ctx256-fullstep:
-   * reserved/live 1.028 -> 1.042) for 3 fewer calls on the bursty churn
-   * family (72 -> 69 at x10; vmm 201 -> 129); but where a step's holes are
-   * what its largest tensor cannot use (a training step's logits: freed,
-   * the chunk released as beyond the use high, taken again by the next
-   * step), the use high alone released and regrew one chunk per step, and
-   * the longer window of each regret changed nothing (tools/tracegen/
-   * traingen.py, gpt2 fp32: 59 -> 167 calls from 6 to 60 steps). */
-  if (!a->decay_ns || (!h->vmm && !h->dk_mult)) return;
+  /* Both modes, from the first growth. Recording it only after a regret
+   * put the first release and regrowth in the first steps of a training
+   * loop, which pays them at x1: VMM measured it in the tenth round (a
+   * checkpointed GPT-2-medium loop 141 -> 157 calls), chunks in the
+   * thirteenth, where a step's holes made the heap hold more than its use
+   * high and the release check gave back the logits chunk the next step
+   * grew again (a 1.5 GiB chunk: driver time 48.3 ms against PyTorch's 44.1
+   * on one loop, 24.6 against 18.8 on another; time targets met 81 -> 89
+   * of 90 traces). Its cost in chunks: a chunk cannot move, so the holes
+   * kept are split by later small blocks where a workload's sizes change
+   * (a sequence-length mix: smallest card 1.04 -> 1.16 x live), and the
+   * smallest card of three tuned traces missed PyTorch's by more than 1 %
+   * (docs/benchmarks-replay.md, "Thirteenth round"). The level counts
+   * only while the window's use reaches the use the heap grew at
+   * (decay_keep, dk_carry), and the idle trim ignores it. */
+  if (!a->decay_ns) return;
   decay_note(a, heap_used(h), decay_now(a));
   unsigned i = (unsigned)((h->dk_epoch - 1) % VS_DECAY_RING);
   uint64_t r = vs_heap_reserved(h);
