@@ -142,6 +142,7 @@ typedef struct vs_heap {
   int freed;                        /* VMM: a user block was freed since the last growth (else a climb) */
   uint64_t steal_want, trim_want, trim_done;   /* free_handles() callbacks' state (under mu) */
   uint64_t requests;                /* user allocations served by the heap */
+  uint64_t req_max;                 /* the largest user block the heap has made (pressure_from_room) */
   uint64_t slabs;                   /* slab blocks the heap has handed out and not had back */
   uint64_t trim_floor;              /* cached bytes left by the last threshold trim */
   /* Decay: the heap's in-use high (live + pending bytes) per epoch of

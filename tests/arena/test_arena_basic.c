@@ -263,6 +263,54 @@ static void arena_pressure_before_refusal(void **s) {
   }
 }
 
+/* VMM counts the largest block made with the free memory held: pressure
+ * once, after a growth, the card could not take both again (heap.c,
+ * pressure_from_room). 128 MiB held, 64 of them a wholly free handle, the
+ * largest block so far 64 MiB; a 160 MiB request fits in no mapped free
+ * range. On a 384 MiB card the growth would leave 96 MiB of room at most:
+ * more than the 64 MiB held free (the eleventh round's rule alone grew
+ * 160 MiB and kept the free handle where it was, leaving 96 MiB for the
+ * next large block), less than that and another 64 MiB block. The free
+ * handle is moved under the request and only the rest is new: the card
+ * keeps room for the next 160 MiB block without a move. On a 1 GiB card
+ * nothing changes. */
+static void arena_pressure_counts_largest(void **s) {
+  (void)s;
+  for (int small = 0; small < 2; small++) {
+    fixture f;
+    fx_open(&f, VS_ARENA_VMM, small ? 384 * MiB : GiB, GiB);
+    vs_arena_set_stream_ordered(f.a, 1);
+    uint64_t a, b, x, y;
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
+    assert_int_equal(vs_arena_free(f.a, a), 0);
+    CHECK(f.a);
+    vs_space_counters c0, c;
+    vs_space_backend_counters(f.sb, &c0);
+    assert_true(c0.held >= 128 * MiB && c0.held < 160 * MiB);   /* b may have grown a step */
+    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);
+    CHECK(f.a);
+    vs_space_backend_counters(f.sb, &c);
+    assert_int_equal(c.oom, 0);
+    assert_int_equal(c.phys_release, 0);
+    if (small) {
+      assert_int_equal(c.unmap - c0.unmap, 1);           /* a's handle, moved */
+      assert_true(c.held - c0.held <= 96 * MiB);         /* only the rest is new */
+      assert_true(384 * MiB - c.held >= 160 * MiB);      /* room for another such block */
+    } else {
+      assert_int_equal(c.unmap, 0);
+    }
+    /* The next large block fits either way; the small card never refused. */
+    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &y), 0);
+    vs_space_backend_counters(f.sb, &c);
+    assert_int_equal(c.oom, 0);
+    assert_int_equal(vs_arena_free(f.a, y), 0);
+    assert_int_equal(vs_arena_free(f.a, x), 0);
+    assert_int_equal(vs_arena_free(f.a, b), 0);
+    fx_close(&f);
+  }
+}
+
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 /* Growth takes the slabs' empty memory first: a server whose small
  * requests passed through many size classes leaves each class's emptied
@@ -464,6 +512,7 @@ int main(void) {
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
       cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_pressure_before_refusal),
+      cmocka_unit_test(arena_pressure_counts_largest),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
