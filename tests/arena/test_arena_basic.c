@@ -222,6 +222,21 @@ static void arena_moves_handles_only_at_limit(void **s) {
   fx_close(&f);
 }
 
+/* A VMM arena on a card of `card` bytes holding two 64 MiB blocks' worth,
+ * the first freed (a wholly free handle) and the second, *b, live; *c0 the
+ * backend's counters then. */
+static void open_with_free_handle(fixture *f, uint64_t card, uint64_t *b, vs_space_counters *c0) {
+  uint64_t a;
+  fx_open(f, VS_ARENA_VMM, card, GiB);
+  vs_arena_set_stream_ordered(f->a, 1);
+  assert_int_equal(vs_arena_alloc(f->a, 64 * MiB, &a), 0);
+  assert_int_equal(vs_arena_alloc(f->a, 64 * MiB, b), 0);
+  assert_int_equal(vs_arena_free(f->a, a), 0);
+  CHECK(f->a);
+  vs_space_backend_counters(f->sb, c0);
+  assert_true(c0->held >= 128 * MiB && c0->held < 160 * MiB);   /* b may have grown a step */
+}
+
 /* A card nearly full is treated as one that has refused (heap.c,
  * pressure_from_room). 128 MiB held, 64 of them a wholly free handle; a
  * 160 MiB request fits in no mapped free range (b may have grown a few
@@ -231,36 +246,43 @@ static void arena_moves_handles_only_at_limit(void **s) {
  * request and only the rest is new, so the card never refuses and nothing
  * is given back (before the rule: a refusal, then the OOM ladder released
  * the handle and the retry grew 160 MiB). */
-static void arena_pressure_before_refusal(void **s) {
-  (void)s;
-  for (int small = 0; small < 2; small++) {
-    fixture f;
-    fx_open(&f, VS_ARENA_VMM, small ? 256 * MiB : GiB, GiB);
-    vs_arena_set_stream_ordered(f.a, 1);
-    uint64_t a, b, x;
-    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
-    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
-    assert_int_equal(vs_arena_free(f.a, a), 0);
-    CHECK(f.a);
-    vs_space_counters c0, c;
-    vs_space_backend_counters(f.sb, &c0);
-    assert_true(c0.held >= 128 * MiB && c0.held < 160 * MiB);   /* b may have grown a step */
-    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);
-    CHECK(f.a);
+/* One 160 MiB request on a card of `card` bytes (open_with_free_handle):
+ * under pressure the free handle moves under it and only the rest is new;
+ * on a 1 GiB card it grows and the handle stays. Never a refusal. With
+ * `room_left`, the card must still have room for a second 160 MiB block,
+ * which then fits with no refusal. */
+static void pressure_case(uint64_t card, int room_left) {
+  fixture f;
+  uint64_t b, x, y = 0;
+  vs_space_counters c0, c;
+  open_with_free_handle(&f, card, &b, &c0);
+  assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.oom, 0);
+  assert_int_equal(c.phys_release, 0);
+  if (card < GiB) {
+    assert_int_equal(c.unmap - c0.unmap, 1);           /* a's handle, moved */
+    assert_true(c.held - c0.held <= 96 * MiB);         /* only the rest is new */
+  } else {
+    assert_int_equal(c.unmap, 0);
+    assert_true(c.held - c0.held >= 160 * MiB - (c0.held - 128 * MiB));   /* a's handle not used */
+  }
+  if (room_left) {
+    assert_true(card - c.held >= 160 * MiB);
+    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &y), 0);
     vs_space_backend_counters(f.sb, &c);
     assert_int_equal(c.oom, 0);
-    assert_int_equal(c.phys_release, 0);
-    if (small) {
-      assert_int_equal(c.unmap - c0.unmap, 1);           /* a's handle, moved */
-      assert_true(c.held - c0.held <= 96 * MiB);         /* only the rest is new */
-    } else {
-      assert_int_equal(c.unmap, 0);
-      assert_true(c.held - c0.held >= 160 * MiB - (c0.held - 128 * MiB));   /* a's handle not used */
-    }
-    assert_int_equal(vs_arena_free(f.a, x), 0);
-    assert_int_equal(vs_arena_free(f.a, b), 0);
-    fx_close(&f);
+    assert_int_equal(vs_arena_free(f.a, y), 0);
   }
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  assert_int_equal(vs_arena_free(f.a, b), 0);
+  fx_close(&f);
+}
+static void arena_pressure_before_refusal(void **s) {
+  (void)s;
+  pressure_case(GiB, 1);
+  pressure_case(256 * MiB, 0);
 }
 
 /* VMM counts the largest block made with the free memory held: pressure
@@ -276,39 +298,7 @@ static void arena_pressure_before_refusal(void **s) {
  * nothing changes. */
 static void arena_pressure_counts_largest(void **s) {
   (void)s;
-  for (int small = 0; small < 2; small++) {
-    fixture f;
-    fx_open(&f, VS_ARENA_VMM, small ? 384 * MiB : GiB, GiB);
-    vs_arena_set_stream_ordered(f.a, 1);
-    uint64_t a, b, x, y;
-    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
-    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
-    assert_int_equal(vs_arena_free(f.a, a), 0);
-    CHECK(f.a);
-    vs_space_counters c0, c;
-    vs_space_backend_counters(f.sb, &c0);
-    assert_true(c0.held >= 128 * MiB && c0.held < 160 * MiB);   /* b may have grown a step */
-    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &x), 0);
-    CHECK(f.a);
-    vs_space_backend_counters(f.sb, &c);
-    assert_int_equal(c.oom, 0);
-    assert_int_equal(c.phys_release, 0);
-    if (small) {
-      assert_int_equal(c.unmap - c0.unmap, 1);           /* a's handle, moved */
-      assert_true(c.held - c0.held <= 96 * MiB);         /* only the rest is new */
-      assert_true(384 * MiB - c.held >= 160 * MiB);      /* room for another such block */
-    } else {
-      assert_int_equal(c.unmap, 0);
-    }
-    /* The next large block fits either way; the small card never refused. */
-    assert_int_equal(vs_arena_alloc(f.a, 160 * MiB, &y), 0);
-    vs_space_backend_counters(f.sb, &c);
-    assert_int_equal(c.oom, 0);
-    assert_int_equal(vs_arena_free(f.a, y), 0);
-    assert_int_equal(vs_arena_free(f.a, x), 0);
-    assert_int_equal(vs_arena_free(f.a, b), 0);
-    fx_close(&f);
-  }
+  pressure_case(384 * MiB, 1);
 }
 
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;

@@ -443,29 +443,22 @@ static void arena_decay_level_chunks(void **s) { (void)s; decay_level_case(VS_AR
 static void arena_decay_level_ordered_vmm(void **s) { (void)s; decay_level_case(VS_ARENA_VMM, 1); }
 static void arena_decay_level_ordered_chunks(void **s) { (void)s; decay_level_case(VS_ARENA_CHUNKS, 1); }
 
-/* Decay's trims release only what brings the cache nearer to its keep. A
- * step of a training loop: eight 64 MiB activations, a 1 GiB logits
- * tensor; half the activations freed and four 96 MiB ones made (no freed
- * 64 MiB piece fits them: the heap holds more than its use high); then the
- * logits freed. What is cached passes decay's keep by less than half the
- * logits' memory, and releasing that memory to trim the excess left the
- * heap below the use the window projects, so the next step's logits took
- * it again (a release and a growth per step, the largest calls there are).
- * Now the logits' memory stays and the next step's logits cost no call;
- * the idle trim still gives back everything beyond release_threshold.
- * Checked to fail without the rule in chunks mode (896 MiB held, one
- * growth for the next logits); VMM holds the logits here either way (its
- * handle backs the step mapped with them too), the case guards it. */
-static void decay_no_overshoot_case(vs_arena_mode mode) {
+/* A training step on a decaying heap: n 64 MiB blocks and a 1 GiB one
+ * (the logits); the blocks [f0, f1) freed and nw 96 MiB ones made, which
+ * fit in none of their holes; the logits freed and the pending frees
+ * settled. The next logits must cost no call, and once idle for three
+ * decays the heap holds at most release_threshold. */
+static void decay_step_case(vs_arena_mode mode, int n, int f0, int f1, int nw) {
   fixture f;
-  uint64_t thr = 128 * MiB;
+  const uint64_t thr = 128 * MiB;
   fx_open_decay(&f, mode, thr);
-  uint64_t act[8], wide[4], logits;
-  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &act[i]), 0);
+  uint64_t act[16], wide[8], logits;
+  assert_true(n <= 16 && nw <= 8);
+  for (int i = 0; i < n; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &act[i]), 0);
   assert_int_equal(vs_arena_alloc(f.a, 1 * GiB, &logits), 0);
   clk_ns += 10000000ull;
-  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
-  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_alloc(f.a, 96 * MiB, &wide[i]), 0);
+  for (int i = f0; i < f1; i++) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
+  for (int i = 0; i < nw; i++) assert_int_equal(vs_arena_alloc(f.a, 96 * MiB, &wide[i]), 0);
   clk_ns += 10000000ull;
   assert_int_equal(vs_arena_free(f.a, logits), 0);
   assert_int_equal(vs_arena_trim(f.a, UINT64_MAX), 0);   /* settles pending: the release check runs */
@@ -480,9 +473,11 @@ static void decay_no_overshoot_case(vs_arena_mode mode) {
                 (unsigned long long)(backend_calls(&f) - calls));
   assert_int_equal(backend_calls(&f), calls);
   assert_int_equal(vs_arena_free(f.a, logits), 0);
-  for (int i = 4; i < 8; i++) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
-  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, wide[i]), 0);
-  clk_ns += 3000000000ull;   /* idle for three decays */
+  for (int i = 0; i < n; i++)
+    if (i < f0 || i >= f1) assert_int_equal(vs_arena_free(f.a, act[i]), 0);
+  for (int i = 0; i < nw; i++) assert_int_equal(vs_arena_free(f.a, wide[i]), 0);
+  vs_arena_decay(f.a);       /* the background thread's ticks: one now, one three decays later */
+  clk_ns += 3000000000ull;
   vs_arena_decay(f.a);
   CHECK(f.a);
   vs_arena_get_stats(f.a, &st);
@@ -490,6 +485,20 @@ static void decay_no_overshoot_case(vs_arena_mode mode) {
   assert_true(st.reserved_bytes <= thr);
   fx_close(&f);
 }
+/* Decay's trims release only what brings the cache nearer to its keep. A
+ * step of a training loop: eight 64 MiB activations, a 1 GiB logits
+ * tensor; half the activations freed and four 96 MiB ones made (no freed
+ * 64 MiB piece fits them: the heap holds more than its use high); then the
+ * logits freed. What is cached passes decay's keep by less than half the
+ * logits' memory, and releasing that memory to trim the excess left the
+ * heap below the use the window projects, so the next step's logits took
+ * it again (a release and a growth per step, the largest calls there are).
+ * Now the logits' memory stays and the next step's logits cost no call;
+ * the idle trim still gives back everything beyond release_threshold.
+ * Checked to fail without the rule in chunks mode (896 MiB held, one
+ * growth for the next logits); VMM holds the logits here either way (its
+ * handle backs the step mapped with them too), the case guards it. */
+static void decay_no_overshoot_case(vs_arena_mode mode) { decay_step_case(mode, 8, 0, 4, 4); }
 static void arena_decay_no_overshoot_vmm(void **s) { (void)s; decay_no_overshoot_case(VS_ARENA_VMM); }
 static void arena_decay_no_overshoot_chunks(void **s) { (void)s; decay_no_overshoot_case(VS_ARENA_CHUNKS); }
 
@@ -503,40 +512,7 @@ static void arena_decay_no_overshoot_chunks(void **s) { (void)s; decay_no_oversh
  * 64s freed and eight 96 MiB ones made, which fit in no hole; the 1 GiB
  * freed: the next 1 GiB costs no call, and an idle process still gives
  * everything beyond release_threshold back. */
-static void decay_keeps_growth_case(vs_arena_mode mode) {
-  fixture f;
-  const uint64_t thr = 128 * MiB;
-  fx_open_decay(&f, mode, thr);
-  uint64_t s[16], w[8], logits;
-  for (int i = 0; i < 16; i++) assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &s[i]), 0);
-  assert_int_equal(vs_arena_alloc(f.a, 1024 * MiB, &logits), 0);
-  clk_ns += 10000000ull;
-  for (int i = 4; i < 16; i++) assert_int_equal(vs_arena_free(f.a, s[i]), 0);
-  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 96 * MiB, &w[i]), 0);
-  clk_ns += 10000000ull;
-  assert_int_equal(vs_arena_free(f.a, logits), 0);
-  assert_int_equal(vs_arena_trim(f.a, UINT64_MAX), 0);   /* settles pending: the release check runs */
-  CHECK(f.a);
-  vs_arena_stats st;
-  vs_arena_get_stats(f.a, &st);
-  uint64_t calls = backend_calls(&f);
-  clk_ns += 10000000ull;
-  assert_int_equal(vs_arena_alloc(f.a, 1024 * MiB, &logits), 0);
-  print_message("  %s: %llu MiB reserved after the logits' free (1,024 live); the next logits: %llu calls\n",
-                mode == VS_ARENA_VMM ? "vmm" : "chunks", (unsigned long long)(st.reserved_bytes >> 20),
-                (unsigned long long)(backend_calls(&f) - calls));
-  assert_int_equal(backend_calls(&f), calls);
-  assert_int_equal(vs_arena_free(f.a, logits), 0);
-  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, s[i]), 0);
-  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_free(f.a, w[i]), 0);
-  vs_arena_decay(f.a);       /* the background thread's ticks: one now, one three decays later */
-  clk_ns += 3000000000ull;
-  vs_arena_decay(f.a);
-  CHECK(f.a);
-  vs_arena_get_stats(f.a, &st);
-  assert_true(st.reserved_bytes <= thr);
-  fx_close(&f);
-}
+static void decay_keeps_growth_case(vs_arena_mode mode) { decay_step_case(mode, 16, 4, 16, 8); }
 static void arena_decay_keeps_growth_vmm(void **s) { (void)s; decay_keeps_growth_case(VS_ARENA_VMM); }
 static void arena_decay_keeps_growth_chunks(void **s) { (void)s; decay_keeps_growth_case(VS_ARENA_CHUNKS); }
 
