@@ -979,9 +979,12 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       if (u > h->use_since) h->use_since = u;
       if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
-    if (req && size > h->req_max) h->req_max = size;
-    if (req) { h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req); }
-    else h->slabs++;
+    if (req) {
+      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req);
+      if (size > h->req_max) h->req_max = size;
+    } else {
+      h->slabs++;
+    }
     *addr = p;
     break;
   refused:
