@@ -663,7 +663,7 @@ static int w_sigbus(int argc, char **argv) {
    * thread keeps SIGBUS unblocked (a fault it takes must reach the guard),
    * so the signal may land there an instant later. Any program with a
    * second thread sees the same; what must hold is that the process ends. */
-  for (int i = 0; i < 200; i++) tp_sleep_ms(10);
+  tp_sleep_ms(2000);
   printf("alive after SIGBUS\n");
   return 0;
 }
