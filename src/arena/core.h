@@ -55,7 +55,7 @@
 #define VS_HANDLE_PRESSURE (2ull << 20) /* under pressure a handle is at most this ... */
 #endif
 #ifndef VS_HANDLE_PRESSURE_DIV
-#define VS_HANDLE_PRESSURE_DIV 4        /* ... or this fraction of the run it backs, if larger (0: off) */
+#define VS_HANDLE_PRESSURE_DIV 8        /* ... or this fraction of the run it backs, if larger (0: off) */
 #endif
 #ifndef VS_BUSY_WALK
 #define VS_BUSY_WALK 64                 /* VMM ties: neighbours read each side to rank a handle's fullness */

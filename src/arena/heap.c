@@ -205,8 +205,14 @@ static void decay_note_reserved(vs_arena *a);
  * is larger: small enough that what a live block pins near a full card is
  * a fraction of the run, few enough that a large growth there stays a few
  * calls (2 MiB handles alone made 70 times the calls of a 7B paged server
- * at its smallest card, for the same card). Unmapped granules are always
- * free VA: used blocks lie on mapped granules only. */
+ * at its smallest card, for the same card). An eighth since issue 27's
+ * fourteenth round (a quarter before): with the later rules (pressure
+ * before the first refusal, the largest block counted) a handle a quarter
+ * of a logits tensor was still what one live block pinned at the card's
+ * edge; the divisor swept 4/6/8/12/16 on the tuned half, an eighth the
+ * best card per call there, and on the held-out half too
+ * (docs/benchmarks-replay.md). Unmapped granules are always free VA: used
+ * blocks lie on mapped granules only. */
 static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   vs_heap *h = &a->heap;
   uint64_t cap = VS_HANDLE_MAX;   /* pressure is only set under mu, by the caller: fixed for the run */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "arena_test_util.h"
+#include "core.h"
 #include "tlsf.h"
 
 static void arena_space_backend(void **state) {
@@ -197,8 +198,8 @@ static void arena_moves_handles_only_at_limit(void **s) {
   fx_close(&f);
 
   /* A card of 256 MiB: a refused request turns pressure on (physical
-   * memory in smaller handles from then on: a quarter of the run each,
-   * VS_HANDLE_PRESSURE_DIV). p1's handles, wholly free in a range the
+   * memory in smaller handles from then on: 1/VS_HANDLE_PRESSURE_DIV of
+   * the run each, here 48 MiB / 8). p1's handles, wholly free in a range the
    * 72 MiB request does not fit in, are moved under it. */
   fx_open(&f, VS_ARENA_VMM, 256 * MiB, GiB);
   vs_arena_set_stream_ordered(f.a, 1);
@@ -215,10 +216,46 @@ static void arena_moves_handles_only_at_limit(void **s) {
   vs_space_backend_counters(f.sb, &c);
   assert_int_equal(c.oom, c0.oom);
   assert_int_equal(c.phys_release, c0.phys_release);
-  assert_int_equal(c.unmap - c0.unmap, 4);           /* p1's 48 MiB, in 12 MiB handles, moved */
+  assert_int_equal(c.unmap - c0.unmap, VS_HANDLE_PRESSURE_DIV);   /* p1's 48 MiB, in 48 MiB / DIV handles, moved */
   assert_int_equal(c.held - c0.held, 24 * MiB);      /* and only the rest is new */
   assert_int_equal(vs_arena_free(f.a, q), 0);
   assert_int_equal(vs_arena_free(f.a, p2), 0);
+  fx_close(&f);
+}
+
+/* Under pressure a handle is an eighth of the run it backs: a small block
+ * later laid where a freed large one was pins an eighth of it, and the rest
+ * moves under the next large request. A 256 MiB card, pressure on (a
+ * refusal); a 64 MiB block (eight 8 MiB handles) and a 176 MiB one leave
+ * 16 MiB of room; the 64 MiB block freed and a 2 MiB one made in its hole;
+ * a 70 MiB request fits in no hole: seven handles (56 MiB) move under it
+ * and 14 MiB are new. With handles a quarter of the run (the rule before)
+ * the 2 MiB block pinned 16 MiB and 22 MiB new did not fit: refused. */
+static void arena_pressure_handles_eighth(void **s) {
+  (void)s;
+  fixture f;
+  uint64_t y, a, big, small, q;
+  vs_space_counters c0, c;
+  fx_open(&f, VS_ARENA_VMM, 256 * MiB, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  assert_int_not_equal(vs_arena_alloc(f.a, 300 * MiB, &y), 0);   /* pressure on */
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 176 * MiB, &big), 0);
+  assert_int_equal(vs_arena_free(f.a, a), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 2 * MiB, &small), 0);
+  assert_true(small >= a && small < a + 64 * MiB);                 /* in the freed block's hole */
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c0);
+  assert_int_equal(c0.held, 240 * MiB);
+  assert_int_equal(vs_arena_alloc(f.a, 70 * MiB, &q), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.oom, c0.oom);
+  assert_int_equal(c.unmap - c0.unmap, 7);           /* the handles the small block does not touch */
+  assert_int_equal(c.held - c0.held, 14 * MiB);      /* and only the rest is new */
+  assert_int_equal(vs_arena_free(f.a, q), 0);
+  assert_int_equal(vs_arena_free(f.a, small), 0);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
   fx_close(&f);
 }
 
@@ -503,6 +540,7 @@ int main(void) {
       cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_pressure_before_refusal),
       cmocka_unit_test(arena_pressure_counts_largest),
+      cmocka_unit_test(arena_pressure_handles_eighth),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
