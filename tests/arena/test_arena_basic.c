@@ -127,6 +127,33 @@ static void heap_layer(vs_arena_mode mode) {
   assert_int_equal(st.pending_bytes, 0);
   fx_close(&f);
 }
+/* Chunks mode: blocks between VS_DEDICATED_MIN and VS_OWN_CHUNK_MIN get
+ * a chunk of VS_SHARED_CHUNK_MULT times their size, which later such
+ * blocks share, rather than one each while the heap is small (its growth
+ * step then is below their size); from VS_OWN_CHUNK_MIN on a block's chunk
+ * is its own size. */
+static void arena_chunks_share_mid_blocks(void **s) {
+  (void)s;
+  fixture f;
+  uint64_t x[4], big;
+  vs_space_counters c;
+  fx_open(&f, VS_ARENA_CHUNKS, UINT64_MAX, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_alloc(f.a, 10 * MiB, &x[i]), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.chunk_alloc, 4 / VS_SHARED_CHUNK_MULT);   /* 10 MiB blocks, 20 MiB chunks */
+  assert_int_equal(c.held, 40 * MiB);
+  assert_int_equal(vs_arena_alloc(f.a, 40 * MiB, &big), 0);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.chunk_alloc, 4 / VS_SHARED_CHUNK_MULT + 1);
+  assert_int_equal(c.held, 80 * MiB);                           /* a large block's chunk: its size */
+  CHECK(f.a);
+  for (int i = 0; i < 4; i++) assert_int_equal(vs_arena_free(f.a, x[i]), 0);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  fx_close(&f);
+}
+
 static void arena_heap_vmm(void **s) { (void)s; heap_layer(VS_ARENA_VMM); }
 static void arena_heap_chunks(void **s) { (void)s; heap_layer(VS_ARENA_CHUNKS); }
 
@@ -536,6 +563,7 @@ int main(void) {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
+      cmocka_unit_test(arena_chunks_share_mid_blocks),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
       cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_pressure_before_refusal),
