@@ -381,7 +381,15 @@ int main(int argc, char **argv) {
   T_CHECK(read_line(k.out, line, sizeof line) == 0 && !strcmp(line, "ready"), "the holder opened (%s)", line);
   T_CU(cuMemFree(p[1]));
   int r = open_elsewhere(argv[0], hex[1], 0);
-  T_CHECK(r == CUDA_ERROR_INVALID_HANDLE, "a freed block's handle no longer opens (%d)", r);
+  /* With the shim off the handle is the driver's, and so is the answer: the
+   * real driver (an H200, driver 580.159.04) still opens a freed block that
+   * another process holds open, where the sim refuses. The shim's own
+   * handles (arena modes) refuse it either way. */
+  const char *rd = getenv("VRAMSHIM_TEST_REAL_DRIVER");
+  if (!strcmp(mode, "off") && rd && *rd && strcmp(rd, "0") != 0)
+    T_SAY("off over the real driver: a freed block's handle, still open elsewhere, opens with %d (the driver's answer)", r);
+  else
+    T_CHECK(r == CUDA_ERROR_INVALID_HANDLE, "a freed block's handle no longer opens (%d)", r);
   fputs("freed\n", k.in);
   fflush(k.in);
   status = finish(&k);

@@ -94,7 +94,17 @@ static int forked(shim_api *shim) {
   if (pid == 0) {
     vramshim_card_stats st = t_stats(shim, 0);
     T_EQ_U64(st.live_count, 0, "the child's live allocations before it allocates");
-    T_CU(cuInit(0));
+    /* The real driver refuses CUDA in a child forked after the parent used
+     * it (CUDA is not fork-safe; an H200, driver 580.159.04, fails cuInit
+     * here); the shim cannot and must not make it work. Then the child has
+     * nothing to allocate, and the parent's checks below stand alone. */
+    CUresult ir = cuInit(0);
+    const char *rd = getenv("VRAMSHIM_TEST_REAL_DRIVER");
+    if (ir != CUDA_SUCCESS && rd && *rd && strcmp(rd, "0") != 0) {
+      T_SAY("the real driver refuses cuInit in the forked child (%d): no child checks", (int)ir);
+      _exit(0);
+    }
+    T_CU(ir);
     CUcontext c = begin("destroy");
     CUdeviceptr q[NSIZES];
     for (int i = 0; i < NSIZES; i++) {

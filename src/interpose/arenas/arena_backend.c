@@ -21,6 +21,7 @@ typedef struct backend_card {
   CUcontext ctx;           /* the arena's context: its sync is that context's */
   int unsafe_reuse;
   int shareable;           /* physical memory is created exportable as a POSIX fd (IPC) */
+  int rdma;                /* ... and GPUDirect RDMA capable, as cuMemAlloc memory is on such a card */
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
   _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
   _Atomic(CUevent) lane_event;   /* order_after_lane's, made on first use; the context's to free */
@@ -264,25 +265,37 @@ static int va_free(void *ctx, uint64_t va, uint64_t size) {
 }
 
 /* shareable: created so that it can be exported as a POSIX file
- * descriptor, which IPC of arena blocks needs (ipc_vmm.h). */
-static void device_prop(int card, int shareable, CUmemAllocationProp *prop) {
+ * descriptor, which IPC of arena blocks needs (ipc_vmm.h). rdma: created
+ * GPUDirect RDMA capable where the card allows it with VMM: the driver
+ * answers CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE 1 for a
+ * cuMemAlloc block on such a card and, without the flag, 0 for memory of
+ * cuMemCreate, so an arena block would answer otherwise than the block it
+ * stands for (measured on an H200, driver 580.159.04:
+ * docs/gpu-validation.md). */
+static void device_prop(int card, int shareable, int rdma, CUmemAllocationProp *prop) {
   memset(prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop->location.id = card;
   if (shareable) prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  if (rdma) prop->allocFlags.gpuDirectRDMACapable = 1;
+}
+
+/* A device attribute of the card, 0 where it cannot be read. */
+static int card_attr(const vs_real_table *real, int card, CUdevice_attribute a) {
+  CUdevice dev = 0;
+  int v = 0;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (!real->cuDeviceGet || !real->cuDeviceGetAttribute) return 0;
+  GUARDED(r, real->cuDeviceGet(&dev, card));
+  if (r == CUDA_SUCCESS) GUARDED(r, real->cuDeviceGetAttribute(&v, a, dev));
+  return r == CUDA_SUCCESS && v != 0;
 }
 
 /* Whether the card can export physical memory as a POSIX fd. */
 static int card_shareable(const vs_real_table *real, int card) {
-  CUdevice dev = 0;
-  int v = 0;
-  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-  if (!real->cuDeviceGet || !real->cuDeviceGetAttribute || !real->cuMemExportToShareableHandle) return 0;
-  GUARDED(r, real->cuDeviceGet(&dev, card));
-  if (r == CUDA_SUCCESS)
-    GUARDED(r, real->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev));
-  return r == CUDA_SUCCESS && v != 0;
+  return real->cuMemExportToShareableHandle &&
+         card_attr(real, card, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
 }
 
 /* Per card (a property of the device, the same for each context's arena):
@@ -298,7 +311,7 @@ static int phys_create(void *ctx, uint64_t size, uint64_t *handle) {
   REAL_OR_FAIL(cuMemCreate);
   if (charge(c->card, size) != VS_BACKEND_OK) return VS_BACKEND_OOM;
   CUmemAllocationProp prop;
-  device_prop(c->card, c->shareable, &prop);
+  device_prop(c->card, c->shareable, c->rdma, &prop);
   CUmemGenericAllocationHandle h = 0;
   CUresult r;
   GUARDED(r, real->cuMemCreate(&h, (size_t)size, &prop, 0));
@@ -476,8 +489,9 @@ CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) 
       !real->cuMemAddressFree)
     return CUDA_ERROR_NOT_SUPPORTED;
   c->shareable = card_shareable(real, card);
+  c->rdma = card_attr(real, card, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED);
   CUmemAllocationProp prop;
-  device_prop(card, c->shareable, &prop);
+  device_prop(card, c->shareable, c->rdma, &prop);
   size_t gran = 0;
   CUresult r;
   GUARDED(r, real->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));

@@ -151,6 +151,12 @@ CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
   if (r == CUDA_SUCCESS && k == VS_AT_BLOCK) {
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
       CUresult e;
+      /* The memory type stays the plural call's own answer at the address:
+       * the real driver's differs from its singular call's (an H200, driver
+       * 580.159.04, reads 0 here for a cuMemAlloc block, 2 from
+       * cuPointerGetAttribute; docs/gpu-validation.md), and the arena's
+       * memory underneath is device memory of the same card either way. */
+      if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) continue;
       if (data[i] && block_attr(real, attributes[i], data[i], ptr, &b, &e) == ATTR_SET) r = e;
     }
   }
