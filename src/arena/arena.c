@@ -304,7 +304,7 @@ int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piec
     while (g + n < g1 && r->gmap[g + n] == i) n++;
     const vs_handle *x = &h->h[i - 1];
     uint64_t va = r->tr.base + (g << h->gshift);
-    fn(user, va, n << h->gshift, x->id, va - x->va);
+    fn(user, va, n << h->gshift, x->id, va - x->va, x->size);
     g += n;
   }
   pthread_mutex_unlock(&h->mu);

@@ -60,7 +60,7 @@ static int ledger_dir(char *out, size_t n) {
 static int exporter_file(const CUipcMemHandle *h, int pid, char *out, size_t n) {
   char dir[400];
   if (ledger_dir(dir, sizeof dir) != 0) return -1;
-  int vmm = !memcmp(h->reserved, "vramshim-ipc-vm", 15);
+  int vmm = !memcmp(h->reserved, "vramshim-ipc-v2", 15);
   /* ipc-<pid>-<tag>: the tag (the handle's last 8 bytes of its token, at
    * 40) tells pid namespaces apart (ipc_channel.h). */
   uint64_t tag;

@@ -20,7 +20,9 @@
 #include <unistd.h>
 #include <uthash.h>
 
-static const char k_magic[16] = "vramshim-ipc-vm";
+/* "-v2": pieces carry their handle's size (the importer maps whole
+ * handles); an exporter of the first layout is not mistaken for this one. */
+static const char k_magic[16] = "vramshim-ipc-v2";
 
 /* The program's handle. tag tells the exporter's pid apart from the same
  * pid in another pid namespace sharing the folder (ipc_channel.h). */
@@ -50,7 +52,7 @@ typedef struct reply {
 } reply;
 /* One physical handle's run under the block; its descriptor rides along. */
 typedef struct piece {
-  uint64_t span_off, len, handle_off;
+  uint64_t span_off, len, handle_off, handle_size;
 } piece;
 #define MAX_PIECES 65536   /* a 128 GiB block of 2 MiB handles */
 
@@ -81,7 +83,8 @@ typedef struct collect {
 } collect;
 
 /* Under the heap's lock (vs_arena_vmm_pieces): only memory, no arena call. */
-static void collect_piece(void *user, uint64_t va, uint64_t len, uint64_t handle, uint64_t handle_off) {
+static void collect_piece(void *user, uint64_t va, uint64_t len, uint64_t handle, uint64_t handle_off,
+                          uint64_t handle_size) {
   collect *c = user;
   if (c->n == 0) c->first_va = va;
   if (c->n == c->cap) {
@@ -96,7 +99,7 @@ static void collect_piece(void *user, uint64_t va, uint64_t len, uint64_t handle
     c->handle = nh;
     c->cap = cap;
   }
-  c->p[c->n] = (piece){va - c->first_va, len, handle_off};
+  c->p[c->n] = (piece){va - c->first_va, len, handle_off, handle_size};
   c->handle[c->n++] = handle;
 }
 
@@ -264,7 +267,7 @@ typedef struct import_key {
 
 typedef struct import_rec {
   import_key key;
-  uint64_t ptr, va, span, size, refs;
+  uint64_t ptr, va, total, lead, size, refs;   /* the reservation: total bytes at va, the span lead bytes in */
   uint32_t npieces;
   piece *p;
   UT_hash_handle hh;   /* by key */
@@ -288,46 +291,76 @@ static int connect_exporter(int pid, uint64_t tag, const char **why) {
   return fd;
 }
 
-/* Unmaps what map_import mapped and frees its reservation. */
-static void unmap_import(const vs_real_table *real, uint64_t va, uint64_t span, const piece *p, uint32_t mapped) {
-  for (uint32_t i = 0; i < mapped; i++) (void)real->cuMemUnmap((CUdeviceptr)(va + p[i].span_off), (size_t)p[i].len);
-  if (va) (void)real->cuMemAddressFree((CUdeviceptr)va, (size_t)span);
+/* Where piece p's handle starts, in bytes from the span's start (before
+ * it, negative, when the run is not at the handle's start). */
+static int64_t handle_at(const piece *p) { return (int64_t)p->span_off - (int64_t)p->handle_off; }
+
+/* Unmaps what map_import mapped and frees its reservation (total bytes at
+ * va; the span starts lead bytes into it). */
+static void unmap_import(const vs_real_table *real, uint64_t va, uint64_t total, uint64_t lead, const piece *p,
+                         uint32_t mapped) {
+  for (uint32_t i = 0; i < mapped; i++)
+    (void)real->cuMemUnmap((CUdeviceptr)(va + (uint64_t)((int64_t)lead + handle_at(&p[i]))), (size_t)p[i].handle_size);
+  if (va) (void)real->cuMemAddressFree((CUdeviceptr)va, (size_t)total);
 }
 
-/* Receives the pieces and maps them at a fresh reservation: CUDA_SUCCESS with *va. */
-static CUresult map_import(const vs_real_table *real, int fd, const reply *rp, int dev, piece *p, uint64_t *va) {
-  CUdeviceptr base = 0;
-  CUresult r = real->cuMemAddressReserve(&base, (size_t)rp->span, 0, 0, 0);
-  if (r != CUDA_SUCCESS) return r;
-  uint32_t mapped = 0;
+/* Receives the pieces and maps them at a fresh reservation: CUDA_SUCCESS
+ * with *va (the reservation, *total bytes) and *lead (where the span starts
+ * in it). Each handle is mapped whole, from its offset 0, where the
+ * exporter has it relative to the span: a driver may map a handle from
+ * offset 0 only (CUDA 13's header: the offset "currently must be zero"; an
+ * H200 with driver 580.159.04 refuses any other with
+ * CUDA_ERROR_NOT_SUPPORTED, and so does the sim by default). The importer
+ * therefore also maps whatever else of the exporter's shares those handles,
+ * as the driver's own IPC maps a whole cuMemAlloc allocation; the channel
+ * only serves the exporter's own user (ipc_channel.h). */
+static CUresult map_import(const vs_real_table *real, int fd, const reply *rp, int dev, piece *p, uint64_t *va,
+                           uint64_t *total, uint64_t *lead) {
+  CUmemGenericAllocationHandle *hs = calloc(rp->npieces, sizeof *hs);
+  if (!hs) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  uint32_t got = 0;
+  int64_t lo = 0, hi = (int64_t)rp->span;
   for (uint32_t i = 0; i < rp->npieces && r == CUDA_SUCCESS; i++) {
     int pfd = -1;
-    if (vs_plat_chan_recv(fd, &p[i], sizeof p[i], &pfd) != 0 || pfd < 0 || p[i].span_off + p[i].len > rp->span) {
+    if (vs_plat_chan_recv(fd, &p[i], sizeof p[i], &pfd) != 0 || pfd < 0 || p[i].span_off + p[i].len > rp->span ||
+        p[i].handle_off + p[i].len > p[i].handle_size || p[i].handle_size > rp->span + (1ull << 40)) {
       if (pfd >= 0) vs_plat_chan_close(pfd);
       r = CUDA_ERROR_INVALID_HANDLE;   /* the exporter went away mid-answer */
       break;
     }
-    CUmemGenericAllocationHandle h = 0;
-    r = real->cuMemImportFromShareableHandle(&h, (void *)(intptr_t)pfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    r = real->cuMemImportFromShareableHandle(&hs[i], (void *)(intptr_t)pfd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     vs_plat_chan_close(pfd);
     if (r != CUDA_SUCCESS) break;
-    r = real->cuMemMap(base + p[i].span_off, (size_t)p[i].len, (size_t)p[i].handle_off, h, 0);
-    (void)real->cuMemRelease(h);   /* the mapping holds the memory now */
+    got++;
+    int64_t s = handle_at(&p[i]);
+    if (s < lo) lo = s;
+    if (s + (int64_t)p[i].handle_size > hi) hi = s + (int64_t)p[i].handle_size;
+  }
+  CUdeviceptr base = 0;
+  uint32_t mapped = 0;
+  if (r == CUDA_SUCCESS) r = real->cuMemAddressReserve(&base, (size_t)(hi - lo), 0, 0, 0);
+  for (uint32_t i = 0; i < got && r == CUDA_SUCCESS; i++) {
+    r = real->cuMemMap(base + (uint64_t)(handle_at(&p[i]) - lo), (size_t)p[i].handle_size, 0, hs[i], 0);
     if (r == CUDA_SUCCESS) mapped++;
   }
+  for (uint32_t i = 0; i < got; i++) (void)real->cuMemRelease(hs[i]);   /* the mappings hold the memory now */
+  free(hs);
   if (r == CUDA_SUCCESS) {
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     acc.location.id = dev;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = real->cuMemSetAccess(base, (size_t)rp->span, &acc, 1);
+    r = real->cuMemSetAccess(base, (size_t)(hi - lo), &acc, 1);
   }
   if (r != CUDA_SUCCESS) {
-    unmap_import(real, (uint64_t)base, rp->span, p, mapped);
+    if (base) unmap_import(real, (uint64_t)base, (uint64_t)(hi - lo), (uint64_t)-lo, p, mapped);
     return r;
   }
   *va = (uint64_t)base;
+  *total = (uint64_t)(hi - lo);
+  *lead = (uint64_t)-lo;
   return CUDA_SUCCESS;
 }
 
@@ -379,15 +412,15 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
   }
   if (!why && (rp.npieces == 0 || rp.npieces > MAX_PIECES || rp.offset + rp.size > rp.span)) why = "a bad answer";
   piece *p = NULL;
-  uint64_t va = 0;
+  uint64_t va = 0, total = 0, lead = 0;
   if (!why && !(p = calloc(rp.npieces, sizeof *p))) {
     r = CUDA_ERROR_OUT_OF_MEMORY;
     why = "out of host memory";
   }
-  if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va)) != CUDA_SUCCESS) why = "mapping it failed";
+  if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va, &total, &lead)) != CUDA_SUCCESS) why = "mapping it failed";
   if (fd >= 0) vs_plat_chan_close(fd);
   if (!why && !(o = calloc(1, sizeof *o))) {
-    unmap_import(real, va, rp.span, p, rp.npieces);
+    unmap_import(real, va, total, lead, p, rp.npieces);
     r = CUDA_ERROR_OUT_OF_MEMORY;
     why = "out of host memory";
   }
@@ -400,8 +433,9 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
   }
   o->key = key;
   o->va = va;
-  o->span = rp.span;
-  o->ptr = va + rp.offset;
+  o->total = total;
+  o->lead = lead;
+  o->ptr = va + lead + rp.offset;
   o->size = rp.size;
   o->refs = 1;
   o->npieces = rp.npieces;
@@ -433,7 +467,7 @@ static int release_import(const vs_real_table *real, uint64_t ptr, int all) {
   }
   pthread_mutex_unlock(&g_imp_lock);
   if (o) {
-    unmap_import(real, o->va, o->span, o->p, o->npieces);
+    unmap_import(real, o->va, o->total, o->lead, o->p, o->npieces);
     free(o->p);
     free(o);
   }
