@@ -7,7 +7,7 @@
  * instead: its handles are created shareable as POSIX file descriptors
  * (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, where the card supports it).
  *
- * - Handle: 64 bytes, a 16-byte magic ("vramshim-ipc-vm"), the exporter's
+ * - Handle: 64 bytes, a 16-byte magic ("vramshim-ipc-v2"), the exporter's
  *   pid, an export number and a random nonce. Nothing else: it names an
  *   export, never memory.
  * - Exporter: cuIpcGetMemHandle records the export (block, size, card);
@@ -16,11 +16,13 @@
  *   peer must be this user or root, SO_PEERCRED). For a request naming a
  *   live export it exports each physical handle under the block's granules
  *   (cuMemExportToShareableHandle) and sends the descriptors (SCM_RIGHTS)
- *   with where they lie. Freeing the block ends its exports (later opens
+ *   with where they lie and each handle's size. Freeing the block ends its exports (later opens
  *   fail); memory already opened stays the importer's.
  * - Importer: imports each descriptor (cuMemImportFromShareableHandle),
- *   maps the granules at a fresh VA reservation of its own covering the
- *   block, and returns its start + the block's offset in the first granule.
+ *   maps each handle whole, from offset 0 (a driver may refuse any other
+ *   offset: an H200 with driver 580.159.04 does), at a fresh VA reservation
+ *   of its own laid out as the handles lie around the block, and returns
+ *   the block's address in it.
  *   Opening the same handle again in one process returns the same pointer
  *   (reference counted, as the driver's handles in the sim); the last
  *   cuIpcCloseMemHandle unmaps and frees the reservation. The imported
