@@ -56,13 +56,18 @@ static inline shim_api t_shim(void) {
   return s;
 }
 
+/* The test runs over the real driver (VRAMSHIM_TEST_REAL_DRIVER set, not "0"). */
+static inline int t_real_driver(void) {
+  const char *real = getenv("VRAMSHIM_TEST_REAL_DRIVER");
+  return real && *real && strcmp(real, "0") != 0;
+}
+
 /* The sim's counters from `handle` (RTLD_DEFAULT or a dlopen handle); all
  * NULL on a real driver, or when VRAMSHIM_TEST_REAL_DRIVER is set. */
 static inline sim_api t_sim(void *handle) {
   sim_api s;
   memset(&s, 0, sizeof s);
-  const char *real = getenv("VRAMSHIM_TEST_REAL_DRIVER");
-  if (real && *real && strcmp(real, "0") != 0) return s;
+  if (t_real_driver()) return s;
   *(void **)&s.calls = dlsym(handle, "vramsim_calls");
   *(void **)&s.reset_calls = dlsym(handle, "vramsim_reset_calls");
   *(void **)&s.live_bytes = dlsym(handle, "vramsim_live_bytes");

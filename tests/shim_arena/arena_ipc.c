@@ -385,8 +385,7 @@ int main(int argc, char **argv) {
    * real driver (an H200, driver 580.159.04) still opens a freed block that
    * another process holds open, where the sim refuses. The shim's own
    * handles (arena modes) refuse it either way. */
-  const char *rd = getenv("VRAMSHIM_TEST_REAL_DRIVER");
-  if (!strcmp(mode, "off") && rd && *rd && strcmp(rd, "0") != 0)
+  if (!strcmp(mode, "off") && t_real_driver())
     T_SAY("off over the real driver: a freed block's handle, still open elsewhere, opens with %d (the driver's answer)", r);
   else
     T_CHECK(r == CUDA_ERROR_INVALID_HANDLE, "a freed block's handle no longer opens (%d)", r);

@@ -99,8 +99,7 @@ static int forked(shim_api *shim) {
      * here); the shim cannot and must not make it work. Then the child has
      * nothing to allocate, and the parent's checks below stand alone. */
     CUresult ir = cuInit(0);
-    const char *rd = getenv("VRAMSHIM_TEST_REAL_DRIVER");
-    if (ir != CUDA_SUCCESS && rd && *rd && strcmp(rd, "0") != 0) {
+    if (ir != CUDA_SUCCESS && t_real_driver()) {
       T_SAY("the real driver refuses cuInit in the forked child (%d): no child checks", (int)ir);
       _exit(0);
     }
