@@ -75,6 +75,8 @@ static int read_config(struct sim_config *c)
     if (c->ncards == 0) return -1;
     const char *vmm = getenv("VRAMSIM_VMM");
     c->vmm = !(vmm && strcmp(vmm, "0") == 0);
+    const char *mo = getenv("VRAMSIM_MAP_OFFSET");
+    c->map_offset = mo && strcmp(mo, "1") == 0;
     c->async_delay_us = env_u64("VRAMSIM_ASYNC_DELAY_US", 0);
     c->alloc_latency_us = env_u64("VRAMSIM_ALLOC_LATENCY_US", 0);
     /* VRAMSIM_CONTEXT_OVERHEAD: what each context takes of the card

@@ -53,6 +53,7 @@ struct sim_config {
     int nphys;                        /* physical cards (VRAMSIM_CARDS) */
     uint64_t phys_capacity[SIM_MAX_CARDS];
     int vmm;                    /* cards report VMM support */
+    int map_offset;             /* cuMemMap honours a non-zero offset (VRAMSIM_MAP_OFFSET=1) */
     uint64_t async_delay_us;    /* before each async op on a stream worker */
     uint64_t alloc_latency_us;  /* per cuMemAlloc/Free/Create/Release */
     uint64_t alloc_granule;     /* cuMemAlloc charge rounding */

@@ -383,19 +383,6 @@ static int overlaps(const struct va *v, uintptr_t a, size_t n)
     return 0;
 }
 
-/* VRAMSIM_MAP_OFFSET=1: cuMemMap honours a non-zero offset (read once). */
-static int map_offset_honoured(void)
-{
-    static _Atomic int v = -1;
-    int x = atomic_load(&v);
-    if (x < 0) {
-        const char *e = getenv("VRAMSIM_MAP_OFFSET");
-        x = e && strcmp(e, "1") == 0;
-        atomic_store(&v, x);
-    }
-    return x;
-}
-
 SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                           unsigned long long flags)
 {
@@ -414,7 +401,7 @@ SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
     /* As the real driver (CUDA 13's header: "currently must be zero"; an
      * H200 with driver 580.159.04 answers CUDA_ERROR_NOT_SUPPORTED):
      * VRAMSIM_MAP_OFFSET=1 honours a non-zero offset instead. */
-    else if (offset && !map_offset_honoured()) r = CUDA_ERROR_NOT_SUPPORTED;
+    else if (offset && !sim_cfg.map_offset) r = CUDA_ERROR_NOT_SUPPORTED;
     else if (overlaps(v, a, size)) r = CUDA_ERROR_ALREADY_MAPPED;
     else if (v->nmaps == v->capmaps) {
         size_t nc = v->capmaps ? v->capmaps * 2 : 8;
