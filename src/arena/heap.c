@@ -921,9 +921,9 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       uint64_t want[3] = {own ? up(size + extra, VS_SLAB_SIZE) : VS_CHUNK_MEDIUM, 0, up(size + extra, VS_TLSF_ALIGN)};
       uint64_t step = h->pressure || size >= VS_OWN_CHUNK_MIN ? 0 : up(vs_heap_reserved(h) / VS_GROW_DIV, VS_SLAB_SIZE);
       want[1] = want[0];
+      uint64_t shared = own && size < VS_OWN_CHUNK_MIN ? up(VS_SHARED_CHUNK_MULT * size, VS_SLAB_SIZE) : 0;
       if (want[0] < step) want[0] = step;
-      if (own && size < VS_OWN_CHUNK_MIN && want[0] < up(VS_SHARED_CHUNK_MULT * size, VS_SLAB_SIZE))
-        want[0] = up(VS_SHARED_CHUNK_MULT * size, VS_SLAB_SIZE);
+      if (want[0] < shared) want[0] = shared;
       int made = 0;
       for (int i = 0; i < 3 && !made; i++) {
         if (i && want[i] >= want[i - 1]) continue;
