@@ -126,8 +126,9 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
 /* VMM: the physical memory under the granules that [addr, addr+size) (inside
  * one live allocation) touches, in address order: fn gets each run of
  * granules on one backend handle (its VA, length, the handle, the run's
- * offset in it and the handle's size). While the allocation stays live these never change (only a
- * handle wholly in free space is moved or released). fn runs under the
+ * offset in it and the handle's size). While the allocation stays live
+ * these never change (only a handle wholly in free space is moved or
+ * released). fn runs under the
  * heap's lock: it must not call the arena. 0, or -1 when addr is not a live
  * allocation of a VMM arena or the range leaves it. */
 typedef void (*vs_arena_piece_fn)(void *user, uint64_t va, uint64_t len, uint64_t handle, uint64_t handle_offset,

@@ -5,8 +5,8 @@
  *
  * The primary context holds 3/4 of the tenant's room (768 MiB of the 1 GiB
  * on the sim, less each context's own footprint on a real card); a second
- * thread in it asks for half the room and waits (over the limit). The main thread then resets the primary
- * context, which frees the 768 MiB. Checked: the reset returns long before
+ * thread in it asks for half the room and waits (over the limit). The main
+ * thread then resets the primary context, which frees what it held. Checked: the reset returns long before
  * the wait would have run out (a wait that kept its hold on the context
  * stalled the reset for the whole 2 minutes), and the waiting request
  * comes back: granted, or the driver's error for a destroyed context;

@@ -16,8 +16,8 @@
  *   peer must be this user or root, SO_PEERCRED). For a request naming a
  *   live export it exports each physical handle under the block's granules
  *   (cuMemExportToShareableHandle) and sends the descriptors (SCM_RIGHTS)
- *   with where they lie and each handle's size. Freeing the block ends its exports (later opens
- *   fail); memory already opened stays the importer's.
+ *   with where they lie and each handle's size. Freeing the block ends its
+ *   exports (later opens fail); memory already opened stays the importer's.
  * - Importer: imports each descriptor (cuMemImportFromShareableHandle),
  *   maps each handle whole, from offset 0 (a driver may refuse any other
  *   offset: an H200 with driver 580.159.04 does), at a fresh VA reservation
