@@ -142,8 +142,10 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
 /* The smallest card: binary search, to `resolution`, for the least capacity
  * on which probe() reports no refused allocation, between the peak of live
  * bytes and the unlimited run's peak reserved (doubled while that still
- * refuses, up to max_capacity when not 0). probe returns -1 with err set
- * on an error. Shows its steps on pr. */
+ * refuses, up to max_capacity when not 0), such that the cards up to 10 %
+ * above it, in steps of 0.5 %, refuse none either (policies are not
+ * monotone in the card; a refusal there searches again above it). probe
+ * returns -1 with err set on an error. Shows its steps on pr. */
 typedef int (*vs_capacity_probe)(void *ctx, uint64_t capacity, int *failed, char *err, size_t errlen);
 int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolution, uint64_t max_capacity,
                      vs_capacity_probe probe, void *ctx, vs_progress *pr, const char *label, const char *policy,
