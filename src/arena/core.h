@@ -36,6 +36,9 @@
 #ifndef VS_SHARED_CHUNK_MULT
 #define VS_SHARED_CHUNK_MULT 2          /* chunks mode: between the two above, a chunk at least this x the request */
 #endif
+#ifndef VS_PRESSURE_LARGEST_X2
+#define VS_PRESSURE_LARGEST_X2 3        /* VMM pressure keeps room for this / 2 x the largest block (heap.c) */
+#endif
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
 #define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
 #define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */

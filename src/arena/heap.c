@@ -813,13 +813,24 @@ int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint
  * card met on 58 of 66 held-out rows (was 53), 18 of 24 tuned (the same,
  * three closer), at more calls at the card (held-out 68,419 -> 102,698).
  * Not chunks: a chunk cannot move; there the same rule made three tuned
- * cards worse and none better (issue 27, thirteenth round). */
+ * cards worse and none better (issue 27, thirteenth round).
+ * VMM counts that block once and a half (VS_PRESSURE_LARGEST_X2 / 2): a
+ * card a little larger than one that ran started pressure one growth
+ * later, after another large handle had been laid where the next step's
+ * small blocks pinned it, and refused the largest block (a GPT-2-medium
+ * loop ran on 1.041 x live and was refused from 1.046 to 1.052: pressure
+ * began with 13,540 MiB held instead of 12,438). With the margin pressure
+ * begins early enough on those cards too: smallest card met on 19 of 24
+ * tuned rows (was 18; c3 1.229 -> 1.108 x live), 61 of 66 held-out (was
+ * 59), for 9 to 11 % more calls at the card; twice and three times the
+ * block met 19 and 20 tuned for 2.7 and 2.9 x the calls (issue 27,
+ * fifteenth round). */
 static void pressure_from_room(vs_arena *a, uint64_t grow) {
   vs_heap *h = &a->heap;
   if (h->pressure || !a->be.room) return;
   uint64_t room = a->be.room(a->be.ctx);
   if (room == UINT64_MAX) return;
-  uint64_t keep_free = vs_heap_cached(h) + (h->vmm ? h->req_max : 0);
+  uint64_t keep_free = vs_heap_cached(h) + (h->vmm ? h->req_max * VS_PRESSURE_LARGEST_X2 / 2 : 0);
   if ((room > grow ? room - grow : 0) < keep_free) h->pressure = 1;
 }
 

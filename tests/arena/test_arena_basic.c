@@ -365,6 +365,17 @@ static void arena_pressure_counts_largest(void **s) {
   pressure_case(384 * MiB, 1);
 }
 
+/* The largest block once and a half: on a 448 MiB card the growth would
+ * leave 128 to 160 MiB of room, enough for the 64 MiB held free and one
+ * more 64 MiB block, not for half of one again. Pressure: the free handle
+ * moves under the request, and the card keeps room for the next 160 MiB
+ * block (with the block counted once, it grew 160 MiB and kept the
+ * handle in place). */
+static void arena_pressure_counts_largest_and_half(void **s) {
+  (void)s;
+  pressure_case(448 * MiB, 1);
+}
+
 typedef struct { uint64_t regions, blocks, live, bytes_in_regions; int ordered; uint64_t last_end; } walk_acc;
 /* Growth takes the slabs' empty memory first: a server whose small
  * requests passed through many size classes leaves each class's emptied
@@ -568,6 +579,7 @@ int main(void) {
       cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_pressure_before_refusal),
       cmocka_unit_test(arena_pressure_counts_largest),
+      cmocka_unit_test(arena_pressure_counts_largest_and_half),
       cmocka_unit_test(arena_pressure_handles_eighth),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
