@@ -58,10 +58,10 @@ static void test_monotone_card_is_exact(void **state) {
 static void test_refusing_band_above_the_answer_moves_it(void **state) {
   (void)state;
   char err[256] = "";
-  /* 1000 runs, 1020..1040 refuse, 1041 and up run: an operator's limit must
-   * be 1041, not 1000. */
-  fake_card f = {.least = 1000, .band_lo = {1020}, .band_hi = {1040}};
-  assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1041);
+  /* 1000 runs, 1060..1070 refuse, 1071 and up run: an operator's limit must
+   * be 1071, not 1000 (the bisection alone never probes the band). */
+  fake_card f = {.least = 1000, .band_lo = {1060}, .band_hi = {1070}};
+  assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1071);
 }
 
 static void test_refusal_at_the_window_end_searches_past_it(void **state) {
@@ -69,7 +69,7 @@ static void test_refusal_at_the_window_end_searches_past_it(void **state) {
   char err[256] = "";
   /* The last card checked (10 % above 1000) refuses, and so does every card
    * to 1150: the next running card is found by doubling. */
-  fake_card f = {.least = 1000, .band_lo = {1090}, .band_hi = {1150}};
+  fake_card f = {.least = 1000, .band_lo = {1100}, .band_hi = {1150}};
   assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1151);
 }
 
