@@ -46,6 +46,13 @@ static uint64_t search(fake_card *f, uint64_t live_units, uint64_t reserved_unit
   return smallest / RES;
 }
 
+/* The search's answer, in units, for a card refusing below `least` and in
+ * the bands (live 900 units, the unlimited run's peak `reserved`). */
+static uint64_t answer(fake_card f, uint64_t reserved) {
+  char err[256] = "";
+  return search(&f, 900, reserved, 0, err, sizeof err);
+}
+
 static void test_monotone_card_is_exact(void **state) {
   (void)state;
   char err[256] = "";
@@ -57,39 +64,31 @@ static void test_monotone_card_is_exact(void **state) {
 
 static void test_refusing_band_above_the_answer_moves_it(void **state) {
   (void)state;
-  char err[256] = "";
   /* 1000 runs, 1060..1070 refuse, 1071 and up run: an operator's limit must
    * be 1071, not 1000 (the bisection alone never probes the band). */
-  fake_card f = {.least = 1000, .band_lo = {1060}, .band_hi = {1070}};
-  assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1071);
+  assert_int_equal(answer((fake_card){.least = 1000, .band_lo = {1060}, .band_hi = {1070}}, 1300), 1071);
 }
 
 static void test_refusal_at_the_window_end_searches_past_it(void **state) {
   (void)state;
-  char err[256] = "";
   /* The last card checked (10 % above 1000) refuses, and so does every card
    * to 1150: the next running card is found by doubling. */
-  fake_card f = {.least = 1000, .band_lo = {1100}, .band_hi = {1150}};
-  assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1151);
+  assert_int_equal(answer((fake_card){.least = 1000, .band_lo = {1100}, .band_hi = {1150}}, 1300), 1151);
 }
 
 static void test_two_bands(void **state) {
   (void)state;
-  char err[256] = "";
   /* The first band moves the answer to 1016; the check above 1016 reaches
    * further (to 1117) and finds the second band, beyond the first check's
    * 1100: the card 1108 refuses, 1113 runs, and 1109 is the least above. */
-  fake_card f = {.least = 1000, .band_lo = {1010, 1105}, .band_hi = {1015, 1108}};
-  assert_int_equal(search(&f, 900, 1300, 0, err, sizeof err), 1109);
+  assert_int_equal(answer((fake_card){.least = 1000, .band_lo = {1010, 1105}, .band_hi = {1015, 1108}}, 1300), 1109);
 }
 
 static void test_band_beyond_the_window_is_not_seen(void **state) {
   (void)state;
-  char err[256] = "";
   /* The check covers 10 % above the answer; a refusing card further up is
    * outside what the search claims. */
-  fake_card f = {.least = 1000, .band_lo = {1200}, .band_hi = {1210}};
-  assert_int_equal(search(&f, 900, 1000, 0, err, sizeof err), 1000);
+  assert_int_equal(answer((fake_card){.least = 1000, .band_lo = {1200}, .band_hi = {1210}}, 1000), 1000);
 }
 
 static void test_refusing_everywhere_is_an_error(void **state) {
