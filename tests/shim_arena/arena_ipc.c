@@ -386,7 +386,8 @@ int main(int argc, char **argv) {
    * another process holds open, where the sim refuses. The shim's own
    * handles (arena modes) refuse it either way. */
   if (!strcmp(mode, "off") && t_real_driver())
-    T_SAY("off over the real driver: a freed block's handle, still open elsewhere, opens with %d (the driver's answer)", r);
+    T_SAY("off over the real driver: a freed block's handle, still open elsewhere, opens with %d (the driver's answer)",
+          r);
   else
     T_CHECK(r == CUDA_ERROR_INVALID_HANDLE, "a freed block's handle no longer opens (%d)", r);
   fputs("freed\n", k.in);

@@ -6,11 +6,12 @@
  * The primary context holds 3/4 of the tenant's room (768 MiB of the 1 GiB
  * on the sim, less each context's own footprint on a real card); a second
  * thread in it asks for half the room and waits (over the limit). The main
- * thread then resets the primary context, which frees what it held. Checked: the reset returns long before
- * the wait would have run out (a wait that kept its hold on the context
- * stalled the reset for the whole 2 minutes), and the waiting request
- * comes back: granted, or the driver's error for a destroyed context;
- * either way the tenant holds nothing afterwards but what it was granted. */
+ * thread then resets the primary context, which frees what it held.
+ * Checked: the reset returns long before the wait would have run out (a
+ * wait that kept its hold on the context stalled the reset for the whole 2
+ * minutes), and the waiting request comes back: granted, or the driver's
+ * error for a destroyed context; either way the tenant holds nothing
+ * afterwards but what it was granted. */
 #include "shim_test.h"
 
 #include <cuda.h>
@@ -50,7 +51,8 @@ int main(void) {
   T_CU(cuMemGetInfo(&fr0, &tot0));
   size_t hold = fr0 / 4 * 3 / MiB * MiB;
   g_ask = fr0 / 2 / MiB * MiB;
-  T_SAY("room %zu MiB: holding %zu MiB, asking %zu MiB", (size_t)(fr0 / MiB), (size_t)(hold / MiB), (size_t)(g_ask / MiB));
+  T_SAY("room %zu MiB: holding %zu MiB, asking %zu MiB", (size_t)(fr0 / MiB), (size_t)(hold / MiB),
+        (size_t)(g_ask / MiB));
   CUdeviceptr big;
   T_CU(cuMemAlloc(&big, hold));
   pthread_t t;

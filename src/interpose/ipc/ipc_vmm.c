@@ -417,7 +417,8 @@ CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, uns
     r = CUDA_ERROR_OUT_OF_MEMORY;
     why = "out of host memory";
   }
-  if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va, &total, &lead)) != CUDA_SUCCESS) why = "mapping it failed";
+  if (!why && (r = map_import(real, fd, &rp, (int)dev, p, &va, &total, &lead)) != CUDA_SUCCESS)
+    why = "mapping it failed";
   if (fd >= 0) vs_plat_chan_close(fd);
   if (!why && !(o = calloc(1, sizeof *o))) {
     unmap_import(real, va, total, lead, p, rp.npieces);
