@@ -3,7 +3,9 @@
  * chunks mode: a region is one backend chunk. Requests up to
  * VS_DEDICATED_MIN grow the heap by a VS_CHUNK_MEDIUM chunk; larger ones by a
  * chunk of their own size (2 MiB rounded), which, once free, serves any
- * request that fits (best fit).
+ * request that fits (best fit) -- except requests up to VS_KEEP_OUT_MAX,
+ * which take a wholly free own chunk only when no medium chunk can hold
+ * them (keep_out_fit).
  *
  * VMM mode: a region is a large VA reservation; blocks are placed in VA by
  * TLSF as if memory were contiguous, and physical memory is mapped only
@@ -697,6 +699,34 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
 
 static uint64_t down(uint64_t v, uint64_t a) { return v / a * a; }
 
+/* chunks: the best-fitting FREE block in a medium (not own) chunk, or NULL.
+ * A small block placed in a wholly free own chunk -- the chunk of a large
+ * block that died -- pins all of it: near a full card the next large
+ * block then finds no room although the chunk is nearly empty (a ViT-L
+ * loop at 1.06 x live: 162 MiB free in one 198 MiB chunk; a tiny model's
+ * 0.25 MiB blocks in the 64 MiB chunk its 64 MiB block needed back).
+ * PyTorch keeps such blocks apart by pool; here the medium chunks serve
+ * them first, or a new one (keep_out below), and the own chunk only when
+ * the backend refuses that. Up to 4 MiB, chosen on the tuned half of issue
+ * 27's training sets (1, 2, 4, 8 MiB: 21, 21, 23, 22 smallest cards met of
+ * 24; 8 lost L2) and reported on the held-out half (54 -> 56, none lost;
+ * docs/benchmarks-replay.md, "Sixteenth round"). Runs only when best fit
+ * chose a wholly free own chunk; the scan is capped like least_need's. */
+static vs_tblock *keep_out_fit(vs_tlsf *t, uint64_t size, uint64_t align) {
+  vs_tblock *best = NULL;
+  uint64_t scanned = 0;
+  for (vs_tregion *tr = t->regions; tr; tr = tr->rnext) {
+    if (hr(tr)->dedicated) continue;
+    for (vs_tblock *b = tr->first; b; b = b->next) {
+      if (b->state != VS_TB_FREE || b->size < size) continue;
+      if (++scanned > VS_PLACE_SCAN) return best;
+      if (up(b->addr, align) + size > b->addr + b->size) continue;
+      if (!best || b->size < best->size) best = b;
+    }
+  }
+  return best;
+}
+
 /* VMM: among FREE blocks that fit, the placement needing the least new
  * physical memory: each block's start and end, and the start and end of
  * each mapped run inside it. Used when best fit would have to grow; free
@@ -836,7 +866,7 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
 
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
   vs_heap *h = &a->heap;
-  int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0;
+  int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   /* Size bands (VS_HEAP_NT > 1): blocks of one band share handles and
    * chunks only with blocks of similar size. */
@@ -851,6 +881,14 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
   for (;;) {
     vs_heap_reclaim(a);
     vs_tblock *b = vs_tlsf_find(t, size + extra);
+    /* keep_out: this request's own-chunk pick was set aside for a medium
+     * chunk to be made (once; refused, the own chunk after all). */
+    int keep_out = 0;
+    if (b && !h->vmm && req && size <= VS_KEEP_OUT_MAX && hr(b->region)->dedicated && b->size == b->region->size) {
+      vs_tblock *m = keep_out_fit(t, size, align);
+      if (m) b = m;
+      else if (!kept_out) { b = NULL; keep_out = 1; }
+    }
     uint64_t p = b ? up(b->addr, align) : 0;
     vs_hregion *r = b ? hr(b->region) : NULL;
     uint64_t need = !b ? size : (h->vmm ? unmapped_bytes(h, r, p, size) : 0);
@@ -935,12 +973,17 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
       uint64_t shared = own && size < VS_OWN_CHUNK_MIN ? up(VS_SHARED_CHUNK_MULT * size, VS_SLAB_SIZE) : 0;
       if (want[0] < step) want[0] = step;
       if (want[0] < shared) want[0] = shared;
+      /* Under pressure a kept-out request's chunk is its own size (2 MiB
+       * rounded): a medium chunk would take what the own chunk gives. */
+      if (keep_out && h->pressure) want[0] = want[1] = up(size + extra, VS_SLAB_SIZE);
       int made = 0;
       for (int i = 0; i < 3 && !made; i++) {
         if (i && want[i] >= want[i - 1]) continue;
         made = region_new(a, k, want[i], size > VS_DEDICATED_MIN, &rc) != NULL;
         if (!made && rc != VS_BACKEND_OOM) break;
       }
+      kept_out |= keep_out;
+      if (!made && keep_out && rc == VS_BACKEND_OOM) { rc = 0; continue; }
       if (!made) goto refused;
       continue;
     }

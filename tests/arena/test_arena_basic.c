@@ -154,6 +154,48 @@ static void arena_chunks_share_mid_blocks(void **s) {
   fx_close(&f);
 }
 
+/* chunks: a block up to VS_KEEP_OUT_MAX does not take the wholly free
+ * chunk of a large block that died while a medium chunk can be made for
+ * it: placed there, it would pin the whole chunk, and the next large block
+ * would need new memory the card may not have. Unconstrained: a new medium
+ * chunk. On a 96 MiB card (pressure: the medium chunk would leave no room
+ * beside the free 64 MiB): a chunk of the block's own size, and the next
+ * 64 MiB block still fits (without the rule it was refused). On a 64 MiB
+ * card, where nothing new can be had: the own chunk after all. */
+static void arena_small_blocks_keep_out_of_own_chunks(void **s) {
+  (void)s;
+  const uint64_t cards[3] = {UINT64_MAX, 96 * MiB, 64 * MiB};
+  for (int i = 0; i < 3; i++) {
+    fixture f;
+    fx_open(&f, VS_ARENA_CHUNKS, cards[i], GiB);
+    vs_arena_set_stream_ordered(f.a, 1);
+    uint64_t big, small, big2, base_big, base_small, off;
+    int vmm;
+    vs_space_counters c;
+    assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &big), 0);
+    assert_int_equal(vs_arena_placement(f.a, big, &base_big, &off, &vmm), 0);
+    assert_int_equal(vs_arena_free(f.a, big), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 256 << 10, &small), 0);
+    CHECK(f.a);
+    assert_int_equal(vs_arena_placement(f.a, small, &base_small, &off, &vmm), 0);
+    vs_space_backend_counters(f.sb, &c);
+    if (i == 2) {
+      assert_int_equal(base_small, base_big);
+      assert_int_equal(c.held, 64 * MiB);
+    } else {
+      assert_true(base_small != base_big);
+      assert_int_equal(c.held, 64 * MiB + (i == 0 ? VS_CHUNK_MEDIUM : VS_SLAB_SIZE));
+      assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &big2), 0);
+      assert_int_equal(vs_arena_placement(f.a, big2, &base_big, &off, &vmm), 0);
+      assert_int_equal(base_big, big);   /* the own chunk, whole again */
+      assert_int_equal(vs_arena_free(f.a, big2), 0);
+    }
+    CHECK(f.a);
+    assert_int_equal(vs_arena_free(f.a, small), 0);
+    fx_close(&f);
+  }
+}
+
 static void arena_heap_vmm(void **s) { (void)s; heap_layer(VS_ARENA_VMM); }
 static void arena_heap_chunks(void **s) { (void)s; heap_layer(VS_ARENA_CHUNKS); }
 
@@ -574,7 +616,7 @@ int main(void) {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
-      cmocka_unit_test(arena_chunks_share_mid_blocks),
+      cmocka_unit_test(arena_chunks_share_mid_blocks), cmocka_unit_test(arena_small_blocks_keep_out_of_own_chunks),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
       cmocka_unit_test(arena_moves_handles_only_at_limit),
       cmocka_unit_test(arena_pressure_before_refusal),
