@@ -37,7 +37,7 @@
 #define VS_SHARED_CHUNK_MULT 2          /* chunks mode: between the two above, a chunk at least this x the request */
 #endif
 #ifndef VS_KEEP_OUT_MAX
-#define VS_KEEP_OUT_MAX (4ull << 20)    /* chunks mode: up to this, a wholly free own chunk is the last resort (heap.c) */
+#define VS_KEEP_OUT_MAX (4ull << 20)    /* chunks mode: up to this, a wholly free own chunk is a last resort */
 #endif
 #ifndef VS_PRESSURE_LARGEST_X2
 #define VS_PRESSURE_LARGEST_X2 3        /* VMM pressure keeps room for this / 2 x the largest block (heap.c) */
