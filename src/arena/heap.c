@@ -5,7 +5,7 @@
  * chunk of their own size (2 MiB rounded), which, once free, serves any
  * request that fits (best fit) -- except requests up to VS_KEEP_OUT_MAX,
  * which take a wholly free own chunk only when no medium chunk can hold
- * them (keep_out_fit).
+ * them (in_medium_chunk).
  *
  * VMM mode: a region is a large VA reservation; blocks are placed in VA by
  * TLSF as if memory were contiguous, and physical memory is mapped only
@@ -699,7 +699,7 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
 
 static uint64_t down(uint64_t v, uint64_t a) { return v / a * a; }
 
-/* chunks: the best-fitting FREE block in a medium (not own) chunk, or NULL.
+/* chunks: whether FREE block b lies in a medium (not own) chunk.
  * A small block placed in a wholly free own chunk -- the chunk of a large
  * block that died -- pins all of it: near a full card the next large
  * block then finds no room although the chunk is nearly empty (a ViT-L
@@ -710,22 +710,10 @@ static uint64_t down(uint64_t v, uint64_t a) { return v / a * a; }
  * the backend refuses that. Up to 4 MiB, chosen on the tuned half of issue
  * 27's training sets (1, 2, 4, 8 MiB: 21, 21, 23, 22 smallest cards met of
  * 24; 8 lost L2) and reported on the held-out half (54 -> 56, none lost;
- * docs/benchmarks-replay.md, "Sixteenth round"). Runs only when best fit
- * chose a wholly free own chunk; the scan is capped like least_need's. */
-static vs_tblock *keep_out_fit(vs_tlsf *t, uint64_t size, uint64_t align) {
-  vs_tblock *best = NULL;
-  uint64_t scanned = 0;
-  for (vs_tregion *tr = t->regions; tr; tr = tr->rnext) {
-    if (hr(tr)->dedicated) continue;
-    for (vs_tblock *b = tr->first; b; b = b->next) {
-      if (b->state != VS_TB_FREE || b->size < size) continue;
-      if (++scanned > VS_PLACE_SCAN) return best;
-      if (up(b->addr, align) + size > b->addr + b->size) continue;
-      if (!best || b->size < best->size) best = b;
-    }
-  }
-  return best;
-}
+ * docs/benchmarks-replay.md, "Sixteenth round"). Searched (TLSF's classes
+ * from the request's up, vs_tlsf_find_if) only when best fit chose a
+ * wholly free own chunk. */
+static int in_medium_chunk(const vs_tblock *b) { return !hr(b->region)->dedicated; }
 
 /* VMM: among FREE blocks that fit, the placement needing the least new
  * physical memory: each block's start and end, and the start and end of
@@ -885,7 +873,7 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
      * chunk to be made (once; refused, the own chunk after all). */
     int keep_out = 0;
     if (b && !h->vmm && req && size <= VS_KEEP_OUT_MAX && hr(b->region)->dedicated && b->size == b->region->size) {
-      vs_tblock *m = keep_out_fit(t, size, align);
+      vs_tblock *m = vs_tlsf_find_if(t, size + extra, in_medium_chunk);
       if (m) b = m;
       else if (!kept_out) { b = NULL; keep_out = 1; }
     }

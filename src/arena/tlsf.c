@@ -110,10 +110,10 @@ static int fuller(const vs_tlsf *t, const vs_tblock *a, const vs_tblock *b) {
 /* Best block >= size in one list: the smallest; among blocks of that size
  * the one in the fullest region (or as the owner ranks them), so that
  * sparse chunks drain and can go back whole; then the lowest address. */
-static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size) {
+static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size, int (*accept)(const vs_tblock *)) {
   vs_tblock *best = NULL;
   for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {
-    if (b->size < size) continue;
+    if (b->size < size || (accept && !accept(b))) continue;
     if (!best || b->size < best->size) { best = b; continue; }
     if (b->size > best->size) continue;
     int f = fuller(t, b, best);
@@ -126,7 +126,7 @@ vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
   int fl, sl;
   mapping(size, &fl, &sl);
   /* Its own class first: blocks of the same size are the common reuse. */
-  vs_tblock *b = scan_list(t, t->lists[fl][sl], size);
+  vs_tblock *b = scan_list(t, t->lists[fl][sl], size, NULL);
   if (b) return b;
   /* Then the next non-empty class: every block there is large enough. */
   uint32_t slmap = sl + 1 < (int)VS_TLSF_SL ? t->sl_bitmap[fl] & (~0u << (sl + 1)) : 0;
@@ -137,7 +137,20 @@ vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
     slmap = t->sl_bitmap[fl];
   }
   sl = __builtin_ctz(slmap);
-  return scan_list(t, t->lists[fl][sl], size);
+  return scan_list(t, t->lists[fl][sl], size, NULL);
+}
+
+vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tblock *)) {
+  int fl, sl;
+  mapping(size, &fl, &sl);
+  for (uint64_t flmap = t->fl_bitmap & (~0ull << fl); flmap; flmap &= flmap - 1) {
+    int f = __builtin_ctzll(flmap);
+    for (uint32_t slmap = t->sl_bitmap[f] & (f == fl ? ~0u << sl : ~0u); slmap; slmap &= slmap - 1) {
+      vs_tblock *b = scan_list(t, t->lists[f][__builtin_ctz(slmap)], size, accept);
+      if (b) return b;
+    }
+  }
+  return NULL;
 }
 
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {

@@ -90,6 +90,10 @@ void vs_tlsf_remove_region(vs_tlsf *t, vs_tregion *r);
  * there the smallest, among equal sizes the one in the fullest region (see
  * `fuller`), then the lowest address. Not removed. */
 vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
+/* The same among the FREE blocks `accept` takes: from size's own class
+ * upward, the first class holding one (the same ranking within it). Costs
+ * a walk over the non-empty classes that hold none. */
+vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tblock *));
 /* Carves [addr, addr+size) out of the FREE block b that contains it. */
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size);
 /* LIVE/PENDING block by start address. */
