@@ -221,8 +221,8 @@ int vs_replay_policy(const vs_policy *pol, const vs_trace *t, const vs_replay_op
 #define VS_CARD_CHECK_STEPS 20
 #define VS_CARD_CHECK_DIV 200
 
-/* Finds a card of at least `from` units that runs, doubling; 1 with *at set,
- * 0 when none does up to the limits (err set), -1 on a probe error. */
+/* Finds a card of at least `from` units that runs, doubling: 0 with *at set,
+ * or -1 with err set (none runs up to the limits, or a probe error). */
 static int card_that_runs(uint64_t from, uint64_t resolution, uint64_t max_capacity, vs_capacity_probe probe,
                           void *ctx, uint64_t *lo, uint64_t *at, char *err, size_t errlen) {
   uint64_t hi = from;
@@ -234,13 +234,13 @@ static int card_that_runs(uint64_t from, uint64_t resolution, uint64_t max_capac
       char b[32];
       snprintf(err, errlen, "smallest card search: refusals even on a card of %s",
                vs_fmt_bytes(hi * resolution, b, sizeof b));
-      return 0;
+      return -1;
     }
     *lo = hi;
     hi *= 2;
   }
   *at = hi;
-  return 1;
+  return 0;
 }
 
 int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolution, uint64_t max_capacity,
@@ -254,9 +254,9 @@ int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolu
    * reached would otherwise get an untested answer. */
   uint64_t lo = (peak_live - 1) / resolution;
   uint64_t hi = 0;
-  int ok = card_that_runs((peak_reserved + resolution - 1) / resolution, resolution, max_capacity, probe, ctx, &lo,
-                          &hi, err, errlen);
-  if (ok <= 0) return -1;
+  if (card_that_runs((peak_reserved + resolution - 1) / resolution, resolution, max_capacity, probe, ctx, &lo, &hi,
+                     err, errlen))
+    return -1;
   int failed;
   for (unsigned round = 1;; round++) {
     unsigned steps = 0, total = 0;
@@ -285,8 +285,7 @@ int vs_smallest_card(uint64_t peak_live, uint64_t peak_reserved, uint64_t resolu
     if (ran_above) {
       hi = ran_above;
     } else {
-      ok = card_that_runs(refused + 1, resolution, max_capacity, probe, ctx, &lo, &hi, err, errlen);
-      if (ok <= 0) return -1;
+      if (card_that_runs(refused + 1, resolution, max_capacity, probe, ctx, &lo, &hi, err, errlen)) return -1;
     }
     vs_progress_update(pr, "%s: %s, a larger card refused: searching again (round %u)", label, policy, round + 1);
   }
