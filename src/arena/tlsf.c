@@ -122,24 +122,11 @@ static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size, int (
   return best;
 }
 
-vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) {
-  int fl, sl;
-  mapping(size, &fl, &sl);
-  /* Its own class first: blocks of the same size are the common reuse. */
-  vs_tblock *b = scan_list(t, t->lists[fl][sl], size, NULL);
-  if (b) return b;
-  /* Then the next non-empty class: every block there is large enough. */
-  uint32_t slmap = sl + 1 < (int)VS_TLSF_SL ? t->sl_bitmap[fl] & (~0u << (sl + 1)) : 0;
-  if (!slmap) {
-    uint64_t flmap = fl + 1 < VS_TLSF_FL ? t->fl_bitmap & (~0ull << (fl + 1)) : 0;
-    if (!flmap) return NULL;
-    fl = __builtin_ctzll(flmap);
-    slmap = t->sl_bitmap[fl];
-  }
-  sl = __builtin_ctz(slmap);
-  return scan_list(t, t->lists[fl][sl], size, NULL);
-}
+vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) { return vs_tlsf_find_if(t, size, NULL); }
 
+/* Its own class first (blocks of the same size are the common reuse), then
+ * each non-empty class above it in turn: without `accept` the first of
+ * those answers, since every block there is large enough. */
 vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tblock *)) {
   int fl, sl;
   mapping(size, &fl, &sl);
