@@ -156,6 +156,31 @@ static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t strea
   return VS_BACKEND_ERROR;
 }
 
+/* VMM mode: a class takes slabs once it has made VS_SLAB_AFTER slabs'
+ * worth of requests (a slab's slots: VS_SLAB_SIZE / the class size);
+ * until then its blocks lie in the heap's small region (VS_HEAP_SMALL, a
+ * VA region of their own mapped granule by granule), 512 B rounded. A
+ * slab is a 2 MiB block held for one class: a program that makes a few
+ * small tensors of several sizes (a small model's biases and norms, a few
+ * hundred KiB in all) held a slab per class, 8 MiB for 0.8 MiB live, and
+ * slabs laid among large blocks kept handles from coming free whole.
+ * Traffic decides, not live bytes: a class allocated and freed at a high
+ * rate (a server's per-token buffers, the hot-path benchmark) takes slabs
+ * after a few thousand requests at most, and keeps the slab path's speed
+ * and per-bin locks from then on. Smallest card met (vmm) on 22 of issue
+ * 27's 24 tuned rows (was 19) and 64 of 66 held-out (was 61), none lost;
+ * the threshold chosen on the tuned half (docs/benchmarks-replay.md,
+ * "Seventeenth round"). Not chunks mode: there the same rule made five
+ * tuned cards and four held-out ones worse (a chunk holding a few small
+ * blocks cannot go back whole). */
+static int slabs_for(vs_arena *a, int cls) {
+  if (!a->heap.vmm) return 1;
+  vs_class *c = &a->classes[cls];
+  if (atomic_load_explicit(&c->heap_reqs, memory_order_relaxed) >= VS_SLAB_AFTER * (VS_SLAB_SIZE / c->size)) return 1;
+  atomic_fetch_add_explicit(&c->heap_reqs, 1, memory_order_relaxed);
+  return 0;
+}
+
 /* off_lane: an allocation that may be used on another stream than the
  * lane; stream: the one it is ordered on (0: any, at once). */
 static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane, uint64_t stream) {
@@ -176,12 +201,16 @@ static int alloc_block(vs_arena *a, uint64_t size, uint64_t *addr, int off_lane,
    * class's off-lane bin, whose slots no lane free makes reusable at once:
    * only a slab new to that bin needs the lane settled. */
   int off_bin = off_lane && atomic_load(&a->lane_pend) != 0, fresh = 1;
-  int rc = size <= VS_SMALL_MAX ? vs_slab_alloc(a, vs_slab_class_of(a, size), size, addr, off_bin, &fresh)
-                                : VS_BACKEND_OOM;
-  /* Large, or small with no room for a whole slab: the heap may still fit this one request. */
+  int cls = size <= VS_SMALL_MAX ? vs_slab_class_of(a, size) : -1;
+  int rc = cls >= 0 && slabs_for(a, cls) ? vs_slab_alloc(a, cls, size, addr, off_bin, &fresh) : VS_BACKEND_OOM;
+  /* Large, small of a class without slabs yet, or small with no room for a
+   * whole slab: the heap may still fit this one request (a small one in
+   * the small blocks' region first, where a class that has slabs by now
+   * left the blocks it freed before). */
   if (rc == VS_BACKEND_OOM) {
     fresh = 1;
-    rc = vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
+    rc = cls >= 0 ? vs_heap_alloc_small(a, up(size, VS_TLSF_ALIGN), size, addr)
+                  : vs_heap_alloc(a, up(size, VS_TLSF_ALIGN), size, VS_TLSF_ALIGN, addr);
   }
   if (rc == 0 && off_lane && (!off_bin || fresh)) {
     uint64_t seen = atomic_load(&a->lane_pend);

@@ -39,6 +39,9 @@
 #ifndef VS_KEEP_OUT_MAX
 #define VS_KEEP_OUT_MAX (4ull << 20)    /* chunks mode: up to this, a wholly free own chunk is a last resort */
 #endif
+#ifndef VS_SLAB_AFTER
+#define VS_SLAB_AFTER 1                 /* VMM mode: a class takes slabs after this many slabs' worth of requests */
+#endif
 #ifndef VS_PRESSURE_LARGEST_X2
 #define VS_PRESSURE_LARGEST_X2 3        /* VMM pressure keeps room for this / 2 x the largest block (heap.c) */
 #endif
@@ -87,16 +90,11 @@
 #ifndef VS_PLACE_SCAN
 #define VS_PLACE_SCAN 4096              /* VMM: free blocks examined for the least-growth placement */
 #endif
-#ifndef VS_HEAP_NT
-#define VS_HEAP_NT 1                    /* heap size bands, each its own tlsf (VA region or
-                                         * chunks); measured: no robust gain, so one */
-#endif
-#ifndef VS_BAND_BASE
-#define VS_BAND_BASE (64ull << 10)      /* band k >= 1: requests >= BASE << ((k - 1) * STEP) */
-#endif
-#ifndef VS_BAND_STEP
-#define VS_BAND_STEP 2
-#endif
+/* The heap's TLSFs: [0] every block and the slabs; [VS_HEAP_SMALL] (VMM
+ * mode) small blocks of classes that have no slabs yet (arena.c,
+ * slabs_for), in a VA region of their own mapped granule by granule. */
+#define VS_HEAP_NT 2
+#define VS_HEAP_SMALL 1
 #ifndef VS_SLAB_PEND_MAX
 #define VS_SLAB_PEND_MAX (8ull << 20)   /* a bin takes a new slab rather than sync while its pending bytes are below */
 #endif
@@ -136,7 +134,7 @@ typedef struct vs_hregion {
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   pthread_mutex_t mu;
-  vs_tlsf t[VS_HEAP_NT];            /* size bands: [0] also holds the slabs */
+  vs_tlsf t[VS_HEAP_NT];            /* [0] also holds the slabs; [VS_HEAP_SMALL]: see above */
   int vmm;
   uint64_t G;
   unsigned gshift;                  /* log2(G): granule of an offset without a division */
@@ -215,6 +213,10 @@ typedef struct vs_bin {
 
 typedef struct vs_class {
   uint64_t size;
+  /* VMM: requests served by the heap before the class took slabs
+   * (vs_arena's dispatch, arena.c); written until it reaches the
+   * threshold, read only after. */
+  _Atomic uint64_t heap_reqs;
   vs_bin bins[VS_NBINS_ALL];
 } vs_class;
 
@@ -302,6 +304,8 @@ uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need);   /* the ski rental's
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
 /* held_only: VS_BACKEND_OOM rather than grow or sync. */
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr);
+/* A small block (<= VS_SMALL_MAX) of a class without slabs: VMM, its own region (VS_HEAP_SMALL). */
+int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr);
 /* how: VS_FREE_PEND (a user block becomes PENDING), VS_FREE_ORDERED (a user
  * block freed in stream order: FREE at once), VS_FREE_INTERNAL (a slab's
  * block, FREE at once). -1 when not a live block of that kind. */

@@ -807,10 +807,6 @@ uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need) {
   return need > step ? need : step;
 }
 
-int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
-  return vs_heap_alloc_mode(a, size, req, align, 0, addr);
-}
-
 /* Pressure before the first refusal. What the heap does before a full
  * card refuses decides what fits on it: a checkpointed training loop laid
  * its next micro-step's activations across the handle its logits had
@@ -852,15 +848,12 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
   if ((room > grow ? room - grow : 0) < keep_free) h->pressure = 1;
 }
 
-int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
+/* k: the TLSF (VS_HEAP_SMALL: small blocks without slabs, VMM only). */
+static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t align, int held_only,
+                      uint64_t *addr) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
-  /* Size bands (VS_HEAP_NT > 1): blocks of one band share handles and
-   * chunks only with blocks of similar size. */
-  int k = 0;
-  if (req)
-    while (k + 1 < VS_HEAP_NT && size >= VS_BAND_BASE << ((k + 1) * VS_BAND_STEP - VS_BAND_STEP)) k++;
   vs_tlsf *t = &h->t[k];
   pthread_mutex_lock(&h->mu);
   /* What the heap held before this request: a refusal gives back whatever
@@ -1003,13 +996,17 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
        * any heap size, as chunks mode's does; the 256 MiB cap it had made
        * a 16 GiB weight climb of 128-384 MiB tensors grow once per tensor.
        * h->freed is set by every user free and cleared here only. */
+      /* The small blocks' region maps no step: its granules hold blocks
+       * of at most VS_SMALL_MAX, a few at a time until their classes take
+       * slabs (arena.c). */
+      int stepped = !h->pressure && k != VS_HEAP_SMALL;
       uint64_t span = size, held = vs_heap_reserved(h);
-      uint64_t step = h->pressure ? 0 : up(held / (h->freed ? VS_GROW_DIV : VS_GROW_DIV / 2), h->G);
-      if (!h->pressure && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
+      uint64_t step = stepped ? up(held / (h->freed ? VS_GROW_DIV : VS_GROW_DIV / 2), h->G) : 0;
+      if (stepped && step < VS_STEP_MIN_VMM) step = VS_STEP_MIN_VMM;
       h->freed = 0;
       /* Not on an empty heap: a program's first allocation holds what it
        * asked for (the NVML tests read exactly that back). */
-      if (!h->pressure && held) step = floor_step(a, req, held, need, step, rented);
+      if (stepped && held) step = floor_step(a, req, held, need, step, rented);
       /* A growth the ski rental bought stands in for the sync that would
        * have made the pending bytes reusable, and the same shortfall comes
        * back with the next batch of frees on the other stream: a plain
@@ -1088,6 +1085,22 @@ int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align,
   }
   pthread_mutex_unlock(&h->mu);
   return rc;
+}
+
+int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
+  return heap_alloc(a, 0, size, req, align, held_only, addr);
+}
+
+int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
+  return heap_alloc(a, 0, size, req, align, 0, addr);
+}
+
+/* VMM: the small blocks' own region; refused there, free space the heap
+ * already holds elsewhere (no growth, no second OOM ladder). */
+int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr) {
+  if (!a->heap.vmm) return vs_heap_alloc(a, size, req, VS_TLSF_ALIGN, addr);
+  int rc = heap_alloc(a, VS_HEAP_SMALL, size, req, VS_TLSF_ALIGN, 0, addr);
+  return rc == VS_BACKEND_OOM ? heap_alloc(a, 0, size, req, VS_TLSF_ALIGN, 1, addr) : rc;
 }
 
 int vs_heap_free(vs_arena *a, uint64_t addr, int how) {

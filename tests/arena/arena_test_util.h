@@ -38,6 +38,32 @@ static inline void fx_open(fixture *f, vs_arena_mode mode, uint64_t capacity, ui
   fx_open_order(f, mode, capacity, threshold, NULL);
 }
 
+/* VMM mode: a size class takes slabs once it has made a slab's worth of
+ * requests (arena.c, slabs_for); before that its blocks lie in the heap's
+ * small region. A test of the slab layer makes its classes hot first: that
+ * many allocations of `size`, each freed, then (the frees made reusable)
+ * the memory they held back to the backend. Chunks mode: slabs at once. */
+static inline void fx_hot_class(vs_arena *a, uint64_t size) {
+  for (uint64_t i = 0; i <= 2 * MiB / size; i++) {
+    uint64_t p;
+    assert_int_equal(vs_arena_alloc(a, size, &p), 0);
+    assert_int_equal(vs_arena_free(a, p), 0);
+  }
+  vs_arena_synced_to(a, vs_arena_sync_ticket(a));
+  vs_arena_trim(a, 0);
+}
+
+/* Every size class hot (512 B steps to 2 KiB, then four per doubling up to
+ * 64 KiB: docs/arena.md). */
+static inline void fx_hot_classes(vs_arena *a) {
+  for (uint64_t size = 512; size <= 64 << 10;) {
+    fx_hot_class(a, size);
+    uint64_t top = 1;
+    while (top * 2 <= size) top *= 2;
+    size += size < 2048 ? 512 : top / 4;
+  }
+}
+
 #define CHECK(a)                                            \
   do {                                                      \
     char err_[256];                                         \

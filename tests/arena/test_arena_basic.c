@@ -44,6 +44,7 @@ static void small_layer(vs_arena_mode mode) {
   fixture f;
   fx_open(&f, mode, UINT64_MAX, GiB);
   enum { N = 3000 };
+  fx_hot_classes(f.a);   /* the slab layer under test (VMM: classes take slabs after traffic) */
   uint64_t *p = calloc(N, sizeof *p), *sz = calloc(N, sizeof *sz), seed = 7;
   for (int i = 0; i < N; i++) {
     sz[i] = 1 + rng_next(&seed) % (64 << 10);
@@ -429,6 +430,7 @@ static void empty_slabs_before_growth(vs_arena_mode mode) {
   fixture f;
   fx_open(&f, mode, 8 * GiB, GiB);
   vs_arena_set_stream_ordered(f.a, 1);   /* frees reusable at once: empty slabs are empty now */
+  fx_hot_classes(f.a);
   enum { N = 20 };
   uint64_t p[N];
   vs_arena_stats st;
@@ -555,10 +557,47 @@ static void on_block(void *u, const vs_region_info *r, const vs_block_info *b) {
   w->last_end = b->offset + b->size;
 }
 
+/* VMM mode: a size class takes slabs once it has made a slab's worth of
+ * requests; until then its blocks lie in the heap's small region, mapped
+ * granule by granule (a small model's few biases held a 2 MiB slab per
+ * class: issue 27, seventeenth round). Chunks mode: a slab at once. */
+static uint64_t slab_slots(vs_arena *a) {
+  vs_arena_stats st;
+  vs_arena_get_stats(a, &st);
+  uint64_t n = 0;
+  for (uint32_t c = 0; c < st.class_count; c++) n += st.class_slots[c];
+  return n;
+}
+static void arena_small_classes_take_slabs_after_traffic(void **state) {
+  (void)state;
+  fixture f;
+  fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
+  enum { N = 2 * MiB / 4096 + 1 };
+  uint64_t p[N];
+  for (int i = 0; i < 10; i++) assert_int_equal(vs_arena_alloc(f.a, 4096, &p[i]), 0);
+  CHECK(f.a);
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  assert_int_equal(slab_slots(f.a), 0);
+  assert_int_equal(st.live_count, 10);
+  assert_int_equal(st.reserved_bytes, 2 * MiB);   /* one granule: no growth step for small blocks */
+  for (int i = 10; i < N; i++) assert_int_equal(vs_arena_alloc(f.a, 4096, &p[i]), 0);
+  assert_true(slab_slots(f.a) >= 2 * MiB / 4096);   /* the last one took a slab */
+  CHECK(f.a);
+  for (int i = 0; i < N; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  fx_close(&f);
+  fx_open(&f, VS_ARENA_CHUNKS, UINT64_MAX, GiB);
+  assert_int_equal(vs_arena_alloc(f.a, 4096, &p[0]), 0);
+  assert_true(slab_slots(f.a) >= 2 * MiB / 4096);
+  assert_int_equal(vs_arena_free(f.a, p[0]), 0);
+  fx_close(&f);
+}
+
 static void arena_walk_stats(void **state) {
   (void)state;
   fixture f;
   fx_open(&f, VS_ARENA_VMM, UINT64_MAX, GiB);
+  fx_hot_class(f.a, 4096);
   uint64_t p[10];
   for (int i = 0; i < 10; i++) assert_int_equal(vs_arena_alloc(f.a, 4096, &p[i]), 0);
   uint64_t big;
@@ -576,7 +615,7 @@ static void arena_walk_stats(void **state) {
   for (int k = 0; k < VS_ARENA_HIST_BUCKETS; k++) hb += st.hist_bytes[k];
   assert_true(hb > 0);
   assert_true(st.largest_free > 0 && st.largest_free <= hb);
-  assert_int_equal(st.requests, 11);
+  assert_int_equal(st.requests, 11 + 2 * MiB / 4096 + 1);   /* the hot class's requests too */
   CHECK(f.a);
   fx_close(&f);
 }
@@ -616,6 +655,7 @@ int main(void) {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
       cmocka_unit_test(arena_small_chunks),  cmocka_unit_test(arena_heap_vmm),
       cmocka_unit_test(arena_heap_chunks),   cmocka_unit_test(arena_walk_stats),
+      cmocka_unit_test(arena_small_classes_take_slabs_after_traffic),
       cmocka_unit_test(arena_chunks_share_mid_blocks), cmocka_unit_test(arena_small_blocks_keep_out_of_own_chunks),
       cmocka_unit_test(arena_fullest_chunk_first), cmocka_unit_test(arena_fullest_handle_first),
       cmocka_unit_test(arena_moves_handles_only_at_limit),

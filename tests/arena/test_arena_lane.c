@@ -70,6 +70,7 @@ static void lane_reuse(vs_arena_mode mode) {
     fixture f;
     device d;
     open_out_of_order(&f, &d, mode);
+    if (mode == VS_ARENA_VMM && sizes[k] <= 64 << 10) fx_hot_class(f.a, sizes[k]);   /* slabs from the start */
     uint64_t first, p;
     assert_int_equal(vs_arena_alloc_lane(f.a, sizes[k], &first), 0);
     for (int i = 0; i < 200; i++) {
@@ -137,6 +138,7 @@ static void off_lane_small(vs_arena_mode mode) {
   fixture f;
   device d;
   open_out_of_order(&f, &d, mode);
+  if (mode == VS_ARENA_VMM) fx_hot_class(f.a, 4096);   /* slabs from the start */
   uint64_t lane_held[64] = {0}, off, prev_off = 0;
   for (int step = 0; step < 2000; step++) {
     for (int i = 0; i < 64; i++) {   /* the lane's churn: same class as the copies */

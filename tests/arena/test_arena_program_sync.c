@@ -83,6 +83,7 @@ static void loop_case(vs_arena_mode mode, uint64_t size, int per_step) {
   device *d = malloc(sizeof *d);
   dev_init(d);
   fx_open(&f, mode, UINT64_MAX, GiB);
+  if (mode == VS_ARENA_VMM && size <= 64 << 10) fx_hot_class(f.a, size);   /* the slab layer's loop */
   vs_space_backend_set_sync_hook(f.sb, on_sync, d);
   uint64_t p[64], seen[64];
   int nseen = 0, reused = 0;
