@@ -170,9 +170,9 @@ static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t strea
  * and per-bin locks from then on. Smallest card met (vmm) on 22 of issue
  * 27's 24 tuned rows (was 19) and 64 of 66 held-out (was 61), none lost;
  * the threshold chosen on the tuned half (docs/benchmarks-replay.md,
- * "Seventeenth round"). Not chunks mode: there the same rule made five
- * tuned cards and four held-out ones worse (a chunk holding a few small
- * blocks cannot go back whole). */
+ * "Seventeenth round"). Not chunks mode: there the same rule met five
+ * fewer tuned cards and four fewer held-out ones (a chunk holding a few
+ * small blocks cannot go back whole). */
 static int slabs_for(vs_arena *a, int cls) {
   if (!a->heap.vmm) return 1;
   vs_class *c = &a->classes[cls];
