@@ -1018,7 +1018,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
        * syncs after decay gave it back); half holds on both halves
        * (docs/benchmarks-replay.md, "Sixth round"). */
 #if VS_RENT_MAP_DIV
-      if (!h->pressure && rented && pend / VS_RENT_MAP_DIV > step) step = up(pend / VS_RENT_MAP_DIV, h->G);
+      if (stepped && rented && pend / VS_RENT_MAP_DIV > step) step = up(pend / VS_RENT_MAP_DIV, h->G);
 #endif
       if (need < step) {
         span = size + (step - need);
