@@ -53,15 +53,17 @@ static inline void fx_hot_class(vs_arena *a, uint64_t size) {
   vs_arena_trim(a, 0);
 }
 
-/* Every size class hot (512 B steps to 2 KiB, then four per doubling up to
- * 64 KiB: docs/arena.md). */
+/* The size class after `size` (512 B steps to 2 KiB, then four per
+ * doubling up to 64 KiB: docs/arena.md). */
+static inline uint64_t fx_next_class(uint64_t size) {
+  uint64_t top = 1;
+  while (top * 2 <= size) top *= 2;
+  return size + (size < 2048 ? 512 : top / 4);
+}
+
+/* Every size class hot. */
 static inline void fx_hot_classes(vs_arena *a) {
-  for (uint64_t size = 512; size <= 64 << 10;) {
-    fx_hot_class(a, size);
-    uint64_t top = 1;
-    while (top * 2 <= size) top *= 2;
-    size += size < 2048 ? 512 : top / 4;
-  }
+  for (uint64_t size = 512; size <= 64 << 10; size = fx_next_class(size)) fx_hot_class(a, size);
 }
 
 #define CHECK(a)                                            \

@@ -437,12 +437,8 @@ static void empty_slabs_before_growth(vs_arena_mode mode) {
   /* One request in each of N size classes (512 B steps to 2 KiB, then four
    * per doubling: docs/arena.md), all below 64 KiB. */
   uint32_t n = 0;
-  for (uint64_t size = 512; n < N; n++) {
+  for (uint64_t size = 512; n < N; n++, size = fx_next_class(size))
     assert_int_equal(vs_arena_alloc(f.a, size, &p[n]), 0);
-    uint64_t top = 1;
-    while (top * 2 <= size) top *= 2;
-    size += size < 2048 ? 512 : top / 4;
-  }
   CHECK(f.a);
   for (uint32_t i = 0; i < n; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
   CHECK(f.a);
