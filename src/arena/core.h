@@ -46,6 +46,11 @@
 #define VS_PRESSURE_LARGEST_X2 3        /* VMM pressure keeps room for this / 2 x the largest block (heap.c) */
 #endif
 #define VS_VMM_REGION (1ull << 40)      /* VMM mode: virtual space reserved at a time */
+/* The small region's reservation: its blocks are at most VS_SMALL_MAX, of
+ * classes that have no slabs yet (a few MiB live); a full one gets another.
+ * A second 1 TiB per context took 8 TiB of address space for four contexts,
+ * more than ThreadSanitizer leaves a process (the sim reserves host VA). */
+#define VS_VMM_SMALL_REGION (1ull << 30)
 #define VS_LIVE_FOLD (1ull << 20)       /* a bin folds its live bytes into the total by this */
 #define VS_BATCH_MIN (256ull << 20)     /* heap pending bytes that force a sync at the next allocation */
 #ifndef VS_GROW_DIV

@@ -668,7 +668,8 @@ static vs_hregion *region_new(vs_arena *a, int k, uint64_t size, int dedicated, 
   if (!r) { *rc = VS_BACKEND_ERROR; return NULL; }
   uint64_t base;
   if (h->vmm) {
-    size = up(size > VS_VMM_REGION ? size : VS_VMM_REGION, h->G);
+    uint64_t va = k == VS_HEAP_SMALL ? VS_VMM_SMALL_REGION : VS_VMM_REGION;
+    size = up(size > va ? size : va, h->G);
     r->ngran = size / h->G;
     r->gmap = calloc(r->ngran, sizeof *r->gmap);
     *rc = r->gmap ? be_call(a, a->be.va_reserve(a->be.ctx, size, &base)) : VS_BACKEND_ERROR;
