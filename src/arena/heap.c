@@ -928,6 +928,13 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     }
     if (!b) {
       if (h->vmm) {
+        /* The main reservation (1 TiB) before the small region's first:
+         * a process whose address space cannot take it (ThreadSanitizer's,
+         * a low ulimit -v) must learn so while the arena still holds
+         * nothing, when the shim can still make it a chunks arena
+         * (arena_glue.c); a small block placed first would pin the VMM
+         * arena and leave every larger request refused. */
+        if (k == VS_HEAP_SMALL && !h->t[0].regions && !region_new(a, 0, 0, 0, &rc)) goto refused;
         if (!region_new(a, k, size + extra, 0, &rc)) goto refused;
         continue;
       }
