@@ -851,7 +851,7 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
 
 /* k: the TLSF (VS_HEAP_SMALL: small blocks without slabs, VMM only). */
 static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t align, int held_only,
-                      uint64_t *addr) {
+                      uint64_t *addr, uint64_t *ord) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
@@ -1051,6 +1051,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       h->slabs++;
     }
     *addr = p;
+    if (ord) *ord = b->region->ord;
     break;
   refused:
     /* The growth that replaced a sync was refused: the card is fuller than
@@ -1095,20 +1096,21 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
   return rc;
 }
 
-int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr) {
-  return heap_alloc(a, 0, size, req, align, held_only, addr);
+int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr,
+                       uint64_t *ord) {
+  return heap_alloc(a, 0, size, req, align, held_only, addr, ord);
 }
 
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {
-  return heap_alloc(a, 0, size, req, align, 0, addr);
+  return heap_alloc(a, 0, size, req, align, 0, addr, NULL);
 }
 
 /* VMM: the small blocks' own region; refused there, free space the heap
  * already holds elsewhere (no growth, no second OOM ladder). */
 int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr) {
   if (!a->heap.vmm) return vs_heap_alloc(a, size, req, VS_TLSF_ALIGN, addr);
-  int rc = heap_alloc(a, VS_HEAP_SMALL, size, req, VS_TLSF_ALIGN, 0, addr);
-  return rc == VS_BACKEND_OOM ? heap_alloc(a, 0, size, req, VS_TLSF_ALIGN, 1, addr) : rc;
+  int rc = heap_alloc(a, VS_HEAP_SMALL, size, req, VS_TLSF_ALIGN, 0, addr, NULL);
+  return rc == VS_BACKEND_OOM ? heap_alloc(a, 0, size, req, VS_TLSF_ALIGN, 1, addr, NULL) : rc;
 }
 
 int vs_heap_free(vs_arena *a, uint64_t addr, int how) {

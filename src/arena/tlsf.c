@@ -82,6 +82,7 @@ int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r) {
   *b = (vs_tblock){.addr = r->base, .size = r->size, .region = r, .state = VS_TB_FREE};
   r->first = b;
   r->used = 0;
+  r->ord = t->next_ord++;
   r->rprev = NULL;
   r->rnext = t->regions;
   if (t->regions) t->regions->rprev = r;
@@ -109,7 +110,8 @@ static int fuller(const vs_tlsf *t, const vs_tblock *a, const vs_tblock *b) {
 
 /* Best block >= size in one list: the smallest; among blocks of that size
  * the one in the fullest region (or as the owner ranks them), so that
- * sparse chunks drain and can go back whole; then the lowest address. */
+ * sparse chunks drain and can go back whole; then the first place in the
+ * heap's order (vs_tregion_before). */
 static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size, int (*accept)(const vs_tblock *)) {
   vs_tblock *best = NULL;
   for (int n = 0; b && n < VS_TLSF_SCAN; b = b->fnext, n++) {
@@ -117,7 +119,7 @@ static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size, int (
     if (!best || b->size < best->size) { best = b; continue; }
     if (b->size > best->size) continue;
     int f = fuller(t, b, best);
-    if (f > 0 || (f == 0 && b->addr < best->addr)) best = b;
+    if (f > 0 || (f == 0 && vs_tregion_before(b->region, b->addr, best->region, best->addr))) best = b;
   }
   return best;
 }

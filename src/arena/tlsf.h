@@ -42,6 +42,7 @@ typedef struct vs_tblock {
 typedef struct vs_tregion {
   uint64_t base, size;
   uint64_t used;                     /* bytes of its LIVE and PENDING blocks */
+  uint64_t ord;                      /* creation order in its tlsf (vs_tblock_before) */
   vs_tblock *first;
   struct vs_tregion *rnext, *rprev;  /* all regions of the tlsf, by creation */
 } vs_tregion;
@@ -60,6 +61,7 @@ typedef struct vs_tlsf {
    * initialised (it points at the anchor). */
   vs_tblock anchor;
   vs_tblock *spare;         /* descriptor freelist */
+  uint64_t next_ord;        /* the next region's ord */
   uint64_t free_bytes, used_bytes;
   /* Optional: >0 when FREE block a lies in fuller memory than b (the
    * owner's notion: a VMM heap ranks the physical handle under a hole).
@@ -67,6 +69,17 @@ typedef struct vs_tlsf {
   int (*fuller)(void *ctx, const vs_tblock *a, const vs_tblock *b);
   void *fuller_ctx;
 } vs_tlsf;
+
+/* The heap's order of places, where a tie between equally good holes is
+ * broken: the older region first, then the lower address. Never the raw
+ * address across regions: the driver decides where a chunk lands (the
+ * sim's memory from the kernel's mmap, a real driver's VA allocator), and
+ * placement that followed it made the same program hold different memory
+ * from one run to the next (a shim-chunks replay: 1.19 to 1.48 GB held on
+ * one trace). Within a region addresses are the program's own history. */
+static inline int vs_tregion_before(const vs_tregion *a, uint64_t aaddr, const vs_tregion *b, uint64_t baddr) {
+  return a == b ? aaddr < baddr : a->ord < b->ord;
+}
 
 /* Index of the highest set bit of v (v != 0). */
 static inline int vs_msb64(uint64_t v) { return 63 - __builtin_clzll(v); }

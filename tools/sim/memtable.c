@@ -99,7 +99,12 @@ CUresult sim_backing_create(size_t len, uint64_t id, int card, sim_os_obj *obj, 
     int rc = sim_os_obj_create(l, name, &o);
     if (rc != 0) return rc == -1 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_OPERATING_SYSTEM;
     if (addr) {
-        void *m = sim_os_obj_map(o, l);
+        /* Large allocations on 2 MiB, as the real driver places them (its
+         * big pages: every block of 16 MiB or more in ../shared/traces'
+         * ctx128-forward lies on 2 MiB), and so that where a program's
+         * memory lands does not depend on the host's mmap: an allocator
+         * over the sim places slabs on 2 MiB in its chunks. */
+        void *m = sim_os_obj_map(o, l, l >= SIM_BIG_PAGE ? SIM_BIG_PAGE : SIM_PAGE);
         if (!m) {
             sim_os_obj_close(o);
             return CUDA_ERROR_OUT_OF_MEMORY;

@@ -58,8 +58,9 @@ void sim_os_unlock(void *lock);
  * -1 for too many objects / out of memory (-2 for any other failure). */
 int sim_os_obj_create(size_t len, const char *name, sim_os_obj *out);
 void sim_os_obj_close(sim_os_obj o);
-/* Maps all len bytes read-write anywhere; NULL on failure. */
-void *sim_os_obj_map(sim_os_obj o, size_t len);
+/* Maps all len bytes read-write, at an address aligned to align (a power of
+ * two; up to the system's mapping granularity: anywhere); NULL on failure. */
+void *sim_os_obj_map(sim_os_obj o, size_t len, size_t align);
 void sim_os_obj_unmap(void *addr, size_t len);
 /* Private read-write memory (pinned host memory); NULL on failure. */
 void *sim_os_anon_alloc(size_t len);

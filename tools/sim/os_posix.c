@@ -158,10 +158,21 @@ void sim_os_obj_close(sim_os_obj o)
     if (o >= 0) close((int)o);
 }
 
-void *sim_os_obj_map(sim_os_obj o, size_t len)
+void *sim_os_obj_map(sim_os_obj o, size_t len, size_t align)
 {
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, (int)o, 0);
-    return m == MAP_FAILED ? NULL : m;
+    int prot = PROT_READ | PROT_WRITE, mf = MAP_SHARED | MAP_NORESERVE;
+    if (align <= 4096) {
+        void *m = mmap(NULL, len, prot, mf, (int)o, 0);
+        return m == MAP_FAILED ? NULL : m;
+    }
+    void *at = sim_os_reserve(0, len, align);   /* an aligned range, then the object over it */
+    if (!at) return NULL;
+    void *m = mmap(at, len, prot, mf | MAP_FIXED, (int)o, 0);
+    if (m == MAP_FAILED) {
+        munmap(at, len);
+        return NULL;
+    }
+    return m;
 }
 
 void sim_os_obj_unmap(void *addr, size_t len) { munmap(addr, len); }

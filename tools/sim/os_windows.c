@@ -182,7 +182,20 @@ void sim_os_obj_close(sim_os_obj o)
     if (o != SIM_OS_NO_OBJ) CloseHandle((HANDLE)o);
 }
 
-void *sim_os_obj_map(sim_os_obj o, size_t len) { return MapViewOfFile((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len); }
+void *sim_os_obj_map(sim_os_obj o, size_t len, size_t align)
+{
+    /* Views start on 64 KiB; for more, find a free aligned range and map
+     * there (another thread may take it in between: try again). */
+    for (int tries = 0; align > 65536 && tries < 16; tries++) {
+        void *big = VirtualAlloc(NULL, len + align, MEM_RESERVE, PAGE_NOACCESS);
+        if (!big) break;
+        VirtualFree(big, 0, MEM_RELEASE);
+        uintptr_t a = (((uintptr_t)big + align - 1) / align) * align;
+        void *v = MapViewOfFileEx((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len, (void *)a);
+        if (v) return v;
+    }
+    return MapViewOfFile((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len);
+}
 
 void sim_os_obj_unmap(void *addr, size_t len)
 {

@@ -27,6 +27,7 @@
 #define SIM_DEFAULT_CONTEXT_OVERHEAD ((uint64_t)300 << 20)
 #define SIM_VMM_GRANULE ((size_t)2 << 20)
 #define SIM_PAGE ((size_t)4096)
+#define SIM_BIG_PAGE ((size_t)2 << 20)   /* where allocations of this size or more start */
 #define SIM_ROUND_UP(x, a) ((((x) + (a) - 1) / (a)) * (a))
 
 /* ---- call counters (config.c) ---- */
