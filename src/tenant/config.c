@@ -44,7 +44,7 @@ struct parser {
   int line;                  /* number of the line last handed to inih */
   enum sec_kind kind;
   int idx;                   /* card or tenant index of the current section */
-  char sec_label[VS_NAME_MAX + 16]; /* "[tenant llm]" for messages */
+  char sec_label[VS_NAME_MAX + 32]; /* "[tenant llm]" for messages: "[tenant " + a section argument + "]" */
   int global_line;
   int gkey_line[GK_N];
   int ckey_line[VS_CFG_MAX_CARDS][CK_N];
@@ -85,6 +85,14 @@ int vs_tenant_name_ok(const char *s) {
   for (const char *p = s; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') return 0;
   return 1;
+}
+
+/* Copies a section argument already checked to fit dst (valid_uuid,
+ * vs_tenant_name_ok): the checks bound it, which the compiler cannot see. */
+static void copy_checked(char *dst, size_t n, const char *src) {
+  size_t len = strnlen(src, n - 1);
+  memcpy(dst, src, len);
+  dst[len] = 0;
 }
 
 static int valid_uuid(const char *s) {
@@ -152,7 +160,7 @@ static void section_header(struct parser *ps, const char *text) {
       }
       index = (int)v;
     } else if (valid_uuid(arg)) {
-      snprintf(uuid, sizeof uuid, "%s", arg);
+      copy_checked(uuid, sizeof uuid, arg);
     } else {
       fail(ps, ps->line, "bad card '%s': expected an index or a UUID like GPU-8c1f0e2a-...", arg);
       return;
@@ -196,7 +204,7 @@ static void section_header(struct parser *ps, const char *text) {
     }
     vs_tenant_cfg *t = &cfg->tenants[cfg->ntenants];
     memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", arg);
+    copy_checked(t->name, sizeof t->name, arg);
     t->line = ps->line;
     t->cards_mask = UINT64_MAX;
     ps->idx = cfg->ntenants++;
