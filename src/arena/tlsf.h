@@ -42,7 +42,7 @@ typedef struct vs_tblock {
 typedef struct vs_tregion {
   uint64_t base, size;
   uint64_t used;                     /* bytes of its LIVE and PENDING blocks */
-  uint64_t ord;                      /* creation order in its tlsf (vs_tblock_before) */
+  uint64_t ord;                      /* creation order in its tlsf (vs_tregion_before) */
   vs_tblock *first;
   struct vs_tregion *rnext, *rprev;  /* all regions of the tlsf, by creation */
 } vs_tregion;
@@ -73,10 +73,10 @@ typedef struct vs_tlsf {
 /* The heap's order of places, where a tie between equally good holes is
  * broken: the older region first, then the lower address. Never the raw
  * address across regions: the driver decides where a chunk lands (the
- * sim's memory from the kernel's mmap, a real driver's VA allocator), and
- * placement that followed it made the same program hold different memory
- * from one run to the next (a shim-chunks replay: 1.19 to 1.48 GB held on
- * one trace). Within a region addresses are the program's own history. */
+ * sim's memory from the host's mmap, a real driver's VA allocator), and a
+ * driver that hands out addresses downwards would reverse placement
+ * (arena_chunks_independent_of_driver_addresses). Within a region
+ * addresses are the program's own history. */
 static inline int vs_tregion_before(const vs_tregion *a, uint64_t aaddr, const vs_tregion *b, uint64_t baddr) {
   return a == b ? aaddr < baddr : a->ord < b->ord;
 }
