@@ -1,7 +1,7 @@
 /* Cards of a set capacity shared by processes: OOM at the limit, another
  * process's use visible through cuMemGetInfo, a killed process's usage
- * reclaimed (even one killed while holding the state lock), and a forked
- * child that starts clean. Cards: 3GiB,1GiB. */
+ * reclaimed (even one killed while holding the state lock), a forked
+ * child that starts clean, and where allocations start. Cards: 3GiB,1GiB. */
 #include "sim_test.h"
 #include <signal.h>
 #include <stdlib.h>
@@ -57,6 +57,31 @@ static void capacity_and_oom(void **state)
     assert_int_equal(vramsim_card_used(0), 0);
     /* the second card is separate */
     assert_int_equal(free_on(1), GiB);
+}
+
+/* Allocations of 2 MiB or more start on 2 MiB, as the real driver places
+ * them (docs/sim.md), whatever the host's mmap did just before; smaller
+ * ones on at least 512 B. The memory is usable to its last byte. */
+static void large_allocations_on_2mib(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    static const size_t sizes[] = {2 * MiB, 3 * MiB + 4096, 4096, 100 * MiB + 512, 2 * MiB - 4096, 64 * MiB, 1};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    CUdeviceptr p[2][N];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            CU_OK(cuMemAlloc(&p[round][i], sizes[i]));
+            assert_int_equal(p[round][i] % (sizes[i] >= 2 * MiB ? 2 * MiB : 512), 0);
+            unsigned char *b = (unsigned char *)(uintptr_t)p[round][i];
+            b[0] = 1;
+            b[sizes[i] - 1] = 2;
+            assert_int_equal(b[sizes[i] - 1], 2);
+            assert_int_equal(b[0], sizes[i] == 1 ? 2 : 1);
+        }
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) CU_OK(cuMemFree(p[round][i]));
+    assert_int_equal(vramsim_card_used(0), 0);
 }
 
 static void two_processes_share_a_card(void **state)
@@ -191,6 +216,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(capacity_and_oom),
+        cmocka_unit_test(large_allocations_on_2mib),
         cmocka_unit_test(two_processes_share_a_card),
         cmocka_unit_test(killed_process_is_reclaimed),
         cmocka_unit_test(killed_while_holding_the_lock),
