@@ -182,15 +182,24 @@ void sim_os_obj_close(sim_os_obj o)
     if (o != SIM_OS_NO_OBJ) CloseHandle((HANDLE)o);
 }
 
+/* An address aligned to align with size bytes free after it a moment ago
+ * (a range found, given back, its aligned part named), or 0. Another thread
+ * may take it in between: callers try again. */
+static uintptr_t free_aligned(size_t size, size_t align)
+{
+    if (size + align < size) return 0;
+    void *big = VirtualAlloc(NULL, size + align, MEM_RESERVE, PAGE_NOACCESS);
+    if (!big) return 0;
+    VirtualFree(big, 0, MEM_RELEASE);
+    return (((uintptr_t)big + align - 1) / align) * align;
+}
+
 void *sim_os_obj_map(sim_os_obj o, size_t len, size_t align)
 {
-    /* Views start on 64 KiB; for more, find a free aligned range and map
-     * there (another thread may take it in between: try again). */
+    /* Views start on 64 KiB; for more, a free aligned range. */
     for (int tries = 0; align > 65536 && tries < 16; tries++) {
-        void *big = VirtualAlloc(NULL, len + align, MEM_RESERVE, PAGE_NOACCESS);
-        if (!big) break;
-        VirtualFree(big, 0, MEM_RELEASE);
-        uintptr_t a = (((uintptr_t)big + align - 1) / align) * align;
+        uintptr_t a = free_aligned(len, align);
+        if (!a) break;
         void *v = MapViewOfFileEx((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len, (void *)a);
         if (v) return v;
     }
@@ -220,14 +229,9 @@ static int reserve_at(uintptr_t a, size_t size)
 void *sim_os_reserve(uintptr_t hint, size_t size, size_t align)
 {
     if (hint && hint % align == 0 && reserve_at(hint, size)) return (void *)hint;
-    if (size + align < size) return NULL;
-    /* find a free range big enough to align, give it back, take the aligned
-     * part; another thread may take it in between: try again */
     for (int tries = 0; tries < 16; tries++) {
-        void *big = VirtualAlloc(NULL, size + align, MEM_RESERVE, PAGE_NOACCESS);
-        if (!big) return NULL;
-        VirtualFree(big, 0, MEM_RELEASE);
-        uintptr_t a = (((uintptr_t)big + align - 1) / align) * align;
+        uintptr_t a = free_aligned(size, align);
+        if (!a) return NULL;
         if (reserve_at(a, size)) return (void *)a;
     }
     return NULL;
