@@ -187,7 +187,7 @@ static inline uint64_t gran(const vs_heap *h, const vs_tregion *r, uint64_t va) 
  * counters and bitmaps pointers are written on every allocation). */
 typedef struct vs_slab {
   _Alignas(64) uint64_t base; /* VS_SLAB_SIZE aligned */
-  uint64_t ord;             /* its heap region's ord: slabs rank as the heap's places do */
+  const vs_tregion *region; /* the heap region it lies in: slabs rank as the heap's places do */
   struct vs_bin *bin;
   uint32_t cls, nslots, nfree, nlive, npend;
   uint64_t pend_stamp;      /* newest stamp among pending slots */
@@ -308,10 +308,10 @@ void vs_heap_fini(vs_arena *a);
 /* size: multiple of 512; req: requested bytes (0 for a slab). align: 512 or VS_SLAB_SIZE. */
 uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need);   /* the ski rental's estimate of a growth's bytes */
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr);
-/* held_only: VS_BACKEND_OOM rather than grow or sync. *ord (may be NULL):
- * the ord of the region the block lies in (vs_tregion_before). */
+/* held_only: VS_BACKEND_OOM rather than grow or sync. *region (may be
+ * NULL): the region the block lies in (vs_tregion_before), valid while it lives. */
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr,
-                       uint64_t *ord);
+                       const vs_tregion **region);
 /* A small block (<= VS_SMALL_MAX) of a class without slabs: VMM, its own region (VS_HEAP_SMALL). */
 int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr);
 /* how: VS_FREE_PEND (a user block becomes PENDING), VS_FREE_ORDERED (a user

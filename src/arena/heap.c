@@ -851,7 +851,7 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
 
 /* k: the TLSF (VS_HEAP_SMALL: small blocks without slabs, VMM only). */
 static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t align, int held_only,
-                      uint64_t *addr, uint64_t *ord) {
+                      uint64_t *addr, const vs_tregion **region) {
   vs_heap *h = &a->heap;
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
@@ -1051,7 +1051,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       h->slabs++;
     }
     *addr = p;
-    if (ord) *ord = b->region->ord;
+    if (region) *region = b->region;
     break;
   refused:
     /* The growth that replaced a sync was refused: the card is fuller than
@@ -1097,8 +1097,8 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
 }
 
 int vs_heap_alloc_mode(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, int held_only, uint64_t *addr,
-                       uint64_t *ord) {
-  return heap_alloc(a, 0, size, req, align, held_only, addr, ord);
+                       const vs_tregion **region) {
+  return heap_alloc(a, 0, size, req, align, held_only, addr, region);
 }
 
 int vs_heap_alloc(vs_arena *a, uint64_t size, uint64_t req, uint64_t align, uint64_t *addr) {

@@ -131,16 +131,17 @@ static vs_bin *my_bin(vs_arena *a, int cls) {
 static _Thread_local vs_bin *tl_growing __attribute__((tls_model("initial-exec")));
 
 static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
-  uint64_t base, ord;
+  uint64_t base;
+  const vs_tregion *region;
   tl_growing = bin;
-  *rc = vs_heap_alloc_mode(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, held_only, &base, &ord);
+  *rc = vs_heap_alloc_mode(a, VS_SLAB_SIZE, 0, VS_SLAB_SIZE, held_only, &base, &region);
   tl_growing = NULL;
   if (*rc) return NULL;
   vs_slab *s = desc_get(a);
   if (!s) { vs_heap_free(a, base, VS_FREE_INTERNAL); *rc = VS_BACKEND_ERROR; return NULL; }
   uint64_t size = a->classes[bin->cls].size;
   s->base = base;
-  s->ord = ord;
+  s->region = region;
   s->cls = bin->cls;
   s->nslots = (uint32_t)(VS_SLAB_SIZE / size);
   s->words = (s->nslots + 63) / 64;
@@ -210,16 +211,13 @@ static void bin_reclaim(vs_arena *a, vs_bin *bin, int release_cur) {
   }
 }
 
-/* Whether slab a comes before b in the heap's order (vs_tregion_before). */
-static int slab_before(const vs_slab *a, const vs_slab *b) {
-  return a->ord != b->ord ? a->ord < b->ord : a->base < b->base;
-}
-
-/* The fullest slab with a free slot, or NULL; ties in the heap's order. */
+/* The fullest slab with a free slot, or NULL; ties in the heap's order (tlsf.h). */
 static vs_slab *pick(vs_bin *bin) {
   vs_slab *best = NULL;
   for (vs_slab *s = bin->slabs; s; s = s->next)
-    if (s->nfree && (!best || s->nfree < best->nfree || (s->nfree == best->nfree && slab_before(s, best)))) best = s;
+    if (s->nfree && (!best || s->nfree < best->nfree ||
+                     (s->nfree == best->nfree && vs_tregion_before(s->region, s->base, best->region, best->base))))
+      best = s;
   return best;
 }
 
