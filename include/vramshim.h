@@ -20,9 +20,9 @@ extern "C" {
 
 /* ---- Driver call kinds counted per card --------------------------------- */
 typedef enum vramshim_driver_call {
-  VRAMSHIM_CALL_MEM_ALLOC = 0,     /* cuMemAlloc, cuMemAllocPitch            */
+  VRAMSHIM_CALL_MEM_ALLOC = 0,     /* cuMemAlloc, cuMemAllocPitch, CUDA array creation */
   VRAMSHIM_CALL_MEM_ALLOC_MANAGED, /* cuMemAllocManaged                      */
-  VRAMSHIM_CALL_MEM_FREE,          /* cuMemFree                              */
+  VRAMSHIM_CALL_MEM_FREE,          /* cuMemFree, CUDA array destruction      */
   VRAMSHIM_CALL_MEM_ALLOC_ASYNC,   /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
   VRAMSHIM_CALL_MEM_FREE_ASYNC,    /* cuMemFreeAsync                         */
   VRAMSHIM_CALL_MEM_CREATE,        /* cuMemCreate (VMM physical memory)      */

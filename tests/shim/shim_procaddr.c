@@ -35,7 +35,9 @@ static const char *const memory_families[] = {
     "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolImportFromShareableHandle",
     /* the device's graph memory pool charged by what it reserves (graph_charge.c) */
     "cuGraphAddMemAllocNode", "cuGraphDestroy", "cuGraphInstantiate", "cuGraphInstantiateWithFlags",
-    "cuGraphInstantiateWithParams", "cuGraphLaunch", "cuGraphExecDestroy", "cuDeviceGraphMemTrim"};
+    "cuGraphInstantiateWithParams", "cuGraphLaunch", "cuGraphExecDestroy", "cuDeviceGraphMemTrim",
+    /* CUDA arrays: device memory by handle (hooks_array.c) */
+    "cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate", "cuArrayDestroy", "cuMipmappedArrayDestroy"};
 
 /* A per-thread default stream variant (issue 11): asked for with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, every function of the
@@ -76,6 +78,9 @@ static const struct {
     {"cuGraphLaunch", 10000, 0, "cuGraphLaunch"},
     {"cuGraphLaunch", 10000, 2, "cuGraphLaunch_ptsz"},
     {"cuGraphInstantiateWithParams", 12000, 2, "cuGraphInstantiateWithParams_ptsz"},
+    {"cuArrayCreate", 3020, 0, "cuArrayCreate_v2"},
+    {"cuArray3DCreate", 3020, 0, "cuArray3DCreate_v2"},
+    {"cuMipmappedArrayCreate", 5000, 0, "cuMipmappedArrayCreate"},
 };
 
 static int is_memory(const char *sym) {

@@ -14,6 +14,11 @@
  *        the limit is refused at launch (CUDA_ERROR_OUT_OF_MEMORY), the
  *        sim's charge never passes the limit; trim and the context's end
  *        give it back.
+ *   card_truth case array MODE WORKDIR   CUDA arrays (2D, 3D, layered,
+ *        mipmapped; through cuGetProcAddress too): charged to the tenant by
+ *        their estimated size, which on the sim is what the card holds; one
+ *        past the limit refused with the driver not asked; destroy and the
+ *        context's end give them back.
  *   card_truth case hostpool MODE WORKDIR   host-located pools (HOST,
  *        HOST_NUMA) allocating above the limit: granted, on no card.
  *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
@@ -297,6 +302,72 @@ static int w_graph(void) {
   return 0;
 }
 
+/* ---- CUDA arrays ---- */
+
+static uint64_t view_free(void) {
+  size_t f = 0, t = 0;
+  CHECK(cuMemGetInfo(&f, &t) == CUDA_SUCCESS && t == LIMIT, "the tenant's view");
+  return f;
+}
+
+static int w_array(void) {
+  tp_cuda_up();
+  uint64_t free0 = view_free();
+  /* 1. 1000 x 1000 float4: rows of 16,000 B padded to 16 KiB, 16 MiB */
+  CUDA_ARRAY_DESCRIPTOR d2 = {1000, 1000, CU_AD_FORMAT_FLOAT, 4};
+  CUarray a, b;
+  CHECK(cuArrayCreate(&a, &d2) == CUDA_SUCCESS, "cuArrayCreate 1000 x 1000 float4");
+  CHECK(card_used() == 16 * MiB, "the card holds the array: %llu", (unsigned long long)card_used());
+  CHECK(free0 - view_free() == 16 * MiB, "the tenant's view counts it: free %llu -> %llu",
+        (unsigned long long)free0, (unsigned long long)view_free());
+  /* 2. 2048 x 2048 float4 (64 MiB) next to it: refused, the driver not asked */
+  CUDA_ARRAY3D_DESCRIPTOR big = {2048, 2048, 0, CU_AD_FORMAT_FLOAT, 4, 0};
+  CUresult r = cuArray3DCreate(&b, &big);
+  WITHIN_LIMIT("an array past the limit");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuArray3DCreate(64 MiB) next to 16 = %d", (int)r);
+  CHECK(card_used() == 16 * MiB, "the driver was not asked");
+  /* 3. device memory next to the array: the limit counts both */
+  CUdeviceptr p;
+  r = cuMemAlloc(&p, 56 * MiB);
+  WITHIN_LIMIT("cuMemAlloc next to an array");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(56 MiB) next to a 16 MiB array = %d", (int)r);
+  CHECK(cuMemAlloc(&p, 40 * MiB) == CUDA_SUCCESS, "cuMemAlloc(40 MiB) next to a 16 MiB array");
+  CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
+  /* 4. as the runtime reaches them (and with the arena, if on, caching the
+   * 40 MiB block: given back before the request is refused): a layered 3D array of six 1024 x 1024
+   * int32 layers (24 MiB) and a 2048 x 2048 RGBA8 mipmap of 12 levels
+   * (16 + 4 + 1 + ... MiB: 22 MiB) */
+  CUresult (*create3d)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *) = NULL;
+  CUresult (*mipmap)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned) = NULL;
+  CHECK(cuGetProcAddress("cuArray3DCreate", (void **)&create3d, 13000, 0, NULL) == CUDA_SUCCESS && create3d &&
+            cuGetProcAddress("cuMipmappedArrayCreate", (void **)&mipmap, 13000, 0, NULL) == CUDA_SUCCESS && mipmap,
+        "cuGetProcAddress of the array functions");
+  CUDA_ARRAY3D_DESCRIPTOR layered = {1024, 1024, 6, CU_AD_FORMAT_SIGNED_INT32, 1, CUDA_ARRAY3D_LAYERED};
+  CHECK(create3d(&b, &layered) == CUDA_SUCCESS, "a layered array");
+  CUDA_ARRAY3D_DESCRIPTOR md = {2048, 2048, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+  CUmipmappedArray m;
+  CHECK(mipmap(&m, &md, 12) == CUDA_SUCCESS, "a mipmapped array");
+  CHECK(card_used() == (16 + 24 + 22) * MiB, "the card holds three arrays: %llu", (unsigned long long)card_used());
+  CHECK(free0 - view_free() == card_used(), "the books are the card: %llu vs %llu",
+        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  WITHIN_LIMIT("three arrays");
+  /* 5. destroys give back; a handle the shim never saw is the driver's */
+  CHECK(cuArrayDestroy(b) == CUDA_SUCCESS && cuArrayDestroy(a) == CUDA_SUCCESS, "cuArrayDestroy");
+  CHECK(cuArrayDestroy(a) == CUDA_ERROR_INVALID_HANDLE, "a second destroy is the driver's error");
+  CHECK(card_used() == 22 * MiB && free0 - view_free() == 22 * MiB, "after destroys: card %llu, books %llu",
+        (unsigned long long)card_used(), (unsigned long long)(free0 - view_free()));
+  /* 6. the mipmap goes with its context */
+  CHECK(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS, "the context ends");
+  CHECK(card_used() == 0, "the context's end freed the mipmap: %llu", (unsigned long long)card_used());
+  tp_cuda_up();
+  CHECK(view_free() == free0, "the books hold nothing of it: free %llu, was %llu", (unsigned long long)view_free(),
+        (unsigned long long)free0);
+  CHECK(cuMemAlloc(&p, 60 * MiB) == CUDA_SUCCESS, "60 MiB after the arrays went");
+  WITHIN_LIMIT("after the context's end");
+  SAY("array ok");
+  return 0;
+}
+
 /* ---- host-located pools ---- */
 
 static CUresult host_pool(CUmemoryPool *pool, CUmemLocationType t, int id) {
@@ -525,6 +596,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
   if (!strcmp(argv[1], "host")) return w_host();
   if (!strcmp(argv[1], "graph")) return w_graph();
+  if (!strcmp(argv[1], "array")) return w_array();
   if (!strcmp(argv[1], "hostpool")) return w_hostpool();
   if (!strcmp(argv[1], "hold") && argc >= 3) {
     tp_worker_signals();
@@ -539,7 +611,7 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
-  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool")) {
+  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool") || !strcmp(c, "array")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {c, NULL};

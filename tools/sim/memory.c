@@ -58,6 +58,7 @@ void sim_free_record(struct sim_alloc *a)
         return;
     case SIM_K_DEVICE:
     case SIM_K_MANAGED:
+    case SIM_K_ARRAY:
         sim_live_add(a->card, -(int64_t)a->size, -1);
         sim_uncharge(a->card, a->charged);
         sim_backing_destroy(a->obj, (void *)a->base, a->map_len);

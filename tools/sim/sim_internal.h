@@ -123,7 +123,8 @@ enum sim_kind {
     SIM_K_POOL,     /* cuMemAllocAsync / FromPool */
     SIM_K_HOST,     /* cuMemHostAlloc: pinned host memory, never charged */
     SIM_K_IPC,      /* opened from another process: charged there */
-    SIM_K_VA        /* a cuMemAddressReserve range (vmm.c tracks its mappings) */
+    SIM_K_VA,       /* a cuMemAddressReserve range (vmm.c tracks its mappings) */
+    SIM_K_ARRAY     /* a CUDA array or mipmapped array (array.c): the handle is its base */
 };
 struct sim_pool;
 struct sim_alloc {
@@ -144,6 +145,8 @@ struct sim_alloc {
                            freed by cuMemFree / cuMemFreeAsync, not cuIpcCloseMemHandle */
     int32_t ipc_pid;
     uint64_t ipc_id;
+    CUDA_ARRAY3D_DESCRIPTOR adesc;   /* SIM_K_ARRAY: as created (2D and 1D arrays with Depth 0) */
+    unsigned alevels;                /* SIM_K_ARRAY: mipmap levels; 0 for a plain array */
 };
 extern pthread_mutex_t sim_mem_lock;    /* guards the table and every record */
 uint64_t sim_next_id(void);

@@ -10,7 +10,7 @@
  *   - the answer to dlsym / GetProcAddress (lookup.c) and to cuGetProcAddress (procaddress.c),
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
- * its concern (hooks_alloc.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
+ * its concern (hooks_alloc.c, hooks_array.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
  * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, pool_view.c,
  * hooks_pool.c, graph_charge.c);
  * a missing body is a link error.
@@ -34,6 +34,18 @@
      unsigned int ElementSizeBytes),                                                                  \
     (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                           \
   X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags)) \
+  /* CUDA arrays: device memory held by handle (hooks_array.c) */                                    \
+  X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray), (pHandle, pAllocateArray)) \
+  X(cuArrayCreate, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray), (pHandle, pAllocateArray)) \
+  X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),           \
+    (pHandle, pAllocateArray))                                                                        \
+  X(cuArray3DCreate, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray),           \
+    (pHandle, pAllocateArray))                                                                        \
+  X(cuMipmappedArrayCreate,                                                                           \
+    (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels), \
+    (pHandle, pMipmappedArrayDesc, numMipmapLevels))                                                  \
+  X(cuArrayDestroy, (CUarray hArray), (hArray))                                                       \
+  X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))                   \
   X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                         \
   X(cuMemFree, (CUdeviceptr_v1 dptr), (dptr))                                                         \
   /* stream-ordered allocation (legacy stream and per-thread stream) */                              \

@@ -22,6 +22,7 @@
 static vs_space space_of(vs_mem_kind kind) {
   if (kind == VS_MEM_VMM_PHYS) return VS_SPACE_HANDLE;
   if (kind == VS_MEM_VA_RANGE) return VS_SPACE_VA;
+  if (kind == VS_MEM_ARRAY) return VS_SPACE_ARRAY;
   return VS_SPACE_DEVPTR;
 }
 
@@ -251,9 +252,18 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
    * (waiting for others to give memory back under on_limit = wait). */
   CUresult q;
   uint64_t deadline = 0;
+  int trimmed = 0;
   for (;;) {
     q = charge(op, kind, size, card < 0 ? NULL : pool);
     if (q == CUDA_SUCCESS) break;
+    /* What this process's arenas cache on the card is the tenant's too
+     * (charged when they grew): given back once before a refusal stands,
+     * as the arena's own OOM ladder does for its requests. */
+    if (!trimmed && card >= 0) {
+      trimmed = 1;
+      vs_arena_glue_trim_card(card, 0);
+      continue;
+    }
     if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
     if (!wait_unheld(op, size, &deadline)) break;
   }
@@ -490,9 +500,10 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
  * their counters and charges go). Done before the driver frees the memory
  * where the end is certain, so no address the driver hands out again can
  * meet a record of the old context. */
-static void sweep(vs_ctx *c) {
+/* The records a context owned in one key space leave every book. */
+static void sweep_space(vs_ctx *c, vs_space space, size_t *count, uint64_t *bytes_out) {
   vs_alloc_info *v = NULL;
-  size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, c->id, VS_CTX_SWEPT, &v);
+  size_t n = vs_tracker_take_ctx(space, c->id, VS_CTX_SWEPT, &v);
   uint64_t bytes = 0;
   for (size_t i = 0; i < n; i++) {
     account(&v[i], -1);
@@ -508,6 +519,17 @@ static void sweep(vs_ctx *c) {
     }
   }
   free(v);
+  *count += n;
+  *bytes_out += bytes;
+}
+
+/* Device pointers and arrays are a context's (VMM handles and ranges are no
+ * context's: VS_CTX_OWNED). */
+static void sweep(vs_ctx *c) {
+  size_t n = 0;
+  uint64_t bytes = 0;
+  sweep_space(c, VS_SPACE_DEVPTR, &n, &bytes);
+  sweep_space(c, VS_SPACE_ARRAY, &n, &bytes);
   vs_spill_ctx_end(c->id);   /* its spilled blocks (host memory) go with it too */
   if (n) {
     char b[32];

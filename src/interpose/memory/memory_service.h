@@ -35,9 +35,10 @@
  *     pool grows (admitted before the call), never block by block; frees
  *     and synchronisations read the pool's reserved bytes again;
  *   - the tenant ledger (quota.h), for every other request for device
- *     memory: alloc_begin charges op->size (waiting under on_limit = wait)
- *     and answers VS_MEM_DONE with CUDA_ERROR_OUT_OF_MEMORY when admission
- *     fails; alloc_end refunds the charge when the driver refused (and
+ *     memory (CUDA arrays among them, by handle): alloc_begin charges
+ *     op->size (a refusal first gives back the arenas' cache on the card,
+ *     then waits under on_limit = wait) and answers VS_MEM_DONE with
+ *     CUDA_ERROR_OUT_OF_MEMORY when admission fails; alloc_end refunds the charge when the driver refused (and
  *     settles a pitch allocation's final size); free_end, on success,
  *     refunds the freed bytes.
  *   - on_limit = spill (spill.h): a cuMemAlloc refused by the ledger or by
@@ -73,6 +74,7 @@ typedef enum vs_mem_kind {
   VS_MEM_VA_RANGE,    /* cuMemAddressReserve: no device memory    */
   VS_MEM_IPC,         /* cuIpcOpenMemHandle: another process's    */
   VS_MEM_DEVICE_V1,   /* legacy 32-bit cuMemAlloc: never served by the arena, whose addresses need 64 bits */
+  VS_MEM_ARRAY,       /* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: by handle, size estimated */
   VS_MEM_KINDS
 } vs_mem_kind;
 
@@ -86,12 +88,13 @@ typedef enum vs_mem_kind {
 #define VS_FREE_IPC_CLOSE VS_KIND_BIT(VS_MEM_IPC)
 #define VS_FREE_RELEASE VS_KIND_BIT(VS_MEM_VMM_PHYS)
 #define VS_FREE_ADDRESS VS_KIND_BIT(VS_MEM_VA_RANGE)
+#define VS_FREE_ARRAY VS_KIND_BIT(VS_MEM_ARRAY)
 /* What the driver frees with the context the memory was allocated in. Not
  * VMM handles and ranges (no context owns them), nor stream-ordered blocks
  * (their pool is the device's; cuda.h: cuCtxDestroy does not free them). */
 #define VS_CTX_OWNED                                                                         \
   (VS_KIND_BIT(VS_MEM_DEVICE) | VS_KIND_BIT(VS_MEM_PITCH) | VS_KIND_BIT(VS_MEM_MANAGED) |    \
-   VS_KIND_BIT(VS_MEM_DEVICE_V1) | VS_KIND_BIT(VS_MEM_IPC))
+   VS_KIND_BIT(VS_MEM_DEVICE_V1) | VS_KIND_BIT(VS_MEM_IPC) | VS_KIND_BIT(VS_MEM_ARRAY))
 /* What leaves with a context: the above, and stream-ordered blocks its
  * arena served (only those carry the context's id). */
 #define VS_CTX_SWEPT (VS_CTX_OWNED | VS_KIND_BIT(VS_MEM_ASYNC))

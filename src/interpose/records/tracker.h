@@ -18,6 +18,7 @@ typedef enum vs_space {
   VS_SPACE_DEVPTR = 0,  /* cuMemAlloc*, async, pool, managed, IPC-opened */
   VS_SPACE_HANDLE,      /* cuMemCreate handles                           */
   VS_SPACE_VA,          /* cuMemAddressReserve ranges                    */
+  VS_SPACE_ARRAY,       /* CUDA arrays and mipmapped arrays, by handle   */
   VS_SPACES
 } vs_space;
 
