@@ -17,8 +17,9 @@
  *   card_truth case array MODE WORKDIR   CUDA arrays (2D, 3D, layered,
  *        mipmapped; through cuGetProcAddress too): charged to the tenant by
  *        their estimated size, which on the sim is what the card holds; one
- *        past the limit refused with the driver not asked; destroy and the
- *        context's end give them back.
+ *        past the limit refused with the driver not asked (block-compressed
+ *        ones too, which the sim does not model); destroy and the context's
+ *        end give them back; sparse arrays pass unaccounted.
  *   card_truth case hostpool MODE WORKDIR   host-located pools (HOST,
  *        HOST_NUMA) allocating above the limit: granted, on no card.
  *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
@@ -364,6 +365,24 @@ static int w_array(void) {
         (unsigned long long)free0);
   CHECK(cuMemAlloc(&p, 60 * MiB) == CUDA_SUCCESS, "60 MiB after the arrays went");
   WITHIN_LIMIT("after the context's end");
+  CHECK(cuMemFree(p) == CUDA_SUCCESS, "free");
+  /* 7. formats the sim does not model still get the shim's estimate: a
+   * 16384^2 BC1 array (8 bytes per 4 x 4 block: 128 MiB) is refused before
+   * the driver is asked; a 4096^2 one (8 MiB) is admitted, and the sim's
+   * refusal of it leaves the books as they were. A sparse array takes no
+   * memory when made: the driver's answer, unaccounted. */
+  uint64_t free1 = view_free();
+  CUDA_ARRAY3D_DESCRIPTOR bc = {16384, 16384, 0, CU_AD_FORMAT_BC1_UNORM, 4, 0};
+  r = cuArray3DCreate(&b, &bc);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "a 128 MiB BC1 array: %d, refused by the books", (int)r);
+  bc.Width = bc.Height = 4096;
+  r = cuArray3DCreate(&b, &bc);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "an 8 MiB BC1 array: %d, the sim's own answer", (int)r);
+  CUDA_ARRAY3D_DESCRIPTOR sparse = {16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE};
+  r = cuArray3DCreate(&b, &sparse);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "a 4 GiB sparse array: %d, the sim's own answer", (int)r);
+  CHECK(view_free() == free1 && card_used() == 0, "nothing charged: free %llu -> %llu",
+        (unsigned long long)free1, (unsigned long long)view_free());
   SAY("array ok");
   return 0;
 }
