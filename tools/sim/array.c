@@ -160,33 +160,35 @@ SIM_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
     return array_destroy((uintptr_t)hMipmappedArray, 1);
 }
 
+/* The descriptor of plain array h as created. */
+static CUresult array_desc(CUarray h, CUDA_ARRAY3D_DESCRIPTOR *out)
+{
+    SIM_REQUIRE_INIT();
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = array_find((uintptr_t)h, 0);
+    if (a) *out = a->adesc;
+    pthread_mutex_unlock(&sim_mem_lock);
+    return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 SIM_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 {
     SIM_COUNT(cuArray3DGetDescriptor_v2);
-    SIM_REQUIRE_INIT();
-    if (!pArrayDescriptor) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_mem_lock);
-    struct sim_alloc *a = array_find((uintptr_t)hArray, 0);
-    if (a) *pArrayDescriptor = a->adesc;
-    pthread_mutex_unlock(&sim_mem_lock);
-    return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return array_desc(hArray, pArrayDescriptor);
 }
 
 SIM_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 {
     SIM_COUNT(cuArrayGetDescriptor_v2);
-    SIM_REQUIRE_INIT();
     if (!pArrayDescriptor) return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_mem_lock);
-    struct sim_alloc *a = array_find((uintptr_t)hArray, 0);
-    /* a 3D or layered array has no 2D descriptor */
-    CUresult r = !a ? CUDA_ERROR_INVALID_HANDLE : a->adesc.Depth ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS) {
-        pArrayDescriptor->Width = a->adesc.Width;
-        pArrayDescriptor->Height = a->adesc.Height;
-        pArrayDescriptor->Format = a->adesc.Format;
-        pArrayDescriptor->NumChannels = a->adesc.NumChannels;
-    }
-    pthread_mutex_unlock(&sim_mem_lock);
-    return r;
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    CUresult r = array_desc(hArray, &d);
+    if (r != CUDA_SUCCESS) return r;
+    if (d.Depth) return CUDA_ERROR_INVALID_VALUE;   /* a 3D or layered array has no 2D descriptor */
+    pArrayDescriptor->Width = d.Width;
+    pArrayDescriptor->Height = d.Height;
+    pArrayDescriptor->Format = d.Format;
+    pArrayDescriptor->NumChannels = d.NumChannels;
+    return CUDA_SUCCESS;
 }
