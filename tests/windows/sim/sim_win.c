@@ -1,7 +1,7 @@
 /* The simulated driver as nvcuda.dll, under Wine: what tests/sim checks on
  * Linux, for the parts whose OS code differs (os_windows.c).
  *
- *   sim_win basic    allocate, memset, copy, cuMemGetInfo, OOM at the card's size
+ *   sim_win basic    allocate, memset, copy, cuMemGetInfo, OOM at the card's size, a CUDA array
  *   sim_win vmm      a VMM card: stitching, double mapping, unmap, release
  *   sim_win novmm    a card without VMM (VRAMSIM_VMM=0): VMM calls NOT_SUPPORTED
  *   sim_win ipc      cuIpc* CUDA_ERROR_NOT_SUPPORTED, as from a WDDM driver
@@ -97,6 +97,15 @@ static void basic(void)
     CU(cuMemHostAlloc(&pinned, MiB, 0), CUDA_SUCCESS);
     memset(pinned, 1, MiB);
     CU(cuMemFreeHost(pinned), CUDA_SUCCESS);
+    /* a CUDA array is charged to the card like an allocation (tools/sim/array.c) */
+    CUDA_ARRAY_DESCRIPTOR d = {1000, 1000, CU_AD_FORMAT_FLOAT, 4};
+    CUarray a = NULL;
+    CU(cuArrayCreate(&a, &d), CUDA_SUCCESS);
+    CU(cuMemGetInfo(&fr, &total), CUDA_SUCCESS);
+    CHECK(fr == total - 16 * MiB, "free %zu with a 16 MiB array", fr);
+    CU(cuArrayDestroy(a), CUDA_SUCCESS);
+    CU(cuMemGetInfo(&fr, &total), CUDA_SUCCESS);
+    CHECK(fr == total, "free %zu after the array", fr);
     free(h);
 }
 
