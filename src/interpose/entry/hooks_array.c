@@ -23,6 +23,7 @@
 #define SMALL_PAGE ((uint64_t)64 << 10)
 #define LARGE_PAGE ((uint64_t)2 << 20)
 #define WIDEST_TEXEL_BITS 128u
+#define ARRAY_SIDE_MAX ((uint64_t)1 << 32)
 
 /* Bits per texel, and (block) the side of the square block the format
  * stores texels in (1 for most; 4 for the BCn formats). Channels count
@@ -78,25 +79,27 @@ static uint64_t array_estimate(uint64_t w, uint64_t h, uint64_t d, CUarray_forma
                                unsigned flags, unsigned levels) {
   if (flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) return 0;
   unsigned block, bits = texel_bits(f, channels, &block);
-  if (!w || !bits || !levels) return 0;
+  /* no device takes a side of 2^32 texels: the driver refuses such a one */
+  if (!w || !bits || !levels || w > ARRAY_SIDE_MAX || h > ARRAY_SIDE_MAX || d > ARRAY_SIDE_MAX) return 0;
   int slices = (flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;   /* depth counts layers or faces */
   uint64_t total = 0;
   for (unsigned l = 0; l < levels && total != UINT64_MAX; l++) {
     uint64_t bw = (w + block - 1) / block, bh = (max1(h) + block - 1) / block;
     uint64_t row = mul_sat(bw, (uint64_t)bits * block * block);
-    row = row == UINT64_MAX ? row : (row / 8 + ARRAY_ROW - 1) / ARRAY_ROW * ARRAY_ROW;
+    row = row == UINT64_MAX ? row : ((row + 7) / 8 + ARRAY_ROW - 1) / ARRAY_ROW * ARRAY_ROW;
     total = add_sat(total, mul_sat(mul_sat(row, bh), max1(d)));
     w = max1(w >> 1);
     if (h) h = max1(h >> 1);
     if (d && !slices) d = max1(d >> 1);
   }
-  if (total == UINT64_MAX) return 0;
   uint64_t page = total < LARGE_PAGE ? SMALL_PAGE : LARGE_PAGE;
+  if (total > UINT64_MAX - page) return 0;
   return (total + page - 1) / page * page;
 }
 
-/* ALLOC_BODY's driver_call reads *dptr as the handle; an array's handle is
- * a pointer-sized opaque value, recorded in the service's array space. */
+/* One body for every array creation: the handle the driver gives (an
+ * opaque, pointer-sized value) is the record's key in the service's array
+ * space. */
 #define ARRAY_BODY(name, estimate, driver_call)                                            \
   VS_HOOK_ENTER(name, DRIVER_ARGS);                                                        \
   uint64_t est_ = (estimate);                                                              \

@@ -496,11 +496,7 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
   return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;   /* released meanwhile: the driver's */
 }
 
-/* c is unlinked with no references: its records leave the tracker (and
- * their counters and charges go). Done before the driver frees the memory
- * where the end is certain, so no address the driver hands out again can
- * meet a record of the old context. */
-/* The records a context owned in one key space leave every book. */
+/* The records context c owned in one key space leave every book. */
 static void sweep_space(vs_ctx *c, vs_space space, size_t *count, uint64_t *bytes_out) {
   vs_alloc_info *v = NULL;
   size_t n = vs_tracker_take_ctx(space, c->id, VS_CTX_SWEPT, &v);
@@ -523,8 +519,11 @@ static void sweep_space(vs_ctx *c, vs_space space, size_t *count, uint64_t *byte
   *bytes_out += bytes;
 }
 
-/* Device pointers and arrays are a context's (VMM handles and ranges are no
- * context's: VS_CTX_OWNED). */
+/* c is unlinked with no references: its records leave the tracker (and
+ * their counters and charges go): device pointers and arrays (VMM handles
+ * and ranges are no context's: VS_CTX_OWNED). Done before the driver frees
+ * the memory where the end is certain, so no address or handle the driver
+ * hands out again can meet a record of the old context. */
 static void sweep(vs_ctx *c) {
   size_t n = 0;
   uint64_t bytes = 0;

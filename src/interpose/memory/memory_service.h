@@ -38,9 +38,9 @@
  *     memory (CUDA arrays among them, by handle): alloc_begin charges
  *     op->size (a refusal first gives back the arenas' cache on the card,
  *     then waits under on_limit = wait) and answers VS_MEM_DONE with
- *     CUDA_ERROR_OUT_OF_MEMORY when admission fails; alloc_end refunds the charge when the driver refused (and
- *     settles a pitch allocation's final size); free_end, on success,
- *     refunds the freed bytes.
+ *     CUDA_ERROR_OUT_OF_MEMORY when admission fails; alloc_end refunds the
+ *     charge when the driver refused (and settles a pitch allocation's
+ *     final size); free_end, on success, refunds the freed bytes.
  *   - on_limit = spill (spill.h): a cuMemAlloc refused by the ledger or by
  *     the driver is served from host memory the device can address
  *     (VS_MEM_DONE from alloc_begin, or CUDA_SUCCESS from alloc_end with
