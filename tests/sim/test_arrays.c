@@ -86,6 +86,8 @@ static void arrays_bad_descriptors(void **state)
     CUmipmappedArray mm;
     CU_ERR(cuMipmappedArrayCreate(&mm, &m, 8), CUDA_ERROR_INVALID_VALUE);   /* 64 has 7 levels */
     CU_ERR(cuArray3DCreate(NULL, &m), CUDA_ERROR_INVALID_VALUE);
+    CUDA_ARRAY3D_DESCRIPTOR huge = {(size_t)1 << 40, (size_t)1 << 40, (size_t)1 << 40, CU_AD_FORMAT_FLOAT, 4, 0};
+    CU_ERR(cuArray3DCreate(&a, &huge), CUDA_ERROR_OUT_OF_MEMORY);   /* its size does not fit in 64 bits */
     CU_ERR(cuArrayDestroy((CUarray)(uintptr_t)0x1000), CUDA_ERROR_INVALID_HANDLE);
 }
 

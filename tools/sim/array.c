@@ -65,8 +65,14 @@ static size_t footprint(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels, CUres
     while (big >>= 1) most++;
     if (!levels || levels > most) { *bad = CUDA_ERROR_INVALID_VALUE; return 0; }
     for (unsigned l = 0; l < levels; l++) {
-        size_t row = SIM_ROUND_UP(w * t, ARRAY_PITCH);
-        total += row * max1(h) * max1(depth);
+        size_t row, plane, vol;
+        /* larger than any address space: no card could hold it */
+        if (__builtin_mul_overflow(w, t, &row) || row > SIZE_MAX - ARRAY_PITCH ||
+            __builtin_mul_overflow(SIM_ROUND_UP(row, ARRAY_PITCH), max1(h), &plane) ||
+            __builtin_mul_overflow(plane, max1(depth), &vol) || __builtin_add_overflow(total, vol, &total)) {
+            *bad = CUDA_ERROR_OUT_OF_MEMORY;
+            return 0;
+        }
         w = max1(w >> 1);
         if (h) h = max1(h >> 1);
         if (depth && !layered && !cube) depth = max1(depth >> 1);
