@@ -20,6 +20,8 @@ const struct client_fn client_fns[] = {
     F("cuMemsetD8_v2", "cuMemsetD8", 3020, MemsetD8),
     F("cuMemcpyHtoD_v2", "cuMemcpyHtoD", 3020, MemcpyHtoD),
     F("cuMemcpyDtoH_v2", "cuMemcpyDtoH", 3020, MemcpyDtoH),
+    F("cuArray3DCreate_v2", "cuArray3DCreate", 3020, Array3DCreate),
+    F("cuArrayDestroy", "cuArrayDestroy", 2000, ArrayDestroy),
 };
 const unsigned client_nfns = sizeof client_fns / sizeof client_fns[0];
 
@@ -128,11 +130,18 @@ int client_run(const char *way, const struct client_drv *d, size_t limit)
     CUdeviceptr big = 0;
     CUresult over = d->MemAlloc(&big, limit + (2u << 20));
     if (over == CUDA_SUCCESS) d->MemFree(big);
+    /* the same bytes as a CUDA array: rows of 8192 float4 texels (128 KiB) */
+    const size_t row = 8192 * 16;
+    CUDA_ARRAY3D_DESCRIPTOR ad = {8192, (limit + (2u << 20)) / row + 1, 0, CU_AD_FORMAT_FLOAT, 4, 0};
+    CUarray arr = NULL;
+    CUresult aover = d->Array3DCreate(&arr, &ad);
+    if (aover == CUDA_SUCCESS) d->ArrayDestroy(arr);
+    char abuf[32];
     int interposed = total == limit && over == CUDA_ERROR_OUT_OF_MEMORY;
     printf("vramshim-client: way=%s driver=%s version=%d total=%zu free=%zu limit=%zu alloc_over_limit=%s "
-           "copy=%s interposed=%s\n",
-           way, path, version, total, fr, limit, result_name(over, rbuf, sizeof rbuf), copy_ok ? "ok" : "bad",
-           interposed ? "yes" : "no");
+           "array_over_limit=%s copy=%s interposed=%s\n",
+           way, path, version, total, fr, limit, result_name(over, rbuf, sizeof rbuf),
+           result_name(aover, abuf, sizeof abuf), copy_ok ? "ok" : "bad", interposed ? "yes" : "no");
     fflush(stdout);
     d->DevicePrimaryCtxRelease(dev);
     return copy_ok ? 0 : 1;

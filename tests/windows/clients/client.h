@@ -5,10 +5,11 @@
  * client_drv and calls client_run, which prints
  *
  *   vramshim-client: way=WAY driver=PATH version=V total=T free=F limit=L
- *     alloc_over_limit=RESULT copy=ok|bad interposed=yes|no
+ *     alloc_over_limit=RESULT array_over_limit=RESULT copy=ok|bad interposed=yes|no
  *
  * on one line: T and F from cuMemGetInfo, RESULT what allocating L + 2 MiB
- * gave (CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, ...), copy whether 16 MiB
+ * gave (CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, ...), with cuMemAlloc and
+ * as a CUDA array (float4, 8192 texels wide), copy whether 16 MiB
  * allocated, set and copied back read right. interposed=yes when the view
  * is the shim's for a tenant limited to L: total == L and the allocation
  * over it fails with CUDA_ERROR_OUT_OF_MEMORY (docs/config.md). Exit code
@@ -31,6 +32,8 @@ struct client_drv {
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*Array3DCreate)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*ArrayDestroy)(CUarray);
 };
 
 /* The functions client_drv holds: the name to ask GetProcAddress for (as a
