@@ -381,6 +381,8 @@ static int w_array(void) {
   CUDA_ARRAY3D_DESCRIPTOR sparse = {16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_SPARSE};
   r = cuArray3DCreate(&b, &sparse);
   CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "a 4 GiB sparse array: %d, the sim's own answer", (int)r);
+  r = cuMipmappedArrayCreate(&m, &md, 0xffffffffu);   /* more levels than any side halves into */
+  CHECK(r == CUDA_ERROR_INVALID_VALUE, "a mipmap of 2^32 - 1 levels: %d, the sim's own answer", (int)r);
   CHECK(view_free() == free1 && card_used() == 0, "nothing charged: free %llu -> %llu",
         (unsigned long long)free1, (unsigned long long)view_free());
   SAY("array ok");

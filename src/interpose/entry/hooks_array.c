@@ -79,8 +79,10 @@ static uint64_t array_estimate(uint64_t w, uint64_t h, uint64_t d, CUarray_forma
                                unsigned flags, unsigned levels) {
   if (flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) return 0;
   unsigned block, bits = texel_bits(f, channels, &block);
-  /* no device takes a side of 2^32 texels: the driver refuses such a one */
-  if (!w || !bits || !levels || w > ARRAY_SIDE_MAX || h > ARRAY_SIDE_MAX || d > ARRAY_SIDE_MAX) return 0;
+  /* no device takes a side of 2^32 texels, nor more levels than such a
+   * side halves into: the driver refuses those */
+  if (!w || !bits || !levels || levels > 33 || w > ARRAY_SIDE_MAX || h > ARRAY_SIDE_MAX || d > ARRAY_SIDE_MAX)
+    return 0;
   int slices = (flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;   /* depth counts layers or faces */
   uint64_t total = 0;
   for (unsigned l = 0; l < levels && total != UINT64_MAX; l++) {
