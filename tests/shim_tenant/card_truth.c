@@ -20,6 +20,12 @@
  *        past the limit refused with the driver not asked (block-compressed
  *        ones too, which the sim does not model); destroy and the context's
  *        end give them back; sparse arrays pass unaccounted.
+ *   card_truth case vmmlife MODE WORKDIR   the program's own VMM memory
+ *        lives while referenced or mapped: released at once after its
+ *        cuMemMap (NVIDIA's samples do so) it stays charged until unmapped,
+ *        and a create past the limit meanwhile is refused; NCCL's free
+ *        (retain, release, unmap, release) keeps it charged to the last
+ *        release.
  *   card_truth case hostpool MODE WORKDIR   host-located pools (HOST,
  *        HOST_NUMA) allocating above the limit: granted, on no card.
  *   card_truth case host MODE WORKDIR   cuMemCreate at host locations above
@@ -389,6 +395,64 @@ static int w_array(void) {
   return 0;
 }
 
+/* ---- the program's own VMM memory: references and mappings ---- */
+
+static CUdeviceptr map_rw(CUmemGenericAllocationHandle h, uint64_t size) {
+  CUdeviceptr va = 0;
+  CHECK(cuMemAddressReserve(&va, size, 0, 0, 0) == CUDA_SUCCESS, "reserve");
+  CHECK(cuMemMap(va, size, 0, h, 0) == CUDA_SUCCESS, "map");
+  CUmemAccessDesc acc;
+  memset(&acc, 0, sizeof acc);
+  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  acc.location.id = 0;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK(cuMemSetAccess(va, size, &acc, 1) == CUDA_SUCCESS, "access");
+  return va;
+}
+
+static int w_vmmlife(void) {
+  tp_cuda_up();
+  uint64_t free0 = view_free();
+  CUmemAllocationProp p = host_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+  /* 1. created, mapped and released at once: alive until unmapped */
+  CUmemGenericAllocationHandle a, b, c, r1;
+  CHECK(cuMemCreate(&a, 32 * MiB, &p, 0) == CUDA_SUCCESS, "create 32 MiB");
+  CUdeviceptr va = map_rw(a, 32 * MiB);
+  CHECK(cuMemRelease(a) == CUDA_SUCCESS, "release while mapped");
+  CHECK(card_used() == 32 * MiB, "the card holds the released, mapped memory: %llu", (unsigned long long)card_used());
+  CHECK(free0 - view_free() == 32 * MiB, "the books still count it: %llu", (unsigned long long)(free0 - view_free()));
+  CHECK(cuMemsetD8(va, 0x5a, 32 * MiB) == CUDA_SUCCESS, "the program still uses it");
+  /* 2. the limit counts it */
+  CUresult r = cuMemCreate(&b, 40 * MiB, &p, 0);
+  WITHIN_LIMIT("a create next to released, mapped memory");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate(40 MiB) next to 32 mapped = %d", (int)r);
+  /* 3. NCCL's free: retain, release, unmap, release; charged to the last */
+  CHECK(cuMemCreate(&c, 16 * MiB, &p, 0) == CUDA_SUCCESS, "create 16 MiB");
+  CUdeviceptr vc = map_rw(c, 16 * MiB);
+  CHECK(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)(vc + 4096)) == CUDA_SUCCESS && r1 == c, "retain");
+  CHECK(cuMemRelease(r1) == CUDA_SUCCESS, "release the retained reference");
+  CHECK(free0 - view_free() == 48 * MiB && card_used() == 48 * MiB, "both charged: books %llu, card %llu",
+        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  CHECK(cuMemUnmap(vc, 16 * MiB) == CUDA_SUCCESS, "unmap");
+  CHECK(free0 - view_free() == 48 * MiB && card_used() == 48 * MiB, "unmapped, still referenced: books %llu",
+        (unsigned long long)(free0 - view_free()));
+  CHECK(cuMemRelease(c) == CUDA_SUCCESS, "the last release");
+  CHECK(cuMemRelease(c) == CUDA_ERROR_INVALID_VALUE, "one release too many is the driver's error");
+  CHECK(free0 - view_free() == 32 * MiB && card_used() == 32 * MiB, "the 16 MiB went: books %llu, card %llu",
+        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  CHECK(cuMemAddressFree(vc, 16 * MiB) == CUDA_SUCCESS, "address free");
+  /* 4. the unmap of the released handle ends its memory */
+  CHECK(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS, "unmap the released handle");
+  CHECK(card_used() == 0 && view_free() == free0, "all given back: card %llu, books %llu",
+        (unsigned long long)card_used(), (unsigned long long)(free0 - view_free()));
+  CHECK(cuMemAddressFree(va, 32 * MiB) == CUDA_SUCCESS, "address free");
+  CHECK(cuMemCreate(&b, 60 * MiB, &p, 0) == CUDA_SUCCESS, "60 MiB once they went");
+  WITHIN_LIMIT("after the VMM memory went");
+  CHECK(cuMemRelease(b) == CUDA_SUCCESS, "release");
+  SAY("vmmlife ok");
+  return 0;
+}
+
 /* ---- host-located pools ---- */
 
 static CUresult host_pool(CUmemoryPool *pool, CUmemLocationType t, int id) {
@@ -618,6 +682,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "host")) return w_host();
   if (!strcmp(argv[1], "graph")) return w_graph();
   if (!strcmp(argv[1], "array")) return w_array();
+  if (!strcmp(argv[1], "vmmlife")) return w_vmmlife();
   if (!strcmp(argv[1], "hostpool")) return w_hostpool();
   if (!strcmp(argv[1], "hold") && argc >= 3) {
     tp_worker_signals();
@@ -632,7 +697,7 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
-  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool") || !strcmp(c, "array")) {
+  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool") || !strcmp(c, "array") || !strcmp(c, "vmmlife")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {c, NULL};

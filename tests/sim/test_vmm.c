@@ -112,6 +112,35 @@ static void stitching(void **state)
     free(buf);
 }
 
+/* cuMemRetainAllocationHandle: one more reference to the same handle, each
+ * given back by a cuMemRelease; the memory lives while a reference or a
+ * mapping does (NCCL frees its buffers so: retain, release, unmap, release). */
+static void retained_handles(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUmemAllocationProp prop = prop_on(0);
+    const size_t G = 2 * MiB;
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h, r1, r2;
+    CU_OK(cuMemAddressReserve(&va, 2 * G, 0, 0, 0));
+    CU_OK(cuMemCreate(&h, 2 * G, &prop, 0));
+    CU_OK(cuMemMap(va, 2 * G, 0, h, 0));
+    CU_ERR(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)(va + 4 * G)), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)(va + G + 5)));
+    assert_true(r1 == h);   /* the same handle value, one more reference */
+    CU_OK(cuMemRetainAllocationHandle(&r2, (void *)(uintptr_t)va));
+    CU_OK(cuMemRelease(r2));
+    CU_OK(cuMemRelease(r1));
+    assert_int_equal(vramsim_card_used(0), 2 * G);
+    CU_OK(cuMemUnmap(va, 2 * G));
+    assert_int_equal(vramsim_card_used(0), 2 * G);   /* the creator's reference */
+    CU_OK(cuMemRelease(h));
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_ERR(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAddressFree(va, 2 * G));
+}
+
 /* Physical memory shared as a POSIX file descriptor: a forked child (which
  * starts clean and inherits the descriptor) imports it and sees the bytes. */
 static void shareable_handles(void **state)
@@ -245,7 +274,8 @@ static void host_locations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(shareable_handles),
+        cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(retained_handles),
+        cmocka_unit_test(shareable_handles),
         cmocka_unit_test(vmm_disabled), cmocka_unit_test(host_locations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,8 +17,9 @@ struct phys {
     sim_os_obj obj;
     size_t size;
     int dev;
-    int refs;          /* the handle (until released) + one per mapping/retain */
-    int released;
+    int refs;          /* handle references + one per mapping */
+    int hrefs;         /* handle references: cuMemCreate's, + one per cuMemRetainAllocationHandle,
+                          - one per cuMemRelease; 0: the handle is gone (its memory lives while mapped) */
     uint64_t id;
     int imported;      /* from another process's descriptor: charged there */
     int host;          /* a host location (CUDA 12.2+): host memory, never charged to a card */
@@ -243,6 +244,7 @@ SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     ph->dev = dev;
     ph->host = host;
     ph->refs = 1;
+    ph->hrefs = 1;
     ph->id = sim_next_id();
     ph->prop = *prop;
     pthread_mutex_lock(&sim_mem_lock);
@@ -261,11 +263,11 @@ SIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     struct phys *to_free = NULL;
     pthread_mutex_lock(&sim_mem_lock);
     struct phys *ph = phys_get(handle);
-    if (!ph || ph->released) {
+    if (!ph || ph->hrefs == 0) {
         pthread_mutex_unlock(&sim_mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    ph->released = 1;
+    ph->hrefs--;
     phys_unref(ph, &to_free);
     pthread_mutex_unlock(&sim_mem_lock);
     phys_destroy_list(to_free);
@@ -283,7 +285,7 @@ SIM_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handl
     if (m) {
         /* a new handle reference, released with cuMemRelease */
         m->ph->refs++;
-        m->ph->released = 0;
+        m->ph->hrefs++;
         *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->ph;
         r = CUDA_SUCCESS;
     }
@@ -361,6 +363,7 @@ SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
     ph->size = size;
     ph->dev = card;
     ph->refs = 1;
+    ph->hrefs = 1;
     ph->id = sim_next_id();
     ph->imported = 1;
     ph->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -396,7 +399,7 @@ SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
     struct phys *ph = phys_get(handle);
     CUresult r = CUDA_SUCCESS;
     if (!v) r = CUDA_ERROR_INVALID_VALUE;
-    else if (!ph || ph->released) r = CUDA_ERROR_INVALID_HANDLE;
+    else if (!ph || ph->hrefs == 0) r = CUDA_ERROR_INVALID_HANDLE;
     else if (offset > ph->size || size > ph->size - offset) r = CUDA_ERROR_INVALID_VALUE;
     /* As the real driver (CUDA 13's header: "currently must be zero"; an
      * H200 with driver 580.159.04 answers CUDA_ERROR_NOT_SUPPORTED):

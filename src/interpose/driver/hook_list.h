@@ -65,6 +65,7 @@
   X(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), \
     (ptr, size, offset, handle, flags))                                                               \
   X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                          \
+  X(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr), (handle, addr))   \
   X(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), \
     (ptr, size, alignment, addr, flags))                                                              \
   X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                                    \

@@ -40,6 +40,7 @@ CUresult vs_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
   VS_HOOK_ENTER(cuMemMap, (ptr, size, offset, handle, flags));
   vs_guard_enter();
   CUresult r = real->cuMemMap(ptr, size, offset, handle, flags);
+  if (r == CUDA_SUCCESS) vs_mem_vmm_mapped((uint64_t)handle, (uint64_t)ptr, size);
   vs_alloc_info rec;
   vs_mem_count_call(vs_mem_lookup(VS_SPACE_HANDLE, (uint64_t)handle, &rec) == 0 ? rec.card
                                                                                  : vs_driver_current_card(real),
@@ -52,7 +53,19 @@ CUresult vs_hook_cuMemUnmap(CUdeviceptr ptr, size_t size) {
   VS_HOOK_ENTER(cuMemUnmap, (ptr, size));
   vs_guard_enter();
   CUresult r = real->cuMemUnmap(ptr, size);
+  if (r == CUDA_SUCCESS) vs_mem_vmm_unmapped((uint64_t)ptr, size);   /* released memory may end here */
   vs_mem_count_call(vs_driver_current_card(real), VRAMSHIM_CALL_MEM_UNMAP);
+  vs_guard_leave();
+  return r;
+}
+
+/* One more reference to the handle under addr (the same handle value):
+ * its memory then lives until that reference is released too. */
+CUresult vs_hook_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+  VS_HOOK_ENTER(cuMemRetainAllocationHandle, (handle, addr));
+  vs_guard_enter();
+  CUresult r = real->cuMemRetainAllocationHandle(handle, addr);
+  if (r == CUDA_SUCCESS && handle) vs_mem_vmm_retained((uint64_t)*handle);
   vs_guard_leave();
   return r;
 }

@@ -15,6 +15,7 @@
 #include "pool_charge.h"
 #include "quota.h"
 #include "spill.h"
+#include "vmm_life.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -109,6 +110,7 @@ static void record(vs_mem_op *op) {
              op->rec.card, (unsigned long long)op->rec.key);
   }
   account(&op->rec, +1);
+  if (op->rec.kind == VS_MEM_VMM_PHYS) vs_vmm_life_created(op->rec.key);
   if (holds_device_memory(op->rec.kind)) {
     /* The ledger's per-process "live" column, refreshed where the ledger
      * was touched anyway: this request's charge (a driver allocation, or
@@ -361,6 +363,15 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   op->result = CUDA_SUCCESS;
   op->addr = 0;
   op->ctx = NULL;
+  op->deferred = 0;
+  /* A release after which the handle's memory stays (another reference,
+   * a mapping): the record and the charge stay too; the driver is asked. */
+  if (space == VS_SPACE_HANDLE && !vs_vmm_life_release(key)) {
+    op->known = 0;
+    op->deferred = 1;
+    op->rec.key = key;
+    return VS_MEM_PASS;
+  }
   /* Removed before the driver frees it: see tracker.h. */
   op->known = vs_tracker_remove(space, key, kind_mask, &op->rec) == 0;
   /* A spilled block (on_limit = spill) goes back to the host: spill.c
@@ -431,6 +442,12 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
 }
 
 CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
+  if (op->deferred) {
+    vs_alloc_info rec;
+    vs_acct_call(vs_tracker_find(VS_SPACE_HANDLE, op->rec.key, &rec) == 0 ? rec.card : 0, op->call);
+    if (r != CUDA_SUCCESS) vs_vmm_life_unrelease(op->rec.key);   /* the reference was not given back */
+    return r;
+  }
   if (!op->known) {
     /* Never ours (or already freed): the driver's answer, nothing to undo. */
     VS_DEBUG("free of 0x%llx, unknown to the shim, forwarded: driver said %d",
@@ -463,6 +480,27 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
    * their threshold: one relaxed load when this process charges no pool. */
   if (op->rec.owner == VS_OWNER_DRIVER) vs_pool_refresh(vs_driver_if_loaded(), op->rec.card);
   return r;
+}
+
+void vs_mem_vmm_mapped(uint64_t handle, uint64_t va, uint64_t size) { vs_vmm_life_mapped(handle, va, size); }
+
+void vs_mem_vmm_retained(uint64_t handle) { vs_vmm_life_retained(handle); }
+
+/* The memory of released handles whose last mapping this unmap removed
+ * leaves the books now, as a release of an unmapped handle would. */
+void vs_mem_vmm_unmapped(uint64_t va, uint64_t size) {
+  uint64_t *ended = NULL;
+  size_t n = vs_vmm_life_unmapped(va, size, &ended);
+  for (size_t i = 0; i < n; i++) {
+    vs_alloc_info rec;
+    if (vs_tracker_remove(VS_SPACE_HANDLE, ended[i], VS_FREE_RELEASE, &rec) != 0) continue;
+    vs_observe_free(rec.card, rec.key, rec.size);
+    vs_acct_request(rec.card, 0);
+    account(&rec, -1);
+    if (rec.charged) vs_quota_uncharge(rec.card, rec.size);
+    else vs_quota_refresh_live(rec.card);
+  }
+  free(ended);
 }
 
 int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out) {
@@ -594,6 +632,7 @@ void vs_mem_atfork_child(void) {
   vs_quota_atfork_child();
   vs_pool_atfork_child();
   vs_graph_mem_atfork_child();
+  vs_vmm_life_atfork_child();
   vs_spill_atfork_child();
   vs_observe_atfork_child();
 }

@@ -112,6 +112,7 @@ typedef struct vs_mem_op {
   vs_ctx *ctx;          /* alloc of memory a context owns: its context, referenced until the end */
   int zero;             /* alloc of 0 bytes: the driver's error, not a refusal */
   vs_pool_op pool;      /* a driver pool's allocation: its growth admitted (pool_charge.h) */
+  int deferred;         /* free: a cuMemRelease after which the memory stays (vmm_life.h) */
 } vs_mem_op;
 
 /* card: the device the memory is on (-1 unknown: recorded on card 0 if the
@@ -147,6 +148,14 @@ int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_d
 int vs_mem_free_stream_begin(vs_mem_op *op, uint64_t key, vramshim_driver_call call, int route);
 CUresult vs_mem_free_end(vs_mem_op *op, CUresult r);
 
+/* The program's own VMM memory lives while its handle is referenced or
+ * mapped (vmm_life.h): a cuMemRelease that leaves it referenced or mapped
+ * keeps the record and the charge (vs_mem_free_begin), and the record goes
+ * at the cuMemUnmap of the last mapping of a released handle. The hooks
+ * report a successful cuMemMap, cuMemUnmap and cuMemRetainAllocationHandle. */
+void vs_mem_vmm_mapped(uint64_t handle, uint64_t va, uint64_t size);
+void vs_mem_vmm_unmapped(uint64_t va, uint64_t size);
+void vs_mem_vmm_retained(uint64_t handle);
 /* The record of a live allocation starting exactly at key, 0 found / -1. */
 int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out);
 
