@@ -17,7 +17,8 @@ typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAd
 static const char *const memory_families[] = {
     "cuMemAlloc", "cuMemAllocPitch", "cuMemAllocManaged", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
     "cuMemAllocFromPoolAsync", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve",
-    "cuMemAddressFree", "cuMemRetainAllocationHandle", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle", "cuIpcGetMemHandle", "cuMemGetInfo",
+    "cuMemAddressFree", "cuMemRetainAllocationHandle", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle",
+    "cuIpcGetMemHandle", "cuMemGetInfo",
     "cuDeviceTotalMem", "cuMemGetAddressRange", "cuPointerGetAttribute", "cuPointerGetAttributes",
     "cuGetProcAddress", "cuCtxCreate", "cuCtxDestroy", "cuCtxAttach", "cuCtxDetach", "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
