@@ -40,7 +40,16 @@ static void drop(life *l) {
 void vs_vmm_life_created(uint64_t handle) {
   pthread_mutex_lock(&g_lock);
   life *l = find(handle);
-  if (l) drop(l);   /* a value the driver reused: the old memory ended unseen */
+  if (l) {   /* a value the driver reused: the old memory ended unseen, and its mappings with it */
+    mapping *m, *t;
+    HASH_ITER(hh, g_maps, m, t) {
+      if (m->handle == handle) {
+        HASH_DEL(g_maps, m);
+        free(m);
+      }
+    }
+    drop(l);
+  }
   l = calloc(1, sizeof *l);
   if (l) {   /* out of memory: the handle is unknown here, and its release ends it (the old rule) */
     l->handle = handle;
@@ -98,7 +107,9 @@ static void unmap_one(mapping *m, uint64_t **ended, size_t *n, size_t *cap) {
   life *l = find(m->handle);
   HASH_DEL(g_maps, m);
   free(m);
-  if (!l || --l->maps || l->refs) return;
+  if (!l) return;
+  if (l->maps) l->maps--;
+  if (l->maps || l->refs) return;
   if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 8;
     uint64_t *v = realloc(*ended, nc * sizeof *v);
