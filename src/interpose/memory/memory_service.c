@@ -445,7 +445,7 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   if (op->deferred) {
     vs_alloc_info rec;
     vs_acct_call(vs_tracker_find(VS_SPACE_HANDLE, op->rec.key, &rec) == 0 ? rec.card : 0, op->call);
-    if (r != CUDA_SUCCESS) vs_vmm_life_unrelease(op->rec.key);   /* the reference was not given back */
+    if (r != CUDA_SUCCESS) vs_vmm_life_retained(op->rec.key);   /* the reference was not given back */
     return r;
   }
   if (!op->known) {

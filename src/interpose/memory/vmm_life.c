@@ -79,13 +79,6 @@ int vs_vmm_life_release(uint64_t handle) {
   return ends;
 }
 
-void vs_vmm_life_unrelease(uint64_t handle) {
-  pthread_mutex_lock(&g_lock);
-  life *l = find(handle);
-  if (l) l->refs++;
-  pthread_mutex_unlock(&g_lock);
-}
-
 void vs_vmm_life_mapped(uint64_t handle, uint64_t va, uint64_t size) {
   pthread_mutex_lock(&g_lock);
   life *l = find(handle);

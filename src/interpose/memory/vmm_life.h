@@ -22,14 +22,13 @@
 
 /* A handle recorded by cuMemCreate: one reference, no mapping. */
 void vs_vmm_life_created(uint64_t handle);
-/* cuMemRetainAllocationHandle answered handle: one more reference. */
+/* One more reference: cuMemRetainAllocationHandle answered handle, or the
+ * driver refused a release vs_vmm_life_release had counted. */
 void vs_vmm_life_retained(uint64_t handle);
 /* Before the driver's cuMemRelease: 1 when that release ends the memory
  * (the last reference of an unmapped handle; also a handle this file does
- * not know), 0 when the memory stays (then the reference is taken off; a
- * refusal by the driver puts it back with vs_vmm_life_unrelease). */
+ * not know), 0 when the memory stays (then the reference is taken off). */
 int vs_vmm_life_release(uint64_t handle);
-void vs_vmm_life_unrelease(uint64_t handle);
 /* After a successful cuMemMap of handle at [va, va + size). */
 void vs_vmm_life_mapped(uint64_t handle, uint64_t va, uint64_t size);
 /* After a successful cuMemUnmap of [va, va + size): the mappings inside
