@@ -441,6 +441,14 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
   return VS_MEM_PASS;
 }
 
+/* A record the driver has freed leaves the counters and the tenant's books. */
+static void freed(const vs_alloc_info *rec) {
+  if (holds_device_memory(rec->kind)) vs_acct_request(rec->card, 0);
+  account(rec, -1);
+  if (rec->charged) vs_quota_uncharge(rec->card, rec->size);
+  else if (holds_device_memory(rec->kind)) vs_quota_refresh_live(rec->card);
+}
+
 CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   if (op->deferred) {
     vs_alloc_info rec;
@@ -467,10 +475,7 @@ CUresult vs_mem_free_end(vs_mem_op *op, CUresult r) {
   }
   vs_ctx_put(op->ctx);
   op->ctx = NULL;
-  if (holds_device_memory(op->rec.kind)) vs_acct_request(op->rec.card, 0);
-  account(&op->rec, -1);
-  if (op->rec.charged) vs_quota_uncharge(op->rec.card, op->rec.size);
-  else if (holds_device_memory(op->rec.kind)) vs_quota_refresh_live(op->rec.card);
+  freed(&op->rec);
   /* A pool's block went back to its pool (at once, or in stream order): the
    * pool may keep it reserved or give it back; what it holds is read again
    * (and at the program's next synchronisation, stream_syncs.c). */
@@ -495,10 +500,7 @@ void vs_mem_vmm_unmapped(uint64_t va, uint64_t size) {
     vs_alloc_info rec;
     if (vs_tracker_remove(VS_SPACE_HANDLE, ended[i], VS_FREE_RELEASE, &rec) != 0) continue;
     vs_observe_free(rec.card, rec.key, rec.size);
-    vs_acct_request(rec.card, 0);
-    account(&rec, -1);
-    if (rec.charged) vs_quota_uncharge(rec.card, rec.size);
-    else vs_quota_refresh_live(rec.card);
+    freed(&rec);
   }
   free(ended);
 }
