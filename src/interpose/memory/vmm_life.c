@@ -37,17 +37,22 @@ static void drop(life *l) {
   free(l);
 }
 
+/* g_lock held: the mappings of handle (every mapping: NULL) go. */
+static void drop_mappings(const uint64_t *handle) {
+  mapping *m, *t;
+  HASH_ITER(hh, g_maps, m, t) {
+    if (!handle || m->handle == *handle) {
+      HASH_DEL(g_maps, m);
+      free(m);
+    }
+  }
+}
+
 void vs_vmm_life_created(uint64_t handle) {
   pthread_mutex_lock(&g_lock);
   life *l = find(handle);
   if (l) {   /* a value the driver reused: the old memory ended unseen, and its mappings with it */
-    mapping *m, *t;
-    HASH_ITER(hh, g_maps, m, t) {
-      if (m->handle == handle) {
-        HASH_DEL(g_maps, m);
-        free(m);
-      }
-    }
+    drop_mappings(&handle);
     drop(l);
   }
   l = calloc(1, sizeof *l);
@@ -147,13 +152,6 @@ size_t vs_vmm_life_unmapped(uint64_t va, uint64_t size, uint64_t **ended) {
 void vs_vmm_life_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
   life *l, *lt;
-  HASH_ITER(hh, g_handles, l, lt) {
-    HASH_DEL(g_handles, l);
-    free(l);
-  }
-  mapping *m, *mt;
-  HASH_ITER(hh, g_maps, m, mt) {
-    HASH_DEL(g_maps, m);
-    free(m);
-  }
+  HASH_ITER(hh, g_handles, l, lt) drop(l);
+  drop_mappings(NULL);
 }
