@@ -16,7 +16,6 @@
  * CUDA_ERROR_NOT_SUPPORTED. Copies into and out of arrays are not
  * modelled either (docs/sim.md). */
 #include "sim_internal.h"
-#include <string.h>
 
 #define ARRAY_PITCH ((size_t)512)
 
