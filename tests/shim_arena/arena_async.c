@@ -48,7 +48,7 @@ static void fill(unsigned char *b, size_t n, unsigned seed) {
 }
 
 static _Atomic int g_release;
-static void sleeper(void *user) {   /* slow work: until released, at most 1 s */
+static void sleeper(void *user) {   /* slow work: until released, at most user ms */
   int ms_max = (int)(intptr_t)user;
   for (int ms = 0; ms < ms_max && !atomic_load(&g_release); ms++) usleep(1000);
 }
@@ -129,7 +129,11 @@ static int off_lane(int unsafe) {
   unsigned char *a = malloc(n), *b = malloc(n), *got = malloc(n);
   fill(a, n, 0x11);
   fill(b, n, 0xb2);
-  CUdeviceptr y, x = freed_under_slow_read(n, a, got, 1000);
+  /* Unsafe, nothing waits for the slow work and this function always
+   * releases it: a minute's cap keeps a slow machine from ending it
+   * before the new bytes land (which would hide the damage). */
+  int cap = unsafe ? 60000 : 1000;
+  CUdeviceptr y, x = freed_under_slow_read(n, a, got, cap);
   uint64_t syncs0 = own_syncs();
   T_CU(cuMemAlloc(&y, n));   /* off the lane: may be used on any stream at once */
   T_CU(cuMemcpyHtoDAsync(y, b, n, s));
@@ -145,7 +149,7 @@ static int off_lane(int unsafe) {
   T_CU(cuMemFree(y));
 
   /* The same, the new owner a cuMemAllocAsync on s: s waits, not the host. */
-  CUdeviceptr y2, small, x2 = freed_under_slow_read(n, a, got, 300);
+  CUdeviceptr y2, small, x2 = freed_under_slow_read(n, a, got, unsafe ? cap : 300);
   uint64_t syncs1 = own_syncs(), pool0 = pool_allocs();
   T_CU(cuMemAllocAsync(&y2, n, s));
   T_CU(cuMemcpyHtoDAsync(y2, b, n, s));

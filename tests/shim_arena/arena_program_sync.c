@@ -140,11 +140,16 @@ static void loop(const char *mode) {
 }
 
 /* ---- `one`: only w and the legacy stream are synchronised ---------------- */
+/* Slow work on s until the new bytes are written, at most g_cap_ms: a
+ * second when safe (the arena's sync waits for it), a minute when unsafe
+ * (nothing waits and the program lets it go; a second was not always
+ * enough on a slow machine for the allocations before the reuse). */
 static _Atomic int g_written;
+static int g_cap_ms = 1000;
 
 static void sleeper(void *user) {
   (void)user;
-  for (int ms = 0; ms < 1000 && !atomic_load(&g_written); ms++) usleep(1000);
+  for (int ms = 0; ms < g_cap_ms && !atomic_load(&g_written); ms++) usleep(1000);
 }
 
 #define MAX_TRIES 65536
@@ -205,6 +210,7 @@ static void hot_class(size_t n) {
 
 static void one(int unsafe, int destroy) {
   CUstream w, s;
+  if (unsafe) g_cap_ms = 60000;
   CUevent ev;
   hot_class(sizes[0]);
   T_CU(cuStreamCreate(&w, CU_STREAM_NON_BLOCKING));

@@ -33,13 +33,18 @@
 
 /* The slow work: it holds the stream until the program has written the
  * new bytes (so with immediate reuse the stream's copy surely runs after
- * them), or for at most a second (a stream-safe arena waits for it inside
- * cuMemAlloc, before anything is written). */
+ * them), or for at most g_cap_ms. Safe, that is a second: a stream-safe
+ * arena waits for it inside cuMemAlloc, before anything is written.
+ * Unsafe, nothing waits for it and the program always lets it go, so the
+ * cap is a minute: with a second, a slow machine (sanitizers, two cores)
+ * spent longer on the allocations before the reuse, the copy ran first
+ * and the damage went unseen. */
 static _Atomic int g_written;
+static int g_cap_ms = 1000;
 
 static void sleeper(void *user) {
   (void)user;
-  for (int ms = 0; ms < 1000 && !atomic_load(&g_written); ms++) usleep(1000);
+  for (int ms = 0; ms < g_cap_ms && !atomic_load(&g_written); ms++) usleep(1000);
 }
 
 static void fill(unsigned char *b, size_t n, unsigned char seed) {
@@ -94,6 +99,7 @@ static uint64_t ctx_syncs(void) { return t_stats(&g_shim, 0).driver_calls[VRAMSH
 
 int main(int argc, char **argv) {
   int unsafe = argc > 1 && !strcmp(argv[1], "unsafe");
+  if (unsafe) g_cap_ms = 60000;
   const char *kind = argc > 2 ? argv[2] : "nonblocking";
   int use_ptds = !strcmp(kind, "legacy-ptds");
   int legacy = !strcmp(kind, "legacy") || use_ptds, blocking = !strcmp(kind, "blocking");
