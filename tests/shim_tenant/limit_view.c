@@ -19,6 +19,13 @@ static void check_card(int card, uint64_t want) {
   T_EQ_U64(t, want, "cuMemGetInfo total");
   T_EQ_U64(dt, want, "cuDeviceTotalMem");
   T_EQ_U64(f, want, "cuMemGetInfo free");
+  /* One output alone (llama.cpp asks for free alone, OptiX for the total
+   * alone): the same view, not the card's. */
+  size_t f1 = 0, t1 = 0;
+  T_CU(cuMemGetInfo(&f1, NULL));
+  T_CU(cuMemGetInfo(NULL, &t1));
+  T_EQ_U64(f1, want, "cuMemGetInfo free asked alone");
+  T_EQ_U64(t1, want, "cuMemGetInfo total asked alone");
   CUdeviceptr half = 0, all = 0;
   T_CHECK(cuMemAlloc(&half, want / 2) == CUDA_SUCCESS, "card %d: half of the view", card);
   CUresult r = cuMemAlloc(&all, want);

@@ -181,10 +181,12 @@ SIM_API CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
     struct sim_ctx *c;
     CUresult r = sim_ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
-    if (!free_b || !total) return CUDA_ERROR_INVALID_VALUE;
+    /* One output may be NULL (OptiX asks for the total alone, llama.cpp
+     * for the free memory alone, and both run on the real driver). */
+    if (!free_b && !total) return CUDA_ERROR_INVALID_VALUE;
     uint64_t cap = sim_cfg.capacity[c->dev], used = sim_state_used(c->dev);
-    *total = cap;
-    *free_b = used >= cap ? 0 : cap - used;
+    if (total) *total = cap;
+    if (free_b) *free_b = used >= cap ? 0 : cap - used;
     return CUDA_SUCCESS;
 }
 
@@ -194,11 +196,11 @@ SIM_API CUresult cuMemGetInfo(unsigned int *free_b, unsigned int *total)
     struct sim_ctx *c;
     CUresult r = sim_ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
-    if (!free_b || !total) return CUDA_ERROR_INVALID_VALUE;
+    if (!free_b && !total) return CUDA_ERROR_INVALID_VALUE;
     uint64_t cap = sim_cfg.capacity[c->dev], used = sim_state_used(c->dev);
     uint64_t f = used >= cap ? 0 : cap - used;
-    *total = cap > 0xffffffffull ? 0xffffffffu : (unsigned)cap;
-    *free_b = f > 0xffffffffull ? 0xffffffffu : (unsigned)f;
+    if (total) *total = cap > 0xffffffffull ? 0xffffffffu : (unsigned)cap;
+    if (free_b) *free_b = f > 0xffffffffull ? 0xffffffffu : (unsigned)f;
     return CUDA_SUCCESS;
 }
 

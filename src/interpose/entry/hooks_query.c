@@ -4,20 +4,27 @@
 #include "hook_common.h"
 
 /* ---- cuMemGetInfo ------------------------------------------------------- */
+/* An output left NULL is valid to the driver (OptiX asks for the total
+ * alone, llama.cpp for the free memory alone): the driver is asked, so
+ * that it decides what is valid, and the output asked for is then the
+ * tenant's view like the pair's. */
 #define INFO_BODY(name, word_t)                                                 \
   VS_HOOK_ENTER(name, (free, total));                                           \
-  if (!free || !total) VS_FORWARD(name, (free, total));                         \
   vs_guard_enter();                                                             \
   int card = vs_driver_current_card(real);                                      \
   uint64_t f = 0, t = 0;                                                        \
   CUresult r;                                                                   \
-  if (vs_mem_info(card, &f, &t) == VS_MEM_DONE) {                               \
+  if (free && total && vs_mem_info(card, &f, &t) == VS_MEM_DONE) {              \
     *free = (word_t)f;                                                          \
     *total = (word_t)t;                                                         \
     r = CUDA_SUCCESS;                                                           \
   } else {                                                                      \
     r = real->name(free, total);                                                \
     vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);                               \
+    if (r == CUDA_SUCCESS && (!free || !total) && vs_mem_info(card, &f, &t) == VS_MEM_DONE) { \
+      if (free) *free = (word_t)f;                                              \
+      if (total) *total = (word_t)t;                                            \
+    }                                                                           \
   }                                                                             \
   vs_guard_leave();                                                             \
   return r
