@@ -75,6 +75,8 @@ run bytes 0 CUDA_DEVICE_MEMORY_LIMIT=1073741824 -- 0=$GiB 1=$GiB
 run zero_falls_back 0 CUDA_DEVICE_MEMORY_LIMIT=768M CUDA_DEVICE_MEMORY_LIMIT_1=0 -- 0=$((768 * MiB)) 1=$((768 * MiB))
 run zero_no_limit 0 CUDA_DEVICE_MEMORY_LIMIT=0 -- 0=$C0 1=$C1
 run above_card 0 CUDA_DEVICE_MEMORY_LIMIT=64g -- 0=$C0 1=$C1
+# A view of exactly 4 GiB: the legacy 32-bit queries saturate, never wrap to 0.
+run four_gib 0 CUDA_DEVICE_MEMORY_LIMIT=4g -- 0=$((4 * GiB)) 1=$((4 * GiB))
 
 # A malformed value: the config-error rule (exit 78, the variable named), or
 # passthrough without enforcement.

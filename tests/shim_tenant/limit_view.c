@@ -5,6 +5,7 @@
  * (hami_env_test.sh) and, from the installed .deb, by the package test.
  * Prints one line per card; exit 0 when every card matches. */
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include "shim_test.h"
 
@@ -26,6 +27,20 @@ static void check_card(int card, uint64_t want) {
   T_CU(cuMemGetInfo(NULL, &t1));
   T_EQ_U64(f1, want, "cuMemGetInfo free asked alone");
   T_EQ_U64(t1, want, "cuMemGetInfo total asked alone");
+  /* The legacy 32-bit variants (the library's unversioned names) saturate
+   * at 4 GiB - 1 as the sim's do; a 4 GiB view must not wrap to 0. */
+  typedef CUresult (*info32_fn)(unsigned int *, unsigned int *);
+  typedef CUresult (*total32_fn)(unsigned int *, CUdevice);
+  info32_fn info32 = (info32_fn)dlsym(RTLD_DEFAULT, "cuMemGetInfo");
+  total32_fn total32 = (total32_fn)dlsym(RTLD_DEFAULT, "cuDeviceTotalMem");
+  T_CHECK(info32 && total32, "the legacy cuMemGetInfo and cuDeviceTotalMem are exported");
+  unsigned int f32 = 0, t32 = 0, dt32 = 0;
+  uint64_t want32 = want > 0xffffffffull ? 0xffffffffull : want;
+  T_CU(info32(&f32, &t32));
+  T_CU(total32(&dt32, card));
+  T_EQ_U64(f32, want32, "legacy cuMemGetInfo free");
+  T_EQ_U64(t32, want32, "legacy cuMemGetInfo total");
+  T_EQ_U64(dt32, want32, "legacy cuDeviceTotalMem");
   CUdeviceptr half = 0, all = 0;
   T_CHECK(cuMemAlloc(&half, want / 2) == CUDA_SUCCESS, "card %d: half of the view", card);
   CUresult r = cuMemAlloc(&all, want);

@@ -3,6 +3,12 @@
  * attributes (an arena block's own range). Otherwise each passes through. */
 #include "hook_common.h"
 
+/* A figure in the output's word: the legacy 32-bit variants saturate at
+ * 4 GiB - 1, as the sim's do (a cast wrapped a 4 GiB view to 0 free and 0
+ * total; what the real driver's legacy entry points answer above 4 GiB has
+ * not been measured here). */
+#define AS_WORD(word_t, v) ((uint64_t)(word_t)-1 < (v) ? (word_t)-1 : (word_t)(v))
+
 /* ---- cuMemGetInfo ------------------------------------------------------- */
 /* An output left NULL is valid to the driver (OptiX asks for the total
  * alone, llama.cpp for the free memory alone): the driver is asked, so
@@ -15,15 +21,15 @@
   uint64_t f = 0, t = 0;                                                        \
   CUresult r;                                                                   \
   if (free && total && vs_mem_info(card, &f, &t) == VS_MEM_DONE) {              \
-    *free = (word_t)f;                                                          \
-    *total = (word_t)t;                                                         \
+    *free = AS_WORD(word_t, f);                                                 \
+    *total = AS_WORD(word_t, t);                                                \
     r = CUDA_SUCCESS;                                                           \
   } else {                                                                      \
     r = real->name(free, total);                                                \
     vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);                               \
     if (r == CUDA_SUCCESS && (!free || !total) && vs_mem_info(card, &f, &t) == VS_MEM_DONE) { \
-      if (free) *free = (word_t)f;                                              \
-      if (total) *total = (word_t)t;                                            \
+      if (free) *free = AS_WORD(word_t, f);                                     \
+      if (total) *total = AS_WORD(word_t, t);                                   \
     }                                                                           \
   }                                                                             \
   vs_guard_leave();                                                             \
@@ -40,7 +46,7 @@ CUresult vs_hook_cuMemGetInfo(unsigned int *free, unsigned int *total) { INFO_BO
   uint64_t t = 0;                                                               \
   CUresult r;                                                                   \
   if (vs_mem_info((int)dev, NULL, &t) == VS_MEM_DONE) {                         \
-    *bytes = (word_t)t;                                                         \
+    *bytes = AS_WORD(word_t, t);                                                \
     r = CUDA_SUCCESS;                                                           \
   } else {                                                                      \
     r = real->name(bytes, dev);                                                 \
