@@ -43,6 +43,7 @@ typedef struct vs_trace {
   uint32_t nallocs;
   uint64_t nfrees;
   uint64_t failures_skipped;  /* `allocate failure` lines */
+  uint64_t zero_skipped;      /* allocates of 0 bytes, and frees of 0 bytes of a pointer not live */
   uint64_t live_at_end;       /* allocations never freed in the trace */
   /* Allocations on a stream other than the legacy default stream (Stream
    * 0x0, or 0x1: CU_STREAM_LEGACY). 0: the program used only the legacy
