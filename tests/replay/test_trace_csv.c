@@ -52,7 +52,7 @@ static void test_good_trace(void **state) {
 
 /* RMM logs a 0-byte allocate (a null pointer, as often as the program
  * asks) and its deallocate: skipped and counted; the pointer stays free
- * for a real allocation. */
+ * for a real allocation. Its null pointers may read "(nil)". */
 static void test_zero_bytes(void **state) {
   (void)state;
   static const char text[] = HDR
@@ -62,15 +62,42 @@ static void test_zero_bytes(void **state) {
       "0,00:00:00.000003,allocate,0x10,100,0x0\n"
       "0,00:00:00.000004,free,0x0,0,0x0\n"
       "0,00:00:00.000005,free,0x10,100,0x0\n"
-      "0,00:00:00.000006,free,0x10,0,0x0\n";
+      "0,00:00:00.000006,free,0x10,0,0x0\n"
+      /* RMM writes the null pointer with %p: "(nil)" on glibc */
+      "0,00:00:00.000007,allocate failure,(nil),4096,0\n"
+      "0,00:00:00.000008,allocate,(nil),0,(nil)\n"
+      "0,00:00:00.000009,free,(nil),0,0\n";
   vs_trace t;
   char err[256] = "";
   assert_int_equal(read_string(text, sizeof text - 1, &t, err, sizeof err), 0);
   assert_int_equal(t.nallocs, 1);
   assert_int_equal(t.nev, 2);
   assert_int_equal(t.sizes[0], 100);
-  assert_int_equal(t.zero_skipped, 5);
+  assert_int_equal(t.zero_skipped, 7);
+  assert_int_equal(t.failures_skipped, 1);
   assert_int_equal(t.live_at_end, 0);
+  vs_trace_free(&t);
+}
+
+/* RMM logs the time of day: past midnight the clock starts again, and
+ * the replay's clock goes on (lines a moment out of order still keep the
+ * latest time). */
+static void test_midnight(void **state) {
+  (void)state;
+  static const char text[] = HDR
+      "0,23:59:59.000000,allocate,0x10,100,0x0\n"
+      "0,23:59:59.500000,allocate,0x20,100,0x0\n"
+      "1,23:59:59.400000,free,0x10,100,0x0\n"
+      "0,00:00:00.500000,free,0x20,100,0x0\n"
+      "0,23:59:59.900000,allocate,0x10,100,0x0\n"
+      "0,00:00:02.000000,free,0x10,100,0x0\n";
+  vs_trace t;
+  char err[256] = "";
+  assert_int_equal(read_string(text, sizeof text - 1, &t, err, sizeof err), 0);
+  const uint64_t s = 1000000, day = 86400 * s;
+  const uint64_t want[] = {day - s, day - s / 2, day - s / 2, day + s / 2, day + s / 2, day + 2 * s};
+  assert_int_equal(t.nev, 6);
+  for (size_t i = 0; i < 6; i++) assert_int_equal(t.time_us[i], want[i]);
   vs_trace_free(&t);
 }
 
@@ -177,6 +204,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good_trace), cmocka_unit_test(test_header_only), cmocka_unit_test(test_bad_traces),
       cmocka_unit_test(test_nul_byte),   cmocka_unit_test(test_missing_file), cmocka_unit_test(test_zero_bytes),
+      cmocka_unit_test(test_midnight),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,9 +30,12 @@ typedef struct reader {
   size_t cap_ev, cap_alloc;
   live_ptr *live;   /* uthash head */
   live_ptr *spare;  /* recycled nodes, linked through hh.next */
-  uint64_t now_us, max_us;  /* Time of the current line; latest so far */
+  uint64_t now_us, max_us;  /* Time of the current line (days past midnight added); latest so far */
+  uint64_t days_us;         /* midnights passed, in microseconds (see parse_line) */
   char shown[48];   /* see show() */
 } reader;
+
+#define HALF_DAY_US (12ull * 3600 * 1000000)
 
 static int fail(reader *r, const char *fmt, ...) VS_PRINTF(2, 3);
 static int fail(reader *r, const char *fmt, ...) {
@@ -197,6 +200,18 @@ static int do_free(reader *r, uint64_t ptr, uint64_t size) {
   return push_event(r, id, 1);
 }
 
+/* A Pointer or Stream: hex (0x...) or decimal, or "(nil)": the null
+ * pointer as printf's %p writes it on glibc, which RMM's logging adaptor
+ * uses (an `allocate failure` line always has it; RMM's own replay reads it
+ * as 0). */
+static int parse_ptr(field f, uint64_t *out) {
+  if (f.len == 5 && !memcmp(f.s, "(nil)", 5)) {
+    *out = 0;
+    return 0;
+  }
+  return vs_trace_parse_u64(f.s, f.len, 1, out);
+}
+
 static int parse_line(reader *r, char *s, size_t len) {
   field f[NCOLS];
   size_t n = 0, start = 0;
@@ -213,13 +228,24 @@ static int parse_line(reader *r, char *s, size_t len) {
   if (vs_trace_parse_u64(f[0].s, f[0].len, 1, &thread))
     return fail(r, "bad Thread '%s': not an unsigned number", show(r, f[0]));
   if (!valid_time(f[1].s, f[1].len, &r->now_us)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
-  int rc = vs_trace_parse_u64(f[3].s, f[3].len, 1, &ptr);
+  /* RMM's logging adaptor writes the time of day: a log that runs past
+   * midnight starts again at 00:00. A step back of more than 12 hours is
+   * that, not threads' lines out of order (those differ by moments); and a
+   * line from before midnight written just after it belongs to that day. */
+  r->now_us += r->days_us;
+  if (r->now_us + HALF_DAY_US < r->max_us) {
+    r->days_us += 2 * HALF_DAY_US;
+    r->now_us += 2 * HALF_DAY_US;
+  } else if (r->days_us && r->now_us > r->max_us + HALF_DAY_US) {
+    r->now_us -= 2 * HALF_DAY_US;
+  }
+  int rc = parse_ptr(f[3], &ptr);
   if (rc) return fail(r, "bad Pointer '%s': %s", show(r, f[3]), rc == -2 ? "out of range" : "not a number");
   rc = vs_trace_parse_u64(f[4].s, f[4].len, 0, &size);
   if (rc == -1) return fail(r, "bad Size '%s': not a decimal number of bytes", show(r, f[4]));
   if (rc == -2 || size > VS_TRACE_MAX_SIZE)
     return fail(r, "bad Size '%s': larger than %llu bytes (1 PiB)", show(r, f[4]), VS_TRACE_MAX_SIZE);
-  rc = vs_trace_parse_u64(f[5].s, f[5].len, 1, &stream);
+  rc = parse_ptr(f[5], &stream);
   if (rc) return fail(r, "bad Stream '%s': %s", show(r, f[5]), rc == -2 ? "out of range" : "not a number");
 
   const field *a = &f[2];
