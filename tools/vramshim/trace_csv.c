@@ -31,7 +31,7 @@ typedef struct reader {
   live_ptr *live;   /* uthash head */
   live_ptr *spare;  /* recycled nodes, linked through hh.next */
   uint64_t now_us, max_us;  /* Time of the current line (days past midnight added); latest so far */
-  uint64_t days_us;         /* midnights passed, in microseconds (see parse_line) */
+  uint64_t days_us;         /* midnights passed, in microseconds (past_midnight) */
   char shown[48];   /* see show() */
 } reader;
 
@@ -200,6 +200,21 @@ static int do_free(reader *r, uint64_t ptr, uint64_t size) {
   return push_event(r, id, 1);
 }
 
+/* RMM's logging adaptor writes the time of day: a log that runs past
+ * midnight starts again at 00:00. A step back of more than 12 hours is
+ * that, not threads' lines out of order (those differ by moments); and a
+ * line from before midnight written just after it belongs to that day.
+ * Adds the days passed to the line's time (r->now_us). */
+static void past_midnight(reader *r) {
+  r->now_us += r->days_us;
+  if (r->now_us + HALF_DAY_US < r->max_us) {
+    r->days_us += 2 * HALF_DAY_US;
+    r->now_us += 2 * HALF_DAY_US;
+  } else if (r->days_us && r->now_us > r->max_us + HALF_DAY_US) {
+    r->now_us -= 2 * HALF_DAY_US;
+  }
+}
+
 /* A Pointer or Stream: hex (0x...) or decimal, or "(nil)": the null
  * pointer as printf's %p writes it on glibc, which RMM's logging adaptor
  * uses (an `allocate failure` line always has it; RMM's own replay reads it
@@ -228,17 +243,7 @@ static int parse_line(reader *r, char *s, size_t len) {
   if (vs_trace_parse_u64(f[0].s, f[0].len, 1, &thread))
     return fail(r, "bad Thread '%s': not an unsigned number", show(r, f[0]));
   if (!valid_time(f[1].s, f[1].len, &r->now_us)) return fail(r, "bad Time '%s': expected HH:MM:SS.ffffff", show(r, f[1]));
-  /* RMM's logging adaptor writes the time of day: a log that runs past
-   * midnight starts again at 00:00. A step back of more than 12 hours is
-   * that, not threads' lines out of order (those differ by moments); and a
-   * line from before midnight written just after it belongs to that day. */
-  r->now_us += r->days_us;
-  if (r->now_us + HALF_DAY_US < r->max_us) {
-    r->days_us += 2 * HALF_DAY_US;
-    r->now_us += 2 * HALF_DAY_US;
-  } else if (r->days_us && r->now_us > r->max_us + HALF_DAY_US) {
-    r->now_us -= 2 * HALF_DAY_US;
-  }
+  past_midnight(r);
   int rc = parse_ptr(f[3], &ptr);
   if (rc) return fail(r, "bad Pointer '%s': %s", show(r, f[3]), rc == -2 ? "out of range" : "not a number");
   rc = vs_trace_parse_u64(f[4].s, f[4].len, 0, &size);
