@@ -37,6 +37,7 @@ static const char *const memory_families[] = {
     /* the device's graph memory pool charged by what it reserves (graph_charge.c) */
     "cuGraphAddMemAllocNode", "cuGraphDestroy", "cuGraphInstantiate", "cuGraphInstantiateWithFlags",
     "cuGraphInstantiateWithParams", "cuGraphLaunch", "cuGraphExecDestroy", "cuDeviceGraphMemTrim",
+    "cuGraphAddNode", "cuGraphUpload",
     /* CUDA arrays: device memory by handle (hooks_array.c) */
     "cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate", "cuArrayDestroy", "cuMipmappedArrayDestroy"};
 
@@ -79,6 +80,10 @@ static const struct {
     {"cuGraphLaunch", 10000, 0, "cuGraphLaunch"},
     {"cuGraphLaunch", 10000, 2, "cuGraphLaunch_ptsz"},
     {"cuGraphInstantiateWithParams", 12000, 2, "cuGraphInstantiateWithParams_ptsz"},
+    {"cuGraphAddNode", 12020, 0, "cuGraphAddNode"},
+    {"cuGraphAddNode", 12030, 0, "cuGraphAddNode_v2"},
+    {"cuGraphUpload", 11010, 0, "cuGraphUpload"},
+    {"cuGraphUpload", 11010, 2, "cuGraphUpload_ptsz"},
     {"cuArrayCreate", 3020, 0, "cuArrayCreate_v2"},
     {"cuArray3DCreate", 3020, 0, "cuArray3DCreate_v2"},
     {"cuMipmappedArrayCreate", 5000, 0, "cuMipmappedArrayCreate"},

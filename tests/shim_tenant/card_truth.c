@@ -14,6 +14,12 @@
  *        the limit is refused at launch (CUDA_ERROR_OUT_OF_MEMORY), the
  *        sim's charge never passes the limit; trim and the context's end
  *        give it back.
+ *   card_truth case graphup MODE WORKDIR   graph memory backed ahead of a
+ *        launch: cuGraphUpload (and its per-thread variant) and
+ *        instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, of graphs
+ *        built with cuGraphAddNode (both signatures): charged when
+ *        uploaded, refused past the limit with the driver not asked, given
+ *        back by trim and the context's end.
  *   card_truth case array MODE WORKDIR   CUDA arrays (2D, 3D, layered,
  *        mipmapped; through cuGetProcAddress too): charged to the tenant by
  *        their estimated size, which on the sim is what the card holds; one
@@ -309,13 +315,127 @@ static int w_graph(void) {
   return 0;
 }
 
-/* ---- CUDA arrays ---- */
 
 static uint64_t view_free(void) {
   size_t f = 0, t = 0;
   CHECK(cuMemGetInfo(&f, &t) == CUDA_SUCCESS && t == LIMIT, "the tenant's view");
   return f;
 }
+
+/* A graph of one allocation node of mib MiB and its free node, both added
+ * by add (cuGraphAddNode's 12.2 or 12.3 signature); instantiated by inst. */
+typedef CUresult (*add_node_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *);
+static CUgraph generic_graph(uint64_t mib, add_node_v1 add_v1) {
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  np.alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  np.alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  np.alloc.bytesize = mib * MiB;
+  CUgraphNode a, f;
+  CUresult r = add_v1 ? add_v1(&a, g, NULL, 0, &np) : cuGraphAddNode(&a, g, NULL, NULL, 0, &np);
+  CHECK(r == CUDA_SUCCESS && np.alloc.dptr, "cuGraphAddNode(MEM_ALLOC %llu MiB) = %d", (unsigned long long)mib, (int)r);
+  CUdeviceptr p = np.alloc.dptr;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  np.free.dptr = p;
+  r = add_v1 ? add_v1(&f, g, &a, 1, &np) : cuGraphAddNode(&f, g, &a, NULL, 1, &np);
+  CHECK(r == CUDA_SUCCESS, "cuGraphAddNode(MEM_FREE) = %d", (int)r);
+  return g;
+}
+
+/* Graph memory that comes by upload: cuGraphUpload and instantiation with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD back a graph's allocations before any
+ * launch, and the graphs here are built with cuGraphAddNode. */
+static int w_graphup(void) {
+  tp_cuda_up();
+  uint64_t free0 = view_free();
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0) == CUDA_SUCCESS, "stream");
+  add_node_v1 add_v1 = NULL;
+  CHECK(cuGetProcAddress("cuGraphAddNode", (void **)&add_v1, 12020, 0, NULL) == CUDA_SUCCESS && add_v1,
+        "cuGetProcAddress(cuGraphAddNode, 12020)");
+  CUresult (*upload_ptsz)(CUgraphExec, CUstream) = NULL;
+  CHECK(cuGetProcAddress("cuGraphUpload", (void **)&upload_ptsz, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                         NULL) == CUDA_SUCCESS && upload_ptsz,
+        "cuGetProcAddress(cuGraphUpload, per-thread)");
+
+  /* 1. An upload backs 32 MiB before the launch: the books count them. */
+  CUgraph g32 = generic_graph(32, NULL), g48 = generic_graph(48, add_v1);
+  CUgraphExec e32, e48;
+  CHECK(cuGraphInstantiateWithFlags(&e32, g32, 0) == CUDA_SUCCESS, "instantiate 32");
+  CHECK(cuGraphInstantiateWithFlags(&e48, g48, 0) == CUDA_SUCCESS, "instantiate 48");
+  CHECK(cuGraphUpload(e32, s) == CUDA_SUCCESS, "cuGraphUpload 32 MiB");
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 32 * MiB && card_used() == 32 * MiB,
+        "the upload reserved 32 MiB: card %llu", (unsigned long long)card_used());
+  CHECK(free0 - view_free() == 32 * MiB, "the books count the upload: %llu", (unsigned long long)(free0 - view_free()));
+
+  /* 2. An upload whose growth passes the limit is refused, the driver not
+   * asked: 48 MiB take the pool's spare 32 and 16 more, next to 24 MiB of
+   * cuMemAlloc. */
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, 24 * MiB) == CUDA_SUCCESS, "cuMemAlloc(24 MiB) next to 32 uploaded");
+  CUresult r = cuGraphUpload(e48, s);
+  WITHIN_LIMIT("an upload of 48 MiB next to 32 + 24");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuGraphUpload(48 MiB) next to 32 + 24 = %d", (int)r);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 32 * MiB, "the driver was not asked");
+
+  /* 3. So is an instantiation that uploads; once the 24 MiB are freed it
+   * fits (the arena's cache of them given back first). */
+  CUDA_GRAPH_INSTANTIATE_PARAMS ip;
+  memset(&ip, 0, sizeof ip);
+  ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  ip.hUploadStream = s;
+  CUgraphExec u48 = NULL;
+  r = cuGraphInstantiateWithParams(&u48, g48, &ip);
+  WITHIN_LIMIT("an instantiation uploading 48 MiB next to 32 + 24");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY && ip.result_out == CUDA_GRAPH_INSTANTIATE_ERROR,
+        "cuGraphInstantiateWithParams(UPLOAD, 48 MiB) next to 32 + 24 = %d (result %d)", (int)r, (int)ip.result_out);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 32 * MiB, "the driver was not asked");
+  CHECK(cuMemFree(p) == CUDA_SUCCESS, "free the 24 MiB");
+  memset(&ip, 0, sizeof ip);
+  ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+  ip.hUploadStream = s;
+  r = cuGraphInstantiateWithParams(&u48, g48, &ip);
+  WITHIN_LIMIT("an instantiation uploading 48 MiB next to 32 and a cache");
+  CHECK(r == CUDA_SUCCESS && ip.result_out == CUDA_GRAPH_INSTANTIATE_SUCCESS, "instantiate-and-upload 48 MiB = %d",
+        (int)r);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 48 * MiB && card_used() == 48 * MiB &&
+            free0 - view_free() == 48 * MiB,
+        "uploaded at instantiation: card %llu, books %llu", (unsigned long long)card_used(),
+        (unsigned long long)(free0 - view_free()));
+
+  /* 4. Its launch takes what the upload reserved; the books hold the limit
+   * against other memory meanwhile. */
+  CHECK(cuGraphLaunch(u48, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "launch after upload");
+  CHECK(card_used() == 48 * MiB, "no growth at the launch: %llu", (unsigned long long)card_used());
+  r = cuMemAlloc(&p, 24 * MiB);
+  WITHIN_LIMIT("cuMemAlloc(24 MiB) next to an uploaded 48");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc(24 MiB) next to 48 uploaded = %d", (int)r);
+
+  /* 5. The per-thread upload, after a trim. */
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && card_used() == 0, "trimmed again");
+  CHECK(upload_ptsz(e32, s) == CUDA_SUCCESS, "cuGraphUpload_ptsz 32 MiB");
+  CHECK(card_used() == 32 * MiB && free0 - view_free() == 32 * MiB, "per-thread upload: card %llu, books %llu",
+        (unsigned long long)card_used(), (unsigned long long)(free0 - view_free()));
+
+  /* 6. The context's end gives it all back. */
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS, "stream");
+  CHECK(cuGraphExecDestroy(e32) == CUDA_SUCCESS && cuGraphExecDestroy(e48) == CUDA_SUCCESS &&
+            cuGraphExecDestroy(u48) == CUDA_SUCCESS && cuGraphDestroy(g32) == CUDA_SUCCESS &&
+            cuGraphDestroy(g48) == CUDA_SUCCESS,
+        "destroys");
+  CHECK(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS, "the context ends");
+  CHECK(card_used() == 0, "the context's end gave the graph pool back: %llu", (unsigned long long)card_used());
+  tp_cuda_up();
+  CHECK(view_free() == free0, "the books hold nothing of it");
+  SAY("graphup ok");
+  return 0;
+}
+
+/* ---- CUDA arrays ---- */
 
 static int w_array(void) {
   tp_cuda_up();
@@ -681,6 +801,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "pool") && argc == 3) return w_pool(argv[2]);
   if (!strcmp(argv[1], "host")) return w_host();
   if (!strcmp(argv[1], "graph")) return w_graph();
+  if (!strcmp(argv[1], "graphup")) return w_graphup();
   if (!strcmp(argv[1], "array")) return w_array();
   if (!strcmp(argv[1], "vmmlife")) return w_vmmlife();
   if (!strcmp(argv[1], "hostpool")) return w_hostpool();
@@ -697,7 +818,8 @@ int main(int argc, char **argv) {
     tp_config(arena_line(argv[4]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
-  } else if (!strcmp(c, "graph") || !strcmp(c, "hostpool") || !strcmp(c, "array") || !strcmp(c, "vmmlife")) {
+  } else if (!strcmp(c, "graph") || !strcmp(c, "graphup") || !strcmp(c, "hostpool") || !strcmp(c, "array") ||
+             !strcmp(c, "vmmlife")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {c, NULL};

@@ -1,8 +1,8 @@
 /* Graphs' memory nodes (graph.c): the device's graph pool reserves memory
  * on the card at launch, keeps it after the graph's free nodes ran, gives
  * what it does not use back on cuDeviceGraphMemTrim and everything at the
- * context's end; the attributes; allocations a graph keeps; the lookup of
- * the entry points. Cards: 1GiB, 1GiB. */
+ * context's end; the attributes; allocations a graph keeps; uploads and
+ * the generic node function; the lookup of the entry points. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
 #include <string.h>
@@ -104,6 +104,65 @@ static void kept_allocation_and_context_end(void **state)
     CU_OK(cuGraphExecDestroy(big));
 }
 
+/* cuGraphUpload and instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
+ * back the allocations before the launch (reserved, none in use); the
+ * generic cuGraphAddNode adds the memory node kinds. */
+static void upload_and_generic_nodes(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    np.alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    np.alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    np.alloc.bytesize = 40 * MiB;
+    CUgraphNode an, fn;
+    CU_OK(cuGraphAddNode(&an, g, NULL, NULL, 0, &np));
+    assert_true(np.alloc.dptr != 0);
+    CUdeviceptr p = np.alloc.dptr;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    np.free.dptr = p;
+    CU_OK(cuGraphAddNode(&fn, g, &an, NULL, 1, &np));
+    CU_ERR(cuGraphAddNode(&fn, g, &an, NULL, 1, &np), CUDA_ERROR_INVALID_VALUE);   /* freed twice */
+    np.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    CU_ERR(cuGraphAddNode(&fn, g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphUpload(e, 0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 40 * MiB);
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    assert_int_equal(vramsim_card_used(0), 40 * MiB);
+    CU_OK(cuGraphLaunch(e, 0));   /* takes what the upload reserved */
+    assert_int_equal(vramsim_card_used(0), 40 * MiB);
+    CU_OK(cuDeviceGraphMemTrim(0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    /* instantiation that uploads; result_out says how it went */
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip;
+    memset(&ip, 0, sizeof ip);
+    ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    ip.result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUgraphExec u;
+    CU_OK(cuGraphInstantiateWithParams(&u, g, &ip));
+    assert_int_equal(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+    assert_int_equal(vramsim_card_used(0), 40 * MiB);
+    CU_ERR(cuGraphInstantiateWithParams(&u, g, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuGraphUpload(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    /* an upload the card cannot back */
+    CUgraphExec big = one_alloc(0, 2 * GiB, 1, 0);
+    CU_ERR(cuGraphUpload(big, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(vramsim_card_used(0), 40 * MiB);
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphExecDestroy(u));
+    CU_OK(cuGraphExecDestroy(big));
+    CU_OK(cuGraphDestroy(g));
+}
+
 static void bad_arguments(void **state)
 {
     (void)state;
@@ -159,6 +218,12 @@ static void lookup(void **state)
     void *pt = NULL;
     CU_OK(cuGetProcAddress("cuGraphLaunch", &pt, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
     assert_ptr_not_equal(fn, pt);
+    CU_OK(cuGetProcAddress("cuGraphUpload", &fn, 13000, 0, NULL));
+    assert_ptr_equal(fn, (void *)cuGraphUpload);
+    CU_OK(cuGetProcAddress("cuGraphAddNode", &fn, 12020, 0, NULL));
+    assert_ptr_not_equal(fn, (void *)cuGraphAddNode);   /* cuda.h's name is the 12.3 signature */
+    CU_OK(cuGetProcAddress("cuGraphAddNode", &fn, 12030, 0, NULL));
+    assert_ptr_equal(fn, (void *)cuGraphAddNode);
     CU_OK(cuGetProcAddress("cuDeviceGraphMemTrim", &fn, 13000, 0, NULL));
     assert_ptr_equal(fn, (void *)cuDeviceGraphMemTrim);
     CUdriverProcAddressQueryResult st;
@@ -170,7 +235,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_reserve_keep_trim), cmocka_unit_test(kept_allocation_and_context_end),
-        cmocka_unit_test(bad_arguments), cmocka_unit_test(lookup),
+        cmocka_unit_test(upload_and_generic_nodes), cmocka_unit_test(bad_arguments), cmocka_unit_test(lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /* CUDA graphs, as far as their memory nodes go (issue 22).
  *
- * A graph here is a list of memory-allocation and memory-free nodes; no
- * other node kind is modelled, nothing runs on the stream. What is
- * modelled is the device's graph memory pool, as the driver keeps it:
+ * A graph here is a list of memory-allocation and memory-free nodes (added
+ * by their own functions or by cuGraphAddNode); no other node kind is
+ * modelled, nothing runs on the stream. What is modelled is the device's
+ * graph memory pool, as the driver keeps it:
  *   - an allocation node gets its fixed address when it is added (a
  *     mapping of its own, uncharged: address space, not memory); the
  *     address is not a device record, so copies do not accept it;
@@ -11,6 +12,9 @@
  *     card like any allocation) when what it reserves and does not use is
  *     too little; the graph's free nodes give their bytes back to the pool,
  *     which keeps them reserved;
+ *   - cuGraphUpload (and instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_
+ *     UPLOAD) backs the graph's allocations ahead of its launch: the pool
+ *     grows as for a launch, nothing is in use;
  *   - an allocation no free node of the graph frees stays in use until the
  *     next launch of the same executable graph with
  *     CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (without it that
@@ -136,10 +140,9 @@ static CUresult add_node(struct sim_graph *g, struct gnode *x, CUgraphNode *out)
     return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-                                        size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+static CUresult add_alloc(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                          size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
-    SIM_COUNT(cuGraphAddMemAllocNode);
     SIM_REQUIRE_INIT();
     struct sim_graph *g = graph_get(hGraph);
     if (!phGraphNode || !g || !p || (numDependencies && !dependencies) || p->bytesize == 0 ||
@@ -168,12 +171,18 @@ SIM_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph
     return CUDA_SUCCESS;
 }
 
+SIM_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                        size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    SIM_COUNT(cuGraphAddMemAllocNode);
+    return add_alloc(phGraphNode, hGraph, dependencies, numDependencies, p);
+}
+
 /* Only an allocation of the same graph, freed once (the driver also takes
  * allocations of other graphs: not modelled). */
-SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-                                       size_t numDependencies, CUdeviceptr dptr)
+static CUresult add_free(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                         size_t numDependencies, CUdeviceptr dptr)
 {
-    SIM_COUNT(cuGraphAddMemFreeNode);
     SIM_REQUIRE_INIT();
     struct sim_graph *g = graph_get(hGraph);
     if (!phGraphNode || !g || (numDependencies && !dependencies)) return CUDA_ERROR_INVALID_VALUE;
@@ -193,6 +202,46 @@ SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     }
     a->freed = 1;
     return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                       size_t numDependencies, CUdeviceptr dptr)
+{
+    SIM_COUNT(cuGraphAddMemFreeNode);
+    return add_free(phGraphNode, hGraph, dependencies, numDependencies, dptr);
+}
+
+/* The generic node API (CUDA 12.2; _v2 with edge data, 12.3): only the
+ * memory node kinds are modelled, the same as their own functions. */
+static CUresult add_node_generic(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                 size_t numDependencies, CUgraphNodeParams *np)
+{
+    SIM_REQUIRE_INIT();
+    if (!np) return CUDA_ERROR_INVALID_VALUE;
+    if (np->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+        return add_free(phGraphNode, hGraph, dependencies, numDependencies, np->free.dptr);
+    if (np->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_MEM_ALLOC_NODE_PARAMS p = {.poolProps = np->alloc.poolProps, .accessDescs = np->alloc.accessDescs,
+                                    .accessDescCount = np->alloc.accessDescCount, .bytesize = np->alloc.bytesize};
+    CUresult r = add_alloc(phGraphNode, hGraph, dependencies, numDependencies, &p);
+    if (r == CUDA_SUCCESS) np->alloc.dptr = p.dptr;
+    return r;
+}
+
+SIM_API CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+    SIM_COUNT(cuGraphAddNode);
+    return add_node_generic(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+}
+
+SIM_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                   CUgraphNodeParams *nodeParams)
+{
+    SIM_COUNT(cuGraphAddNode_v2);
+    (void)dependencyData;   /* edges carry no memory */
+    return add_node_generic(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
 }
 
 #define KNOWN_INSTANTIATE_FLAGS                                                              \
@@ -281,7 +330,37 @@ static int charge_growth(const struct sim_gexec *e, int auto_free, uint64_t grow
     return 0;
 }
 
-static CUresult launch(CUgraphExec hGraphExec, CUstream hStream)
+/* graph_lock held, e valid: charges the growth e's launch (or upload)
+ * needs, retrying once after the pools gave back their cached memory (as
+ * before any failing allocation). *pe is e again afterwards, NULL when the
+ * program destroyed it meanwhile; CUDA_ERROR_OUT_OF_MEMORY with nothing
+ * charged when the card cannot. */
+static CUresult charge_launch(CUgraphExec h, struct sim_gexec **pe, int auto_free, uint64_t grow[SIM_MAX_CARDS])
+{
+    if (!charge_growth(*pe, auto_free, grow)) return CUDA_SUCCESS;
+    pthread_mutex_unlock(&graph_lock);
+    sim_pools_sync_trim();
+    pthread_mutex_lock(&graph_lock);
+    *pe = exec_get(h);
+    if (!*pe) return CUDA_ERROR_INVALID_VALUE;
+    return charge_growth(*pe, auto_free, grow) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+/* graph_lock held: the pool of each device e uses grew by grow[] for ctx. */
+static void pools_grew(const struct sim_gexec *e, const uint64_t grow[SIM_MAX_CARDS], struct sim_ctx *ctx)
+{
+    for (int d = 0; d < sim_cfg.ncards; d++) {
+        if (!e->need[d]) continue;
+        struct gpool *p = &gpools[d];
+        p->reserved += grow[d];
+        if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+        p->ctx = ctx;
+    }
+}
+
+/* launch: run the graph's memory nodes; else upload: back its allocations
+ * from the pool ahead of a launch (the pool reserves, nothing is in use). */
+static CUresult launch_or_upload(CUgraphExec hGraphExec, CUstream hStream, int launch)
 {
     SIM_REQUIRE_INIT();
     struct sim_ctx *ctx;
@@ -295,37 +374,42 @@ static CUresult launch(CUgraphExec hGraphExec, CUstream hStream)
         return CUDA_ERROR_INVALID_VALUE;
     }
     int auto_free = (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
-    for (int d = 0; d < sim_cfg.ncards; d++)
+    for (int d = 0; d < sim_cfg.ncards && launch; d++)
         if (held_of(e, d) && !auto_free) {   /* cuda.h: its allocations must be freed before */
             pthread_mutex_unlock(&graph_lock);
             return CUDA_ERROR_INVALID_VALUE;
         }
     uint64_t grow[SIM_MAX_CARDS];
-    if (charge_growth(e, auto_free, grow)) {
-        /* as before any failing allocation: cached pool memory goes back first */
+    r = charge_launch(hGraphExec, &e, auto_free, grow);
+    if (r != CUDA_SUCCESS) {
         pthread_mutex_unlock(&graph_lock);
-        sim_pools_sync_trim();
-        pthread_mutex_lock(&graph_lock);
-        e = exec_get(hGraphExec);
-        if (!e || charge_growth(e, auto_free, grow)) {
-            pthread_mutex_unlock(&graph_lock);
-            return e ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
-        }
+        return r;
     }
-    for (int d = 0; d < sim_cfg.ncards; d++) {
+    pools_grew(e, grow, ctx);
+    for (int d = 0; d < sim_cfg.ncards && launch; d++) {
         if (!e->need[d]) continue;
         struct gpool *p = &gpools[d];
         if (auto_free) p->used -= held_of(e, d);
-        p->reserved += grow[d];
-        if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
         if (p->used + e->need[d] > p->used_high) p->used_high = p->used + e->need[d];
         p->used += e->keep[d];   /* the graph's free nodes gave the rest back to the pool */
-        p->ctx = ctx;
         e->held[d] = e->keep[d];
         e->epoch[d] = p->epoch;
     }
     pthread_mutex_unlock(&graph_lock);
     return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUgraphExec hGraphExec, CUstream hStream) { return launch_or_upload(hGraphExec, hStream, 1); }
+
+SIM_API CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+    SIM_COUNT(cuGraphUpload);
+    return launch_or_upload(hGraphExec, hStream, 0);
+}
+SIM_API CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    SIM_COUNT(cuGraphUpload_ptsz);
+    return launch_or_upload(hGraphExec, hStream, 0);
 }
 
 SIM_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
@@ -337,6 +421,40 @@ SIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     SIM_COUNT(cuGraphLaunch_ptsz);
     return launch(hGraphExec, hStream);
+}
+
+/* Instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads to
+ * hUploadStream as cuGraphUpload does; an upload the card cannot back
+ * fails the call, the executable graph destroyed. */
+static CUresult instantiate_with_params(CUgraphExec *out, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *ip)
+{
+    SIM_REQUIRE_INIT();
+    if (!ip) return CUDA_ERROR_INVALID_VALUE;
+    ip->hErrNode_out = NULL;
+    ip->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUresult r = instantiate(out, hGraph, ip->flags);
+    if (r == CUDA_SUCCESS && (ip->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) {
+        r = launch_or_upload(*out, ip->hUploadStream, 0);
+        if (r != CUDA_SUCCESS) {   /* never handed out */
+            free((struct sim_gexec *)*out);
+            *out = NULL;
+        }
+    }
+    if (r == CUDA_SUCCESS) ip->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+    return r;
+}
+
+SIM_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    SIM_COUNT(cuGraphInstantiateWithParams);
+    return instantiate_with_params(phGraphExec, hGraph, instantiateParams);
+}
+SIM_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    SIM_COUNT(cuGraphInstantiateWithParams_ptsz);
+    return instantiate_with_params(phGraphExec, hGraph, instantiateParams);
 }
 
 SIM_API CUresult cuDeviceGraphMemTrim(CUdevice device)

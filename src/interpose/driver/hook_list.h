@@ -135,6 +135,14 @@
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, \
      CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams),                                                         \
     (phGraphNode, hGraph, dependencies, numDependencies, nodeParams))                                 \
+  X(cuGraphAddNode,                                                                                   \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, \
+     CUgraphNodeParams *nodeParams),                                                                  \
+    (phGraphNode, hGraph, dependencies, numDependencies, nodeParams))                                 \
+  X(cuGraphAddNode_v2,                                                                                \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                       \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams),    \
+    (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams))                 \
   X(cuGraphDestroy, (CUgraph hGraph), (hGraph))                                                       \
   X(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags), \
     (phGraphExec, hGraph, flags))                                                                     \
@@ -152,6 +160,8 @@
     (phGraphExec, hGraph, instantiateParams))                                                         \
   X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))                 \
   X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))            \
+  X(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))                 \
+  X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))            \
   X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                                       \
   X(cuDeviceGraphMemTrim, (CUdevice device), (device))                                                \
   /* the program's own synchronisations, counted as the arena's (stream_syncs.c) */                  \

@@ -11,8 +11,8 @@
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM from a plain cudaMalloc
  * program), so a lookup says nothing; a CALL of one does. Each hook ends
  * stream order (stream_order.h) and forwards the call unchanged
- * (stream_order.c). cuGraphLaunch_ptsz and cuGraphInstantiateWithParams_ptsz
- * are in hook_list.h (graph_charge.c), which ends stream order the same way. */
+ * (stream_order.c). cuGraphLaunch_ptsz, cuGraphUpload_ptsz and
+ * cuGraphInstantiateWithParams_ptsz are in hook_list.h (graph_charge.c), which ends stream order the same way. */
 #ifndef VS_HOOK_LIST_PTDS_H
 #define VS_HOOK_LIST_PTDS_H
 
@@ -90,7 +90,6 @@
   X(cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams)) \
   X(cuSignalExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
   X(cuWaitExternalSemaphoresAsync_ptsz, (const CUexternalSemaphore *extSemArray, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *paramsArray, unsigned int numExtSems, CUstream stream), (extSemArray, paramsArray, numExtSems, stream)) \
-  X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
   X(cuStreamCopyAttributes_ptsz, (CUstream dst, CUstream src), (dst, src)) \
   X(cuStreamGetAttribute_ptsz, (CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out), (hStream, attr, value_out)) \
   X(cuStreamSetAttribute_ptsz, (CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value), (hStream, attr, value)) \

@@ -25,6 +25,7 @@ static int v2_since(const char *family) {
   if (!strcmp(family, "cuIpcOpenMemHandle")) return 11000;
   if (!strcmp(family, "cuGetProcAddress")) return 12000;
   if (!strcmp(family, "cuCtxSynchronize")) return 13000;
+  if (!strcmp(family, "cuGraphAddNode")) return 12030;
   if (!strcmp(family, "cuStreamDestroy") || !strcmp(family, "cuEventDestroy")) return 4000;
   return 3020;   /* cuMemAlloc, cuMemAllocPitch, cuMemFree, cuMemGetInfo, cuMemGetAddressRange, cuDeviceTotalMem */
 }

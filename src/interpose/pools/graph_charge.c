@@ -114,22 +114,50 @@ void vs_graph_mem_atfork_child(void) {
 
 /* ---- hooks ---- */
 
+/* A device-located allocation node of size bytes added to graph. */
+static void node_added(CUgraph graph, const CUmemPoolProps *props, size_t bytes) {
+  /* host-located graph memory is on no card: only device locations count */
+  if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return;
+  int card = props->location.id;
+  if (card < 0 || card >= NCARDS) return;
+  pthread_mutex_lock(&g_lock);
+  graph_ent *e = tab_get(&g_graphs, (void *)graph);
+  if (e) e->need[card] += round_up(bytes);
+  pthread_mutex_unlock(&g_lock);
+}
+
 CUresult vs_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                         size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
   VS_HOOK_ENTER(cuGraphAddMemAllocNode, (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
   vs_guard_enter();
   CUresult r = real->cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
   vs_guard_leave();
-  /* host-located graph memory is on no card: only device locations count */
-  if (r == CUDA_SUCCESS && nodeParams && nodeParams->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    int card = nodeParams->poolProps.location.id;
-    if (card >= 0 && card < NCARDS) {
-      pthread_mutex_lock(&g_lock);
-      graph_ent *e = tab_get(&g_graphs, (void *)hGraph);
-      if (e) e->need[card] += round_up(nodeParams->bytesize);
-      pthread_mutex_unlock(&g_lock);
-    }
-  }
+  if (r == CUDA_SUCCESS && nodeParams) node_added(hGraph, &nodeParams->poolProps, nodeParams->bytesize);
+  return r;
+}
+
+/* The generic node functions (CUDA 12.2, and 12.3's with edge data) add
+ * allocation nodes too. */
+CUresult vs_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, CUgraphNodeParams *nodeParams) {
+  VS_HOOK_ENTER(cuGraphAddNode, (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+  vs_guard_enter();
+  CUresult r = real->cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS && nodeParams && nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+    node_added(hGraph, &nodeParams->alloc.poolProps, nodeParams->alloc.bytesize);
+  return r;
+}
+
+CUresult vs_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                   CUgraphNodeParams *nodeParams) {
+  VS_HOOK_ENTER(cuGraphAddNode_v2, (phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams));
+  vs_guard_enter();
+  CUresult r = real->cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS && nodeParams && nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+    node_added(hGraph, &nodeParams->alloc.poolProps, nodeParams->alloc.bytesize);
   return r;
 }
 
@@ -179,12 +207,6 @@ INSTANTIATE_BODY(cuGraphInstantiate_v2,
 INSTANTIATE_BODY(cuGraphInstantiate,
                  (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
                  (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), 0)
-INSTANTIATE_BODY(cuGraphInstantiateWithParams,
-                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
-                 (phGraphExec, hGraph, instantiateParams), 0)
-INSTANTIATE_BODY(cuGraphInstantiateWithParams_ptsz,
-                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
-                 (phGraphExec, hGraph, instantiateParams), 1)
 #undef INSTANTIATE_BODY
 
 CUresult vs_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
@@ -200,11 +222,13 @@ CUresult vs_hook_cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return r;
 }
 
-/* The growth a launch of exec may cause on each card: its allocation
- * bytes less what the pool reserves and does not use (0 where it has none). */
-static void launch_growth(const vs_real_table *real, CUgraphExec exec, uint64_t grow[NCARDS]) {
+/* The growth running h (an executable graph in g_execs, or a graph in
+ * g_graphs about to be instantiated) may cause on each card: its
+ * allocation bytes less what the pool reserves and does not use (0 where
+ * it has none). */
+static void growth(const vs_real_table *real, graph_tab *tab, void *h, uint64_t grow[NCARDS]) {
   pthread_mutex_lock(&g_lock);
-  graph_ent *e = tab_find(&g_execs, (void *)exec);
+  graph_ent *e = tab_find(tab, h);
   uint64_t need[NCARDS];
   if (e) memcpy(need, e->need, sizeof need);
   else memset(need, 0, sizeof need);
@@ -243,15 +267,10 @@ static CUresult admit(const uint64_t grow[NCARDS]) {
   return CUDA_SUCCESS;
 }
 
-static CUresult launch(const vs_real_table *real, CUresult (*fn)(CUgraphExec, CUstream), CUgraphExec exec,
-                       CUstream stream) {
-  uint64_t grow[NCARDS];
-  launch_growth(real, exec, grow);
-  CUresult q = admit(grow);
-  if (q != CUDA_SUCCESS) return q;
-  vs_guard_enter();
-  CUresult r = fn(exec, stream);
-  vs_guard_leave();
+/* After a call that may have grown the graph pool (r its result, grow[]
+ * what was admitted for it): each card's charge settles on what the pool
+ * reserves. */
+static void settle_after(const vs_real_table *real, const uint64_t grow[NCARDS], CUresult r) {
   pthread_mutex_lock(&g_lock);
   for (int c = 0; c < NCARDS; c++) {
     if (grow[c]) atomic_store_explicit(&g_used[c], 1, memory_order_relaxed);
@@ -272,7 +291,60 @@ static CUresult launch(const vs_real_table *real, CUresult (*fn)(CUgraphExec, CU
     atomic_store_explicit(&g_used[dev], 1, memory_order_relaxed);
     vs_graph_mem_refresh(real, (int)dev);
   }
+}
+
+/* A launch, or an upload (which backs the graph's allocations from the
+ * pool ahead of its launch: the pool grows as for one). */
+static CUresult launch(const vs_real_table *real, CUresult (*fn)(CUgraphExec, CUstream), CUgraphExec exec,
+                       CUstream stream) {
+  uint64_t grow[NCARDS];
+  growth(real, &g_execs, (void *)exec, grow);
+  CUresult q = admit(grow);
+  if (q != CUDA_SUCCESS) return q;
+  vs_guard_enter();
+  CUresult r = fn(exec, stream);
+  vs_guard_leave();
+  settle_after(real, grow, r);
   return r;
+}
+
+/* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the instantiation uploads: its
+ * growth is admitted first, as an upload's. */
+static CUresult instantiate_with_params(const vs_real_table *real,
+                                        CUresult (*fn)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *),
+                                        CUgraphExec *phGraphExec, CUgraph hGraph,
+                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+  uint64_t grow[NCARDS] = {0};
+  int upload = params && (params->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+  if (upload) {
+    growth(real, &g_graphs, (void *)hGraph, grow);
+    CUresult q = admit(grow);
+    if (q != CUDA_SUCCESS) {
+      params->hErrNode_out = NULL;
+      params->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+      return q;
+    }
+  }
+  vs_guard_enter();
+  CUresult r = fn(phGraphExec, hGraph, params);
+  vs_guard_leave();
+  instantiated(r, phGraphExec, hGraph);
+  if (upload) settle_after(real, grow, r);
+  return r;
+}
+
+CUresult vs_hook_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+  VS_HOOK_ENTER(cuGraphInstantiateWithParams, (phGraphExec, hGraph, instantiateParams));
+  return instantiate_with_params(real, real->cuGraphInstantiateWithParams, phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult vs_hook_cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams) {
+  VS_HOOK_ENTER(cuGraphInstantiateWithParams_ptsz, (phGraphExec, hGraph, instantiateParams));
+  vs_stream_order_ptds("the program used the per-thread default stream (cuGraphInstantiateWithParams_ptsz)");
+  return instantiate_with_params(real, real->cuGraphInstantiateWithParams_ptsz, phGraphExec, hGraph,
+                                 instantiateParams);
 }
 
 CUresult vs_hook_cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
@@ -284,6 +356,17 @@ CUresult vs_hook_cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   VS_HOOK_ENTER(cuGraphLaunch_ptsz, (hGraphExec, hStream));
   vs_stream_order_ptds("the program used the per-thread default stream (cuGraphLaunch_ptsz)");
   return launch(real, real->cuGraphLaunch_ptsz, hGraphExec, hStream);
+}
+
+CUresult vs_hook_cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  VS_HOOK_ENTER(cuGraphUpload, (hGraphExec, hStream));
+  return launch(real, real->cuGraphUpload, hGraphExec, hStream);
+}
+
+CUresult vs_hook_cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  VS_HOOK_ENTER(cuGraphUpload_ptsz, (hGraphExec, hStream));
+  vs_stream_order_ptds("the program used the per-thread default stream (cuGraphUpload_ptsz)");
+  return launch(real, real->cuGraphUpload_ptsz, hGraphExec, hStream);
 }
 
 /* What the pool gave back leaves the tenant's charge. */

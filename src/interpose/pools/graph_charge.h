@@ -8,16 +8,19 @@
  * the pool reserves (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), as for a
  * driver pool (pool_charge.h):
  *   - the bytes of each graph's allocation nodes are recorded per device
- *     (cuGraphAddMemAllocNode) and follow it to its executable graphs;
- *   - before cuGraphLaunch, the growth the launch may cause (the graph's
- *     allocation bytes less what the pool reserves and does not use,
- *     rounded up to 2 MiB) is admitted by the ledger, after the arena's
- *     cache on the card was given back when refused; a refusal that
- *     stands (on_limit = fail, or a wait that ran out) is the launch's
+ *     (cuGraphAddMemAllocNode, cuGraphAddNode) and follow it to its
+ *     executable graphs;
+ *   - before cuGraphLaunch and cuGraphUpload (which backs the allocations
+ *     ahead of a launch; also instantiation with
+ *     CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD), the growth the call may cause
+ *     (the graph's allocation bytes less what the pool reserves and does
+ *     not use, rounded up to 2 MiB) is admitted by the ledger, after the
+ *     arena's cache on the card was given back when refused; a refusal
+ *     that stands (on_limit = fail, or a wait that ran out) is the call's
  *     CUDA_ERROR_OUT_OF_MEMORY, the driver not asked;
- *   - after a launch, a trim (cuDeviceGraphMemTrim) and the end of a
- *     context, the pool's reserved bytes are read again and the charge
- *     becomes them.
+ *   - after a launch or upload, a trim (cuDeviceGraphMemTrim) and the end
+ *     of a context, the pool's reserved bytes are read again and the
+ *     charge becomes them.
  * The program's cuDeviceGetGraphMemAttribute is the driver's (not hooked).
  * A graph made by stream capture has allocation nodes the shim did not see
  * added: its launch is admitted nothing in advance, and charged what the
