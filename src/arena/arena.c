@@ -358,11 +358,16 @@ void vs_arena_set_stream_ordered(vs_arena *a, int on) {
 
 int vs_arena_stream_ordered(vs_arena *a) { return a && atomic_load(&a->ordered); }
 
+int vs_arena_settle(vs_arena *a) {
+  /* Lane frees too: their memory is reusable off the lane, or goes back
+   * to the driver, only once the lane's work on it is done. */
+  if (!a || (!atomic_load(&a->pend_total) && !vs_slab_pending(a) && lane_synced(a))) return 0;
+  return vs_arena_sync(a);
+}
+
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes) {
   if (!a) return 0;
-  /* Lane frees too: their memory goes back to the driver only once the
-   * lane's work on it is done. */
-  if (atomic_load(&a->pend_total) || vs_slab_pending(a) || !lane_synced(a)) vs_arena_sync(a);
+  vs_arena_settle(a);
   vs_slab_trim(a);
   return vs_heap_trim(a, keep_bytes);
 }

@@ -136,6 +136,9 @@ typedef void (*vs_arena_piece_fn)(void *user, uint64_t va, uint64_t len, uint64_
 int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piece_fn fn, void *user);
 /* Releases cached free memory down to keep_bytes (0 = everything). Returns bytes released. */
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes);
+/* One sync when any freed block still waits for one (none otherwise):
+ * afterwards every block freed so far is reusable. 1 when a sync was made. */
+int vs_arena_settle(vs_arena *a);
 
 /* ---- Introspection ------------------------------------------------------ */
 #define VS_ARENA_HIST_BUCKETS 48   /* free extents by floor(log2(size)) */

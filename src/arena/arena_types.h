@@ -57,6 +57,15 @@ typedef struct vs_arena_backend {
    * recorded on the lane, then cuStreamWaitEvent). VS_BACKEND_OK, or an
    * error (the arena then syncs). */
   int (*order_after_lane)(void *ctx, uint64_t stream);
+
+  /* Optional (NULL: never). Nonzero while the backend must not be asked to
+   * synchronise or to take memory back: the program is capturing a CUDA
+   * graph, and a cuCtxSynchronize, cuMemFree or cuMemUnmap then would fail
+   * and break its capture. Meanwhile the arena makes no sync (a freed
+   * block not yet reusable stays so: a request grows instead), orders no
+   * stream after the lane, and gives nothing back (trims, decay and the
+   * moving of handles wait until the hold ends). */
+  int (*hold)(void *ctx);
 } vs_arena_backend;
 
 /* ---- Configuration ------------------------------------------------------ */

@@ -35,6 +35,8 @@ int vs_arena_sync(vs_arena *a) {
   /* Every pending block is ready already (the program's own syncs made it
    * so): a sync would make nothing reusable, so none is made. */
   if (atomic_load(&a->stamped) < atomic_load(&a->sync_done)) return 0;
+  /* Held: as a sync that failed (the caller grows instead), but no call. */
+  if (vs_arena_held(a)) return 1;
   uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
   vs_arena_call_done(a);
   atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);

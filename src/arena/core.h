@@ -297,6 +297,8 @@ extern _Thread_local uint64_t vs_tl_calls __attribute__((tls_model("initial-exec
 int vs_arena_call_done(vs_arena *a);          /* counts one backend call */
 uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
 int vs_arena_sync(vs_arena *a);               /* one sync; pending up to now becomes reusable (1: a backend call was made) */
+/* The backend's hold (arena_types.h): no sync, no ordering, no release now. */
+static inline int vs_arena_held(const vs_arena *a) { return a->be.hold && a->be.hold(a->be.ctx); }
 int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow); /* a sync a growth of `grow` bytes could replace: 1 synced, 0 grow */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);

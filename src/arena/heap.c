@@ -368,7 +368,7 @@ static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
 static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   vs_heap *h = &a->heap;
   uint64_t cached = vs_heap_cached(h), done = 0;
-  if (cached <= keep) return 0;
+  if (cached <= keep || vs_arena_held(a)) return 0;
   uint64_t want = cached - keep;
   if (decay && !h->vmm) {
     for (uint64_t n; done < want && (n = release_largest_chunk(a, want - done)) != 0;) done += n;
@@ -988,7 +988,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
        * had (issue 27, tenth round: chosen on half of the training
        * configurations, reported on the other half and on the serving
        * families, where one count moved: 113 -> 111 calls). */
-      if (h->pressure && h->pool_bytes < need) {
+      if (h->pressure && h->pool_bytes < need && !vs_arena_held(a)) {
         h->steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }

@@ -28,7 +28,8 @@ static const char *const memory_families[] = {
     "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuStreamDestroy", "cuEventCreate", "cuEventRecord",
     "cuEventRecordWithFlags", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy",
     /* stream-ordered allocation served by the arena: a capture or a pool of the program's own (stream_alloc.c) */
-    "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuDeviceSetMemPool", "cuMemSetMemPool",
+    "cuStreamBeginCapture", "cuStreamBeginCaptureToGraph", "cuStreamEndCapture", "cuDeviceSetMemPool",
+    "cuMemSetMemPool",
     "cuMemPoolSetAccess",
     /* the default pool's statistics and trim count the arena's stream-ordered blocks (pool_view.c) */
     "cuMemPoolGetAttribute", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
@@ -84,6 +85,8 @@ static const struct {
     {"cuGraphAddNode", 12030, 0, "cuGraphAddNode_v2"},
     {"cuGraphUpload", 11010, 0, "cuGraphUpload"},
     {"cuGraphUpload", 11010, 2, "cuGraphUpload_ptsz"},
+    {"cuStreamBeginCapture", 10010, 2, "cuStreamBeginCapture_v2_ptsz"},
+    {"cuStreamEndCapture", 10000, 2, "cuStreamEndCapture_ptsz"},
     {"cuArrayCreate", 3020, 0, "cuArrayCreate_v2"},
     {"cuArray3DCreate", 3020, 0, "cuArray3DCreate_v2"},
     {"cuMipmappedArrayCreate", 5000, 0, "cuMipmappedArrayCreate"},

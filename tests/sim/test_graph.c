@@ -2,7 +2,8 @@
  * on the card at launch, keeps it after the graph's free nodes ran, gives
  * what it does not use back on cuDeviceGraphMemTrim and everything at the
  * context's end; the attributes; allocations a graph keeps; uploads and
- * the generic node function; the lookup of the entry points. Cards: 1GiB, 1GiB. */
+ * the generic node function; stream capture; the lookup of the entry
+ * points. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
 #include <stdint.h>
 #include <string.h>
@@ -163,6 +164,60 @@ static void upload_and_generic_nodes(void **state)
     CU_OK(cuGraphDestroy(g));
 }
 
+/* Stream capture (stream.c): stream-ordered allocations become the
+ * graph's memory nodes; a sync while a stream captures is refused and
+ * invalidates the capture. */
+static void stream_capture(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstreamCaptureStatus st;
+    CU_ERR(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_ERR(cuStreamBeginCapture(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
+    CUgraph g = NULL;
+    CU_ERR(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_ERR(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_ERROR_ILLEGAL_STATE);
+    CU_OK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CUdeviceptr a, other;
+    CU_OK(cuMemAllocAsync(&a, 20 * MiB, s));
+    assert_int_equal(vramsim_card_used(0), 0);   /* a node: no memory until a launch */
+    CU_OK(cuMemAlloc(&other, MiB));             /* memory outside the capture is allowed */
+    CU_OK(cuMemFreeAsync(a, s));
+    CU_OK(cuStreamEndCapture(s, &g));
+    assert_non_null(g);
+    CU_OK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 20 * MiB);
+    /* syncs during a capture: refused, the capture invalidated */
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_ERR(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_OK(cuStreamIsCapturing(s, &st));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    CU_ERR(cuMemAllocAsync(&a, MiB, s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CUgraph bad = (CUgraph)1;
+    CU_ERR(cuStreamEndCapture(s, &bad), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    assert_null(bad);
+    CU_OK(cuCtxSynchronize());   /* no capture now */
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_ERR(cuMemFree(other), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);   /* its implicit sync */
+    CU_ERR(cuStreamEndCapture(s, &bad), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CU_ERR(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_ERR(cuStreamEndCapture(s, &bad), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_OK(cuMemFree(other));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuDevicePrimaryCtxReset(0));
+}
+
 static void bad_arguments(void **state)
 {
     (void)state;
@@ -235,7 +290,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_reserve_keep_trim), cmocka_unit_test(kept_allocation_and_context_end),
-        cmocka_unit_test(upload_and_generic_nodes), cmocka_unit_test(bad_arguments), cmocka_unit_test(lookup),
+        cmocka_unit_test(upload_and_generic_nodes), cmocka_unit_test(stream_capture), cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -399,6 +399,8 @@ SIM_API CUresult cuCtxSynchronize(void)
     struct sim_ctx *c;
     CUresult r = sim_ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
+    r = sim_capture_forbids_sync();
+    if (r != CUDA_SUCCESS) return r;
     sim_sync_all();
     sim_pools_sync_trim();
     return CUDA_SUCCESS;
@@ -417,6 +419,8 @@ SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
         CUresult r = sim_ctx_current(&c);
         if (r != CUDA_SUCCESS) return r;
     }
+    CUresult cap = sim_capture_forbids_sync();
+    if (cap != CUDA_SUCCESS) return cap;
     sim_sync_all();
     sim_pools_sync_trim();
     return CUDA_SUCCESS;

@@ -92,11 +92,8 @@ static struct sim_gexec *exec_get(CUgraphExec h)
     return e && e->magic == GEXEC_MAGIC ? e : NULL;
 }
 
-SIM_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+CUresult sim_graph_new(CUgraph *phGraph)
 {
-    SIM_COUNT(cuGraphCreate);
-    SIM_REQUIRE_INIT();
-    if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     struct sim_graph *g = calloc(1, sizeof *g);
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
     g->magic = GRAPH_MAGIC;
@@ -104,10 +101,16 @@ SIM_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
-SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
+SIM_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-    SIM_COUNT(cuGraphDestroy);
+    SIM_COUNT(cuGraphCreate);
     SIM_REQUIRE_INIT();
+    if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    return sim_graph_new(phGraph);
+}
+
+static CUresult graph_destroy(CUgraph hGraph)
+{
     struct sim_graph *g = graph_get(hGraph);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
     g->magic = 0;
@@ -125,6 +128,15 @@ SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
     pthread_mutex_unlock(&graph_lock);
     return CUDA_SUCCESS;
 }
+
+SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    SIM_COUNT(cuGraphDestroy);
+    SIM_REQUIRE_INIT();
+    return graph_destroy(hGraph);
+}
+
+void sim_graph_drop(CUgraph g) { (void)graph_destroy(g); }
 
 static CUresult add_node(struct sim_graph *g, struct gnode *x, CUgraphNode *out)
 {
@@ -209,6 +221,28 @@ SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 {
     SIM_COUNT(cuGraphAddMemFreeNode);
     return add_free(phGraphNode, hGraph, dependencies, numDependencies, dptr);
+}
+
+/* A stream-ordered allocation captured into g: an allocation node of the
+ * device's default pool kind; its free, a free node. */
+CUresult sim_graph_capture_alloc(CUgraph g, int dev, size_t bytes, CUdeviceptr *dptr)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = dev;
+    p.bytesize = bytes;
+    CUgraphNode n;
+    CUresult r = add_alloc(&n, g, NULL, 0, &p);
+    if (r == CUDA_SUCCESS) *dptr = p.dptr;
+    return r;
+}
+
+CUresult sim_graph_capture_free(CUgraph g, CUdeviceptr dptr)
+{
+    CUgraphNode n;
+    return add_free(&n, g, NULL, 0, dptr);
 }
 
 /* The generic node API (CUDA 12.2; _v2 with edge data, 12.3): only the

@@ -148,7 +148,10 @@ static CUresult mem_free(CUdeviceptr p)
 {
     SIM_REQUIRE_INIT();
     if (p == 0) return CUDA_SUCCESS;
-    /* cuMemFree synchronises: queued work may still touch the block. */
+    /* cuMemFree synchronises: queued work may still touch the block (and
+     * so it may not run while a stream captures). */
+    CUresult cap = sim_capture_forbids_sync();
+    if (cap != CUDA_SUCCESS) return cap;
     sim_sync_all();
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)p);

@@ -238,12 +238,28 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct sim_pool *p, C
     return CUDA_SUCCESS;
 }
 
+/* A stream-ordered allocation on a capturing stream is an allocation node
+ * of the capture's graph (stream.c, "graph capture"): 1 with *r its
+ * result, 0 when s is not capturing. */
+static int captured_alloc(CUdeviceptr *dptr, size_t size, int dev, CUstream s, CUresult *r)
+{
+    struct sim_stream *st = sim_stream_get(s);
+    CUgraph g = NULL;
+    CUstreamCaptureStatus c = st ? sim_stream_capture(st, &g) : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (c == CU_STREAM_CAPTURE_STATUS_NONE) return 0;
+    if (c == CU_STREAM_CAPTURE_STATUS_INVALIDATED) *r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    else if (!dptr || size == 0) *r = CUDA_ERROR_INVALID_VALUE;
+    else *r = sim_graph_capture_alloc(g, dev, size, dptr);
+    return 1;
+}
+
 static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
 {
     SIM_REQUIRE_INIT();
     struct sim_ctx *ctx;
     CUresult r = sim_ctx_current(&ctx);
     if (r != CUDA_SUCCESS) return r;
+    if (captured_alloc(dptr, size, ctx->dev, s, &r)) return r;
     pthread_mutex_lock(&pool_lock);
     struct sim_pool *p = mem_pool_of(ctx->dev);
     pthread_mutex_unlock(&pool_lock);
@@ -268,6 +284,8 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool h, 
     struct sim_pool *p = pool_get(h);
     pthread_mutex_unlock(&pool_lock);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r;
+    if (!p->host && captured_alloc(dptr, size, p->dev, s, &r)) return r;
     return pool_alloc(dptr, size, p, s);
 }
 SIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -298,6 +316,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s)
     SIM_REQUIRE_INIT();
     struct sim_stream *st = sim_stream_get(s);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    CUgraph g = NULL;
+    CUstreamCaptureStatus c = sim_stream_capture(st, &g);
+    if (c == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (c == CU_STREAM_CAPTURE_STATUS_ACTIVE)   /* only the capture's own allocations are modelled */
+        return sim_graph_capture_free(g, dptr) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
     /* Plain cuMemAlloc memory may be freed in stream order too. */

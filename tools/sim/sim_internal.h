@@ -206,6 +206,13 @@ void sim_event_after_fork_child(void);
 #define GET_STREAM(var, h) \
     struct sim_stream *var = sim_stream_get(h); \
     if (!var) return CUDA_ERROR_INVALID_HANDLE
+/* Graph capture (stream.c): CU_STREAM_CAPTURE_STATUS_* of st, and with
+ * ACTIVE its graph in *g. */
+CUstreamCaptureStatus sim_stream_capture(struct sim_stream *st, CUgraph *g);
+/* A call that would wait for a capturing stream (cuCtxSynchronize, the
+ * implicit sync of cuMemFree): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, every
+ * capture in progress invalidated, when one is; else CUDA_SUCCESS. */
+CUresult sim_capture_forbids_sync(void);
 
 /* ---- pools (pool.c), vmm (vmm.c) ---- */
 void sim_pool_free_now(struct sim_alloc *a);   /* a removed from the table */
@@ -214,6 +221,12 @@ void sim_pools_sync_trim(void);
 void sim_pool_after_fork_child(void);
 /* graph memory (graph.c): the end of ctx releases the graph pools it launched into */
 void sim_graph_ctx_end(struct sim_ctx *ctx);
+/* the graphs of stream capture (graph.c): made, destroyed, and the
+ * stream-ordered allocations and frees captured into them */
+CUresult sim_graph_new(CUgraph *g);
+void sim_graph_drop(CUgraph g);
+CUresult sim_graph_capture_alloc(CUgraph g, int dev, size_t bytes, CUdeviceptr *dptr);
+CUresult sim_graph_capture_free(CUgraph g, CUdeviceptr dptr);
 void sim_graph_after_fork_child(void);
 /* all three with sim_mem_lock held */
 int sim_vmm_range_ok(uintptr_t p, size_t n);           /* mapped read-write */

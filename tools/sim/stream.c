@@ -24,6 +24,10 @@ struct sim_stream {
     int stop;                /* destroyed: drain, then the worker exits */
     int dead;                /* destroyed (guarded by reg_lock); stays listed */
     struct sim_stream *next_live;
+    /* graph capture (guarded by reg_lock): CU_STREAM_CAPTURE_STATUS_*, and
+     * the graph the capture builds */
+    CUstreamCaptureStatus capture;
+    CUgraph capture_graph;
 };
 
 
@@ -31,6 +35,8 @@ struct sim_stream {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_stream *streams;
 static struct sim_stream *default_stream;
+
+static CUresult capturing_self(struct sim_stream *st);
 
 static void *worker(void *p)
 {
@@ -236,6 +242,8 @@ static CUresult stream_sync(CUstream h)
 {
     SIM_REQUIRE_INIT();
     GET_STREAM(st, h);
+    CUresult c = capturing_self(st);
+    if (c != CUDA_SUCCESS) return c;
     stream_drain(st);
     sim_pools_sync_trim();
     return CUDA_SUCCESS;
@@ -255,6 +263,8 @@ static CUresult stream_query(CUstream h)
 {
     SIM_REQUIRE_INIT();
     GET_STREAM(st, h);
+    CUresult c = capturing_self(st);
+    if (c != CUDA_SUCCESS) return c;
     pthread_mutex_lock(&st->mu);
     int idle = st->done == st->enq;
     pthread_mutex_unlock(&st->mu);
@@ -332,14 +342,147 @@ SIM_API CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *c, CUgreenCtx *g)
     return stream_get(h, NULL, NULL, c);
 }
 
-/* Graph capture is not modelled: no stream is ever capturing. */
+/* ---- graph capture ----
+ * What is modelled: a stream created by the program (not a default
+ * stream) captures between cuStreamBeginCapture* and cuStreamEndCapture;
+ * cuMemAllocAsync / cuMemAllocFromPoolAsync on it add allocation nodes to
+ * its graph (fixed addresses, no memory until a launch, as graph.c's), and
+ * cuMemFreeAsync of such an address adds its free node. A call that would
+ * wait for a capturing stream fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture (the
+ * program's cuStreamEndCapture then returns
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph): cuCtxSynchronize
+ * and the implicit sync of cuMemFree while any stream captures, and
+ * cuStreamSynchronize / cuStreamQuery of the capturing stream, in every
+ * capture mode. Not modelled: the capture modes' other rules on
+ * "potentially unsafe" calls, other work on a capturing stream (it runs
+ * as if not captured), capture of the per-thread default stream, capture
+ * into an existing graph (cuStreamBeginCaptureToGraph), and a captured
+ * free of memory allocated outside the capture (CUDA_ERROR_NOT_SUPPORTED). */
+
+CUstreamCaptureStatus sim_stream_capture(struct sim_stream *st, CUgraph *g)
+{
+    pthread_mutex_lock(&reg_lock);
+    CUstreamCaptureStatus c = st->capture;
+    if (g) *g = st->capture_graph;
+    pthread_mutex_unlock(&reg_lock);
+    return c;
+}
+
+CUresult sim_capture_forbids_sync(void)
+{
+    int any = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (struct sim_stream *x = streams; x; x = x->next_live)
+        if (!x->dead && x->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            x->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+            any = 1;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    return any ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* A sync or query of st itself while it captures: refused, the capture
+ * invalidated. */
+static CUresult capturing_self(struct sim_stream *st)
+{
+    pthread_mutex_lock(&reg_lock);
+    CUresult r = CUDA_SUCCESS;
+    if (st->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return r;
+}
+
+static int is_default_handle(CUstream h)
+{
+    return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode)
+{
+    SIM_REQUIRE_INIT();
+    GET_STREAM(st, h);
+    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (is_default_handle(h)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUgraph g;
+    CUresult r = sim_graph_new(&g);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&reg_lock);
+    if (st->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    } else {
+        st->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        st->capture_graph = g;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (r != CUDA_SUCCESS) sim_graph_drop(g);
+    return r;
+}
+
+SIM_API CUresult cuStreamBeginCapture(CUstream h)
+{
+    SIM_COUNT(cuStreamBeginCapture);
+    return begin_capture(h, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+SIM_API CUresult cuStreamBeginCapture_ptsz(CUstream h)
+{
+    SIM_COUNT(cuStreamBeginCapture_ptsz);
+    return begin_capture(h, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+SIM_API CUresult cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
+{
+    SIM_COUNT(cuStreamBeginCapture_v2);
+    return begin_capture(h, mode);
+}
+SIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode)
+{
+    SIM_COUNT(cuStreamBeginCapture_v2_ptsz);
+    return begin_capture(h, mode);
+}
+
+static CUresult end_capture(CUstream h, CUgraph *out)
+{
+    SIM_REQUIRE_INIT();
+    GET_STREAM(st, h);
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&reg_lock);
+    CUstreamCaptureStatus c = st->capture;
+    CUgraph g = st->capture_graph;
+    st->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    st->capture_graph = NULL;
+    pthread_mutex_unlock(&reg_lock);
+    if (c == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
+    if (c == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+        sim_graph_drop(g);
+        *out = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *out = g;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuStreamEndCapture(CUstream h, CUgraph *phGraph)
+{
+    SIM_COUNT(cuStreamEndCapture);
+    return end_capture(h, phGraph);
+}
+SIM_API CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *phGraph)
+{
+    SIM_COUNT(cuStreamEndCapture_ptsz);
+    return end_capture(h, phGraph);
+}
+
 static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st)
 {
     SIM_REQUIRE_INIT();
     if (!st) return CUDA_ERROR_INVALID_VALUE;
     GET_STREAM(x, h);
-    (void)x;
-    *st = CU_STREAM_CAPTURE_STATUS_NONE;
+    *st = sim_stream_capture(x, NULL);
     return CUDA_SUCCESS;
 }
 SIM_API CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st)

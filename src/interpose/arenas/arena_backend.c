@@ -371,6 +371,28 @@ static int unmap(void *ctx, uint64_t va, uint64_t size) {
   return verdict(r);
 }
 
+/* Graph captures in progress in the process (arena_backend.h). While any
+ * is, every arena holds (vs_arena_backend.hold): the driver's sync and
+ * release calls would break the program's capture. Process-wide, not per
+ * context: a capture's rules reach other threads (global mode) and the
+ * arena cannot tell which mode a capture runs in. */
+static _Atomic int g_captures;
+
+void vs_backend_capture_begin(void) { atomic_fetch_add(&g_captures, 1); }
+
+void vs_backend_capture_end(void) {
+  int n = atomic_load(&g_captures);
+  while (n > 0 && !atomic_compare_exchange_weak(&g_captures, &n, n - 1)) {
+  }
+}
+
+int vs_backend_capturing(void) { return atomic_load_explicit(&g_captures, memory_order_acquire) > 0; }
+
+static int hold(void *ctx) {
+  (void)ctx;
+  return vs_backend_capturing();
+}
+
 /* The arena's own context: a thread may free (and so settle or trim) a
  * block of a context other than its current one; then that context is
  * pushed for the sync and popped after. */
@@ -407,6 +429,7 @@ static int sync_ctx(void *ctx) {
 static int order_after_lane(void *ctx, uint64_t stream) {
   backend_card *c = ctx;
   if (c->unsafe_reuse) return VS_BACKEND_OK;   /* as sync: the test of what ordering prevents */
+  if (vs_backend_capturing()) return VS_BACKEND_ERROR;   /* no record on the legacy stream meanwhile */
   REAL_OR_FAIL(cuStreamWaitEvent);
   if (!real->cuEventCreate || !real->cuEventRecord) return verdict(CUDA_ERROR_NOT_INITIALIZED);
   CUresult r;
@@ -468,6 +491,7 @@ void vs_backend_chunks(void *backend, vs_arena_backend *be) {
   be->could_fit = could_fit;
   be->room = room;
   be->order_after_lane = order_after_lane;
+  be->hold = hold;
 }
 
 CUresult vs_backend_init(int card, uint64_t ctx, int vmm, vs_arena_backend *be) {
@@ -517,6 +541,7 @@ void vs_backend_atfork_child(void) {
   pthread_mutex_init(&g_region_lock, NULL);
   /* A writer of the parent may have left the count odd. */
   atomic_store(&g_fast_n, 0);
+  atomic_store(&g_captures, 0);   /* a capture is its stream's, and the child has none */
   atomic_store(&g_fast_coarse, 0);
   atomic_store(&g_fast_seq, 0);
 }

@@ -57,4 +57,11 @@ int vs_backend_shareable(int card);
 
 void vs_backend_atfork_child(void);
 
+/* Graph capture (streams/stream_alloc.c tells): a capture began, or ended
+ * (whatever its result); while any is in progress the arenas hold
+ * (vs_arena_backend.hold: no sync, no lane ordering, no release). */
+void vs_backend_capture_begin(void);
+void vs_backend_capture_end(void);
+int vs_backend_capturing(void);
+
 #endif

@@ -365,6 +365,22 @@ void vs_arena_glue_decay(void) {
   } while (n == sizeof ids / sizeof ids[0]);
 }
 
+void vs_arena_glue_settle_all(void) {
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    n = arena_ctx_ids(-1, done, ids, sizeof ids / sizeof ids[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      if (a) vs_arena_settle(a);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+}
+
 void vs_arena_glue_ctx_end(vs_ctx *ctx) {
   /* Unlinked with no references (contexts.h): no thread is inside these
    * arenas, and no walk can reach them any more. */

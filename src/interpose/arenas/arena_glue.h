@@ -37,6 +37,9 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes);
  * calls it, so an idle process's cache goes back to release_threshold
  * within the decay time (release_decay) too (issue 23). */
 void vs_arena_glue_decay(void);
+/* Every arena syncs once if a freed block of it waits for a sync (before a
+ * graph capture begins: during one the arenas may not sync). */
+void vs_arena_glue_settle_all(void);
 /* ctx has ended (unlinked, no references): its arena is destroyed, its
  * chunks (which the driver freed with the context) only leave the books,
  * its VMM handles and ranges are released. */

@@ -11,7 +11,7 @@
  *     both through the name/hook/real tables (hook_table.c).
  * Adding a hook: one row here plus its body `vs_hook_<name>` in the file of
  * its concern (hooks_alloc.c, hooks_array.c, hooks_vmm.c, hooks_query.c, hooks_ctx.c,
- * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, pool_view.c,
+ * procaddress.c, stream_order.c, stream_syncs.c, stream_alloc.c, capture.c, pool_view.c,
  * hooks_pool.c, graph_charge.c);
  * a missing body is a link error.
  *
@@ -109,13 +109,22 @@
     (phCtx, desc, dev, flags))                                                                        \
   X(cuGreenCtxStreamCreate, (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority), \
     (phStream, greenCtx, flags, priority))                                                            \
-  /* stream-ordered allocation: a capture or a pool of the program's own (stream_alloc.c) */          \
+  /* stream-ordered allocation: a capture or a pool of the program's own; graph capture holds the     \
+   * arenas (stream_alloc.c) */                                                                       \
   X(cuStreamBeginCapture, (CUstream hStream), (hStream))                                              \
   X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))           \
   X(cuStreamBeginCaptureToGraph,                                                                      \
     (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, \
      size_t numDependencies, CUstreamCaptureMode mode),                                               \
     (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))                           \
+  X(cuStreamBeginCapture_ptsz, (CUstream hStream), (hStream))                                         \
+  X(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))      \
+  X(cuStreamBeginCaptureToGraph_ptsz,                                                                 \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, \
+     size_t numDependencies, CUstreamCaptureMode mode),                                               \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))                           \
+  X(cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph))                    \
+  X(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph))               \
   X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))                               \
   X(cuMemSetMemPool, (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool),         \
     (location, type, pool))                                                                           \

@@ -4,6 +4,7 @@
 #include "hook_enter.h"
 
 #include "accounting.h"
+#include "capture.h"
 #include "contexts.h"
 #include "log.h"
 #include "settings.h"
@@ -17,7 +18,6 @@
 static _Atomic int g_off = -1;      /* VRAMSHIM_ARENA_ASYNC=off; -1 not read yet */
 static _Atomic int g_own_pool;      /* the program set a device's current memory pool, or
                                        gave a pool's memory to other devices */
-static _Atomic int g_capture_seen;  /* a cuStreamBeginCapture* was called */
 
 static int off(void) { return vs_settings_env_off_once(&g_off, "VRAMSHIM_ARENA_ASYNC"); }
 
@@ -27,7 +27,7 @@ static int is_legacy(CUstream h, int ptsz) { return !ptsz && (h == NULL || (uint
  * have begun: a _ptsz capture call leaves its mark through the per-thread
  * default stream, every other one through the hooks below. */
 static int capturing(const vs_real_table *real, CUstream h) {
-  if (!atomic_load_explicit(&g_capture_seen, memory_order_acquire) && !vs_stream_order_ptds_used()) return 0;
+  if (!vs_capture_seen() && !vs_stream_order_ptds_used()) return 0;
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   if (!real->cuStreamIsCapturing) return 1;
   vs_guard_enter();
@@ -62,16 +62,6 @@ int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz) {
   atomic_store(&(flag), 1);         \
   VS_FORWARD(name, args)
 
-CUresult vs_hook_cuStreamBeginCapture(CUstream hStream) { MARK_BODY(g_capture_seen, cuStreamBeginCapture, (hStream)); }
-CUresult vs_hook_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  MARK_BODY(g_capture_seen, cuStreamBeginCapture_v2, (hStream, mode));
-}
-CUresult vs_hook_cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-                                             const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                             CUstreamCaptureMode mode) {
-  MARK_BODY(g_capture_seen, cuStreamBeginCaptureToGraph,
-            (hStream, hGraph, dependencies, dependencyData, numDependencies, mode));
-}
 CUresult vs_hook_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   MARK_BODY(g_own_pool, cuDeviceSetMemPool, (dev, pool));
 }

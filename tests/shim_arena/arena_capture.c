@@ -1,0 +1,150 @@
+/* A CUDA graph capture under the arena: the program's capture must come out
+ * as it does without the shim. While a stream captures, a cuCtxSynchronize
+ * (the arena's way to make freed blocks reusable) or a cuMemFree /
+ * cuMemUnmap / cuMemRelease (its way to give memory back) would fail and
+ * invalidate the capture: so the arena syncs once before a capture begins,
+ * and holds during it (no sync, no release: arena_backend.h).
+ *
+ * As a PyTorch program captures (torch.cuda.graph): blocks freed before
+ * (empty_cache), then a capture on a non-blocking stream in relaxed mode,
+ * in which the caching allocator's cudaMalloc asks for new memory and the
+ * captured work allocates stream-ordered memory (graph allocation nodes).
+ * Also: blocks freed and asked for again during the capture (the arena
+ * grows instead of syncing), the background decay held during it and
+ * resumed after, the per-thread default stream's variants
+ * (cuStreamBeginCapture_v2_ptsz / cuStreamEndCapture_ptsz through
+ * cuGetProcAddress), and (sim only) a stream destroyed while capturing,
+ * which ends the hold.
+ *
+ * Runs on the real driver too (label gpu, scripts/gpu-validate): there the
+ * capture's result is the driver's own verdict; the call counts come from
+ * the shim's own counters. Argument: the mode (vmm, chunks). The config
+ * sets release_threshold = 0 and release_decay = 200ms. */
+#include "shim_test.h"
+
+#include <time.h>
+
+static shim_api g_shim;
+
+static uint64_t calls(int k) { return t_stats(&g_shim, 0).driver_calls[k]; }
+static uint64_t releases(void) {
+  return calls(VRAMSHIM_CALL_MEM_FREE) + calls(VRAMSHIM_CALL_MEM_UNMAP) + calls(VRAMSHIM_CALL_MEM_RELEASE);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The decay gives cached memory back within a few seconds (the tick is
+ * 100 ms, the decay 200 ms; generous for a loaded sanitizer run). */
+static int released_since(uint64_t before) {
+  for (int i = 0; i < 300; i++) {
+    if (releases() > before) return 1;
+    sleep_ms(100);
+  }
+  return 0;
+}
+
+#define MiB (1ull << 20)
+
+typedef CUresult (*begin_fn)(CUstream, CUstreamCaptureMode);
+typedef CUresult (*end_fn)(CUstream, CUgraph *);
+
+/* One capture on s through begin/end: n blocks allocated before and freed
+ * (their sync comes before the capture), then in the capture two of them
+ * asked for again, one freed and asked for again (pending: the arena grows
+ * instead of syncing), and 32 MiB allocated and freed in stream order (a
+ * graph allocation node). The graph must come out and run. */
+static void capture_once(const char *how, CUstream s, begin_fn begin, end_fn end, int hold_decay) {
+  CUdeviceptr p[6];
+  for (unsigned i = 0; i < 6; i++) T_CU(cuMemAlloc(&p[i], (8 + i) * MiB));
+  for (int i = 0; i < 6; i++) T_CU(cuMemFree(p[i]));
+  T_CU(begin(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  uint64_t sync0 = calls(VRAMSHIM_CALL_SYNC), rel0 = releases();
+  CUdeviceptr q[3], a;
+  T_CU(cuMemAlloc(&q[0], 8 * MiB));
+  T_CU(cuMemAlloc(&q[1], 9 * MiB));
+  T_CU(cuMemFree(q[1]));
+  T_CU(cuMemAlloc(&q[2], 9 * MiB));
+  T_CU(cuMemAllocAsync(&a, 32 * MiB, s));
+  T_CU(cuMemFreeAsync(a, s));
+  if (hold_decay) sleep_ms(700);   /* the decay (200 ms) would give the four cached blocks back now */
+  uint64_t sync1 = calls(VRAMSHIM_CALL_SYNC), rel1 = releases();
+  CUgraph g = NULL;
+  CUresult r = end(s, &g);
+  T_CHECK(r == CUDA_SUCCESS && g, "%s: the capture ended %d: the shim broke it", how, (int)r);
+  T_CHECK(sync1 == sync0, "%s: the arena synced %llu times during the capture", how,
+          (unsigned long long)(sync1 - sync0));
+  T_CHECK(rel1 == rel0, "%s: the arena gave memory back %llu times during the capture", how,
+          (unsigned long long)(rel1 - rel0));
+  if (hold_decay) T_CHECK(released_since(rel1), "%s: the decay resumed after the capture", how);
+  CUgraphExec e;
+  T_CU(cuGraphInstantiateWithFlags(&e, g, 0));
+  T_CU(cuGraphLaunch(e, s));
+  T_CU(cuStreamSynchronize(s));
+  T_CU(cuGraphExecDestroy(e));
+  T_CU(cuGraphDestroy(g));
+  T_CU(cuMemFree(q[0]));
+  T_CU(cuMemFree(q[2]));
+  T_SAY("%s: capture ok (the arena made no sync and gave nothing back during it)", how);
+}
+
+static CUresult begin_v2(CUstream s, CUstreamCaptureMode m) { return cuStreamBeginCapture(s, m); }
+static CUresult end_v1(CUstream s, CUgraph *g) { return cuStreamEndCapture(s, g); }
+
+int main(int argc, char **argv) {
+  T_CHECK(argc == 2, "usage: %s vmm|chunks", argv[0]);
+  g_shim = t_shim();
+  sim_api sim = t_sim(RTLD_DEFAULT);
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  CUstream s;
+  T_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+  /* 1. cuda.h's names (cuStreamBeginCapture_v2, cuStreamEndCapture), the
+   * decay held during the capture. */
+  capture_once("cuStreamBeginCapture_v2", s, begin_v2, end_v1, 1);
+
+  /* 2. The per-thread default stream's variants, as the runtime looks them
+   * up for a program built with --default-stream per-thread. */
+  begin_fn begin_pt = NULL;
+  end_fn end_pt = NULL;
+  T_CU(cuGetProcAddress("cuStreamBeginCapture", (void **)&begin_pt, 13000,
+                        CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+  T_CU(cuGetProcAddress("cuStreamEndCapture", (void **)&end_pt, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+                        NULL));
+  capture_once("cuStreamBeginCapture_v2_ptsz", s, begin_pt, end_pt, 0);
+
+  /* 3. Two captures at once (two streams): the hold lasts until both end. */
+  CUstream s2;
+  T_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  T_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_RELAXED));
+  capture_once("next to another capture", s, begin_v2, end_v1, 0);
+  CUdeviceptr x;
+  T_CU(cuMemAlloc(&x, 8 * MiB));
+  T_CU(cuMemFree(x));
+  uint64_t sync0 = calls(VRAMSHIM_CALL_SYNC);
+  T_CU(cuMemAlloc(&x, 8 * MiB));   /* the other capture still runs: no sync for the freed block */
+  T_CHECK(calls(VRAMSHIM_CALL_SYNC) == sync0, "a sync while another stream still captures");
+  CUgraph g2 = NULL;
+  T_CU(cuStreamEndCapture(s2, &g2));
+  T_CU(cuGraphDestroy(g2));
+  T_CU(cuMemFree(x));
+
+  /* 4. (sim) A stream destroyed while it captures ends the hold: the decay
+   * gives memory back again. */
+  if (sim.calls) {
+    T_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_RELAXED));
+    T_CU(cuStreamDestroy(s2));
+    CUdeviceptr y;
+    T_CU(cuMemAlloc(&y, 40 * MiB));
+    uint64_t rel = releases();
+    T_CU(cuMemFree(y));
+    T_CHECK(released_since(rel), "the hold ended with the capturing stream's destruction");
+  } else {
+    T_CU(cuStreamDestroy(s2));
+  }
+  T_CU(cuStreamDestroy(s));
+  T_SAY("PASS");
+  return 0;
+}
