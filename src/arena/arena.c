@@ -358,6 +358,10 @@ void vs_arena_set_stream_ordered(vs_arena *a, int on) {
 
 int vs_arena_stream_ordered(vs_arena *a) { return a && atomic_load(&a->ordered); }
 
+void vs_arena_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user) {
+  if (a && fn) vs_heap_mappings(a, fn, user);
+}
+
 int vs_arena_settle(vs_arena *a) {
   /* Lane frees too: their memory is reusable off the lane, or goes back
    * to the driver, only once the lane's work on it is done. */

@@ -136,6 +136,11 @@ typedef void (*vs_arena_piece_fn)(void *user, uint64_t va, uint64_t len, uint64_
 int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piece_fn fn, void *user);
 /* Releases cached free memory down to keep_bytes (0 = everything). Returns bytes released. */
 uint64_t vs_arena_trim(vs_arena *a, uint64_t keep_bytes);
+/* VMM mode: fn on every range the arena has mapped now (va, size), each
+ * one mapping of one physical handle, under the heap's lock: no mapping is
+ * made or undone meanwhile, and fn must not call the arena. Chunks mode:
+ * nothing. (The shim opens them to a peer device: arena_backend.c.) */
+void vs_arena_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user);
 /* One sync when any freed block still waits for one (none otherwise):
  * afterwards every block freed so far is reusable. 1 when a sync was made. */
 int vs_arena_settle(vs_arena *a);

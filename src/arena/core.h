@@ -322,6 +322,9 @@ int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr
 enum { VS_FREE_PEND = 0, VS_FREE_INTERNAL = 1, VS_FREE_ORDERED = 2 };
 int vs_heap_free(vs_arena *a, uint64_t addr, int how);
 uint64_t vs_heap_trim(vs_arena *a, uint64_t keep);          /* caller holds no heap lock */
+/* VMM: fn on every mapped handle's range, under the heap lock (no new
+ * mapping meanwhile); fn must not call the arena. */
+void vs_heap_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user);
 uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay keeps; no heap lock held */
 uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */

@@ -1155,6 +1155,15 @@ uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
   return n;
 }
 
+void vs_heap_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user) {
+  vs_heap *h = &a->heap;
+  if (!h->vmm) return;
+  pthread_mutex_lock(&h->mu);
+  for (uint32_t i = 0; i < h->nh; i++)
+    if (h->h[i].used && h->h[i].mapped) fn(user, h->h[i].va, h->h[i].size);
+  pthread_mutex_unlock(&h->mu);
+}
+
 void vs_heap_fini(vs_arena *a) {
   vs_heap *h = &a->heap;
   for (uint32_t i = 0; i < h->nh; i++) {

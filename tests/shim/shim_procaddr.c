@@ -22,6 +22,8 @@ static const char *const memory_families[] = {
     "cuDeviceTotalMem", "cuMemGetAddressRange", "cuPointerGetAttribute", "cuPointerGetAttributes",
     "cuGetProcAddress", "cuCtxCreate", "cuCtxDestroy", "cuCtxAttach", "cuCtxDetach", "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
+    /* peer access opens the arena's VMM memory to the peer (hooks_ctx.c) */
+    "cuCtxEnablePeerAccess", "cuCtxDisablePeerAccess",
     /* stream creation ends the arena's stream order (issue 11) */
     "cuStreamCreate", "cuStreamCreateWithPriority", "cuGreenCtxCreate", "cuGreenCtxStreamCreate",
     /* the program's own synchronisations count as the arena's (issue 11, stream_syncs.c) */

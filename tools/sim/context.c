@@ -56,9 +56,78 @@ CUresult sim_ctx_current(struct sim_ctx **out)
     return CUDA_SUCCESS;
 }
 
+/* ---- peer access: pairs (accessor, owner) of contexts; the accessor's
+ * device may touch what was allocated in the owner (cuMemAlloc memory and
+ * the like; VMM mappings have their own per-device access, vmm.c). */
+#define SIM_MAX_PEERS 64
+static struct { struct sim_ctx *from, *to; } peers[SIM_MAX_PEERS];
+static size_t npeers;   /* guarded by ctx_lock */
+
+static int peer_index(struct sim_ctx *from, struct sim_ctx *to)
+{
+    for (size_t i = 0; i < npeers; i++)
+        if (peers[i].from == from && peers[i].to == to) return (int)i;
+    return -1;
+}
+
+/* The end of ctx ends every pairing with it (ctx_lock held). */
+static void peers_ctx_end(struct sim_ctx *ctx)
+{
+    for (size_t i = 0; i < npeers;)
+        if (peers[i].from == ctx || peers[i].to == ctx) peers[i] = peers[--npeers];
+        else i++;
+}
+
+int sim_ctx_peer_enabled(int dev, struct sim_ctx *owner)
+{
+    int on = 0;
+    pthread_mutex_lock(&ctx_lock);
+    for (size_t i = 0; i < npeers && !on; i++)
+        on = peers[i].to == owner && peers[i].from->dev == dev && peers[i].from->active;
+    pthread_mutex_unlock(&ctx_lock);
+    return on;
+}
+
+SIM_API CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    SIM_COUNT(cuCtxEnablePeerAccess);
+    struct sim_ctx *cur;
+    CUresult r = sim_ctx_current(&cur);
+    if (r != CUDA_SUCCESS) return r;
+    if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *to = sim_ctx_lookup(peerContext);
+    if (!to) return CUDA_ERROR_INVALID_CONTEXT;
+    if (to->dev == cur->dev) return CUDA_ERROR_INVALID_DEVICE;   /* cuDeviceCanAccessPeer says 0 */
+    pthread_mutex_lock(&ctx_lock);
+    if (peer_index(cur, to) >= 0) r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else if (npeers == SIM_MAX_PEERS) r = CUDA_ERROR_TOO_MANY_PEERS;
+    else peers[npeers].from = cur, peers[npeers++].to = to;
+    pthread_mutex_unlock(&ctx_lock);
+    return r;
+}
+
+SIM_API CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    SIM_COUNT(cuCtxDisablePeerAccess);
+    struct sim_ctx *cur;
+    CUresult r = sim_ctx_current(&cur);
+    if (r != CUDA_SUCCESS) return r;
+    struct sim_ctx *to = sim_ctx_lookup(peerContext);
+    if (!to) return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&ctx_lock);
+    int i = peer_index(cur, to);
+    if (i < 0) r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    else peers[i] = peers[--npeers];
+    pthread_mutex_unlock(&ctx_lock);
+    return r;
+}
+
 /* Frees what was allocated in ctx. */
 static void release_ctx_memory(struct sim_ctx *ctx)
 {
+    pthread_mutex_lock(&ctx_lock);
+    peers_ctx_end(ctx);
+    pthread_mutex_unlock(&ctx_lock);
     struct sim_alloc **v = NULL;
     size_t n = sim_mem_collect_ctx(ctx, &v);
     for (size_t i = 0; i < n; i++) sim_free_record(v[i]);

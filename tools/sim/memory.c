@@ -242,6 +242,28 @@ SIM_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
 
 int sim_dev_range_ok(uintptr_t p, size_t n) { return sim_range_ok(p, n, 0); }
 
+/* What a kernel on dev may touch (vramsim.h): memory of a context of dev,
+ * or of another device's context that one of dev's enabled peer access to
+ * (cuCtxEnablePeerAccess); a VMM range where cuMemSetAccess gave dev some
+ * access; managed and pinned host memory anywhere. */
+SIM_API int vramsim_device_can_access(int dev, uint64_t ptr, uint64_t n)
+{
+    if (!sim_initialized() || dev < 0 || dev >= sim_cfg.ncards || n == 0) return 0;
+    pthread_mutex_lock(&sim_mem_lock);
+    int vmm = sim_vmm_dev_access_locked((uintptr_t)ptr, (size_t)n, dev);
+    struct sim_alloc *a = vmm < 0 ? sim_mem_find((uintptr_t)ptr) : NULL;
+    int inside = a && (uintptr_t)ptr + n <= a->base + (a->map_len > a->size ? a->map_len : a->size);
+    enum sim_kind kind = a ? a->kind : SIM_K_HOST;
+    int card = a ? a->card : -1;
+    struct sim_ctx *owner = a ? a->ctx : NULL;
+    pthread_mutex_unlock(&sim_mem_lock);
+    if (vmm >= 0) return vmm;
+    if (!inside) return 0;
+    if (kind == SIM_K_MANAGED || kind == SIM_K_HOST) return 1;
+    if (card == dev) return 1;
+    return owner && sim_ctx_peer_enabled(dev, owner);
+}
+
 /* any_host: a pointer outside every record is host memory (unified copies) */
 int sim_range_ok(uintptr_t p, size_t n, int any_host)
 {

@@ -45,6 +45,8 @@ static const struct proc_row rows[] = {
     R(cuDeviceGetPCIBusId, 4010, cuDeviceGetPCIBusId)
     R(cuDeviceGetByPCIBusId, 4010, cuDeviceGetByPCIBusId)
     R(cuDeviceCanAccessPeer, 4000, cuDeviceCanAccessPeer)
+    R(cuCtxEnablePeerAccess, 4000, cuCtxEnablePeerAccess)
+    R(cuCtxDisablePeerAccess, 4000, cuCtxDisablePeerAccess)
     /* contexts */
     R(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain)
     R(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease)

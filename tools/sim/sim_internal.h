@@ -113,6 +113,8 @@ struct sim_ctx {
     int retain;      /* primary contexts only */
 };
 CUresult sim_ctx_current(struct sim_ctx **out);   /* INVALID_CONTEXT if none/inactive */
+/* A live context of device dev was given access to owner's memory (cuCtxEnablePeerAccess). */
+int sim_ctx_peer_enabled(int dev, struct sim_ctx *owner);
 struct sim_ctx *sim_ctx_lookup(CUcontext c);      /* NULL if not a live context */
 void sim_ctx_after_fork_child(void);
 
@@ -231,6 +233,9 @@ void sim_graph_after_fork_child(void);
 /* all three with sim_mem_lock held */
 int sim_vmm_range_ok(uintptr_t p, size_t n);           /* mapped read-write */
 int sim_vmm_range_mapped_locked(uintptr_t p, size_t n); /* mapped at all */
+/* [p, p+n) in one reservation, mapped with some access for device dev:
+ * 1, else 0; -1 when p is in no reservation */
+int sim_vmm_dev_access_locked(uintptr_t p, size_t n, int dev);
 int sim_vmm_ptr_info(uintptr_t p, int *dev, uintptr_t *base, size_t *size);
 void sim_vmm_after_fork_child(void);
 #endif

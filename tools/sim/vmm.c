@@ -31,7 +31,8 @@ struct vmap {
     uintptr_t addr;
     size_t size;
     struct phys *ph;
-    int access;        /* CU_MEM_ACCESS_FLAGS_PROT_* */
+    int access;        /* CU_MEM_ACCESS_FLAGS_PROT_*: the widest any device has (the host's view) */
+    unsigned char dev_access[SIM_MAX_CARDS];   /* each device's, as cuMemSetAccess set it */
 };
 
 struct va {
@@ -418,7 +419,7 @@ SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
     if (r == CUDA_SUCCESS && sim_os_map_fixed((void *)a, size, ph->obj, offset) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        v->maps[v->nmaps++] = (struct vmap){a, size, ph, CU_MEM_ACCESS_FLAGS_PROT_NONE};
+        v->maps[v->nmaps++] = (struct vmap){.addr = a, .size = size, .ph = ph, .access = CU_MEM_ACCESS_FLAGS_PROT_NONE};
         ph->refs++;
     }
     pthread_mutex_unlock(&sim_mem_lock);
@@ -468,15 +469,12 @@ SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
     REQUIRE_VMM();
     uintptr_t a = (uintptr_t)ptr;
     if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
-    int access = -1;
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
         CHECK_DEV(desc[i].location.id);
         if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return CUDA_ERROR_INVALID_VALUE;
-        /* host memory stands in for every card: the widest access wins */
-        if ((int)desc[i].flags > access) access = (int)desc[i].flags;
     }
     pthread_mutex_lock(&sim_mem_lock);
     struct va *v = va_holding(a, size);
@@ -489,9 +487,20 @@ SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
             uintptr_t lo = m->addr > a ? m->addr : a;
             uintptr_t hi = m->addr + m->size < a + size ? m->addr + m->size : a + size;
             if (lo >= hi) continue;
-            /* a partial change is recorded for the whole mapping */
-            if (sim_os_protect((void *)lo, hi - lo, access) != 0) r = CUDA_ERROR_INVALID_VALUE;
-            else m->access = access;
+            /* a partial change is recorded for the whole mapping; host
+             * memory stands in for every card: the widest access wins */
+            unsigned char was[SIM_MAX_CARDS];
+            memcpy(was, m->dev_access, sizeof was);
+            for (size_t k = 0; k < count; k++) m->dev_access[desc[k].location.id] = (unsigned char)desc[k].flags;
+            int access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+            for (int d = 0; d < SIM_MAX_CARDS; d++)
+                if (m->dev_access[d] > access) access = m->dev_access[d];
+            if (sim_os_protect((void *)lo, hi - lo, access) != 0) {
+                memcpy(m->dev_access, was, sizeof was);
+                r = CUDA_ERROR_INVALID_VALUE;
+            } else {
+                m->access = access;
+            }
         }
     }
     pthread_mutex_unlock(&sim_mem_lock);
@@ -503,9 +512,10 @@ SIM_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
     SIM_COUNT(cuMemGetAccess);
     REQUIRE_VMM();
     if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    CHECK_DEV(location->id);
     pthread_mutex_lock(&sim_mem_lock);
     struct vmap *m = vmap_at(va_containing((uintptr_t)ptr), (uintptr_t)ptr);
-    if (m) *flags = (unsigned long long)m->access;
+    if (m) *flags = (unsigned long long)m->dev_access[location->id];
     pthread_mutex_unlock(&sim_mem_lock);
     return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -525,6 +535,19 @@ static int range_covered(uintptr_t p, size_t n, int need_rw)
 }
 
 int sim_vmm_range_mapped_locked(uintptr_t p, size_t n) { return range_covered(p, n, 0); }
+
+int sim_vmm_dev_access_locked(uintptr_t p, size_t n, int dev)
+{
+    struct va *v = va_containing(p);
+    if (!v) return -1;
+    if (dev < 0 || dev >= SIM_MAX_CARDS) return 0;
+    for (uintptr_t cur = p, end = p + n; cur < end;) {
+        struct vmap *m = vmap_at(v, cur);
+        if (!m || m->dev_access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE) return 0;
+        cur = m->addr + m->size;
+    }
+    return 1;
+}
 
 /* mapped and read-write: copies may touch it */
 int sim_vmm_range_ok(uintptr_t p, size_t n) { return range_covered(p, n, 1); }

@@ -40,6 +40,12 @@ int vramsim_card_identity(int card, char *name, unsigned name_len, unsigned char
  * there (allocations and context overhead), up to max of them; returns how
  * many there are. */
 unsigned vramsim_card_processes(int card, int32_t *pids, uint64_t *used, unsigned max);
+/* 1 when a kernel on device dev could touch [ptr, ptr+n) (the sim runs no
+ * kernels: tests ask this instead): memory of a context of dev, or of a
+ * context another device's was given access to by cuCtxEnablePeerAccess
+ * from a context of dev; a VMM mapping cuMemSetAccess opened to dev;
+ * managed and pinned host memory. Else 0. */
+int vramsim_device_can_access(int dev, uint64_t ptr, uint64_t n);
 /* VRAMSIM_DRIVER_VERSION (what cuDriverGetVersion says, default 13000). */
 int vramsim_driver_version(void);
 /* VRAMSIM_CONTEXT_OVERHEAD as this process read it. */

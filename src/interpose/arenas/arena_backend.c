@@ -25,6 +25,7 @@ typedef struct backend_card {
   _Atomic int va_failed;   /* a cuMemAddressReserve was refused */
   _Atomic int ended;       /* the context ended: the driver already freed its cuMemAlloc chunks */
   _Atomic(CUevent) lane_event;   /* order_after_lane's, made on first use; the context's to free */
+  _Atomic uint32_t peers;  /* VMM: other cards given access to every mapping (bit per card) */
 } backend_card;
 static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")));
 
@@ -345,12 +346,19 @@ static int map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
   GUARDED(r, real->cuMemMap((CUdeviceptr)va, (size_t)size, 0, (CUmemGenericAllocationHandle)handle, 0));
   vs_acct_call(c->card, VRAMSHIM_CALL_MEM_MAP);
   if (r != CUDA_SUCCESS) return verdict(r);
-  CUmemAccessDesc acc;
-  memset(&acc, 0, sizeof acc);
-  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  acc.location.id = c->card;
-  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, &acc, 1));
+  /* The arena's card, and the peers its context gave access to (as
+   * cuMemAlloc memory is reachable from them once peer access is on). */
+  CUmemAccessDesc acc[VRAMSHIM_MAX_CARDS];
+  size_t n = 0;
+  uint32_t peers = atomic_load_explicit(&c->peers, memory_order_acquire);
+  memset(acc, 0, sizeof acc);
+  for (int d = -1; d < VRAMSHIM_MAX_CARDS; d++) {
+    if (d >= 0 && (d == c->card || !(peers & (1u << d)))) continue;
+    acc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc[n].location.id = d < 0 ? c->card : d;
+    acc[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, acc, n));
   vs_acct_call(c->card, VRAMSHIM_CALL_SET_ACCESS);
   if (r != CUDA_SUCCESS) {
     CUresult u;
@@ -454,6 +462,46 @@ static int order_after_lane(void *ctx, uint64_t stream) {
   GUARDED(r, real->cuStreamWaitEvent((CUstream)(uintptr_t)stream, ev, 0));
   vs_acct_call(c->card, VRAMSHIM_CALL_OTHER);
   return verdict(r);
+}
+
+/* ---- peer access ---- */
+typedef struct grant {
+  backend_card *c;
+  int card;
+  int failed;
+} grant;
+
+static void grant_one(void *user, uint64_t va, uint64_t size) {
+  grant *g = user;
+  const vs_real_table *real = vs_driver_if_loaded();
+  if (!real || !real->cuMemSetAccess) {
+    g->failed = 1;
+    return;
+  }
+  CUmemAccessDesc acc;
+  memset(&acc, 0, sizeof acc);
+  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  acc.location.id = g->card;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUresult r;
+  GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, &acc, 1));
+  vs_acct_call(g->c->card, VRAMSHIM_CALL_SET_ACCESS);
+  if (r != CUDA_SUCCESS) g->failed = 1;
+}
+
+int vs_backend_peer(void *backend, vs_arena *a, int card, int on) {
+  backend_card *c = backend;
+  if (!c || card < 0 || card >= VRAMSHIM_MAX_CARDS || card == c->card) return 0;
+  if (!on) {
+    atomic_fetch_and(&c->peers, ~(1u << card));
+    return 0;
+  }
+  /* The bit first: a mapping made from now on carries it; the walk below
+   * (under the heap's lock) then opens every older one. */
+  atomic_fetch_or(&c->peers, 1u << card);
+  grant g = {c, card, 0};
+  if (a) vs_arena_mappings(a, grant_one, &g);
+  return g.failed ? -1 : 0;
 }
 
 int vs_backend_va_failed(void *backend) { return atomic_load(&((backend_card *)backend)->va_failed); }

@@ -57,7 +57,15 @@ int vs_backend_shareable(int card);
 
 void vs_backend_atfork_child(void);
 
-/* Graph capture (streams/stream_alloc.c tells): a capture began, or ended
+/* Peer access (cuCtxEnablePeerAccess from a context of `card` to this
+ * backend's): on, every mapping the arena a has made, and every one it
+ * makes from now on, is opened to card too (read-write), as cuMemAlloc
+ * memory is; off, new mappings no longer are (those made stay open).
+ * Chunks memory is the driver's cuMemAlloc memory: nothing to do. 0, or -1
+ * when the driver refused a mapping's access. */
+int vs_backend_peer(void *backend, vs_arena *a, int card, int on);
+
+/* Graph capture (streams/capture.c tells): a capture began, or ended
  * (whatever its result); while any is in progress the arenas hold
  * (vs_arena_backend.hold: no sync, no lane ordering, no release). */
 void vs_backend_capture_begin(void);

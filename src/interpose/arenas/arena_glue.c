@@ -173,6 +173,8 @@ static vs_arena *create(vs_ctx *ctx, CUresult *res) {
     VS_DEBUG("card %d: context %#llx: arena %s", card, (unsigned long long)ctx->handle, mode_name(mode));
   }
   ctx->backend = be.ctx;
+  for (int d = 0; d < VRAMSHIM_MAX_CARDS; d++)   /* peer access given before the arena began */
+    if (ctx->peer_cards & (1u << d)) (void)vs_backend_peer(be.ctx, NULL, d, 1);
   atomic_store(&ctx->arena_vmm, mode == VS_CFG_ARENA_VMM);
   if (g_coherent[card] && vs_stream_order_on())
     VS_INFO("card %d reaches host page tables (the host may touch device memory outside any stream): freed "
@@ -363,6 +365,28 @@ void vs_arena_glue_decay(void) {
     }
     done += n;
   } while (n == sizeof ids / sizeof ids[0]);
+}
+
+void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
+  uint64_t id = 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c && !id; c = vs_ctx_next(c))
+    if (c->handle == peer_ctx) id = c->id;
+  vs_ctx_read_unlock();
+  vs_ctx *c = id ? vs_ctx_acquire_id(id) : NULL;
+  if (!c) return;   /* no memory of it seen yet: the driver's own, if any */
+  pthread_mutex_lock(&g_create_lock);
+  if (on) c->peer_cards |= 1u << card;
+  else c->peer_cards &= ~(1u << card);
+  vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+  int failed = c->backend && atomic_load(&c->arena_vmm) && vs_backend_peer(c->backend, a, card, on) != 0;
+  pthread_mutex_unlock(&g_create_lock);
+  if (failed)
+    VS_WARN("card %d: the driver refused to open the arena's memory of context %#llx on card %d to card %d; "
+            "kernels on card %d may not reach it (arena = chunks in the config avoids this)",
+            c->card, (unsigned long long)c->handle, c->card, card, card);
+  vs_ctx_put(c);
 }
 
 void vs_arena_glue_settle_all(void) {

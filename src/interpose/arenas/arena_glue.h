@@ -37,6 +37,11 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes);
  * calls it, so an idle process's cache goes back to release_threshold
  * within the decay time (release_decay) too (issue 23). */
 void vs_arena_glue_decay(void);
+/* The program's cuCtxEnablePeerAccess (on) or cuCtxDisablePeerAccess (off)
+ * from a context of `card` to context peer_ctx succeeded: the VMM arena
+ * of peer_ctx opens its memory to card (arena_backend.h, vs_backend_peer),
+ * now and when it begins later. */
+void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on);
 /* Every arena syncs once if a freed block of it waits for a sync (before a
  * graph capture begins: during one the arenas may not sync). */
 void vs_arena_glue_settle_all(void);

@@ -48,6 +48,7 @@ typedef struct vs_ctx {
   _Atomic int arena_off;   /* the arena is off for this context's card */
   vs_arena *retired;       /* a VMM arena replaced by a chunks one (holds nothing) */
   void *backend, *retired_backend;
+  uint32_t peer_cards;     /* cards this context's memory was opened to (cuCtxEnablePeerAccess) */
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
   /* Hooks working in this context right now: the sum of the stripes. A
    * thread counts on its own stripe (contexts.c), each stripe a cache line

@@ -96,6 +96,8 @@
   X(cuCtxDestroy, (CUcontext ctx), (ctx))                                                             \
   X(cuCtxAttach, (CUcontext * pctx, unsigned int flags), (pctx, flags))                               \
   X(cuCtxDetach, (CUcontext ctx), (ctx))                                                              \
+  X(cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags), (peerContext, Flags))        \
+  X(cuCtxDisablePeerAccess, (CUcontext peerContext), (peerContext))                                   \
   X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                          \
   X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                              \
   X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev))                                                 \

@@ -8,6 +8,7 @@
  * shim when the hook returns, and nothing of it is ever handed out again. */
 #include "hook_common.h"
 
+#include "arena_glue.h"
 #include "contexts.h"
 #include "nvml_cards.h"
 #include "stream_order.h"
@@ -73,6 +74,33 @@ CUresult vs_hook_cuCtxDetach(CUcontext ctx) {
   if (ended) vs_mem_ctx_end((uint64_t)(uintptr_t)ctx, -1);
   vs_guard_leave();
   if (ended) vs_footprint_ctx_ended((uint64_t)(uintptr_t)ctx, -1);
+  return r;
+}
+
+/* ---- peer access: the current context reaches peerContext's memory. The
+ * arena's VMM memory is not cuMemAlloc memory, which the driver opens to
+ * the peer by itself: the arena opens its mappings (arena_glue.h). */
+static void peer_access(const vs_real_table *real, CUcontext peer, int on) {
+  int card = vs_driver_current_card(real);
+  if (card >= 0 && peer) vs_arena_glue_peer_access((uint64_t)(uintptr_t)peer, card, on);
+}
+
+CUresult vs_hook_cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  VS_HOOK_ENTER(cuCtxEnablePeerAccess, (peerContext, Flags));
+  vs_guard_enter();
+  CUresult r = real->cuCtxEnablePeerAccess(peerContext, Flags);
+  vs_guard_leave();
+  /* already on: the driver's answer, and the arena's mappings are open */
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) peer_access(real, peerContext, 1);
+  return r;
+}
+
+CUresult vs_hook_cuCtxDisablePeerAccess(CUcontext peerContext) {
+  VS_HOOK_ENTER(cuCtxDisablePeerAccess, (peerContext));
+  vs_guard_enter();
+  CUresult r = real->cuCtxDisablePeerAccess(peerContext);
+  vs_guard_leave();
+  if (r == CUDA_SUCCESS) peer_access(real, peerContext, 0);
   return r;
 }
 
