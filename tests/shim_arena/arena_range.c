@@ -1,8 +1,10 @@
 /* cuMemGetAddressRange_v2 and cuPointerGetAttribute(s) on arena blocks:
  * from the start, the middle and the last byte of a block, the range is the
  * block's own (start, requested size), not the chunk or VMM range around
- * it; other attributes are the driver's. The same program passes with
- * arena = off, where the driver answers everything. */
+ * it; other attributes are the driver's; the VMM queries
+ * (cuMemRetainAllocationHandle, cuMemGetAccess) are refused as for any
+ * cuMemAlloc block. The same program passes with arena = off, where the
+ * driver answers everything. */
 #include "shim_test.h"
 
 static void check_block(CUdeviceptr p, size_t n) {
@@ -35,6 +37,18 @@ static void check_block(CUdeviceptr p, size_t n) {
             ordinal);
     T_CHECK(s2 == p && z2 == n, "cuPointerGetAttributes range of 0x%llx: 0x%llx, %zu B", (unsigned long long)q,
             (unsigned long long)s2, z2);
+    /* cuMemAlloc memory, not the program's VMM: no handle types, and the
+     * VMM queries refused as the driver refuses them (the arena's own
+     * handle underneath is not the program's to retain or export) */
+    unsigned long long types = 7, flags = 7;
+    T_CU(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, q));
+    T_CHECK(types == 0, "allowed handle types of a cuMemAlloc block: %llu", types);
+    CUmemGenericAllocationHandle h = 0;
+    CUresult r = cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)q);
+    T_CHECK(r == CUDA_ERROR_INVALID_VALUE, "cuMemRetainAllocationHandle of a cuMemAlloc block: %d", (int)r);
+    CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    r = cuMemGetAccess(&flags, &loc, q);
+    T_CHECK(r == CUDA_ERROR_INVALID_VALUE, "cuMemGetAccess of a cuMemAlloc block: %d", (int)r);
   }
 }
 

@@ -66,6 +66,8 @@
     (ptr, size, offset, handle, flags))                                                               \
   X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                          \
   X(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr), (handle, addr))   \
+  X(cuMemGetAccess, (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr),       \
+    (flags, location, ptr))                                                                           \
   X(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), \
     (ptr, size, alignment, addr, flags))                                                              \
   X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                                    \

@@ -61,11 +61,35 @@ CUresult vs_hook_cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 /* One more reference to the handle under addr (the same handle value):
  * its memory then lives until that reference is released too. */
+/* An arena block is cuMemAlloc memory to the program (the pointer
+ * attributes say so: no VMM handle types): the driver refuses the VMM
+ * queries of such memory, and so does the shim for a block, whatever the
+ * arena's mode. Else the program would get the arena's own handle, whose
+ * memory holds other blocks, and treat the block as memory of its own VMM
+ * (a library that exports "its" handle to a peer would map the wrong
+ * bytes there). A pointer in arena memory outside every block is unknown. */
+static int arena_memory(uint64_t p) {
+  vs_mem_block b;
+  return vs_mem_block_at(p, &b) != VS_AT_DRIVER;
+}
+
 CUresult vs_hook_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
   VS_HOOK_ENTER(cuMemRetainAllocationHandle, (handle, addr));
   vs_guard_enter();
+  if (arena_memory((uint64_t)(uintptr_t)addr)) {
+    vs_guard_leave();
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   CUresult r = real->cuMemRetainAllocationHandle(handle, addr);
   if (r == CUDA_SUCCESS && handle) vs_mem_vmm_retained((uint64_t)*handle);
+  vs_guard_leave();
+  return r;
+}
+
+CUresult vs_hook_cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr) {
+  VS_HOOK_ENTER(cuMemGetAccess, (flags, location, ptr));
+  vs_guard_enter();
+  CUresult r = arena_memory((uint64_t)ptr) ? CUDA_ERROR_INVALID_VALUE : real->cuMemGetAccess(flags, location, ptr);
   vs_guard_leave();
   return r;
 }
