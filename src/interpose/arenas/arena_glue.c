@@ -351,7 +351,9 @@ void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
   } while (n == sizeof ids / sizeof ids[0]);
 }
 
-void vs_arena_glue_decay(void) {
+/* fn on the arena of every context that has one, each with a reference
+ * to its context, outside the registry's lock (fn may call the driver). */
+static void each_arena(void (*fn)(vs_arena *)) {
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
   uint64_t ids[32];
   size_t done = 0, n;
@@ -360,12 +362,19 @@ void vs_arena_glue_decay(void) {
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
       vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-      if (a) vs_arena_decay(a);
+      if (a) fn(a);
       vs_ctx_put(c);
     }
     done += n;
   } while (n == sizeof ids / sizeof ids[0]);
 }
+
+static void decay_one(vs_arena *a) { vs_arena_decay(a); }
+static void settle_one(vs_arena *a) { (void)vs_arena_settle(a); }
+
+void vs_arena_glue_decay(void) { each_arena(decay_one); }
+
+void vs_arena_glue_settle_all(void) { each_arena(settle_one); }
 
 void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
@@ -387,22 +396,6 @@ void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
             "kernels on card %d may not reach it (arena = chunks in the config avoids this)",
             c->card, (unsigned long long)c->handle, c->card, card, card);
   vs_ctx_put(c);
-}
-
-void vs_arena_glue_settle_all(void) {
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
-  uint64_t ids[32];
-  size_t done = 0, n;
-  do {
-    n = arena_ctx_ids(-1, done, ids, sizeof ids / sizeof ids[0], NULL);
-    for (size_t i = 0; i < n; i++) {
-      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-      if (a) vs_arena_settle(a);
-      vs_ctx_put(c);
-    }
-    done += n;
-  } while (n == sizeof ids / sizeof ids[0]);
 }
 
 void vs_arena_glue_ctx_end(vs_ctx *ctx) {
