@@ -3,7 +3,7 @@
  * block's own (start, requested size), not the chunk or VMM range around
  * it; other attributes are the driver's; the VMM queries
  * (cuMemRetainAllocationHandle, cuMemGetAccess) are refused as for any
- * cuMemAlloc block. The same program passes with arena = off, where the
+ * cuMemAlloc block; SYNC_MEMOPS is set and reads back. The same program passes with arena = off, where the
  * driver answers everything. */
 #include "shim_test.h"
 
@@ -49,6 +49,16 @@ static void check_block(CUdeviceptr p, size_t n) {
     CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
     r = cuMemGetAccess(&flags, &loc, q);
     T_CHECK(r == CUDA_ERROR_INVALID_VALUE, "cuMemGetAccess of a cuMemAlloc block: %d", (int)r);
+    /* SYNC_MEMOPS, the one settable attribute (UCX, libfabric and MPI set
+     * it on the buffers they register), is taken and reads back */
+    unsigned one = 1;
+    unsigned char sync = 0;
+    r = cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q);
+    T_CHECK(r == CUDA_SUCCESS, "cuPointerSetAttribute(SYNC_MEMOPS) of a cuMemAlloc block: %d", (int)r);
+    T_CU(cuPointerGetAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q));
+    T_CHECK(sync == 1, "SYNC_MEMOPS reads back %u", sync);
+    r = cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_BUFFER_ID, q);
+    T_CHECK(r == CUDA_ERROR_INVALID_VALUE, "another attribute set: %d", (int)r);
   }
 }
 

@@ -201,6 +201,50 @@ static void shareable_handles(void **state)
     assert_int_equal(vramsim_card_used(0), 0);
 }
 
+/* SYNC_MEMOPS: settable on memory the driver allocated whole, refused on
+ * a VMM mapping (CUDA_ERROR_NOT_SUPPORTED), where the context's
+ * CU_CTX_SYNC_MEMOPS (cuCtxSetFlags) is the way. */
+static void sync_memops(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, MiB));
+    unsigned one = 1, zero = 0;
+    unsigned char v = 7;
+    CU_OK(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    assert_int_equal(v, 0);
+    CU_OK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p + 100));
+    CU_OK(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    assert_int_equal(v, 1);
+    CU_OK(cuPointerSetAttribute(&zero, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    CU_OK(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    assert_int_equal(v, 0);
+    CU_ERR(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_BUFFER_ID, p), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuPointerSetAttribute(NULL, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0x10), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(p));
+    CUmemAllocationProp pr = prop_on(0);
+    size_t G = 0;
+    CU_OK(cuMemGetAllocationGranularity(&G, &pr, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    CU_OK(cuMemCreate(&h, G, &pr, 0));
+    CU_OK(cuMemAddressReserve(&va, G, 0, 0, 0));
+    CU_OK(cuMemMap(va, G, 0, h, 0));
+    CU_ERR(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, va), CUDA_ERROR_NOT_SUPPORTED);
+    unsigned flags = 0;
+    CU_OK(cuCtxGetFlags(&flags));
+    CU_OK(cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS));
+    CU_OK(cuCtxGetFlags(&flags));
+    assert_true(flags & CU_CTX_SYNC_MEMOPS);
+    CU_ERR(cuCtxSetFlags(0x8000), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuCtxSetFlags(flags & ~(unsigned)CU_CTX_SYNC_MEMOPS));
+    CU_OK(cuMemUnmap(va, G));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, G));
+}
+
 static void vmm_disabled(void **state)
 {
     (void)state;
@@ -275,7 +319,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(granularity_and_errors), cmocka_unit_test(stitching), cmocka_unit_test(retained_handles),
-        cmocka_unit_test(shareable_handles),
+        cmocka_unit_test(shareable_handles), cmocka_unit_test(sync_memops),
         cmocka_unit_test(vmm_disabled), cmocka_unit_test(host_locations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -447,6 +447,20 @@ SIM_API CUresult cuCtxGetFlags(unsigned int *flags)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 12.1: the current context's flags, replaced (cuDevicePrimaryCtxSetFlags' values). */
+SIM_API CUresult cuCtxSetFlags(unsigned int flags)
+{
+    SIM_COUNT(cuCtxSetFlags);
+    struct sim_ctx *c;
+    CUresult r = sim_ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_COREDUMP_ENABLE |
+                            CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS))
+        return CUDA_ERROR_INVALID_VALUE;
+    c->flags = flags;
+    return CUDA_SUCCESS;
+}
+
 SIM_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     SIM_COUNT(cuCtxGetApiVersion);

@@ -54,6 +54,8 @@ static CUresult one_attr(CUpointer_attribute attr, void *data, CUdeviceptr p, co
         *(void **)data = known ? (void *)(uintptr_t)p : NULL;
         break;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *(bool *)data = known && a->sync_memops;
+        break;
     case CU_POINTER_ATTRIBUTE_MAPPED:
         *(bool *)data = known;
         break;
@@ -101,6 +103,23 @@ static CUresult one_attr(CUpointer_attribute attr, void *data, CUdeviceptr p, co
         return CUDA_ERROR_INVALID_VALUE;   /* P2P tokens and anything unknown */
     }
     return CUDA_SUCCESS;
+}
+
+/* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS may be set (cuda.h), on memory the
+ * driver allocated whole: a VMM mapping refuses it with
+ * CUDA_ERROR_NOT_SUPPORTED, as the real driver does (UCX and libfabric
+ * report it: VMM memory needs the context's CU_CTX_SYNC_MEMOPS instead). */
+SIM_API CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    SIM_COUNT(cuPointerSetAttribute);
+    SIM_REQUIRE_INIT();
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_mem_lock);
+    struct sim_alloc *a = sim_mem_find((uintptr_t)ptr);
+    CUresult r = !a ? CUDA_ERROR_INVALID_VALUE : a->kind == SIM_K_VA ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) a->sync_memops = *(const unsigned int *)value != 0;
+    pthread_mutex_unlock(&sim_mem_lock);
+    return r;
 }
 
 SIM_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)

@@ -71,6 +71,7 @@ static const struct proc_row rows[] = {
     R(cuCtxGetDevice, 2000, cuCtxGetDevice)
     R(cuCtxGetDevice, 13000, cuCtxGetDevice_v2)
     R(cuCtxGetFlags, 7000, cuCtxGetFlags)
+    R(cuCtxSetFlags, 12010, cuCtxSetFlags)
     R(cuCtxGetApiVersion, 3020, cuCtxGetApiVersion)
     R(cuCtxSynchronize, 2000, cuCtxSynchronize)
     R(cuCtxSynchronize, 13000, cuCtxSynchronize_v2)
@@ -103,6 +104,7 @@ static const struct proc_row rows[] = {
     R(cuMemHostGetDevicePointer, 2020, cuMemHostGetDevicePointer)
     R(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)
     R(cuMemHostGetFlags, 2030, cuMemHostGetFlags)
+    R(cuPointerSetAttribute, 6000, cuPointerSetAttribute)
     R(cuPointerGetAttribute, 4000, cuPointerGetAttribute)
     R(cuPointerGetAttributes, 7000, cuPointerGetAttributes)
     /* copies and sets */

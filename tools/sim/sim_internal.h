@@ -142,6 +142,7 @@ struct sim_alloc {
     uint64_t id;        /* BUFFER_ID, unique per process */
     struct sim_pool *pool;
     int free_pending;   /* cuMemFreeAsync queued */
+    int sync_memops;    /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as cuPointerSetAttribute set it */
     int ipc_refs;       /* SIM_K_IPC: opens of the same handle */
     int pool_import;    /* SIM_K_IPC: imported from an exported pool (cuMemPoolImportPointer):
                            freed by cuMemFree / cuMemFreeAsync, not cuIpcCloseMemHandle */

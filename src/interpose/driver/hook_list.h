@@ -84,6 +84,8 @@
   X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr), (pbase, psize, dptr)) \
   X(cuMemGetAddressRange, (CUdeviceptr_v1 * pbase, unsigned int *psize, CUdeviceptr_v1 dptr), (pbase, psize, dptr)) \
   X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr), (data, attribute, ptr)) \
+  X(cuPointerSetAttribute, (const void *value, CUpointer_attribute attribute, CUdeviceptr ptr),       \
+    (value, attribute, ptr))                                                                          \
   X(cuPointerGetAttributes, (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr), \
     (numAttributes, attributes, data, ptr))                                                           \
   /* contexts: memory belongs to the context it was allocated in and ends with it (hooks_ctx.c) */  \
@@ -216,8 +218,11 @@
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
   /* arena_backend.c: a stream ordered after the arena's lane */                                    \
   X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
-  /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync */                       \
+  /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync; SYNC_MEMOPS of a VMM  \
+   * block as its context's flag */                                                                \
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))           \
+  X(cuCtxGetFlags, (unsigned int *flags), (flags))                                                 \
+  X(cuCtxSetFlags, (unsigned int flags), (flags))                                                  \
   /* pool_charge.c: the pool cuMemAllocAsync takes */                                              \
   X(cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev), (pool, dev))                          \
   X(cuMemGetAllocationGranularity,                                                                 \

@@ -100,6 +100,76 @@ CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
  * outside every live block is unknown, as the driver says of a freed one. */
 enum { ATTR_DRIVER = 0, ATTR_SET };
 
+/* ---- SYNC_MEMOPS of VMM-backed blocks ----------------------------------
+ * The one attribute a program may set (cuPointerSetAttribute). On a chunk
+ * the driver takes it (cuMemAlloc memory: it then covers the block's
+ * neighbours too, whose synchronous copies only synchronise more); on VMM
+ * memory it refuses it with CUDA_ERROR_NOT_SUPPORTED, where the program
+ * asked for cuMemAlloc memory and the driver would have said yes (UCX,
+ * libfabric and CUDA-aware MPI set it on every GPU buffer they register;
+ * libfabric's EFA provider fails the transfer when refused). So the block's
+ * context gets CU_CTX_SYNC_MEMOPS instead (cuCtxSetFlags, CUDA 12.1: what
+ * UCX itself does for VMM memory): every synchronous memory operation of
+ * the context synchronises, which includes the block's. Such contexts are
+ * remembered (a few: contexts that register buffers for a NIC), and
+ * SYNC_MEMOPS of their blocks reads 1. Clearing it (value 0) is accepted
+ * and changes nothing: memory that synchronises more is never wrong. */
+#define SYNC_CTX_MAX 16
+static _Atomic uint64_t g_sync_ctx[SYNC_CTX_MAX];
+
+static int sync_ctx_has(uint64_t ctx) {
+  for (int i = 0; i < SYNC_CTX_MAX; i++) {
+    uint64_t v = atomic_load_explicit(&g_sync_ctx[i], memory_order_acquire);
+    if (!v) return 0;
+    if (v == ctx) return 1;
+  }
+  return 0;
+}
+
+static void sync_ctx_add(uint64_t ctx) {
+  for (int i = 0; i < SYNC_CTX_MAX; i++) {
+    uint64_t none = 0;
+    if (atomic_compare_exchange_strong(&g_sync_ctx[i], &none, ctx) || none == ctx) return;
+  }
+}
+
+/* CU_CTX_SYNC_MEMOPS on context ctx (pushed for the call when another is
+ * current). */
+static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
+  if (!real->cuCtxGetFlags || !real->cuCtxSetFlags || !real->cuCtxGetCurrent || !real->cuCtxPushCurrent_v2 ||
+      !real->cuCtxPopCurrent_v2)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  CUcontext cur = NULL, popped;
+  CUresult r = real->cuCtxGetCurrent(&cur);
+  int push = r == CUDA_SUCCESS && (uint64_t)(uintptr_t)cur != ctx;
+  if (push && (r = real->cuCtxPushCurrent_v2((CUcontext)(uintptr_t)ctx)) != CUDA_SUCCESS) return r;
+  unsigned flags = 0;
+  if (r == CUDA_SUCCESS) r = real->cuCtxGetFlags(&flags);
+  if (r == CUDA_SUCCESS && !(flags & CU_CTX_SYNC_MEMOPS)) r = real->cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
+  if (push) (void)real->cuCtxPopCurrent_v2(&popped);
+  if (r == CUDA_SUCCESS) sync_ctx_add(ctx);
+  return r;
+}
+
+CUresult vs_hook_cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  VS_HOOK_ENTER(cuPointerSetAttribute, (value, attribute, ptr));
+  vs_guard_enter();
+  vs_mem_block b;
+  int k = vs_mem_block_at((uint64_t)ptr, &b);
+  CUresult r;
+  if (k == VS_AT_GAP) {
+    r = CUDA_ERROR_INVALID_VALUE;   /* a pointer the driver would not know */
+  } else {
+    r = real->cuPointerSetAttribute(value, attribute, ptr);
+    if (r == CUDA_ERROR_NOT_SUPPORTED && k == VS_AT_BLOCK && value && attribute == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
+      r = *(const unsigned int *)value ? ctx_sync_memops(real, b.ctx_handle) : CUDA_SUCCESS;
+      if (r != CUDA_SUCCESS) r = CUDA_ERROR_NOT_SUPPORTED;   /* as the driver said */
+    }
+  }
+  vs_guard_leave();
+  return r;
+}
+
 static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *data, CUdeviceptr ptr,
                       const vs_mem_block *b, CUresult *err) {
   *err = CUDA_SUCCESS;
@@ -129,6 +199,10 @@ static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *da
   case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = (size_t)b->size; break;
   case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: *(unsigned long long *)data = 0; break;
   case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = NULL; break;
+  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    if (!sync_ctx_has(b->ctx_handle)) return ATTR_DRIVER;
+    *(unsigned char *)data = 1;   /* a bool, as the driver writes it */
+    break;
   default: return ATTR_DRIVER;
   }
   return ATTR_SET;
