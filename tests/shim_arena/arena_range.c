@@ -78,6 +78,15 @@ int main(void) {
     }
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < N; i++) T_CU(cuMemFree(p[r][i]));
+  /* A reset clears what was set: a block of the new context reads 0. */
+  T_CU(cuDevicePrimaryCtxReset(0));
+  t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
+  CUdeviceptr q;
+  unsigned char sync = 7;
+  T_CU(cuMemAlloc(&q, 5 << 20));
+  T_CU(cuPointerGetAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q));
+  T_CHECK(sync == 0, "SYNC_MEMOPS of a block after the context's reset: %u", sync);
+  T_CU(cuMemFree(q));
   T_SAY("ranges and attributes of %d blocks: PASS", 2 * N);
   return 0;
 }

@@ -112,8 +112,9 @@ enum { ATTR_DRIVER = 0, ATTR_SET };
  * UCX itself does for VMM memory): every synchronous memory operation of
  * the context synchronises, which includes the block's. Such contexts are
  * remembered (a few: contexts that register buffers for a NIC), and
- * SYNC_MEMOPS of their blocks reads 1. Clearing it (value 0) is accepted
- * and changes nothing: memory that synchronises more is never wrong. */
+ * SYNC_MEMOPS of their blocks reads 1 while the context keeps the flag.
+ * Clearing it (value 0) is accepted and changes nothing: memory that
+ * synchronises more is never wrong. */
 #define SYNC_CTX_MAX 16
 static _Atomic uint64_t g_sync_ctx[SYNC_CTX_MAX];
 
@@ -133,9 +134,9 @@ static void sync_ctx_add(uint64_t ctx) {
   }
 }
 
-/* CU_CTX_SYNC_MEMOPS on context ctx (pushed for the call when another is
- * current). */
-static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
+/* The flags of context ctx (pushed for the call when another is current);
+ * with set, CU_CTX_SYNC_MEMOPS added to them first. */
+static CUresult ctx_flags(const vs_real_table *real, uint64_t ctx, int set, unsigned *flags) {
   if (!real->cuCtxGetFlags || !real->cuCtxSetFlags || !real->cuCtxGetCurrent || !real->cuCtxPushCurrent_v2 ||
       !real->cuCtxPopCurrent_v2)
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -143,12 +144,27 @@ static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
   CUresult r = real->cuCtxGetCurrent(&cur);
   int push = r == CUDA_SUCCESS && (uint64_t)(uintptr_t)cur != ctx;
   if (push && (r = real->cuCtxPushCurrent_v2((CUcontext)(uintptr_t)ctx)) != CUDA_SUCCESS) return r;
-  unsigned flags = 0;
-  if (r == CUDA_SUCCESS) r = real->cuCtxGetFlags(&flags);
-  if (r == CUDA_SUCCESS && !(flags & CU_CTX_SYNC_MEMOPS)) r = real->cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
+  if (r == CUDA_SUCCESS) r = real->cuCtxGetFlags(flags);
+  if (r == CUDA_SUCCESS && set && !(*flags & CU_CTX_SYNC_MEMOPS)) {
+    r = real->cuCtxSetFlags(*flags | CU_CTX_SYNC_MEMOPS);
+    if (r == CUDA_SUCCESS) *flags |= CU_CTX_SYNC_MEMOPS;
+  }
   if (push) (void)real->cuCtxPopCurrent_v2(&popped);
+  return r;
+}
+
+static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
+  unsigned flags = 0;
+  CUresult r = ctx_flags(real, ctx, 1, &flags);
   if (r == CUDA_SUCCESS) sync_ctx_add(ctx);
   return r;
+}
+
+/* SYNC_MEMOPS of a block of a context the shim gave CU_CTX_SYNC_MEMOPS:
+ * 1 while the context still has it (a reset clears the driver's flags). */
+static int ctx_syncs(const vs_real_table *real, uint64_t ctx) {
+  unsigned flags = 0;
+  return sync_ctx_has(ctx) && ctx_flags(real, ctx, 0, &flags) == CUDA_SUCCESS && (flags & CU_CTX_SYNC_MEMOPS);
 }
 
 CUresult vs_hook_cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr) {
@@ -200,7 +216,7 @@ static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *da
   case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: *(unsigned long long *)data = 0; break;
   case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = NULL; break;
   case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-    if (!sync_ctx_has(b->ctx_handle)) return ATTR_DRIVER;
+    if (!ctx_syncs(real, b->ctx_handle)) return ATTR_DRIVER;
     *(unsigned char *)data = 1;   /* a bool, as the driver writes it */
     break;
   default: return ATTR_DRIVER;
