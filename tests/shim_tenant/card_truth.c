@@ -17,9 +17,10 @@
  *   card_truth case graphup MODE WORKDIR   graph memory backed ahead of a
  *        launch: cuGraphUpload (and its per-thread variant) and
  *        instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, of graphs
- *        built with cuGraphAddNode (both signatures): charged when
- *        uploaded, refused past the limit with the driver not asked, given
- *        back by trim and the context's end.
+ *        built with cuGraphAddNode (both signatures), and a child graph
+ *        moved into its parent: charged when uploaded or launched,
+ *        refused past the limit with the driver not asked, given back by
+ *        trim and the context's end.
  *   card_truth case array MODE WORKDIR   CUDA arrays (2D, 3D, layered,
  *        mipmapped; through cuGetProcAddress too): charged to the tenant by
  *        their estimated size, which on the sim is what the card holds; one
@@ -421,7 +422,36 @@ static int w_graphup(void) {
   CHECK(card_used() == 32 * MiB && free0 - view_free() == 32 * MiB, "per-thread upload: card %llu, books %llu",
         (unsigned long long)card_used(), (unsigned long long)(free0 - view_free()));
 
-  /* 6. The context's end gives it all back. */
+  /* 6. A child graph moved into its parent (the only way a child brings
+   * memory nodes) brings its allocation bytes: refused at the launch next
+   * to 32 MiB of cuMemAlloc, the driver not asked; granted once freed. */
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && card_used() == 0, "trimmed before the child graph");
+  CUgraph child = generic_graph(40, NULL), parent;
+  CHECK(cuGraphCreate(&parent, 0) == CUDA_SUCCESS, "parent graph");
+  CUgraphNodeParams cp;
+  memset(&cp, 0, sizeof cp);
+  cp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  cp.graph.graph = child;
+  cp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  CUgraphNode cn;
+  r = cuGraphAddNode(&cn, parent, NULL, NULL, 0, &cp);
+  CHECK(r == CUDA_SUCCESS, "cuGraphAddNode(child graph, MOVE) = %d", (int)r);
+  CUgraphExec pe;
+  CHECK(cuGraphInstantiateWithFlags(&pe, parent, 0) == CUDA_SUCCESS, "instantiate the parent");
+  CHECK(cuMemAlloc(&p, 32 * MiB) == CUDA_SUCCESS, "cuMemAlloc(32 MiB)");
+  r = cuGraphLaunch(pe, s);
+  WITHIN_LIMIT("a parent graph allocating 40 MiB through its child, next to 32");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "launch of the parent next to 32 MiB = %d", (int)r);
+  CHECK(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) == 0, "the driver was not asked");
+  CHECK(cuMemFree(p) == CUDA_SUCCESS, "free the 32 MiB");
+  r = cuGraphLaunch(pe, s);
+  WITHIN_LIMIT("the parent graph alone");
+  CHECK(r == CUDA_SUCCESS && card_used() == 40 * MiB && free0 - view_free() == 40 * MiB,
+        "the parent's launch = %d: card %llu, books %llu", (int)r, (unsigned long long)card_used(),
+        (unsigned long long)(free0 - view_free()));
+  CHECK(cuGraphExecDestroy(pe) == CUDA_SUCCESS && cuGraphDestroy(parent) == CUDA_SUCCESS, "parent destroyed");
+
+  /* 7. The context's end gives it all back. */
   CHECK(cuStreamDestroy(s) == CUDA_SUCCESS, "stream");
   CHECK(cuGraphExecDestroy(e32) == CUDA_SUCCESS && cuGraphExecDestroy(e48) == CUDA_SUCCESS &&
             cuGraphExecDestroy(u48) == CUDA_SUCCESS && cuGraphDestroy(g32) == CUDA_SUCCESS &&

@@ -161,7 +161,32 @@ static void upload_and_generic_nodes(void **state)
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphExecDestroy(u));
     CU_OK(cuGraphExecDestroy(big));
-    CU_OK(cuGraphDestroy(g));
+    /* a child graph: cloned only without memory nodes; moved, its memory
+     * nodes are the parent's (and its handle too) */
+    sim_test_setup(0);
+    CUgraph parent, empty;
+    CU_OK(cuGraphCreate(&parent, 0));
+    CU_OK(cuGraphCreate(&empty, 0));
+    CUgraphNodeParams cp;
+    memset(&cp, 0, sizeof cp);
+    cp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    cp.graph.graph = g;
+    cp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE;
+    CUgraphNode cn;
+    CU_ERR(cuGraphAddNode(&cn, parent, NULL, NULL, 0, &cp), CUDA_ERROR_INVALID_VALUE);
+    cp.graph.graph = empty;
+    CU_OK(cuGraphAddNode(&cn, parent, NULL, NULL, 0, &cp));
+    cp.graph.graph = g;
+    cp.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    CU_OK(cuGraphAddNode(&cn, parent, NULL, NULL, 0, &cp));
+    CU_ERR(cuGraphDestroy(g), CUDA_ERROR_INVALID_VALUE);   /* the parent's now */
+    CU_OK(cuGraphInstantiateWithFlags(&e, parent, 0));
+    CU_OK(cuGraphLaunch(e, 0));
+    assert_int_equal(vramsim_card_used(0), 40 * MiB);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(parent));
+    CU_OK(cuGraphDestroy(empty));
+    CU_OK(cuDevicePrimaryCtxReset(0));
 }
 
 /* Stream capture (stream.c): stream-ordered allocations become the

@@ -36,7 +36,8 @@
 #define GEXEC_MAGIC 0x47455845u
 
 struct gnode {
-    int is_free;        /* a free node; else an allocation node */
+    int is_free;        /* a free node; else an allocation node (or a child graph's node) */
+    int is_child;       /* a child graph's node: its memory nodes moved into the parent */
     int dev;
     size_t charge;      /* allocation: bytes taken from the graph pool */
     uintptr_t dptr;
@@ -116,7 +117,7 @@ static CUresult graph_destroy(CUgraph hGraph)
     g->magic = 0;
     for (size_t i = 0; i < g->n; i++) {
         struct gnode *x = g->nodes[i];
-        if (!x->is_free) sim_backing_destroy(x->obj, (void *)x->dptr, x->map_len);
+        if (!x->is_free && !x->is_child) sim_backing_destroy(x->obj, (void *)x->dptr, x->map_len);
         free(x);
     }
     free(g->nodes);
@@ -200,7 +201,7 @@ static CUresult add_free(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
     if (!phGraphNode || !g || (numDependencies && !dependencies)) return CUDA_ERROR_INVALID_VALUE;
     struct gnode *a = NULL;
     for (size_t i = 0; i < g->n; i++)
-        if (!g->nodes[i]->is_free && g->nodes[i]->dptr == (uintptr_t)dptr) a = g->nodes[i];
+        if (!g->nodes[i]->is_free && !g->nodes[i]->is_child && g->nodes[i]->dptr == (uintptr_t)dptr) a = g->nodes[i];
     if (!a || a->freed) return CUDA_ERROR_INVALID_VALUE;
     struct gnode *x = calloc(1, sizeof *x);
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -247,11 +248,52 @@ CUresult sim_graph_capture_free(CUgraph g, CUdeviceptr dptr)
 
 /* The generic node API (CUDA 12.2; _v2 with edge data, 12.3): only the
  * memory node kinds are modelled, the same as their own functions. */
+/* A child graph node: the child's memory nodes move into the parent
+ * (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: the child's handle is the parent's
+ * from now on, void to the program); a child with memory nodes cannot be
+ * cloned (cuda.h), and one without any adds nothing the sim models. */
+static CUresult add_child(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies,
+                          const CUDA_CHILD_GRAPH_NODE_PARAMS *p)
+{
+    struct sim_graph *g = graph_get(hGraph), *child = graph_get(p->graph);
+    if (!out || !g || !child || child == g || (numDependencies && !dependencies) ||
+        (p->ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE && p->ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) ||
+        (p->ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE && child->n))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct gnode *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->is_child = 1;
+    if (g->cap < g->n + child->n + 1) {
+        size_t nc = g->n + child->n + 8;
+        struct gnode **nv = realloc(g->nodes, nc * sizeof *nv);
+        if (!nv) {
+            free(x);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        g->nodes = nv;
+        g->cap = nc;
+    }
+    if (p->ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
+        for (size_t i = 0; i < child->n; i++) g->nodes[g->n++] = child->nodes[i];
+        child->n = 0;
+        child->magic = 0;   /* the parent's now */
+        free(child->nodes);
+        child->nodes = NULL;
+        pthread_mutex_lock(&graph_lock);
+        child->grave_next = graph_grave;
+        graph_grave = child;
+        pthread_mutex_unlock(&graph_lock);
+    }
+    return add_node(g, x, out);   /* room was made above */
+}
+
 static CUresult add_node_generic(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                  size_t numDependencies, CUgraphNodeParams *np)
 {
     SIM_REQUIRE_INIT();
     if (!np) return CUDA_ERROR_INVALID_VALUE;
+    if (np->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        return add_child(phGraphNode, hGraph, dependencies, numDependencies, &np->graph);
     if (np->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
         return add_free(phGraphNode, hGraph, dependencies, numDependencies, np->free.dptr);
     if (np->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_NOT_SUPPORTED;
@@ -293,7 +335,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
     e->flags = flags;
     for (size_t i = 0; i < g->n; i++) {
         struct gnode *x = g->nodes[i];
-        if (x->is_free) continue;
+        if (x->is_free || x->is_child) continue;
         e->need[x->dev] += x->charge;
         if (!x->freed) e->keep[x->dev] += x->charge;
     }

@@ -136,16 +136,36 @@ CUresult vs_hook_cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph
   return r;
 }
 
+/* A child graph moved into graph (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, the
+ * only way a child may bring memory nodes): its allocation bytes are the
+ * parent's now, and its handle the parent's. */
+static void child_moved(CUgraph graph, CUgraph child) {
+  pthread_mutex_lock(&g_lock);
+  graph_ent *c = tab_find(&g_graphs, (void *)child);
+  uint64_t need[NCARDS];
+  if (c) memcpy(need, c->need, sizeof need);
+  tab_drop(&g_graphs, (void *)child);
+  graph_ent *e = c ? tab_get(&g_graphs, (void *)graph) : NULL;
+  for (int k = 0; e && k < NCARDS; k++) e->need[k] += need[k];
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* What a generic node adds: an allocation node, or a child graph moved in. */
+static void generic_added(CUgraph graph, const CUgraphNodeParams *p) {
+  if (p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) node_added(graph, &p->alloc.poolProps, p->alloc.bytesize);
+  else if (p->type == CU_GRAPH_NODE_TYPE_GRAPH && p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+    child_moved(graph, p->graph.graph);
+}
+
 /* The generic node functions (CUDA 12.2, and 12.3's with edge data) add
- * allocation nodes too. */
+ * allocation nodes too, and child graphs. */
 CUresult vs_hook_cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                 size_t numDependencies, CUgraphNodeParams *nodeParams) {
   VS_HOOK_ENTER(cuGraphAddNode, (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
   vs_guard_enter();
   CUresult r = real->cuGraphAddNode(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
   vs_guard_leave();
-  if (r == CUDA_SUCCESS && nodeParams && nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-    node_added(hGraph, &nodeParams->alloc.poolProps, nodeParams->alloc.bytesize);
+  if (r == CUDA_SUCCESS && nodeParams) generic_added(hGraph, nodeParams);
   return r;
 }
 
@@ -156,8 +176,7 @@ CUresult vs_hook_cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, con
   vs_guard_enter();
   CUresult r = real->cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
   vs_guard_leave();
-  if (r == CUDA_SUCCESS && nodeParams && nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-    node_added(hGraph, &nodeParams->alloc.poolProps, nodeParams->alloc.bytesize);
+  if (r == CUDA_SUCCESS && nodeParams) generic_added(hGraph, nodeParams);
   return r;
 }
 
