@@ -13,8 +13,9 @@
  * grows instead of syncing), the background decay held during it and
  * resumed after, the per-thread default stream's variants
  * (cuStreamBeginCapture_v2_ptsz / cuStreamEndCapture_ptsz through
- * cuGetProcAddress), and (sim only) a stream destroyed while capturing,
- * which ends the hold.
+ * cuGetProcAddress), an end from the wrong thread (the capture and the hold
+ * go on), and (sim only) a stream destroyed while capturing, which ends
+ * the hold.
  *
  * Runs on the real driver too (label gpu, scripts/gpu-validate): there the
  * capture's result is the driver's own verdict; the call counts come from
@@ -22,6 +23,7 @@
  * sets release_threshold = 0 and release_decay = 200ms. */
 #include "shim_test.h"
 
+#include <pthread.h>
 #include <time.h>
 
 static shim_api g_shim;
@@ -90,6 +92,21 @@ static void capture_once(const char *how, CUstream s, begin_fn begin, end_fn end
   T_SAY("%s: capture ok (the arena made no sync and gave nothing back during it)", how);
 }
 
+typedef struct end_args {
+  CUstream s;
+  CUgraph g;
+  CUresult r;
+} end_args;
+
+static void *end_elsewhere(void *p) {
+  end_args *a = p;
+  CUcontext c;
+  if (cuDevicePrimaryCtxRetain(&c, 0) == CUDA_SUCCESS && cuCtxSetCurrent(c) == CUDA_SUCCESS)
+    a->r = cuStreamEndCapture(a->s, &a->g);
+  cuDevicePrimaryCtxRelease(0);
+  return NULL;
+}
+
 static CUresult begin_v2(CUstream s, CUstreamCaptureMode m) { return cuStreamBeginCapture(s, m); }
 static CUresult end_v1(CUstream s, CUgraph *g) { return cuStreamEndCapture(s, g); }
 
@@ -121,17 +138,38 @@ int main(int argc, char **argv) {
   T_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_RELAXED));
   capture_once("next to another capture", s, begin_v2, end_v1, 0);
   CUdeviceptr x;
-  T_CU(cuMemAlloc(&x, 8 * MiB));
+  T_CU(cuMemAlloc(&x, 96 * MiB));
   T_CU(cuMemFree(x));
   uint64_t sync0 = calls(VRAMSHIM_CALL_SYNC);
-  T_CU(cuMemAlloc(&x, 8 * MiB));   /* the other capture still runs: no sync for the freed block */
+  T_CU(cuMemAlloc(&x, 96 * MiB));   /* the other capture still runs: no sync for the freed batch */
   T_CHECK(calls(VRAMSHIM_CALL_SYNC) == sync0, "a sync while another stream still captures");
   CUgraph g2 = NULL;
   T_CU(cuStreamEndCapture(s2, &g2));
   T_CU(cuGraphDestroy(g2));
   T_CU(cuMemFree(x));
 
-  /* 4. (sim) A stream destroyed while it captures ends the hold: the decay
+  /* 4. An end from another thread (a global-mode capture ends on the
+   * thread that began it) fails, and the capture and the hold go on. */
+  CUstream s3;
+  T_CU(cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING));
+  T_CU(cuStreamBeginCapture(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  pthread_t th;
+  end_args ea = {s3, NULL, CUDA_SUCCESS};
+  T_CHECK(pthread_create(&th, NULL, end_elsewhere, &ea) == 0 && pthread_join(th, NULL) == 0, "thread");
+  T_CHECK(ea.r == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "cuStreamEndCapture from another thread: %d", (int)ea.r);
+  CUdeviceptr z;   /* a batch freed: asked for again, it would take a sync */
+  T_CU(cuMemAlloc(&z, 96 * MiB));
+  T_CU(cuMemFree(z));
+  sync0 = calls(VRAMSHIM_CALL_SYNC);
+  T_CU(cuMemAlloc(&z, 96 * MiB));
+  T_CHECK(calls(VRAMSHIM_CALL_SYNC) == sync0, "a sync while the capture ended from the wrong thread goes on");
+  CUgraph g3 = NULL;
+  T_CU(cuStreamEndCapture(s3, &g3));
+  T_CU(cuGraphDestroy(g3));
+  T_CU(cuMemFree(z));
+  T_CU(cuStreamDestroy(s3));
+
+  /* 5. (sim) A stream destroyed while it captures ends the hold: the decay
    * gives memory back again. */
   if (sim.calls) {
     T_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_RELAXED));

@@ -28,6 +28,8 @@ struct sim_stream {
      * the graph the capture builds */
     CUstreamCaptureStatus capture;
     CUgraph capture_graph;
+    CUstreamCaptureMode capture_mode;
+    pthread_t capture_thread;   /* who began it: global and thread-local captures end there */
 };
 
 
@@ -354,7 +356,9 @@ SIM_API CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *c, CUgreenCtx *g)
  * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph): cuCtxSynchronize
  * and the implicit sync of cuMemFree while any stream captures, and
  * cuStreamSynchronize / cuStreamQuery of the capturing stream, in every
- * capture mode. Not modelled: the capture modes' other rules on
+ * capture mode. A global or thread-local capture ends only on the thread
+ * that began it (elsewhere CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, and it
+ * goes on). Not modelled: the capture modes' other rules on
  * "potentially unsafe" calls, other work on a capturing stream (it runs
  * as if not captured), capture of the per-thread default stream, capture
  * into an existing graph (cuStreamBeginCaptureToGraph), and a captured
@@ -418,6 +422,8 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode)
     } else {
         st->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
         st->capture_graph = g;
+        st->capture_mode = mode;
+        st->capture_thread = pthread_self();
     }
     pthread_mutex_unlock(&reg_lock);
     if (r != CUDA_SUCCESS) sim_graph_drop(g);
@@ -453,6 +459,11 @@ static CUresult end_capture(CUstream h, CUgraph *out)
     pthread_mutex_lock(&reg_lock);
     CUstreamCaptureStatus c = st->capture;
     CUgraph g = st->capture_graph;
+    if (c != CU_STREAM_CAPTURE_STATUS_NONE && st->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+        !pthread_equal(st->capture_thread, pthread_self())) {
+        pthread_mutex_unlock(&reg_lock);   /* cuda.h: ended from the thread that began it; it goes on */
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    }
     st->capture = CU_STREAM_CAPTURE_STATUS_NONE;
     st->capture_graph = NULL;
     pthread_mutex_unlock(&reg_lock);

@@ -50,9 +50,7 @@ CUresult vs_hook_cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGra
 }
 #undef CAPTURE_BEGIN_BODY
 
-/* A capture ends whatever cuStreamEndCapture answers (an invalidated one
- * too), once it was in progress on the stream. */
-int vs_capture_ends(const vs_real_table *real, CUstream h, int per_thread) {
+int vs_capture_on(const vs_real_table *real, CUstream h, int per_thread) {
   if (!vs_backend_capturing()) return 0;
   CUresult (*query)(CUstream, CUstreamCaptureStatus *) =
       per_thread ? real->cuStreamIsCapturing_ptsz : real->cuStreamIsCapturing;
@@ -64,14 +62,18 @@ int vs_capture_ends(const vs_real_table *real, CUstream h, int per_thread) {
   return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* A capture ends when the stream capturing before the call no longer is
+ * after it, whatever cuStreamEndCapture answers: an invalidated capture
+ * ends with an error too, while one ended from the wrong thread
+ * (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) goes on. */
 #define CAPTURE_END_BODY(name, per_thread)                                                              \
   VS_HOOK_ENTER(name, (hStream, phGraph));                                                            \
   if (per_thread) vs_stream_order_ptds("the program used the per-thread default stream (" #name ")"); \
-  int ends = vs_capture_ends(real, hStream, per_thread);                                       \
+  int was = vs_capture_on(real, hStream, per_thread);                                                 \
   vs_guard_enter();                                                                                   \
   CUresult r = real->name(hStream, phGraph);                                                          \
   vs_guard_leave();                                                                                   \
-  if (ends) vs_backend_capture_end();                                                                 \
+  if (was && !vs_capture_on(real, hStream, per_thread)) vs_backend_capture_end();                     \
   return r
 
 CUresult vs_hook_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) { CAPTURE_END_BODY(cuStreamEndCapture, 0); }

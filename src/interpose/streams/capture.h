@@ -24,7 +24,8 @@
 int vs_capture_seen(void);
 /* 1 when h (per_thread: by the per-thread default stream's rules) is
  * capturing a graph (active or invalidated) while a capture is counted in
- * progress: a cuStreamEndCapture or destroy of it ends the capture. */
-int vs_capture_ends(const vs_real_table *real, CUstream h, int per_thread);
+ * progress: a cuStreamEndCapture after which it no longer is, or the
+ * destruction of the stream, ends the capture. */
+int vs_capture_on(const vs_real_table *real, CUstream h, int per_thread);
 
 #endif

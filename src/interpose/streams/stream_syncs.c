@@ -350,7 +350,7 @@ CUresult vs_hook_cuStreamQuery(CUstream hStream) { STREAM_SYNC_BODY(cuStreamQuer
 /* A stream destroyed while capturing ends its capture (stream_alloc.c). */
 #define STREAM_DESTROY_BODY(name, h)                                 \
   VS_HOOK_ENTER(name, (h));                                          \
-  int ends_capture = vs_capture_ends(real, h, 0);             \
+  int ends_capture = vs_capture_on(real, h, 0);             \
   vs_guard_enter();                                                  \
   CUresult r = real->name(h);                                        \
   vs_guard_leave();                                                  \
