@@ -30,9 +30,11 @@
  * stream-ordered blocks beside its own (cuMemPoolGetAttribute: used,
  * reserved, the used high and its reset), another pool does not, and
  * cuMemPoolTrimTo of the default pool trims the arena (pool_view.c).
- * `peer-access` (two cards): after cuMemPoolSetAccess, cuMemAllocAsync is
- * the driver's pool's. */
+ * `peer-access MODE` (two cards): after cuMemPoolSetAccess, cuMemAllocAsync
+ * is the driver's pool's; a block the arena served before reaches the
+ * device given access in vmm mode (its mappings opened), not in chunks. */
 #include "shim_test.h"
+#include "vramsim.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -275,9 +277,10 @@ static void pool_stats(void) {
 /* cuMemPoolSetAccess: access for another device is the driver's to give,
  * so from then on stream-ordered allocations are the driver's pool's (and
  * one warning names the arena's blocks served before). Two cards. */
-static void peer_access(void) {
+static void peer_access(int vmm) {
   CUdeviceptr before, p;
   T_CU(cuMemAllocAsync(&before, 1 << 20, NULL));
+  T_CHECK(!vramsim_device_can_access(1, before, 1 << 20), "device 1 reaches the block before cuMemPoolSetAccess");
   uint64_t pool0 = pool_allocs();
   CUmemoryPool def;
   T_CU(cuDeviceGetDefaultMemPool(&def, 0));
@@ -287,6 +290,10 @@ static void peer_access(void) {
   CUmemAccess_flags f = CU_MEM_ACCESS_FLAGS_PROT_NONE;
   T_CU(cuMemPoolGetAccess(&f, def, &d.location));
   T_CHECK(f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "the driver's pool did not keep the access given (%d)", (int)f);
+  /* the block the arena served before: a VMM arena opened it to device 1
+   * as the driver's pool opens its own; a chunks arena could not (said) */
+  T_CHECK(vramsim_device_can_access(1, before, 1 << 20) == vmm, "device 1 reaches the arena's earlier block: %d",
+          vramsim_device_can_access(1, before, 1 << 20));
   T_CU(cuMemAllocAsync(&p, 1 << 20, NULL));
   T_EQ_U64(pool_allocs() - pool0, 1, "cuMemAllocAsync calls that reached the driver after cuMemPoolSetAccess");
   CUmemoryPool got = NULL;
@@ -319,7 +326,8 @@ static void ctx_end(void) {
 }
 
 int main(int argc, char **argv) {
-  T_CHECK(argc == 2, "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end|pool-stats|peer-access", argv[0]);
+  T_CHECK(argc == 2 || argc == 3,
+          "usage: %s lane|off-lane|off-lane-unsafe|driver|ctx-end|pool-stats|peer-access [vmm|chunks]", argv[0]);
   g_shim = t_shim();
   g_sim = t_sim(RTLD_DEFAULT);
   T_CHECK(g_sim.calls, "needs the simulated driver's counters");
@@ -341,7 +349,7 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "pool-stats")) {
     pool_stats();
   } else if (!strcmp(mode, "peer-access")) {
-    peer_access();
+    peer_access(argc == 3 && !strcmp(argv[2], "vmm"));
   } else {
     T_CHECK(0, "unknown mode %s", mode);
   }

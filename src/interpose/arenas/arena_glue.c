@@ -376,6 +376,28 @@ void vs_arena_glue_decay(void) { each_arena(decay_one); }
 
 void vs_arena_glue_settle_all(void) { each_arena(settle_one); }
 
+int vs_arena_glue_open_card(int card, int to) {
+  if (to < 0 || to >= VRAMSHIM_MAX_CARDS || !atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
+  int closed = 0;
+  uint64_t ids[32];
+  size_t done = 0, n;
+  do {
+    n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
+    for (size_t i = 0; i < n; i++) {
+      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
+      if (!c) continue;
+      pthread_mutex_lock(&g_create_lock);
+      vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+      if (a && c->backend && atomic_load(&c->arena_vmm)) (void)vs_backend_peer(c->backend, a, to, 1);
+      else if (a) closed = 1;
+      pthread_mutex_unlock(&g_create_lock);
+      vs_ctx_put(c);
+    }
+    done += n;
+  } while (n == sizeof ids / sizeof ids[0]);
+  return closed;
+}
+
 void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
   uint64_t id = 0;

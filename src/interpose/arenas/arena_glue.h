@@ -42,6 +42,12 @@ void vs_arena_glue_decay(void);
  * of peer_ctx opens its memory to card (arena_backend.h, vs_backend_peer),
  * now and when it begins later. */
 void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on);
+/* The program gave device `to` access to card's default pool
+ * (cuMemPoolSetAccess): every VMM arena on card opens its memory to `to`,
+ * its stream-ordered blocks among it (arena_backend.h, vs_backend_peer).
+ * 1 when a chunks arena on card could not (its blocks lie in cuMemAlloc
+ * chunks, which only peer access opens). */
+int vs_arena_glue_open_card(int card, int to);
 /* Every arena syncs once if a freed block of it waits for a sync (before a
  * graph capture begins: during one the arenas may not sync). */
 void vs_arena_glue_settle_all(void);

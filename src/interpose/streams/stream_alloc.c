@@ -4,6 +4,7 @@
 #include "hook_enter.h"
 
 #include "accounting.h"
+#include "arena_glue.h"
 #include "capture.h"
 #include "contexts.h"
 #include "log.h"
@@ -70,24 +71,43 @@ CUresult vs_hook_cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType ty
 }
 
 /* Access to a pool's memory from other devices is the driver's to give:
- * its pool's blocks then reach them, an arena block would not. From the
- * first cuMemPoolSetAccess on (programs set it up before they allocate),
- * stream-ordered allocations are the driver's pool's; blocks the arena
- * served before stay reachable from their own device only, said once. */
+ * its pool's blocks then reach them. From the first cuMemPoolSetAccess on
+ * (programs set it up before they allocate), stream-ordered allocations are
+ * the driver's pool's. Blocks the arena served before from a device's
+ * default pool: a VMM arena opens its mappings to the devices given access
+ * (as for peer access, arena_glue.h); in a chunks arena they stay reachable
+ * from their own device only, said once. */
 static _Atomic int g_said_access;
+
+/* The card whose default pool `pool` is, or -1. */
+static int default_pool_card(const vs_real_table *real, CUmemoryPool pool) {
+  if (!real->cuDeviceGetDefaultMemPool || !pool) return -1;
+  for (int card = 0; card < VRAMSHIM_MAX_CARDS; card++) {
+    CUmemoryPool def = NULL;
+    if (real->cuDeviceGetDefaultMemPool(&def, (CUdevice)card) != CUDA_SUCCESS) return -1;
+    if (def == pool) return card;
+  }
+  return -1;
+}
+
 CUresult vs_hook_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
   VS_HOOK_ENTER(cuMemPoolSetAccess, (pool, map, count));
   atomic_store(&g_own_pool, 1);
-  uint64_t served = 0;
-  for (int card = 0; card < VRAMSHIM_MAX_CARDS; card++) {
-    uint64_t live, high;
-    vs_acct_pool_bytes(card, &live, &high);
-    served += live;
-  }
-  if (served && !atomic_exchange(&g_said_access, 1))
+  vs_guard_enter();
+  CUresult r = real->cuMemPoolSetAccess(pool, map, count);
+  int card = r == CUDA_SUCCESS && map ? default_pool_card(real, pool) : -1;
+  vs_guard_leave();
+  int closed = 0;   /* a chunks arena on the card kept its blocks to itself */
+  for (size_t i = 0; card >= 0 && i < count; i++)
+    if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && map[i].location.id != card &&
+        map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+      closed |= vs_arena_glue_open_card(card, map[i].location.id);
+  uint64_t live = 0, high = 0;
+  if (card >= 0) vs_acct_pool_bytes(card, &live, &high);
+  if (closed && live && !atomic_exchange(&g_said_access, 1))
     VS_WARN("cuMemPoolSetAccess: from now on cuMemAllocAsync goes to the driver's pool; the %llu bytes of "
-            "stream-ordered blocks the arena served before stay reachable from their own device only "
-            "(set VRAMSHIM_ARENA_ASYNC=off for this program if another device must reach them)",
-            (unsigned long long)served);
-  VS_FORWARD(cuMemPoolSetAccess, (pool, map, count));
+            "stream-ordered blocks the arena (chunks) served before on card %d stay reachable from their own "
+            "device only (set VRAMSHIM_ARENA_ASYNC=off for this program if another device must reach them)",
+            (unsigned long long)live, card);
+  return r;
 }
