@@ -331,71 +331,66 @@ static void trim_ctx(vs_ctx *ctx, uint64_t keep_bytes) {
 
 void vs_arena_glue_trim(vs_ctx *ctx) { trim_ctx(ctx, 0); }
 
-void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) {
+/* fn(c, user) on every context with an arena (on `card`, or on every card
+ * when card < 0), each with a reference, outside the registry's lock.
+ * Ids first, work after: fn may sync and call the driver, which must not
+ * happen under the registry's lock (a context's end waits on it). More
+ * contexts than the batch holds: the next walk skips those done (a context
+ * made or ended between walks may be visited twice or not at all, which
+ * every caller allows: trims, decay ticks, settles, opening to a peer). */
+static void each_ctx(int card, void (*fn)(vs_ctx *c, void *user), void *user) {
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
-  /* Ids first, trims after: a trim may sync and call the driver, which
-   * must not happen under the registry's lock (a context's end waits on
-   * it). More contexts than the batch holds: the next walk skips those done
-   * (a context made or ended between walks may be trimmed twice or not at
-   * all, which a trim allows). */
   uint64_t ids[32];
   size_t done = 0, n;
   do {
     n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      trim_ctx(c, keep_bytes);
+      if (c) fn(c, user);
       vs_ctx_put(c);
     }
     done += n;
   } while (n == sizeof ids / sizeof ids[0]);
 }
 
-/* fn on the arena of every context that has one, each with a reference
- * to its context, outside the registry's lock (fn may call the driver). */
-static void each_arena(void (*fn)(vs_arena *)) {
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
-  uint64_t ids[32];
-  size_t done = 0, n;
-  do {
-    n = arena_ctx_ids(-1, done, ids, sizeof ids / sizeof ids[0], NULL);
-    for (size_t i = 0; i < n; i++) {
-      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-      if (a) fn(a);
-      vs_ctx_put(c);
-    }
-    done += n;
-  } while (n == sizeof ids / sizeof ids[0]);
+static vs_arena *arena_of(vs_ctx *c) { return atomic_load_explicit(&c->arena, memory_order_acquire); }
+
+static void trim_one(vs_ctx *c, void *keep) { trim_ctx(c, *(const uint64_t *)keep); }
+static void decay_one(vs_ctx *c, void *user) {
+  (void)user;
+  vs_arena *a = arena_of(c);
+  if (a) vs_arena_decay(a);
+}
+static void settle_one(vs_ctx *c, void *user) {
+  (void)user;
+  vs_arena *a = arena_of(c);
+  if (a) (void)vs_arena_settle(a);
 }
 
-static void decay_one(vs_arena *a) { vs_arena_decay(a); }
-static void settle_one(vs_arena *a) { (void)vs_arena_settle(a); }
+void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) { each_ctx(card, trim_one, &keep_bytes); }
 
-void vs_arena_glue_decay(void) { each_arena(decay_one); }
+void vs_arena_glue_decay(void) { each_ctx(-1, decay_one, NULL); }
 
-void vs_arena_glue_settle_all(void) { each_arena(settle_one); }
+void vs_arena_glue_settle_all(void) { each_ctx(-1, settle_one, NULL); }
+
+typedef struct open_to {
+  int card, closed;
+} open_to;
+
+static void open_one(vs_ctx *c, void *user) {
+  open_to *o = user;
+  pthread_mutex_lock(&g_create_lock);
+  vs_arena *a = arena_of(c);
+  if (a && c->backend && atomic_load(&c->arena_vmm)) (void)vs_backend_peer(c->backend, a, o->card, 1);
+  else if (a) o->closed = 1;
+  pthread_mutex_unlock(&g_create_lock);
+}
 
 int vs_arena_glue_open_card(int card, int to) {
-  if (to < 0 || to >= VRAMSHIM_MAX_CARDS || !atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
-  int closed = 0;
-  uint64_t ids[32];
-  size_t done = 0, n;
-  do {
-    n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
-    for (size_t i = 0; i < n; i++) {
-      vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      if (!c) continue;
-      pthread_mutex_lock(&g_create_lock);
-      vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
-      if (a && c->backend && atomic_load(&c->arena_vmm)) (void)vs_backend_peer(c->backend, a, to, 1);
-      else if (a) closed = 1;
-      pthread_mutex_unlock(&g_create_lock);
-      vs_ctx_put(c);
-    }
-    done += n;
-  } while (n == sizeof ids / sizeof ids[0]);
-  return closed;
+  if (to < 0 || to >= VRAMSHIM_MAX_CARDS) return 0;
+  open_to o = {to, 0};
+  each_ctx(card, open_one, &o);
+  return o.closed;
 }
 
 void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
@@ -410,7 +405,7 @@ void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
   pthread_mutex_lock(&g_create_lock);
   if (on) c->peer_cards |= 1u << card;
   else c->peer_cards &= ~(1u << card);
-  vs_arena *a = atomic_load_explicit(&c->arena, memory_order_acquire);
+  vs_arena *a = arena_of(c);
   int failed = c->backend && atomic_load(&c->arena_vmm) && vs_backend_peer(c->backend, a, card, on) != 0;
   pthread_mutex_unlock(&g_create_lock);
   if (failed)
