@@ -718,6 +718,62 @@ static void decay_regret_long_case(vs_arena_mode mode) {
 static void arena_decay_regret_long_vmm(void **s) { (void)s; decay_regret_long_case(VS_ARENA_VMM); }
 static void arena_decay_regret_long_chunks(void **s) { (void)s; decay_regret_long_case(VS_ARENA_CHUNKS); }
 
+/* The backend's hold (arena_types.h): while it holds, no sync and no
+ * release reach the backend; freed blocks waiting for a sync are not handed
+ * out (the arena grows instead); trims give nothing back; once the hold
+ * ends, all of it goes on. vs_arena_mappings lists the VMM mappings. */
+static int g_hold;
+static int hold_of(void *ctx) {
+  (void)ctx;
+  return g_hold;
+}
+static void count_map(void *user, uint64_t va, uint64_t size) {
+  (void)va;
+  *(uint64_t *)user += size;
+}
+
+static void hold_case(vs_arena_mode mode) {
+  fixture f;
+  device d = {0};
+  f.sb = vs_space_backend_create(UINT64_MAX, 0);
+  assert_non_null(f.sb);
+  f.be = vs_space_backend_get_mode(f.sb, mode == VS_ARENA_VMM);
+  f.be.hold = hold_of;
+  vs_arena_config cfg = {.mode = mode, .release_threshold = 0};   /* everything freed goes back at once */
+  f.a = vs_arena_create(&cfg, &f.be);
+  assert_non_null(f.a);
+  vs_space_backend_set_sync_hook(f.sb, on_sync, &d);
+  uint64_t p[8], q[8];
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_alloc(f.a, 40 * MiB, &p[i]), 0);
+  g_hold = 1;
+  for (int i = 0; i < 8; i++) in_flight_free(&f, &d, p[i], 40 * MiB);
+  vs_space_counters c0, c1;
+  vs_space_backend_counters(f.sb, &c0);
+  for (int i = 0; i < 8; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, 40 * MiB, &q[i]), 0);
+    assert_not_in_flight(&d, q[i], 40 * MiB);
+  }
+  assert_int_equal(vs_arena_trim(f.a, 0), 0);
+  vs_arena_decay(f.a);
+  vs_space_backend_counters(f.sb, &c1);
+  assert_int_equal(c1.sync, c0.sync);
+  assert_int_equal(c1.chunk_free + c1.phys_release + c1.unmap, c0.chunk_free + c0.phys_release + c0.unmap);
+  assert_true(c1.held > c0.held);   /* it grew instead */
+  uint64_t mapped = 0;
+  vs_arena_mappings(f.a, count_map, &mapped);
+  assert_int_equal(mapped, mode == VS_ARENA_VMM ? c1.mapped : 0);
+  CHECK(f.a);
+  g_hold = 0;   /* the hold ends: the sync and the releases come */
+  for (int i = 0; i < 8; i++) assert_int_equal(vs_arena_free(f.a, q[i]), 0);
+  assert_true(vs_arena_trim(f.a, 0) > 0);
+  vs_space_backend_counters(f.sb, &c1);
+  assert_true(c1.sync > c0.sync);
+  assert_int_equal(c1.held, 0);
+  fx_close(&f);
+}
+static void arena_hold_vmm(void **s) { (void)s; hold_case(VS_ARENA_VMM); }
+static void arena_hold_chunks(void **s) { (void)s; hold_case(VS_ARENA_CHUNKS); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_loop_calls_vmm),        cmocka_unit_test(arena_loop_calls_chunks),
@@ -741,6 +797,7 @@ int main(void) {
       cmocka_unit_test(arena_decay_regret_long_vmm), cmocka_unit_test(arena_decay_regret_long_chunks),
       cmocka_unit_test(arena_nodecay_swing_churns),
       cmocka_unit_test(arena_stream_ordered_vmm),    cmocka_unit_test(arena_stream_ordered_chunks),
+      cmocka_unit_test(arena_hold_vmm),              cmocka_unit_test(arena_hold_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
