@@ -59,8 +59,6 @@ CUresult vs_hook_cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return r;
 }
 
-/* One more reference to the handle under addr (the same handle value):
- * its memory then lives until that reference is released too. */
 /* An arena block is cuMemAlloc memory to the program (the pointer
  * attributes say so: no VMM handle types): the driver refuses the VMM
  * queries of such memory, and so does the shim for a block, whatever the
@@ -73,6 +71,8 @@ static int arena_memory(uint64_t p) {
   return vs_mem_block_at(p, &b) != VS_AT_DRIVER;
 }
 
+/* One more reference to the handle under addr (the same handle value):
+ * its memory then lives until that reference is released too. */
 CUresult vs_hook_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
   VS_HOOK_ENTER(cuMemRetainAllocationHandle, (handle, addr));
   vs_guard_enter();
