@@ -338,6 +338,16 @@ static int phys_release(void *ctx, uint64_t handle, uint64_t size) {
   return VS_BACKEND_OK;
 }
 
+/* Read-write access for device `card`. */
+static CUmemAccessDesc rw_for(int card) {
+  CUmemAccessDesc d;
+  memset(&d, 0, sizeof d);
+  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  d.location.id = card;
+  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return d;
+}
+
 static int map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
   backend_card *c = ctx;
   REAL_OR_FAIL(cuMemMap);
@@ -351,13 +361,9 @@ static int map(void *ctx, uint64_t va, uint64_t size, uint64_t handle) {
   CUmemAccessDesc acc[VRAMSHIM_MAX_CARDS];
   size_t n = 0;
   uint32_t peers = atomic_load_explicit(&c->peers, memory_order_acquire);
-  memset(acc, 0, sizeof acc);
-  for (int d = -1; d < VRAMSHIM_MAX_CARDS; d++) {
-    if (d >= 0 && (d == c->card || !(peers & (1u << d)))) continue;
-    acc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc[n].location.id = d < 0 ? c->card : d;
-    acc[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  }
+  acc[n++] = rw_for(c->card);
+  for (int d = 0; d < VRAMSHIM_MAX_CARDS; d++)
+    if (d != c->card && (peers & (1u << d))) acc[n++] = rw_for(d);
   GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, acc, n));
   vs_acct_call(c->card, VRAMSHIM_CALL_SET_ACCESS);
   if (r != CUDA_SUCCESS) {
@@ -478,11 +484,7 @@ static void grant_one(void *user, uint64_t va, uint64_t size) {
     g->failed = 1;
     return;
   }
-  CUmemAccessDesc acc;
-  memset(&acc, 0, sizeof acc);
-  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  acc.location.id = g->card;
-  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUmemAccessDesc acc = rw_for(g->card);
   CUresult r;
   GUARDED(r, real->cuMemSetAccess((CUdeviceptr)va, (size_t)size, &acc, 1));
   vs_acct_call(g->c->card, VRAMSHIM_CALL_SET_ACCESS);
