@@ -395,12 +395,7 @@ int vs_arena_glue_open_card(int card, int to) {
 
 void vs_arena_glue_peer_access(uint64_t peer_ctx, int card, int on) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return;
-  uint64_t id = 0;
-  vs_ctx_read_lock();
-  for (vs_ctx *c = vs_ctx_next(NULL); c && !id; c = vs_ctx_next(c))
-    if (c->handle == peer_ctx) id = c->id;
-  vs_ctx_read_unlock();
-  vs_ctx *c = id ? vs_ctx_acquire_id(id) : NULL;
+  vs_ctx *c = vs_ctx_acquire_handle(peer_ctx);
   if (!c) return;   /* no memory of it seen yet: the driver's own, if any */
   pthread_mutex_lock(&g_create_lock);
   if (on) c->peer_cards |= 1u << card;

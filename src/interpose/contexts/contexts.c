@@ -171,6 +171,15 @@ vs_ctx *vs_ctx_acquire_id(uint64_t id) {
   return c;
 }
 
+vs_ctx *vs_ctx_acquire_handle(uint64_t handle) {
+  if (!handle) return NULL;
+  pthread_rwlock_rdlock(&g_lock);
+  vs_ctx *c = find(handle);
+  if (c) ref(c);
+  pthread_rwlock_unlock(&g_lock);
+  return c;
+}
+
 void vs_ctx_put(vs_ctx *c) {
   if (c) unref(c);
 }

@@ -69,6 +69,9 @@ vs_ctx *vs_ctx_acquire_current(const vs_real_table *real);
 int vs_ctx_is_current(const vs_real_table *real, const vs_ctx *c);
 /* The live context of that id, with a reference; NULL if it has ended. */
 vs_ctx *vs_ctx_acquire_id(uint64_t id);
+/* The live record of that CUcontext, with a reference; NULL if the shim
+ * has none (it never saw the context, or it ended). */
+vs_ctx *vs_ctx_acquire_handle(uint64_t handle);
 void vs_ctx_put(vs_ctx *c);
 
 /* The shim saw a context begin: cuCtxCreate (usage 1), or a retain of
