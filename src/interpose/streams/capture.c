@@ -62,6 +62,10 @@ int vs_capture_on(const vs_real_table *real, CUstream h, int per_thread) {
   return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+void vs_capture_stream_destroyed(int was_capturing) {
+  if (was_capturing) vs_backend_capture_end();
+}
+
 /* A capture ends when the stream capturing before the call no longer is
  * after it, whatever cuStreamEndCapture answers: an invalidated capture
  * ends with an error too, while one ended from the wrong thread

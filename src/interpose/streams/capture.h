@@ -27,5 +27,8 @@ int vs_capture_seen(void);
  * progress: a cuStreamEndCapture after which it no longer is, or the
  * destruction of the stream, ends the capture. */
 int vs_capture_on(const vs_real_table *real, CUstream h, int per_thread);
+/* A stream was destroyed; was_capturing: vs_capture_on said 1 of it just
+ * before. Its capture (if any) ends. */
+void vs_capture_stream_destroyed(int was_capturing);
 
 #endif

@@ -37,13 +37,12 @@
  * error, CUDA_ERROR_NOT_READY) marks nothing. */
 #include "hook_enter.h"
 
-#include "arena_backend.h"
 #include "arena_glue.h"
+#include "capture.h"
 #include "contexts.h"
 #include "log.h"
 #include "pool_charge.h"
 #include "settings.h"
-#include "capture.h"
 #include "stream_order.h"
 #include "stream_syncs.h"
 
@@ -347,14 +346,14 @@ CUresult vs_hook_cuCtxSynchronize_v2(CUcontext ctx) {
 CUresult vs_hook_cuStreamSynchronize(CUstream hStream) { STREAM_SYNC_BODY(cuStreamSynchronize, hStream); }
 CUresult vs_hook_cuStreamQuery(CUstream hStream) { STREAM_SYNC_BODY(cuStreamQuery, hStream); }
 
-/* A stream destroyed while capturing ends its capture (stream_alloc.c). */
+/* A stream destroyed while capturing ends its capture (capture.h). */
 #define STREAM_DESTROY_BODY(name, h)                                 \
   VS_HOOK_ENTER(name, (h));                                          \
-  int ends_capture = vs_capture_on(real, h, 0);             \
+  int capturing = vs_capture_on(real, h, 0);                         \
   vs_guard_enter();                                                  \
   CUresult r = real->name(h);                                        \
   vs_guard_leave();                                                  \
-  if (ends_capture && r == CUDA_SUCCESS) vs_backend_capture_end();   \
+  if (r == CUDA_SUCCESS) vs_capture_stream_destroyed(capturing);     \
   if (r == CUDA_SUCCESS && h && (uintptr_t)h > 0x2) {                \
     pthread_mutex_lock(&g_lock);                                     \
     stream_ent *e = live_by_handle(h);                               \
