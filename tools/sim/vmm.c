@@ -520,37 +520,33 @@ SIM_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *
     return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* [p, p+n) covered by mappings of one reservation, all read-write if
- * need_rw (sim_mem_lock held) */
-static int range_covered(uintptr_t p, size_t n, int need_rw)
+/* [p, p+n) covered by mappings of reservation v, all read-write if
+ * need_rw, all with some access for device dev if dev >= 0 (sim_mem_lock
+ * held) */
+static int range_covered(struct va *v, uintptr_t p, size_t n, int need_rw, int dev)
 {
-    struct va *v = va_containing(p);
     if (!v) return 0;
     for (uintptr_t cur = p, end = p + n; cur < end;) {
         struct vmap *m = vmap_at(v, cur);
-        if (!m || (need_rw && m->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)) return 0;
+        if (!m || (need_rw && m->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) ||
+            (dev >= 0 && m->dev_access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE))
+            return 0;
         cur = m->addr + m->size;
     }
     return 1;
 }
 
-int sim_vmm_range_mapped_locked(uintptr_t p, size_t n) { return range_covered(p, n, 0); }
+int sim_vmm_range_mapped_locked(uintptr_t p, size_t n) { return range_covered(va_containing(p), p, n, 0, -1); }
 
 int sim_vmm_dev_access_locked(uintptr_t p, size_t n, int dev)
 {
     struct va *v = va_containing(p);
     if (!v) return -1;
-    if (dev < 0 || dev >= SIM_MAX_CARDS) return 0;
-    for (uintptr_t cur = p, end = p + n; cur < end;) {
-        struct vmap *m = vmap_at(v, cur);
-        if (!m || m->dev_access[dev] == CU_MEM_ACCESS_FLAGS_PROT_NONE) return 0;
-        cur = m->addr + m->size;
-    }
-    return 1;
+    return dev >= 0 && dev < SIM_MAX_CARDS && range_covered(v, p, n, 0, dev);
 }
 
 /* mapped and read-write: copies may touch it */
-int sim_vmm_range_ok(uintptr_t p, size_t n) { return range_covered(p, n, 1); }
+int sim_vmm_range_ok(uintptr_t p, size_t n) { return range_covered(va_containing(p), p, n, 1, -1); }
 
 /* The mapping containing p: its device and extent (sim_mem_lock held). */
 int sim_vmm_ptr_info(uintptr_t p, int *dev, uintptr_t *base, size_t *size)
