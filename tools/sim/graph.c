@@ -139,15 +139,22 @@ SIM_API CUresult cuGraphDestroy(CUgraph hGraph)
 
 void sim_graph_drop(CUgraph g) { (void)graph_destroy(g); }
 
+/* Room in g for `more` nodes; 0, or -1 out of host memory. */
+static int graph_room(struct sim_graph *g, size_t more)
+{
+    if (g->n + more <= g->cap) return 0;
+    size_t nc = g->cap ? g->cap * 2 : 8;
+    while (nc < g->n + more) nc *= 2;
+    struct gnode **nv = realloc(g->nodes, nc * sizeof *nv);
+    if (!nv) return -1;
+    g->nodes = nv;
+    g->cap = nc;
+    return 0;
+}
+
 static CUresult add_node(struct sim_graph *g, struct gnode *x, CUgraphNode *out)
 {
-    if (g->n == g->cap) {
-        size_t nc = g->cap ? g->cap * 2 : 8;
-        struct gnode **nv = realloc(g->nodes, nc * sizeof *nv);
-        if (!nv) return CUDA_ERROR_OUT_OF_MEMORY;
-        g->nodes = nv;
-        g->cap = nc;
-    }
+    if (graph_room(g, 1)) return CUDA_ERROR_OUT_OF_MEMORY;
     g->nodes[g->n++] = x;
     *out = (CUgraphNode)x;
     return CUDA_SUCCESS;
@@ -263,15 +270,9 @@ static CUresult add_child(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *d
     struct gnode *x = calloc(1, sizeof *x);
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
     x->is_child = 1;
-    if (g->cap < g->n + child->n + 1) {
-        size_t nc = g->n + child->n + 8;
-        struct gnode **nv = realloc(g->nodes, nc * sizeof *nv);
-        if (!nv) {
-            free(x);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        g->nodes = nv;
-        g->cap = nc;
+    if (graph_room(g, child->n + 1)) {
+        free(x);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (p->ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
         for (size_t i = 0; i < child->n; i++) g->nodes[g->n++] = child->nodes[i];
