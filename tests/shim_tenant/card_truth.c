@@ -27,6 +27,9 @@
  *        past the limit refused with the driver not asked (block-compressed
  *        ones too, which the sim does not model); destroy and the context's
  *        end give them back; sparse arrays pass unaccounted.
+ *   card_truth case pitch MODE WORKDIR   cuMemAllocPitch of narrow rows: charged
+ *        as the driver pads them (to 512 bytes), so one that would take the
+ *        card past the limit padded is refused with the driver not asked.
  *   card_truth case vmmlife MODE WORKDIR   the program's own VMM memory
  *        lives while referenced or mapped: released at once after its
  *        cuMemMap (NVIDIA's samples do so) it stays charged until unmapped,
@@ -545,6 +548,32 @@ static int w_array(void) {
   return 0;
 }
 
+/* ---- pitch allocations: charged as the driver pads them ---- */
+
+static int w_pitch(void) {
+  tp_cuda_up();
+  uint64_t free0 = view_free();
+  CUdeviceptr p;
+  size_t pitch = 0;
+  /* 257-byte rows, padded to 512 by the driver: 200,000 rows take 97.7 MiB,
+   * twice their bare width. Refused by the books, the driver not asked. */
+  CUresult r = cuMemAllocPitch(&p, &pitch, 257, 200000, 4);
+  WITHIN_LIMIT("a narrow pitch allocation");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "257 x 200000 (97.7 MiB padded) = %d", (int)r);
+  CHECK(vramsim_calls("cuMemAllocPitch_v2") == 0, "the driver was not asked");
+  /* 100,000 rows (48.8 MiB padded): granted, charged as padded */
+  CHECK(cuMemAllocPitch(&p, &pitch, 257, 100000, 4) == CUDA_SUCCESS && pitch == 512, "257 x 100000: pitch %zu",
+        pitch);
+  CHECK(card_used() == 512ull * 100000 && free0 - view_free() == card_used(), "the books are the card: %llu vs %llu",
+        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  /* next to it, 19.5 MiB padded would pass the limit (11.4 MiB bare would not) */
+  r = cuMemAllocPitch(&p, &pitch, 300, 40000, 4);
+  WITHIN_LIMIT("a second pitch allocation");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "300 x 40000 (19.5 MiB padded) next to 48.8 MiB = %d", (int)r);
+  SAY("pitch ok");
+  return 0;
+}
+
 /* ---- the program's own VMM memory: references and mappings ---- */
 
 static CUdeviceptr map_rw(CUmemGenericAllocationHandle h, uint64_t size) {
@@ -833,6 +862,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "graph")) return w_graph();
   if (!strcmp(argv[1], "graphup")) return w_graphup();
   if (!strcmp(argv[1], "array")) return w_array();
+  if (!strcmp(argv[1], "pitch")) return w_pitch();
   if (!strcmp(argv[1], "vmmlife")) return w_vmmlife();
   if (!strcmp(argv[1], "hostpool")) return w_hostpool();
   if (!strcmp(argv[1], "hold") && argc >= 3) {
@@ -849,7 +879,7 @@ int main(int argc, char **argv) {
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
   } else if (!strcmp(c, "graph") || !strcmp(c, "graphup") || !strcmp(c, "hostpool") || !strcmp(c, "array") ||
-             !strcmp(c, "vmmlife")) {
+             !strcmp(c, "vmmlife") || !strcmp(c, "pitch")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {c, NULL};

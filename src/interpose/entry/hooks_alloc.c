@@ -71,6 +71,15 @@ static int pitch_args_ok(uint64_t width, uint64_t height, unsigned elem) {
   return width && height && (elem == 4 || elem == 8 || elem == 16);
 }
 
+/* What the driver will take, charged before it is asked: rows padded to 512
+ * bytes, the pitch cards have given since Kepler (and the sim's). Charging
+ * the bare width let a narrow allocation take up to twice its charge past
+ * the limit; a driver padding further still gets the rest charged after. */
+#define VS_PITCH_ALIGN 512u
+static uint64_t pitch_estimate(uint64_t width, uint64_t height) {
+  return (width + VS_PITCH_ALIGN - 1) / VS_PITCH_ALIGN * VS_PITCH_ALIGN * height;
+}
+
 #define PITCH_BODY(name)                                                                      \
   VS_HOOK_ENTER(name, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));                \
   if (!dptr || !pPitch || !pitch_args_ok(WidthInBytes, Height, ElementSizeBytes))             \
@@ -78,7 +87,7 @@ static int pitch_args_ok(uint64_t width, uint64_t height, unsigned elem) {
   vs_guard_enter();                                                                           \
   vs_mem_op op;                                                                               \
   CUresult r;                                                                                 \
-  uint64_t estimate = (uint64_t)WidthInBytes * (uint64_t)Height;                              \
+  uint64_t estimate = pitch_estimate(WidthInBytes, Height);                                   \
   if (vs_mem_alloc_begin(&op, VS_MEM_PITCH, CARD, estimate, VRAMSHIM_CALL_MEM_ALLOC) == VS_MEM_DONE) { \
     r = op.result;                                                                            \
   } else {                                                                                    \
