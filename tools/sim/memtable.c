@@ -81,7 +81,8 @@ size_t sim_mem_collect_ctx(struct sim_ctx *ctx, struct sim_alloc ***out)
     size_t n = 0, j = 0;
     for (size_t i = 0; v && i < ntab; i++) {
         struct sim_alloc *a = tab[i];
-        if (a->ctx == ctx && a->kind != SIM_K_VA && a->kind != SIM_K_HOST) v[n++] = a;
+        /* cuda.h (cuCtxDestroy): stream-ordered blocks are no context's */
+        if (a->ctx == ctx && a->kind != SIM_K_VA && a->kind != SIM_K_HOST && a->kind != SIM_K_POOL) v[n++] = a;
         else tab[j++] = a;
     }
     if (v) ntab = j;
