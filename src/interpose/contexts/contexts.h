@@ -49,6 +49,9 @@ typedef struct vs_ctx {
   vs_arena *retired;       /* a VMM arena replaced by a chunks one (holds nothing) */
   void *backend, *retired_backend;
   uint32_t peer_cards;     /* cards this context's memory was opened to (cuCtxEnablePeerAccess) */
+  /* Owned by memory_service.c: what the context's swept records had charged
+   * to the tenant on `card`, given back once the driver has freed it. */
+  uint64_t swept_charge;
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
   /* Hooks working in this context right now: the sum of the stripes. A
    * thread counts on its own stripe (contexts.c), each stripe a cache line

@@ -543,7 +543,11 @@ static void sweep_space(vs_ctx *c, vs_space space, size_t *count, uint64_t *byte
   uint64_t bytes = 0;
   for (size_t i = 0; i < n; i++) {
     account(&v[i], -1);
-    if (v[i].charged) vs_quota_uncharge(v[i].card, v[i].size);
+    /* The charge stays until the driver has freed the memory (finish):
+     * given back before, another process could be admitted for bytes the
+     * card still holds. */
+    if (v[i].charged && v[i].card == c->card) c->swept_charge += v[i].size;
+    else if (v[i].charged) vs_quota_uncharge(v[i].card, v[i].size);
     if (v[i].owner == VS_OWNER_ARENA) vs_ipc_block_freed(v[i].key);   /* its IPC handles end with it */
     if (v[i].kind == VS_MEM_IPC) {   /* an opening ends with the context it was opened in */
       vs_ipc_vmm_drop(vs_driver_if_loaded(), v[i].key);
@@ -560,10 +564,10 @@ static void sweep_space(vs_ctx *c, vs_space space, size_t *count, uint64_t *byte
 }
 
 /* c is unlinked with no references: its records leave the tracker (and
- * their counters and charges go): device pointers and arrays (VMM handles
- * and ranges are no context's: VS_CTX_OWNED). Done before the driver frees
- * the memory where the end is certain, so no address or handle the driver
- * hands out again can meet a record of the old context. */
+ * their counters go; their charges at finish): device pointers and arrays
+ * (VMM handles and ranges are no context's: VS_CTX_OWNED). Done before the
+ * driver frees the memory where the end is certain, so no address or handle
+ * the driver hands out again can meet a record of the old context. */
 static void sweep(vs_ctx *c) {
   size_t n = 0;
   uint64_t bytes = 0;
@@ -577,9 +581,12 @@ static void sweep(vs_ctx *c) {
   }
 }
 
-/* After the driver's end: the arena goes (its VMM memory released now that
- * the device is done with it), then the record. */
+/* After the driver's end: the swept records' charge goes, the arena goes
+ * (its VMM memory released now that the device is done with it), then the
+ * record. */
 static void finish(vs_ctx *c) {
+  if (c->swept_charge) vs_quota_uncharge(c->card, c->swept_charge);
+  c->swept_charge = 0;
   vs_arena_glue_ctx_end(c);
   vs_pool_refresh(vs_driver_if_loaded(), c->card);   /* what the card's pools hold after the end */
   vs_graph_mem_refresh(vs_driver_if_loaded(), c->card);   /* and its graph pool */
