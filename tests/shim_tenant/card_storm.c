@@ -22,9 +22,11 @@
  * step, and the steps before it, so it can be replayed (STORM_VERBOSE=1 in
  * the environment says every block taken and given back, with its address).
  *
- *   card_storm case MODE SEEDS STEPS PROCS WORKDIR   the orchestrator: one
- *        worker per seed 1..SEEDS under the tenant, PROCS of them at once
- *        (the card's limit then holds for all of them together), arena = MODE.
+ *   card_storm case MODE SEEDS STEPS PROCS WORKDIR [TENANT_LINE]   the
+ *        orchestrator: one worker per seed 1..SEEDS under the tenant, PROCS
+ *        of them at once (the card's limit then holds for all of them
+ *        together), arena = MODE, TENANT_LINE added to the tenant's section
+ *        (on_limit = wait:..., spill:...).
  *   card_storm storm SEED STEPS PROCS LEDGER_DIR     a worker.
  *   card_storm teardown-case MODE WORKDIR   a context's end (below). */
 #include "tenant_proc.h"
@@ -514,11 +516,13 @@ int main(int argc, char **argv) {
     SAY("PASS teardown %s", argv[2]);
     return 0;
   }
-  CHECK(argc == 7 && !strcmp(argv[1], "case"), "usage: card_storm case MODE SEEDS STEPS PROCS WORKDIR");
+  CHECK((argc == 7 || argc == 8) && !strcmp(argv[1], "case"),
+        "usage: card_storm case MODE SEEDS STEPS PROCS WORKDIR [TENANT_LINE]");
   tp_workdir(argv[6]);
-  char global[64];
+  char global[64], tenant[160];
   snprintf(global, sizeof global, "arena = %s", argv[2]);
-  tp_config(global, "[tenant t]\nlimit = 64MiB\n");
+  snprintf(tenant, sizeof tenant, "[tenant t]\nlimit = 64MiB\n%s\n", argc == 8 ? argv[7] : "");
+  tp_config(global, tenant);
   int seeds = atoi(argv[3]), procs = atoi(argv[5]);
   CHECK(procs >= 1 && procs <= 8, "1 to 8 processes at once");
   for (int first = 1; first <= seeds; first += procs) {
