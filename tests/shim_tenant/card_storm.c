@@ -4,7 +4,8 @@
  * an order drawn from a seed: cuMemAlloc, pitch, managed, stream-ordered
  * (the default pool on three kinds of stream, and a pool of its own whose
  * release threshold it moves), its own VMM memory, CUDA arrays, graphs with
- * memory nodes; a fifth of what contexts own taken in a second context
+ * memory nodes; on two cards (when the sim has two), a third of the blocks
+ * on card 1; a fifth of what contexts own taken in a second context
  * (freed in it or from the primary one), which is destroyed now and then;
  * syncs, trims, and now and then a reset of the primary context, which
  * frees everything it owns at once. After every step:
@@ -53,6 +54,7 @@ typedef struct item {
   CUmemGenericAllocationHandle h;  /* VMM */
   CUarray a;
   CUcontext ctx;                   /* a context of the program's own (NULL: the primary one) */
+  int dev;                         /* the card it is on */
 } item;
 
 static item g_live[SLOTS];
@@ -62,7 +64,9 @@ static unsigned g_seed;
 static int g_step;
 static CUstream g_stream;          /* a stream of the program's own */
 static CUmemoryPool g_pool;        /* a pool of the program's own */
-static CUcontext g_ctx2;           /* a second context on the card, now and then */
+static CUcontext g_ctx2;           /* a second context on card 0, now and then */
+static int g_ndev = 1;             /* with two cards, a third of the blocks on card 1 */
+static CUcontext g_prim1;          /* card 1's primary context */
 static uint64_t g_free0;           /* the view's free memory with nothing held */
 static const char *g_ledger;       /* the ledger folder */
 static int g_refused[K_COUNT], g_granted[K_COUNT];
@@ -92,38 +96,45 @@ static void say_state(void);
     }                                                                           \
   } while (0)
 
-/* What the card holds for this process (the sim's per-process figure, as
+/* What a card holds for this process (the sim's per-process figure, as
  * NVML reads it), and for every process of the tenant (the card's). */
-static uint64_t card_mine(void) {
+static uint64_t card_mine(int card) {
   int32_t pids[64];
   uint64_t used[64];
-  unsigned n = vramsim_card_processes(0, pids, used, 64);
+  unsigned n = vramsim_card_processes(card, pids, used, 64);
   for (unsigned i = 0; i < n && i < 64; i++)
     if (pids[i] == (int32_t)getpid()) return used[i];
   return 0;
 }
-static uint64_t card_used(void) { return vramsim_card_used(0); }
+static uint64_t card_used(int card) { return vramsim_card_used(card); }
 
-/* What the shim counted for this process on the card: its ledger slot's
- * held bytes less its overhead (NVML's footprint beyond the count, measured
- * about once a second: docs/nvml.md). */
-static uint64_t books(void) {
-  static vs_ledger_snapshot snap;
+/* The ledger of a card: 0, or -1 when the card has none yet. */
+static int ledger_of(int card, vs_ledger_snapshot *snap) {
   char ids[4][VS_NAME_MAX], err[VS_ERR_MAX];
-  STORM_CHECK(vs_ledger_list(g_ledger, ids, 4, err, sizeof err) == 1, "one ledger in %s", g_ledger);
-  STORM_CHECK(vs_ledger_snapshot_read(g_ledger, ids[0], &snap, err, sizeof err) == 0, "snapshot: %s", err);
+  int n = vs_ledger_list(g_ledger, ids, 4, err, sizeof err);
+  for (int i = 0; i < n; i++)
+    if (vs_ledger_snapshot_read(g_ledger, ids[i], snap, err, sizeof err) == 0 && snap->card_index == card) return 0;
+  return -1;
+}
+
+/* What the shim counted for this process on a card: its ledger slot's held
+ * bytes less its overhead (NVML's footprint beyond the count, measured about
+ * once a second: docs/nvml.md). */
+static uint64_t books(int card) {
+  static vs_ledger_snapshot snap;
+  if (ledger_of(card, &snap) != 0) return 0;
   for (int i = 0; i < snap.nprocs; i++)
     if (snap.procs[i].pid == (int)getpid()) return snap.procs[i].held - snap.procs[i].overhead;
-  STORM_CHECK(0, "this process is not in the ledger");
   return 0;
 }
 
-/* What the driver rounds the live blocks up to beyond their sizes (the sim:
- * 512 B): NVML's footprint, charged as overhead, not counted. */
-static uint64_t rounding(void) {
+/* What the driver rounds the live blocks on a card up to beyond their sizes
+ * (the sim: 512 B): NVML's footprint, charged as overhead, not counted. */
+static uint64_t rounding(int card) {
   uint64_t r = 0;
   for (int i = 0; i < g_nlive; i++)
-    if (g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY) r += (512 - g_live[i].size % 512) % 512;
+    if (g_live[i].dev == card && g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY)
+      r += (512 - g_live[i].size % 512) % 512;
   return r;
 }
 
@@ -162,17 +173,28 @@ static void up(void) {
   STORM_CHECK(cuMemPoolCreate(&g_pool, &props) == CUDA_SUCCESS, "cuMemPoolCreate");
 }
 
+static void push(CUcontext c) { STORM_CHECK(cuCtxPushCurrent(c) == CUDA_SUCCESS, "push"); }
+static void pop(void) {
+  CUcontext popped;
+  STORM_CHECK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS, "pop");
+}
+
 static void sync_all(void) {
   STORM_CHECK(cuStreamSynchronize(g_stream) == CUDA_SUCCESS, "sync of the program's stream");
   STORM_CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "cuCtxSynchronize");
+  if (g_prim1) {
+    push(g_prim1);
+    STORM_CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "cuCtxSynchronize on card 1");
+    pop();
+  }
 }
 
-static CUmemAllocationProp vmm_prop(void) {
+static CUmemAllocationProp vmm_prop(int dev) {
   CUmemAllocationProp p;
   memset(&p, 0, sizeof p);
   p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = 0;
+  p.location.id = dev;
   return p;
 }
 
@@ -188,11 +210,13 @@ static CUresult take(item *it) {
     return r;
   }
   case K_MANAGED: return cuMemAllocManaged(&it->p, it->size, CU_MEM_ATTACH_GLOBAL);
-  case K_ASYNC: it->s = draw_stream(); return cuMemAllocAsync(&it->p, it->size, it->s);
+  case K_ASYNC:   /* card 1: its legacy stream (the program's own stream is card 0's) */
+    it->s = it->dev ? NULL : draw_stream();
+    return cuMemAllocAsync(&it->p, it->size, it->s);
   case K_POOL: it->s = g_stream; return cuMemAllocFromPoolAsync(&it->p, it->size, g_pool, g_stream);
   case K_VMM: {
     size_t gran = 0;
-    CUmemAllocationProp p = vmm_prop();
+    CUmemAllocationProp p = vmm_prop(it->dev);
     r = cuMemGetAllocationGranularity(&gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r == CUDA_ERROR_NOT_SUPPORTED) return r;   /* a card without VMM */
     STORM_CHECK(r == CUDA_SUCCESS, "gran");
@@ -208,6 +232,7 @@ static CUresult take(item *it) {
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = it->dev;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     STORM_CHECK(cuMemSetAccess(it->p, it->size, &acc, 1) == CUDA_SUCCESS, "access");
     return CUDA_SUCCESS;
@@ -272,27 +297,26 @@ static void graph_launch(uint64_t mib) {
   STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
 }
 
-/* The ledger and the card, process by process, when a check fails. */
+/* The ledgers and the cards, process by process, when a check fails. */
 static void say_state(void) {
   static vs_ledger_snapshot snap;
-  char ids[4][VS_NAME_MAX], err[VS_ERR_MAX];
-  if (!g_ledger || vs_ledger_list(g_ledger, ids, 4, err, sizeof err) != 1 ||
-      vs_ledger_snapshot_read(g_ledger, ids[0], &snap, err, sizeof err) != 0)
-    return;
-  int32_t pids[64];
-  uint64_t used[64];
-  unsigned n = vramsim_card_processes(0, pids, used, 64);
-  printf("vramshim-test: pid %d; card %llu; tenant used %llu, overhead %llu\n", (int)getpid(),
-         (unsigned long long)card_used(), (unsigned long long)snap.tenants[0].used,
-         (unsigned long long)snap.tenants[0].overhead);
-  for (int i = 0; i < snap.nprocs; i++) {
-    uint64_t card = 0;
-    for (unsigned j = 0; j < n && j < 64; j++)
-      if (pids[j] == snap.procs[i].pid) card = used[j];
-    printf("vramshim-test:   pid %d alive %d: held %llu, overhead %llu, live %llu; the card holds %llu\n",
-           snap.procs[i].pid, snap.procs[i].alive, (unsigned long long)snap.procs[i].held,
-           (unsigned long long)snap.procs[i].overhead, (unsigned long long)snap.procs[i].live,
-           (unsigned long long)card);
+  for (int card = 0; g_ledger && card < g_ndev; card++) {
+    if (ledger_of(card, &snap) != 0) continue;
+    int32_t pids[64];
+    uint64_t used[64];
+    unsigned n = vramsim_card_processes(card, pids, used, 64);
+    printf("vramshim-test: pid %d; card %d holds %llu; tenant used %llu, overhead %llu\n", (int)getpid(), card,
+           (unsigned long long)card_used(card), (unsigned long long)snap.tenants[0].used,
+           (unsigned long long)snap.tenants[0].overhead);
+    for (int i = 0; i < snap.nprocs; i++) {
+      uint64_t on_card = 0;
+      for (unsigned j = 0; j < n && j < 64; j++)
+        if (pids[j] == snap.procs[i].pid) on_card = used[j];
+      printf("vramshim-test:   pid %d alive %d: held %llu, overhead %llu, live %llu; the card holds %llu\n",
+             snap.procs[i].pid, snap.procs[i].alive, (unsigned long long)snap.procs[i].held,
+             (unsigned long long)snap.procs[i].overhead, (unsigned long long)snap.procs[i].live,
+             (unsigned long long)on_card);
+    }
   }
 }
 
@@ -309,27 +333,41 @@ static void forget_ctx(CUcontext ctx) {
   g_nlive = kept;
 }
 
-static void check_books(const char *after) {
-  uint64_t c = card_used();
-  if (c > LIMIT + rounding() + g_others_rounding) say_state();
-  STORM_CHECK(c <= LIMIT + rounding() + g_others_rounding, "seed %u step %d, after %s: the card holds %llu bytes for "
-              "a 64 MiB tenant", g_seed, g_step, after, (unsigned long long)c);
-  sync_all();
+static void check_card(int card, const char *after) {
+  uint64_t c = card_used(card);
+  if (c > LIMIT + rounding(card) + g_others_rounding) say_state();
+  STORM_CHECK(c <= LIMIT + rounding(card) + g_others_rounding, "seed %u step %d, after %s: card %d holds %llu bytes "
+              "for a 64 MiB tenant", g_seed, g_step, after, card, (unsigned long long)c);
   /* The shim's background thread may give the arena's cache back at any
    * moment (its decay, or another process of the tenant asking): a reading
    * counts when the books did not move across it. */
-  uint64_t b = 0, round = rounding();
+  uint64_t b = 0, round = rounding(card);
   for (int tries = 0;; tries++) {
-    uint64_t b1 = books();
-    c = card_mine();
-    b = books();
+    uint64_t b1 = books(card);
+    c = card_mine(card);
+    b = books(card);
     if (b1 == b && b <= c && c - b <= round) return;
     if (tries == 100) break;
     tp_sleep_ms(2);
   }
-  STORM_CHECK(0, "seed %u step %d, after %s: the shim counted %llu, the card holds %llu (the driver's rounding of "
-              "live blocks: %llu)", g_seed, g_step, after, (unsigned long long)b, (unsigned long long)c,
-              (unsigned long long)round);
+  STORM_CHECK(0, "seed %u step %d, after %s: the shim counted %llu on card %d, the card holds %llu (the driver's "
+              "rounding of live blocks: %llu)", g_seed, g_step, after, (unsigned long long)b, card,
+              (unsigned long long)c, (unsigned long long)round);
+}
+
+static void check_books(const char *after) {
+  sync_all();
+  for (int card = 0; card < g_ndev; card++) check_card(card, after);
+}
+
+/* Memory of another context (card 0's second one, card 1's): freed in it,
+ * or from card 0's primary one (one address space: the driver takes either;
+ * a stream-ordered block on its own card's streams). */
+static void give_back_in_place(item *it) {
+  int in = it->ctx && (below(2) || it->kind == K_ASYNC);
+  if (in) push(it->ctx);
+  give_back(it);
+  if (in) pop();
 }
 
 static void step(void) {
@@ -339,9 +377,14 @@ static void step(void) {
     memset(&it, 0, sizeof it);
     it.kind = (int)below(K_COUNT);
     it.size = draw_size();
-    /* a fifth of what the contexts own is taken in a second context */
+    /* with two cards a third on card 1 (the program's own pool is card 0's) */
+    if (g_ndev == 2 && it.kind != K_POOL && below(3) == 0) {
+      it.dev = 1;
+      it.ctx = g_prim1;
+    }
+    /* a fifth of what card 0's contexts own is taken in a second context */
     int owned = it.kind == K_ALLOC || it.kind == K_PITCH || it.kind == K_MANAGED || it.kind == K_ARRAY;
-    if (owned && below(5) == 0) {
+    if (!it.dev && owned && below(5) == 0) {
       if (!g_ctx2) {
         STORM_CHECK(cuCtxCreate(&g_ctx2, NULL, 0, 0) == CUDA_SUCCESS, "cuCtxCreate");
         CUcontext popped;
@@ -349,14 +392,11 @@ static void step(void) {
       }
       it.ctx = g_ctx2;
     }
-    note("%d: take %s %llu", kind_name[it.kind], it.size);
-    uint64_t card0 = card_mine(), books0 = books();
-    if (it.ctx) STORM_CHECK(cuCtxPushCurrent(it.ctx) == CUDA_SUCCESS, "push");
+    note(it.dev ? "%d: take %s %llu on card 1" : "%d: take %s %llu", kind_name[it.kind], it.size);
+    uint64_t card0 = card_mine(it.dev), books0 = books(it.dev);
+    if (it.ctx) push(it.ctx);
     CUresult res = take(&it);
-    if (it.ctx) {
-      CUcontext popped;
-      STORM_CHECK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS, "pop");
-    }
+    if (it.ctx) pop();
     if (res == CUDA_SUCCESS) {
       if (getenv("STORM_VERBOSE"))
         fprintf(stderr, "step %d: %s 0x%llx +%llu\n", g_step, kind_name[it.kind], (unsigned long long)it.p,
@@ -369,7 +409,7 @@ static void step(void) {
                   (int)res);
       g_refused[it.kind]++;
       /* a refusal may give the arena's cache back, never take anything */
-      STORM_CHECK(card_mine() <= card0 && books() <= books0, "seed %u step %d: the refusal took memory", g_seed,
+      STORM_CHECK(card_mine(it.dev) <= card0 && books(it.dev) <= books0, "seed %u step %d: the refusal took memory", g_seed,
                   g_step);
     }
     check_books(kind_name[it.kind]);
@@ -378,15 +418,7 @@ static void step(void) {
     note("%d: free %s %llu", kind_name[g_live[i].kind], g_live[i].size);
     if (getenv("STORM_VERBOSE"))
       fprintf(stderr, "step %d: free %s 0x%llx\n", g_step, kind_name[g_live[i].kind], (unsigned long long)g_live[i].p);
-    /* memory of the second context: freed in it, or from the primary one
-     * (one address space: the driver takes either) */
-    int push = g_live[i].ctx && below(2);
-    if (push) STORM_CHECK(cuCtxPushCurrent(g_live[i].ctx) == CUDA_SUCCESS, "push");
-    give_back(&g_live[i]);
-    if (push) {
-      CUcontext popped;
-      STORM_CHECK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS, "pop");
-    }
+    give_back_in_place(&g_live[i]);
     g_live[i] = g_live[--g_nlive];
     check_books("a free");
   } else if (r < 86) {                               /* pools: thresholds and trims */
@@ -426,7 +458,7 @@ static void step(void) {
      * context, would end with it). */
     for (int i = 0; i < g_nlive;)
       if (g_live[i].kind == K_ASYNC || g_live[i].kind == K_POOL) {
-        give_back(&g_live[i]);
+        give_back_in_place(&g_live[i]);
         g_live[i] = g_live[--g_nlive];
       } else {
         i++;
@@ -451,12 +483,18 @@ static int w_storm(unsigned seed, int steps, int procs, const char *ledger) {
   g_seed = seed;
   g_rng = seed;
   up();
+  int ndev = 0;
+  CHECK(cuDeviceGetCount(&ndev) == CUDA_SUCCESS && ndev >= 1, "cards");
+  if (ndev >= 2) {
+    g_ndev = 2;
+    CHECK(cuDevicePrimaryCtxRetain(&g_prim1, 1) == CUDA_SUCCESS, "card 1's primary context");
+  }
   size_t f = 0, t = 0;
   CHECK(cuMemGetInfo(&f, &t) == CUDA_SUCCESS && t == LIMIT, "the tenant's view: %zu", t);
   g_free0 = f;
   for (g_step = 0; g_step < steps; g_step++) step();
   note("%d: %s %llu", "end", (uint64_t)g_nlive);
-  while (g_nlive > 0) give_back(&g_live[--g_nlive]);
+  while (g_nlive > 0) give_back_in_place(&g_live[--g_nlive]);
   if (g_ctx2) CHECK(cuCtxDestroy(g_ctx2) == CUDA_SUCCESS, "cuCtxDestroy");
   sync_all();
   CUmemoryPool def;
@@ -466,13 +504,17 @@ static int w_storm(unsigned seed, int steps, int procs, const char *ledger) {
   check_books("the end");
   CHECK(cuMemPoolDestroy(g_pool) == CUDA_SUCCESS && cuStreamDestroy(g_stream) == CUDA_SUCCESS, "destroys");
   CHECK(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS, "the context ends");
-  CHECK(card_mine() == 0, "seed %u: the card holds %llu bytes after the context's end", seed,
-        (unsigned long long)card_mine());
+  if (g_prim1) CHECK(cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS, "card 1's context ends");
+  for (int card = 0; card < g_ndev; card++)
+    CHECK(card_mine(card) == 0, "seed %u: card %d holds %llu bytes after the contexts' end", seed, card,
+          (unsigned long long)card_mine(card));
   tp_cuda_up();
   if (procs == 1)   /* alone on the card: the view is whole again */
     CHECK(cuMemGetInfo(&f, &t) == CUDA_SUCCESS && f == g_free0, "seed %u: the view lacks %llu bytes at the end",
           seed, (unsigned long long)(g_free0 - f));
-  CHECK(books() == 0, "seed %u: the books hold %llu bytes at the end", seed, (unsigned long long)books());
+  for (int card = 0; card < g_ndev; card++)
+    CHECK(books(card) == 0, "seed %u: the books of card %d hold %llu bytes at the end", seed, card,
+          (unsigned long long)books(card));
   char line[256];
   int n = 0;
   for (int k = 0; k < K_COUNT; k++)
@@ -495,7 +537,7 @@ static void CUDA_CB read_books_in_teardown(void *arg) {
   (void)arg;
   while (!atomic_load(&g_gate)) tp_sleep_ms(1);
   tp_sleep_ms(50);   /* the hook lets go of the context's records before the driver's call */
-  g_seen = books();
+  g_seen = books(0);
 }
 
 static void teardown_one(const char *how) {
@@ -505,12 +547,12 @@ static void teardown_one(const char *how) {
   } else {
     tp_cuda_up();
   }
-  uint64_t before = books();
+  uint64_t before = books(0);
   CUdeviceptr p, q;
   CHECK(cuMemAlloc(&p, 24 * MiB) == CUDA_SUCCESS &&
             cuMemAllocManaged(&q, 8 * MiB, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS,
         "24 MiB and 8 MiB managed");
-  uint64_t held = books();
+  uint64_t held = books(0);
   CHECK(held >= before + 32 * MiB, "the books count them: %llu", (unsigned long long)held);
   CUstream s;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "stream");
@@ -522,9 +564,9 @@ static void teardown_one(const char *how) {
   CHECK(r == CUDA_SUCCESS, "%s = %d", how, (int)r);
   CHECK(g_seen >= held, "%s: while the driver freed the context's memory the books held %llu of %llu", how,
         (unsigned long long)g_seen, (unsigned long long)held);
-  CHECK(books() <= before, "%s: given back after it: %llu", how, (unsigned long long)books());
+  CHECK(books(0) <= before, "%s: given back after it: %llu", how, (unsigned long long)books(0));
   SAY("%s: the books held %llu MiB during the teardown, %llu after", how, (unsigned long long)(g_seen / MiB),
-      (unsigned long long)(books() / MiB));
+      (unsigned long long)(books(0) / MiB));
 }
 
 static int w_teardown(const char *ledger) {
