@@ -409,8 +409,8 @@ static void step(void) {
                   (int)res);
       g_refused[it.kind]++;
       /* a refusal may give the arena's cache back, never take anything */
-      STORM_CHECK(card_mine(it.dev) <= card0 && books(it.dev) <= books0, "seed %u step %d: the refusal took memory", g_seed,
-                  g_step);
+      STORM_CHECK(card_mine(it.dev) <= card0 && books(it.dev) <= books0, "seed %u step %d: the refusal took memory",
+                  g_seed, g_step);
     }
     check_books(kind_name[it.kind]);
   } else if (r < 80 && g_nlive > 0) {                /* give back */
