@@ -31,7 +31,9 @@
  *        together), arena = MODE, TENANT_LINE added to the tenant's section
  *        (on_limit = wait:..., spill:...).
  *   card_storm storm SEED STEPS PROCS LEDGER_DIR     a worker.
- *   card_storm teardown-case MODE WORKDIR   a context's end (below). */
+ *   card_storm teardown-case MODE WORKDIR   a context's end (below).
+ *   card_storm ipc-case MODE SEEDS STEPS WORKDIR   blocks opened by another
+ *        process (below). */
 #include "tenant_proc.h"
 
 #include <stdatomic.h>
@@ -577,11 +579,186 @@ static int w_teardown(const char *ledger) {
   return 0;
 }
 
+/* ---- IPC: blocks exported by one process, opened by another ----
+ * The exporter (tenant t) takes blocks (cuMemAlloc, so the arena's in its
+ * modes), fills them, exports them and has the importer (tenant u) open
+ * them, read both ends, and close them later; it frees a block only once
+ * closed. After every step each side checks its own books against what the
+ * card holds for it: an opened block is the exporter's memory, charged to
+ * t, never to u (tenant u's limit is 1 MiB: an open charged to it would be
+ * refused). */
+typedef struct ipc_msg {
+  int op;                /* 1 open, 2 close, 3 end */
+  int id;
+  CUipcMemHandle h;
+  uint64_t size;
+  unsigned char pattern;
+} ipc_msg;
+
+static void full_io(int fd, void *buf, size_t n, int wr) {
+  char *b = buf;
+  while (n) {
+    ssize_t k = wr ? write(fd, b, n) : read(fd, b, n);
+    CHECK(k > 0, "ipc pipe %s: %zd", wr ? "write" : "read", k);
+    b += k;
+    n -= (size_t)k;
+  }
+}
+
+static int w_importer(int in, int out, const char *ledger) {
+  g_ledger = ledger;
+  tp_cuda_up();
+  CUdeviceptr open_at[SLOTS];
+  memset(open_at, 0, sizeof open_at);
+  for (;;) {
+    ipc_msg m;
+    full_io(in, &m, sizeof m, 0);
+    int status = 0;
+    if (m.op == 1) {
+      CUresult r = cuIpcOpenMemHandle(&open_at[m.id], m.h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+      unsigned char first = 0, last = 0;
+      if (r == CUDA_SUCCESS) r = cuMemcpyDtoH(&first, open_at[m.id], 1);
+      if (r == CUDA_SUCCESS) r = cuMemcpyDtoH(&last, open_at[m.id] + m.size - 1, 1);
+      status = r == CUDA_SUCCESS && first == m.pattern && last == m.pattern ? 0 : (r ? (int)r : -1);
+      if (status) SAY("open of block %d: %d (bytes %u %u, wanted %u)", m.id, (int)r, first, last, m.pattern);
+    } else if (m.op == 2) {
+      status = (int)cuIpcCloseMemHandle(open_at[m.id]);
+      open_at[m.id] = 0;
+    }
+    /* nothing opened is ours: the books and the card hold none of it */
+    uint64_t b = books(0), c = card_mine(0);
+    if (b != 0 || c != 0) {
+      SAY("importer, op %d block %d: the books hold %llu, the card %llu", m.op, m.id, (unsigned long long)b,
+          (unsigned long long)c);
+      status = status ? status : -2;
+    }
+    full_io(out, &status, sizeof status, 1);
+    if (m.op == 3) return 0;
+  }
+}
+
+static int w_exporter(unsigned seed, int steps, int to, int from, const char *ledger) {
+  g_ledger = ledger;
+  g_seed = seed;
+  g_rng = seed;
+  up();
+  enum { FREE, OPEN, CLOSED } st[SLOTS];
+  for (int i = 0; i < SLOTS; i++) st[i] = FREE;
+  int exported = 0, refused = 0;
+  for (g_step = 0; g_step < steps; g_step++) {
+    int i = (int)below(SLOTS);
+    ipc_msg m;
+    memset(&m, 0, sizeof m);
+    m.id = i;
+    int status = 0;
+    if (st[i] == FREE) {                       /* take, fill, export, open there */
+      item *it = &g_live[i];
+      memset(it, 0, sizeof *it);
+      it->kind = K_ALLOC;
+      it->size = draw_size();
+      note("%d: export %s %llu", "block", it->size);
+      if (cuMemAlloc(&it->p, it->size) != CUDA_SUCCESS) {
+        refused++;
+        continue;
+      }
+      m.pattern = (unsigned char)(1 + below(255));
+      STORM_CHECK(cuMemsetD8(it->p, m.pattern, it->size) == CUDA_SUCCESS, "fill");
+      STORM_CHECK(cuIpcGetMemHandle(&m.h, it->p) == CUDA_SUCCESS, "cuIpcGetMemHandle");
+      m.op = 1;
+      m.size = it->size;
+      full_io(to, &m, sizeof m, 1);
+      full_io(from, &status, sizeof status, 0);
+      STORM_CHECK(status == 0, "seed %u step %d: the importer's open of %llu bytes: %d", seed, g_step,
+                  (unsigned long long)it->size, status);
+      st[i] = OPEN;
+      exported++;
+    } else if (st[i] == OPEN) {                /* closed there */
+      note("%d: close %s %llu", "block", g_live[i].size);
+      m.op = 2;
+      full_io(to, &m, sizeof m, 1);
+      full_io(from, &status, sizeof status, 0);
+      STORM_CHECK(status == 0, "seed %u step %d: the importer's close: %d", seed, g_step, status);
+      st[i] = CLOSED;
+    } else {                                   /* freed here */
+      note("%d: free %s %llu", "block", g_live[i].size);
+      STORM_CHECK(cuMemFree(g_live[i].p) == CUDA_SUCCESS, "cuMemFree");
+      st[i] = FREE;
+    }
+    /* what the program holds, for the books check's rounding */
+    g_nlive = 0;
+    for (int k = 0; k < SLOTS; k++)
+      if (st[k] != FREE) g_live[g_nlive++] = g_live[k];
+    check_card(0, "an IPC step");
+    /* check_card's rounding reads g_live[0..g_nlive): put the slots back */
+    for (int k = SLOTS - 1, j = g_nlive - 1; k >= 0; k--)
+      if (st[k] != FREE) g_live[k] = g_live[j--];
+  }
+  ipc_msg end;
+  memset(&end, 0, sizeof end);
+  for (int i = 0; i < SLOTS; i++)
+    if (st[i] == OPEN) {
+      end.op = 2;
+      end.id = i;
+      int status;
+      full_io(to, &end, sizeof end, 1);
+      full_io(from, &status, sizeof status, 0);
+      CHECK(status == 0, "close at the end: %d", status);
+      st[i] = CLOSED;
+    }
+  for (int i = 0; i < SLOTS; i++)
+    if (st[i] == CLOSED) CHECK(cuMemFree(g_live[i].p) == CUDA_SUCCESS, "cuMemFree at the end");
+  end.op = 3;
+  int status;
+  full_io(to, &end, sizeof end, 1);
+  full_io(from, &status, sizeof status, 0);
+  CHECK(status == 0, "the importer's books at the end: %d", status);
+  SAY("seed %u: %d steps, %d blocks exported and opened, %d refused", seed, steps, exported, refused);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 6 && !strcmp(argv[1], "storm"))
     return w_storm((unsigned)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
   if (argc == 3 && !strcmp(argv[1], "teardown")) return w_teardown(argv[2]);
+  if (argc == 5 && !strcmp(argv[1], "importer")) return w_importer(atoi(argv[2]), atoi(argv[3]), argv[4]);
+  if (argc == 7 && !strcmp(argv[1], "exporter"))
+    return w_exporter((unsigned)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argv[6]);
+  if (argc == 6 && !strcmp(argv[1], "ipc-case")) {
+    tp_workdir(argv[5]);
+    char global[64];
+    snprintf(global, sizeof global, "arena = %s", argv[2]);
+    tp_config(global, "[tenant t]\nlimit = 64MiB\n[tenant u]\nlimit = 1MiB\n");
+    for (int seed = 1; seed <= atoi(argv[3]); seed++) {
+      int down[2], up_[2];
+      CHECK(pipe(down) == 0 && pipe(up_) == 0, "pipes");
+      char a[16], b[16], c[16], d[16], sd[16];
+      snprintf(a, sizeof a, "%d", down[0]);
+      snprintf(b, sizeof b, "%d", up_[1]);
+      snprintf(c, sizeof c, "%d", down[1]);
+      snprintf(d, sizeof d, "%d", up_[0]);
+      snprintf(sd, sizeof sd, "%d", seed);
+      const char *imp[] = {"importer", a, b, tp_path("ledger"), NULL};
+      const char *exp[] = {"exporter", sd, argv[4], c, d, tp_path("ledger"), NULL};
+      pid_t pi = tp_spawn("importer", "u", NULL, imp);
+      pid_t pe = tp_spawn("exporter", "t", NULL, exp);
+      close(down[0]);
+      close(down[1]);
+      close(up_[0]);
+      close(up_[1]);
+      int se = tp_wait(pe), si = tp_wait(pi);
+      char *oe = tp_read("exporter.out"), *ee = tp_read("exporter.err");
+      char *oi = tp_read("importer.out"), *ei = tp_read("importer.err");
+      printf("%s%s%s%s", oe, ee, oi, ei);
+      free(oe);
+      free(ee);
+      free(oi);
+      free(ei);
+      CHECK(se == 0 && si == 0, "seed %d: exporter %d, importer %d", seed, se, si);
+    }
+    SAY("PASS ipc %s", argv[2]);
+    return 0;
+  }
   if (argc == 4 && !strcmp(argv[1], "teardown-case")) {
     tp_workdir(argv[3]);
     char global[64];
