@@ -16,6 +16,9 @@
  *   - once the program's streams are synchronised, what the shim counted
  *     for the process in the ledger equals what the card holds for it (the
  *     sim's per-process figure), to the byte but that rounding;
+ *   - what the shim says the program holds (vramshim_stats: live bytes and
+ *     blocks per card) is what it took and did not give back (a block
+ *     spilled to host memory under on_limit = spill apart);
  *   - a refused request leaves the books and the card as they were, and
  *     every refusal is CUDA_ERROR_OUT_OF_MEMORY;
  *
@@ -36,10 +39,12 @@
  *        process (below). */
 #include "tenant_proc.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "vramshim.h"
 #include "vramsim.h"
 
 #define LIMIT (64 * MiB)
@@ -57,6 +62,7 @@ typedef struct item {
   CUarray a;
   CUcontext ctx;                   /* a context of the program's own (NULL: the primary one) */
   int dev;                         /* the card it is on */
+  int spilled;                     /* on_limit = spill served it from host memory */
 } item;
 
 static item g_live[SLOTS];
@@ -135,7 +141,7 @@ static uint64_t books(int card) {
 static uint64_t rounding(int card) {
   uint64_t r = 0;
   for (int i = 0; i < g_nlive; i++)
-    if (g_live[i].dev == card && g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY)
+    if (g_live[i].dev == card && !g_live[i].spilled && g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY)
       r += (512 - g_live[i].size % 512) % 512;
   return r;
 }
@@ -204,7 +210,13 @@ static CUmemAllocationProp vmm_prop(int dev) {
 static CUresult take(item *it) {
   CUresult r;
   switch (it->kind) {
-  case K_ALLOC: return cuMemAlloc(&it->p, it->size);
+  case K_ALLOC: {
+    r = cuMemAlloc(&it->p, it->size);
+    unsigned type = 0;
+    if (r == CUDA_SUCCESS && cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, it->p) == CUDA_SUCCESS)
+      it->spilled = type == CU_MEMORYTYPE_HOST;
+    return r;
+  }
   case K_PITCH: {
     size_t pitch = 0, w = 256 + below(8192), h = 1 + it->size / w;
     r = cuMemAllocPitch(&it->p, &pitch, w, h, 4);
@@ -240,8 +252,12 @@ static CUresult take(item *it) {
     return CUDA_SUCCESS;
   }
   case K_ARRAY: {
-    /* float4 rows of 4096 texels (64 KiB, a multiple of the row pitch) */
+    /* float4 rows of 4096 texels (64 KiB, a multiple of the row pitch),
+     * counted as the shim estimates it: 64 KiB pages below 2 MiB, 2 MiB
+     * pages from there (docs/architecture.md, "CUDA arrays") */
     CUDA_ARRAY_DESCRIPTOR d = {4096, 1 + (size_t)(it->size >> 16), CU_AD_FORMAT_FLOAT, 4};
+    uint64_t bytes = (uint64_t)d.Height << 16;
+    it->size = bytes < 2 * MiB ? bytes : (bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
     return cuArrayCreate(&it->a, &d);
   }
   }
@@ -357,9 +373,30 @@ static void check_card(int card, const char *after) {
               (unsigned long long)c, (unsigned long long)round);
 }
 
+/* What the shim says the program holds on a card (vramshim_stats, the
+ * public API: live bytes and blocks) is what the program took and did not
+ * give back. */
+static void check_live(int card, const char *after) {
+  static int (*stats)(int, vramshim_card_stats *);
+  if (!stats) *(void **)&stats = dlsym(RTLD_DEFAULT, "vramshim_stats");
+  if (!stats) return;   /* not under the shim */
+  uint64_t bytes = 0, count = 0;
+  for (int i = 0; i < g_nlive; i++)
+    if (g_live[i].dev == card && !g_live[i].spilled) bytes += g_live[i].size, count++;
+  vramshim_card_stats st;
+  STORM_CHECK(stats(card, &st) == 0, "vramshim_stats");
+  STORM_CHECK(st.live_bytes == bytes && st.live_count == count, "seed %u step %d, after %s: card %d: the shim says "
+              "%llu bytes in %llu blocks live, the program holds %llu in %llu", g_seed, g_step, after, card,
+              (unsigned long long)st.live_bytes, (unsigned long long)st.live_count, (unsigned long long)bytes,
+              (unsigned long long)count);
+}
+
 static void check_books(const char *after) {
   sync_all();
-  for (int card = 0; card < g_ndev; card++) check_card(card, after);
+  for (int card = 0; card < g_ndev; card++) {
+    check_card(card, after);
+    check_live(card, after);
+  }
 }
 
 /* Memory of another context (card 0's second one, card 1's): freed in it,
