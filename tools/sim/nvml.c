@@ -32,9 +32,12 @@
 #define MAX_PROCS 512
 
 /* A handle is the address of its card's entry: stable for the life of the
- * library, so a handle taken before nvmlShutdown still names the card. */
+ * library, so a handle taken before nvmlShutdown still names the card. The
+ * card is the entry's place in the table, never written: an nvmlInit of one
+ * thread while another uses a handle (the shim's background thread reads
+ * NVML while the program initialises it again) changes nothing under it. */
 struct nvmlDevice_st {
-    unsigned index;
+    char unused;
 };
 static struct nvmlDevice_st g_dev[MAX_CARDS];
 static atomic_int g_refs;   /* nvmlInit calls not yet matched by nvmlShutdown */
@@ -42,7 +45,6 @@ static atomic_int g_refs;   /* nvmlInit calls not yet matched by nvmlShutdown */
 static nvmlReturn_t init(void)
 {
     if (vramsim_nvml_attach() != 0) return NVML_ERROR_DRIVER_NOT_LOADED;
-    for (unsigned i = 0; i < MAX_CARDS; i++) g_dev[i].index = i;
     atomic_fetch_add(&g_refs, 1);
     return NVML_SUCCESS;
 }
@@ -69,7 +71,7 @@ static int ready(void) { return atomic_load(&g_refs) > 0; }
 static int card_of(nvmlDevice_t d)
 {
     if (!d || d < &g_dev[0] || d >= &g_dev[MAX_CARDS]) return -1;
-    int c = (int)d->index;
+    int c = (int)(d - &g_dev[0]);
     return c < vramsim_card_count() ? c : -1;
 }
 
