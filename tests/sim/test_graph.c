@@ -1,7 +1,8 @@
 /* Graphs' memory nodes (graph.c): the device's graph pool reserves memory
  * on the card at launch, keeps it after the graph's free nodes ran, gives
  * what it does not use back on cuDeviceGraphMemTrim and everything at the
- * context's end; the attributes; allocations a graph keeps; uploads and
+ * context's end; the attributes; allocations a graph keeps (and the program
+ * frees); uploads and
  * the generic node function; stream capture; the lookup of the entry
  * points. Cards: 1GiB, 1GiB. */
 #include "sim_test.h"
@@ -103,6 +104,39 @@ static void kept_allocation_and_context_end(void **state)
     CU_OK(cuGraphExecDestroy(k));
     CU_OK(cuGraphExecDestroy(af));
     CU_OK(cuGraphExecDestroy(big));
+}
+
+/* cuda.h (cuGraphAddMemAllocNode): an allocation no free node of its graph
+ * frees is freed by cuMemFreeAsync or cuMemFree, also after its graphs are
+ * destroyed; once freed its graph may run again. */
+static void kept_allocation_freed_by_the_program(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUgraph g;
+    CUgraphNode an;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(0, 48 * MiB);
+    CU_OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &a));
+    CUgraphExec k;
+    CU_OK(cuGraphInstantiateWithFlags(&k, g, 0));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuGraphLaunch(k, 0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 48 * MiB);
+    CU_OK(cuMemFreeAsync(a.dptr, 0));
+    CU_OK(cuStreamSynchronize(0));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    assert_int_equal(vramsim_card_used(0), 48 * MiB);          /* back in the pool, still reserved */
+    CU_ERR(cuMemFreeAsync(a.dptr, 0), CUDA_ERROR_INVALID_VALUE);   /* freed once */
+    CU_OK(cuGraphLaunch(k, 0));                                 /* freed: may run again, same address */
+    CU_OK(cuGraphExecDestroy(k));                               /* the allocation outlives it */
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 48 * MiB);
+    CU_OK(cuMemFree(a.dptr));
+    assert_int_equal(gattr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    CU_ERR(cuMemFree(a.dptr), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuDeviceGraphMemTrim(0));
+    assert_int_equal(vramsim_card_used(0), 0);
+    CU_OK(cuDevicePrimaryCtxReset(0));
 }
 
 /* cuGraphUpload and instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
@@ -315,6 +349,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_reserve_keep_trim), cmocka_unit_test(kept_allocation_and_context_end),
+        cmocka_unit_test(kept_allocation_freed_by_the_program),
         cmocka_unit_test(upload_and_generic_nodes), cmocka_unit_test(stream_capture), cmocka_unit_test(bad_arguments),
         cmocka_unit_test(lookup),
     };

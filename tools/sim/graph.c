@@ -35,14 +35,36 @@
 #define GRAPH_MAGIC 0x47524150u
 #define GEXEC_MAGIC 0x47455845u
 
+/* An allocation node's address range, held by its graph, by each
+ * executable graph made from it and by each launched allocation in use:
+ * cuda.h keeps the address fixed across instantiations and launches, and an
+ * allocation no free node frees lives until the program frees it, after its
+ * graphs are gone. Released with the last reference. */
+struct gback {
+    sim_os_obj obj;
+    uintptr_t dptr;
+    size_t len;
+    int refs;           /* atomic */
+};
+static struct gback *gback_get(struct gback *b)
+{
+    __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+    return b;
+}
+static void gback_put(struct gback *b)
+{
+    if (!b || __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    sim_backing_destroy(b->obj, (void *)b->dptr, b->len);
+    free(b);
+}
+
 struct gnode {
     int is_free;        /* a free node; else an allocation node (or a child graph's node) */
     int is_child;       /* a child graph's node: its memory nodes moved into the parent */
     int dev;
     size_t charge;      /* allocation: bytes taken from the graph pool */
     uintptr_t dptr;
-    size_t map_len;
-    sim_os_obj obj;     /* allocation: its address range's mapping */
+    struct gback *back; /* allocation: its address range */
     int freed;          /* allocation: a free node of the graph frees it */
 };
 
@@ -61,7 +83,23 @@ struct sim_gexec {
     uint64_t keep[SIM_MAX_CARDS];   /* of which no free node of the graph frees */
     uint64_t held[SIM_MAX_CARDS];   /* still in use from its last launch */
     uint64_t epoch[SIM_MAX_CARDS];  /* the pool's epoch of `held` */
+    struct kept { struct gback *back; int dev; size_t charge; int freed; } *kept;   /* its allocation nodes */
+    size_t nkept;
 };
+
+/* Allocations of launched graphs that no free node of theirs freed: in use
+ * until the program passes them to cuMemFreeAsync or cuMemFree (cuda.h,
+ * cuGraphAddMemAllocNode), an auto-free relaunch of their graph, or the end
+ * of the pool's context (an entry of an older epoch is void). */
+struct glive {
+    struct gback *back;    /* a reference of its own */
+    int dev;
+    size_t charge;
+    struct sim_gexec *e;   /* never freed while handed out (destroyed ones stay on the graveyard) */
+    uint64_t epoch;
+};
+static struct glive *glive;
+static size_t nglive, capglive;
 
 /* The graph memory pool of one device. */
 struct gpool {
@@ -117,7 +155,7 @@ static CUresult graph_destroy(CUgraph hGraph)
     g->magic = 0;
     for (size_t i = 0; i < g->n; i++) {
         struct gnode *x = g->nodes[i];
-        if (!x->is_free && !x->is_child) sim_backing_destroy(x->obj, (void *)x->dptr, x->map_len);
+        if (!x->is_free && !x->is_child) gback_put(x->back);
         free(x);
     }
     free(g->nodes);
@@ -175,13 +213,18 @@ static CUresult add_alloc(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgrap
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
     x->dev = p->poolProps.location.id;
     x->charge = SIM_ROUND_UP(p->bytesize, SIM_VMM_GRANULE);
-    x->map_len = x->charge;
+    struct gback *b = calloc(1, sizeof *b);
     void *m = NULL;
-    CUresult r = sim_backing_create(x->map_len, sim_next_id(), x->dev, &x->obj, &m);
+    CUresult r = b ? sim_backing_create(x->charge, sim_next_id(), x->dev, &b->obj, &m) : CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        x->dptr = (uintptr_t)m;
+        b->dptr = x->dptr = (uintptr_t)m;
+        b->len = x->charge;
+        b->refs = 1;
+        x->back = b;
         r = add_node(g, x, phGraphNode);
-        if (r != CUDA_SUCCESS) sim_backing_destroy(x->obj, m, x->map_len);
+        if (r != CUDA_SUCCESS) gback_put(b);
+    } else {
+        free(b);
     }
     if (r != CUDA_SUCCESS) {
         free(x);
@@ -334,11 +377,18 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
     e->magic = GEXEC_MAGIC;
     e->flags = flags;
+    e->kept = calloc(g->n ? g->n : 1, sizeof *e->kept);
+    if (!e->kept) {
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     for (size_t i = 0; i < g->n; i++) {
         struct gnode *x = g->nodes[i];
         if (x->is_free || x->is_child) continue;
         e->need[x->dev] += x->charge;
         if (!x->freed) e->keep[x->dev] += x->charge;
+        struct kept k = {gback_get(x->back), x->dev, x->charge, x->freed};
+        e->kept[e->nkept++] = k;
     }
     *out = (CUgraphExec)e;
     return CUDA_SUCCESS;
@@ -367,6 +417,15 @@ SIM_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
     return instantiate(phGraphExec, hGraph, 0);
 }
 
+/* e's references to its nodes' address ranges (its destroy). */
+static void exec_drop_backs(struct sim_gexec *e)
+{
+    for (size_t k = 0; k < e->nkept; k++) gback_put(e->kept[k].back);
+    free(e->kept);
+    e->kept = NULL;
+    e->nkept = 0;
+}
+
 SIM_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
     SIM_COUNT(cuGraphExecDestroy);
@@ -374,12 +433,58 @@ SIM_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     pthread_mutex_lock(&graph_lock);
     struct sim_gexec *e = exec_get(hGraphExec);
     if (e) {
-        e->magic = 0;   /* what it holds stays in use (freed by the context's end) */
+        e->magic = 0;   /* what it holds stays in use (until freed, or the context's end) */
+        exec_drop_backs(e);
         e->grave_next = gexec_grave;
         gexec_grave = e;
     }
     pthread_mutex_unlock(&graph_lock);
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* graph_lock held: e's allocations in use go (an auto-free relaunch), with
+ * every entry of an older epoch; then, for a launch, its kept ones come in.
+ * 0, or -1 out of host memory (nothing changed). */
+static int glive_relaunch(struct sim_gexec *e, int add)
+{
+    if (add && nglive + e->nkept > capglive) {
+        size_t nc = capglive ? capglive * 2 : 16;
+        while (nc < nglive + e->nkept) nc *= 2;
+        struct glive *nv = realloc(glive, nc * sizeof *nv);
+        if (!nv) return -1;
+        glive = nv;
+        capglive = nc;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < nglive; i++)
+        if (glive[i].e != e && glive[i].epoch == gpools[glive[i].dev].epoch) glive[j++] = glive[i];
+        else gback_put(glive[i].back);
+    nglive = j;
+    for (size_t k = 0; add && k < e->nkept; k++) {
+        if (e->kept[k].freed) continue;
+        struct glive l = {gback_get(e->kept[k].back), e->kept[k].dev, e->kept[k].charge, e,
+                          gpools[e->kept[k].dev].epoch};
+        glive[nglive++] = l;
+    }
+    return 0;
+}
+
+
+int sim_graph_free(CUdeviceptr dptr)
+{
+    pthread_mutex_lock(&graph_lock);
+    int found = -1;
+    for (size_t i = 0; i < nglive && found < 0; i++) {
+        struct glive *l = &glive[i];
+        if (l->back->dptr != (uintptr_t)dptr || l->epoch != gpools[l->dev].epoch) continue;
+        gpools[l->dev].used -= l->charge;   /* back to the pool, still reserved */
+        l->e->held[l->dev] -= l->charge;
+        gback_put(l->back);
+        glive[i] = glive[--nglive];
+        found = 0;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    return found;
 }
 
 /* graph_lock held: what e still holds in the pool of dev. */
@@ -458,6 +563,10 @@ static CUresult launch_or_upload(CUgraphExec hGraphExec, CUstream hStream, int l
         }
     uint64_t grow[SIM_MAX_CARDS];
     r = charge_launch(hGraphExec, &e, auto_free, grow);
+    if (r == CUDA_SUCCESS && launch && glive_relaunch(e, 1) != 0) {
+        for (int d = 0; d < sim_cfg.ncards; d++) sim_uncharge(d, grow[d]);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (r != CUDA_SUCCESS) {
         pthread_mutex_unlock(&graph_lock);
         return r;
@@ -513,6 +622,7 @@ static CUresult instantiate_with_params(CUgraphExec *out, CUgraph hGraph, CUDA_G
     if (r == CUDA_SUCCESS && (ip->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD)) {
         r = launch_or_upload(*out, ip->hUploadStream, 0);
         if (r != CUDA_SUCCESS) {   /* never handed out */
+            exec_drop_backs((struct sim_gexec *)*out);
             free((struct sim_gexec *)*out);
             *out = NULL;
         }
@@ -601,6 +711,7 @@ void sim_graph_ctx_end(struct sim_ctx *ctx)
             p->reserved = p->used = 0;
             p->ctx = NULL;
             p->epoch++;
+            (void)glive_relaunch(NULL, 0);   /* its allocations in use go with it */
         }
         pthread_mutex_unlock(&graph_lock);
         if (back) sim_uncharge(d, back);
@@ -611,4 +722,5 @@ void sim_graph_after_fork_child(void)
 {
     pthread_mutex_init(&graph_lock, NULL);
     memset(gpools, 0, sizeof gpools);
+    nglive = 0;   /* the parent's graphs' memory is not the child's */
 }

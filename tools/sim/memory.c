@@ -157,7 +157,7 @@ static CUresult mem_free(CUdeviceptr p)
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)p);
     if (!a || a->free_pending || !sim_alloc_freeable(a)) {
         pthread_mutex_unlock(&sim_mem_lock);
-        return CUDA_ERROR_INVALID_VALUE;
+        return !a && sim_graph_free(p) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;   /* a graph's allocation */
     }
     sim_mem_remove(a);
     pthread_mutex_unlock(&sim_mem_lock);

@@ -323,10 +323,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s)
         return sim_graph_capture_free(g, dptr) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&sim_mem_lock);
     struct sim_alloc *a = sim_mem_find_base((uintptr_t)dptr);
-    /* Plain cuMemAlloc memory may be freed in stream order too. */
+    /* Plain cuMemAlloc memory may be freed in stream order too, and a
+     * graph's allocation (at once: the sim's launches ran at once too). */
     if (!a || a->free_pending || !sim_alloc_freeable(a)) {
         pthread_mutex_unlock(&sim_mem_lock);
-        return CUDA_ERROR_INVALID_VALUE;
+        return !a && sim_graph_free(dptr) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }
     a->free_pending = 1;
     pthread_mutex_unlock(&sim_mem_lock);

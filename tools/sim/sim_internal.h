@@ -230,6 +230,9 @@ CUresult sim_graph_new(CUgraph *g);
 void sim_graph_drop(CUgraph g);
 CUresult sim_graph_capture_alloc(CUgraph g, int dev, size_t bytes, CUdeviceptr *dptr);
 CUresult sim_graph_capture_free(CUgraph g, CUdeviceptr dptr);
+/* A launched graph's allocation no free node of the graph freed, given back
+ * to the graph pool (cuMemFreeAsync, cuMemFree); 0, or -1 when dptr is none. */
+int sim_graph_free(CUdeviceptr dptr);
 void sim_graph_after_fork_child(void);
 /* all three with sim_mem_lock held */
 int sim_vmm_range_ok(uintptr_t p, size_t n);           /* mapped read-write */
