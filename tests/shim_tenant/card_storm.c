@@ -4,7 +4,7 @@
  * an order drawn from a seed: cuMemAlloc, pitch, managed, stream-ordered
  * (the default pool on three kinds of stream, and a pool of its own whose
  * release threshold it moves), its own VMM memory, CUDA arrays, graphs with
- * memory nodes; on two cards (when the sim has two), a third of the blocks
+ * memory nodes (freed in the graph, or kept and freed by the program); on two cards (when the sim has two), a third of the blocks
  * on card 1; a fifth of what contexts own taken in a second context
  * (freed in it or from the primary one), which is destroyed now and then;
  * syncs, trims, and now and then a reset of the primary context, which
@@ -19,7 +19,9 @@
  *     that rounding;
  *   - what the shim says the program holds (vramshim_stats: live bytes and
  *     blocks per card) is what it took and did not give back (a block
- *     spilled to host memory under on_limit = spill apart);
+ *     spilled to host memory under on_limit = spill apart, and a graph's
+ *     allocations, which vramshim.h leaves out of "live": the graph pool's
+ *     memory is charged as the driver reserves it);
  *   - alone on the card, the tenant's view through NVML is cuMemGetInfo's;
  *   - a refused request leaves the books and the card as they were, and
  *     every refusal is CUDA_ERROR_OUT_OF_MEMORY;
@@ -52,8 +54,9 @@
 #define LIMIT (64 * MiB)
 #define SLOTS 48
 
-enum kind { K_ALLOC, K_PITCH, K_MANAGED, K_ASYNC, K_POOL, K_VMM, K_ARRAY, K_COUNT };
-static const char *const kind_name[K_COUNT] = {"alloc", "pitch", "managed", "async", "pool", "vmm", "array"};
+enum kind { K_ALLOC, K_PITCH, K_MANAGED, K_ASYNC, K_POOL, K_VMM, K_ARRAY, K_GRAPH, K_COUNT };
+static const char *const kind_name[K_COUNT] = {"alloc", "pitch", "managed", "async", "pool", "vmm", "array",
+                                               "graph"};
 
 typedef struct item {
   int kind;
@@ -143,7 +146,8 @@ static uint64_t books(int card) {
 static uint64_t rounding(int card) {
   uint64_t r = 0;
   for (int i = 0; i < g_nlive; i++)
-    if (g_live[i].dev == card && !g_live[i].spilled && g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY)
+    if (g_live[i].dev == card && !g_live[i].spilled && g_live[i].kind != K_VMM && g_live[i].kind != K_ARRAY &&
+        g_live[i].kind != K_GRAPH)
       r += (512 - g_live[i].size % 512) % 512;
   return r;
 }
@@ -253,6 +257,28 @@ static CUresult take(item *it) {
     STORM_CHECK(cuMemSetAccess(it->p, it->size, &acc, 1) == CUDA_SUCCESS, "access");
     return CUDA_SUCCESS;
   }
+  case K_GRAPH: {   /* a graph's allocation it does not free: the program frees it later */
+    CUgraph g;
+    STORM_CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.poolProps.location.id = it->dev;
+    a.bytesize = it->size;
+    CUgraphNode n;
+    STORM_CHECK(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a) == CUDA_SUCCESS, "alloc node");
+    CUgraphExec e;
+    STORM_CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
+    it->s = it->dev ? NULL : draw_stream();
+    r = cuGraphLaunch(e, it->s);
+    if (r == CUDA_SUCCESS) {
+      STORM_CHECK(cuStreamSynchronize(it->s) == CUDA_SUCCESS, "sync");
+      it->p = a.dptr;
+    }
+    STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
+    return r;
+  }
   case K_ARRAY: {
     /* float4 rows of 4096 texels (64 KiB, a multiple of the row pitch),
      * counted as the shim estimates it: 64 KiB pages below 2 MiB, 2 MiB
@@ -271,7 +297,7 @@ static void give_back(item *it) {
   case K_ALLOC: case K_PITCH: case K_MANAGED:
     STORM_CHECK(cuMemFree(it->p) == CUDA_SUCCESS, "cuMemFree");
     break;
-  case K_ASYNC: case K_POOL:
+  case K_ASYNC: case K_POOL: case K_GRAPH:
     /* on the stream it came from, or on another after a sync of that one */
     if (below(4) == 0) {
       STORM_CHECK(cuStreamSynchronize(it->s) == CUDA_SUCCESS, "sync");
@@ -395,7 +421,7 @@ static void check_live(int card, const char *after) {
   if (!stats) return;   /* not under the shim */
   uint64_t bytes = 0, count = 0;
   for (int i = 0; i < g_nlive; i++)
-    if (g_live[i].dev == card && !g_live[i].spilled) bytes += g_live[i].size, count++;
+    if (g_live[i].dev == card && !g_live[i].spilled && g_live[i].kind != K_GRAPH) bytes += g_live[i].size, count++;
   vramshim_card_stats st;
   STORM_CHECK(stats(card, &st) == 0, "vramshim_stats");
   STORM_CHECK(st.live_bytes == bytes && st.live_count == count, "seed %u step %d, after %s: card %d: the shim says "
@@ -450,7 +476,7 @@ static void check_books(const char *after) {
  * or from card 0's primary one (one address space: the driver takes either;
  * a stream-ordered block on its own card's streams). */
 static void give_back_in_place(item *it) {
-  int in = it->ctx && (below(2) || it->kind == K_ASYNC);
+  int in = it->ctx && (below(2) || it->kind == K_ASYNC || it->kind == K_GRAPH);
   if (in) push(it->ctx);
   give_back(it);
   if (in) pop();
@@ -543,7 +569,7 @@ static void step(void) {
      * program gives them back before it resets (the arena's, served in the
      * context, would end with it). */
     for (int i = 0; i < g_nlive;)
-      if (g_live[i].kind == K_ASYNC || g_live[i].kind == K_POOL) {
+      if (g_live[i].kind == K_ASYNC || g_live[i].kind == K_POOL || g_live[i].kind == K_GRAPH) {
         give_back_in_place(&g_live[i]);
         g_live[i] = g_live[--g_nlive];
       } else {
