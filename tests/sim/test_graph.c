@@ -139,6 +139,40 @@ static void kept_allocation_freed_by_the_program(void **state)
     CU_OK(cuDevicePrimaryCtxReset(0));
 }
 
+/* A graph's nodes read back: their number, kinds and an allocation's
+ * parameters (what the shim counts in a graph made by stream capture). */
+static void nodes_read_back(void **state)
+{
+    (void)state;
+    sim_test_setup(0);
+    CUgraph g;
+    CUgraphNode an, fn, v[4];
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(0, 3 * MiB + 5);
+    CU_OK(cuGraphAddMemAllocNode(&an, g, NULL, 0, &a));
+    CU_OK(cuGraphAddMemFreeNode(&fn, g, &an, 1, a.dptr));
+    size_t n = 0;
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    assert_int_equal(n, 2);
+    n = 4;
+    CU_OK(cuGraphGetNodes(g, v, &n));
+    assert_int_equal(n, 2);
+    assert_true(v[0] == an && v[1] == fn && v[2] == NULL && v[3] == NULL);
+    CUgraphNodeType t;
+    CU_OK(cuGraphNodeGetType(an, &t));
+    assert_int_equal(t, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    CU_OK(cuGraphNodeGetType(fn, &t));
+    assert_int_equal(t, CU_GRAPH_NODE_TYPE_MEM_FREE);
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    CU_OK(cuGraphMemAllocNodeGetParams(an, &p));
+    assert_int_equal(p.bytesize, 3 * MiB + 5);
+    assert_true(p.dptr == a.dptr && p.poolProps.location.id == 0 &&
+                p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE);
+    CU_ERR(cuGraphMemAllocNodeGetParams(fn, &p), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDevicePrimaryCtxReset(0));
+}
+
 /* cuGraphUpload and instantiation with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
  * back the allocations before the launch (reserved, none in use); the
  * generic cuGraphAddNode adds the memory node kinds. */
@@ -349,7 +383,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_reserve_keep_trim), cmocka_unit_test(kept_allocation_and_context_end),
-        cmocka_unit_test(kept_allocation_freed_by_the_program),
+        cmocka_unit_test(kept_allocation_freed_by_the_program), cmocka_unit_test(nodes_read_back),
         cmocka_unit_test(upload_and_generic_nodes), cmocka_unit_test(stream_capture), cmocka_unit_test(bad_arguments),
         cmocka_unit_test(lookup),
     };

@@ -63,6 +63,7 @@ struct gnode {
     int is_child;       /* a child graph's node: its memory nodes moved into the parent */
     int dev;
     size_t charge;      /* allocation: bytes taken from the graph pool */
+    size_t bytesize;    /* allocation: as asked */
     uintptr_t dptr;
     struct gback *back; /* allocation: its address range */
     int freed;          /* allocation: a free node of the graph frees it */
@@ -212,6 +213,7 @@ static CUresult add_alloc(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgrap
     struct gnode *x = calloc(1, sizeof *x);
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
     x->dev = p->poolProps.location.id;
+    x->bytesize = p->bytesize;
     x->charge = SIM_ROUND_UP(p->bytesize, SIM_VMM_GRANULE);
     struct gback *b = calloc(1, sizeof *b);
     void *m = NULL;
@@ -367,6 +369,55 @@ SIM_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, con
 #define KNOWN_INSTANTIATE_FLAGS                                                              \
     (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD | \
      CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+
+/* ---- a graph's nodes, as the program reads them back (the shim counts the
+ * memory nodes of a graph made by stream capture so). A child graph moved
+ * in is flattened here: its nodes are the parent's, beside a node of type
+ * CU_GRAPH_NODE_TYPE_GRAPH whose graph cannot be asked for
+ * (cuGraphChildGraphNodeGetGraph stays CUDA_ERROR_NOT_SUPPORTED). Node
+ * handles are not checked: a node of a destroyed graph is the program's
+ * fault, as for the driver's other node calls here. ---- */
+SIM_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    SIM_COUNT(cuGraphGetNodes);
+    SIM_REQUIRE_INIT();
+    struct sim_graph *g = graph_get(hGraph);
+    if (!g || !numNodes) return CUDA_ERROR_INVALID_VALUE;
+    if (nodes) {   /* cuda.h: entries past the graph's nodes are NULL, and the count is what was given */
+        for (size_t i = 0; i < *numNodes; i++) nodes[i] = i < g->n ? (CUgraphNode)g->nodes[i] : NULL;
+        if (*numNodes > g->n) *numNodes = g->n;
+    } else {
+        *numNodes = g->n;
+    }
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    SIM_COUNT(cuGraphNodeGetType);
+    SIM_REQUIRE_INIT();
+    const struct gnode *x = (const struct gnode *)hNode;
+    if (!x || !type) return CUDA_ERROR_INVALID_VALUE;
+    *type = x->is_child  ? CU_GRAPH_NODE_TYPE_GRAPH
+            : x->is_free ? CU_GRAPH_NODE_TYPE_MEM_FREE
+                         : CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+    SIM_COUNT(cuGraphMemAllocNodeGetParams);
+    SIM_REQUIRE_INIT();
+    const struct gnode *x = (const struct gnode *)hNode;
+    if (!x || !params_out || x->is_child || x->is_free) return CUDA_ERROR_INVALID_VALUE;
+    memset(params_out, 0, sizeof *params_out);
+    params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params_out->poolProps.location.id = x->dev;
+    params_out->bytesize = x->bytesize;
+    params_out->dptr = (CUdeviceptr)x->dptr;
+    return CUDA_SUCCESS;
+}
 
 static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
 {
