@@ -27,6 +27,10 @@
  *        past the limit refused with the driver not asked (block-compressed
  *        ones too, which the sim does not model); destroy and the context's
  *        end give them back; sparse arrays pass unaccounted.
+ *   card_truth case graphcap MODE WORKDIR   a graph made by stream capture
+ *        with a stream-ordered allocation in it: its memory node, which no
+ *        hook saw added, is read from the graph when the capture ends, so its
+ *        launch past the limit is refused with the driver not asked.
  *   card_truth case pitch MODE WORKDIR   cuMemAllocPitch of narrow rows: charged
  *        as the driver pads them (to 512 bytes), so one that would take the
  *        card past the limit padded is refused with the driver not asked.
@@ -548,6 +552,43 @@ static int w_array(void) {
   return 0;
 }
 
+/* ---- a graph made by stream capture: its memory nodes are counted ---- */
+
+static int w_graphcap(void) {
+  tp_cuda_up();
+  uint64_t free0 = view_free();
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "stream");
+  /* PyTorch's CUDA graphs over the stream-ordered allocator: a captured
+   * cudaMallocAsync becomes an allocation node no hook saw added */
+  CUgraph g;
+  CUdeviceptr p, big;
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS, "begin capture");
+  CHECK(cuMemAllocAsync(&p, 48 * MiB, s) == CUDA_SUCCESS, "a captured 48 MiB allocation");
+  CHECK(cuMemFreeAsync(p, s) == CUDA_SUCCESS, "its captured free");
+  CHECK(cuStreamEndCapture(s, &g) == CUDA_SUCCESS, "end capture");
+  CUgraphExec e;
+  CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
+  CHECK(card_used() == 0, "nothing on the card before the launch");
+  /* next to 32 MiB of cuMemAlloc its launch would take the card to 80 MiB:
+   * refused, the driver not asked */
+  CHECK(cuMemAlloc(&big, 32 * MiB) == CUDA_SUCCESS, "32 MiB");
+  CUresult r = cuGraphLaunch(e, s);
+  WITHIN_LIMIT("the captured graph's launch next to 32 MiB");
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the launch = %d", (int)r);
+  CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
+  /* alone it runs; the graph pool keeps its 48 MiB, charged */
+  CHECK(cuGraphLaunch(e, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "the launch alone");
+  WITHIN_LIMIT("the captured graph alone");
+  CHECK(free0 - view_free() == card_used(), "the books are the card: %llu vs %llu",
+        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "destroy");
+  CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS && card_used() == 0, "trimmed: %llu",
+        (unsigned long long)card_used());
+  SAY("graphcap ok");
+  return 0;
+}
+
 /* ---- pitch allocations: charged as the driver pads them ---- */
 
 static int w_pitch(void) {
@@ -863,6 +904,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "graphup")) return w_graphup();
   if (!strcmp(argv[1], "array")) return w_array();
   if (!strcmp(argv[1], "pitch")) return w_pitch();
+  if (!strcmp(argv[1], "graphcap")) return w_graphcap();
   if (!strcmp(argv[1], "vmmlife")) return w_vmmlife();
   if (!strcmp(argv[1], "hostpool")) return w_hostpool();
   if (!strcmp(argv[1], "hold") && argc >= 3) {
@@ -879,7 +921,7 @@ int main(int argc, char **argv) {
     const char *args[] = {"pool", argv[3], NULL};
     CHECK(run_worker("pool", args) == 0, "the pool worker passed");
   } else if (!strcmp(c, "graph") || !strcmp(c, "graphup") || !strcmp(c, "hostpool") || !strcmp(c, "array") ||
-             !strcmp(c, "vmmlife") || !strcmp(c, "pitch")) {
+             !strcmp(c, "vmmlife") || !strcmp(c, "pitch") || !strcmp(c, "graphcap")) {
     tp_workdir(argv[4]);
     tp_config(arena_line(argv[3]), "[tenant t]\nlimit = 64MiB\n");
     const char *args[] = {c, NULL};

@@ -205,6 +205,12 @@
 #define VS_DRIVER_EXTRAS(X)                                                                        \
   /* graph_charge.c: what the device's graph pool reserves and uses */                             \
   X(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value), (device, attr, value)) \
+  /* graph_charge.c: the memory nodes of a graph made by stream capture */                         \
+  X(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode * nodes, size_t * numNodes), (hGraph, nodes, numNodes)) \
+  X(cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType * type), (hNode, type))               \
+  X(cuGraphMemAllocNodeGetParams, (CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS * params_out),    \
+    (hNode, params_out))                                                                           \
+  X(cuGraphChildGraphNodeGetGraph, (CUgraphNode hNode, CUgraph * phGraph), (hNode, phGraph))      \
   X(cuCtxGetDevice, (CUdevice * device), (device))                                                 \
   /* contexts (contexts.c, hooks_ctx.c): who owns a request; has a primary context ended */        \
   X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                   \

@@ -114,6 +114,47 @@ void vs_graph_mem_atfork_child(void) {
 
 /* ---- hooks ---- */
 
+/* The allocation bytes per device of graph's nodes and its child graphs'
+ * (depth: how far child graphs nest, a guard against a cycle the driver
+ * would never make). 0, or -1 when the driver cannot say. */
+static int walk(const vs_real_table *real, CUgraph graph, uint64_t need[NCARDS], int depth) {
+  size_t n = 0;
+  if (depth > 16 || real->cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS) return -1;
+  CUgraphNode *v = n ? calloc(n, sizeof *v) : NULL;
+  if (n && !v) return -1;
+  int rc = n && real->cuGraphGetNodes(graph, v, &n) != CUDA_SUCCESS ? -1 : 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    CUgraphNodeType t;
+    if (!v[i] || real->cuGraphNodeGetType(v[i], &t) != CUDA_SUCCESS) continue;
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    CUgraph child;
+    if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && real->cuGraphMemAllocNodeGetParams &&
+        real->cuGraphMemAllocNodeGetParams(v[i], &p) == CUDA_SUCCESS &&
+        p.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE && p.poolProps.location.id >= 0 &&
+        p.poolProps.location.id < NCARDS)
+      need[p.poolProps.location.id] += round_up(p.bytesize);
+    else if (t == CU_GRAPH_NODE_TYPE_GRAPH && real->cuGraphChildGraphNodeGetGraph &&
+             real->cuGraphChildGraphNodeGetGraph(v[i], &child) == CUDA_SUCCESS)
+      rc = walk(real, child, need, depth + 1);
+  }
+  free(v);
+  return rc;
+}
+
+void vs_graph_mem_captured(const vs_real_table *real, CUgraph graph) {
+  if (!real || !graph || !real->cuGraphGetNodes || !real->cuGraphNodeGetType) return;
+  uint64_t need[NCARDS];
+  memset(need, 0, sizeof need);
+  vs_guard_enter();
+  int rc = walk(real, graph, need, 0);
+  vs_guard_leave();
+  if (rc != 0) return;
+  pthread_mutex_lock(&g_lock);
+  graph_ent *e = tab_get(&g_graphs, (void *)graph);
+  if (e) memcpy(e->need, need, sizeof need);   /* the whole graph: nodes added before the capture too */
+  pthread_mutex_unlock(&g_lock);
+}
+
 /* A device-located allocation node of size bytes added to graph. */
 static void node_added(CUgraph graph, const CUmemPoolProps *props, size_t bytes) {
   /* host-located graph memory is on no card: only device locations count */

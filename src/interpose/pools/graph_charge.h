@@ -23,8 +23,9 @@
  *     charge becomes them.
  * The program's cuDeviceGetGraphMemAttribute is the driver's (not hooked).
  * A graph made by stream capture has allocation nodes the shim did not see
- * added: its launch is admitted nothing in advance, and charged what the
- * pool reserves after it.
+ * added: they are read from the graph when its capture ends
+ * (vs_graph_mem_captured); a driver that cannot list them leaves its launch
+ * admitted nothing in advance, charged what the pool reserves after it.
  * Thread safety: any thread; the driver calls run under the recursion guard. */
 #ifndef VS_GRAPH_CHARGE_H
 #define VS_GRAPH_CHARGE_H
@@ -37,6 +38,11 @@
  * charge; nothing when this process never launched a graph with
  * allocation nodes there. */
 void vs_graph_mem_refresh(const vs_real_table *real, int card);
+/* A graph made (or extended: cuStreamBeginCaptureToGraph) by stream
+ * capture: its allocation nodes, which no hook saw added, are counted from
+ * the graph itself (its nodes, and those of its child graphs), so its launch
+ * is admitted like any other's. */
+void vs_graph_mem_captured(const vs_real_table *real, CUgraph graph);
 void vs_graph_mem_atfork_child(void);
 
 #endif

@@ -5,6 +5,7 @@
 #include "arena_backend.h"
 #include "arena_glue.h"
 #include "capture.h"
+#include "graph_charge.h"
 #include "stream_order.h"
 
 #include <stdatomic.h>
@@ -78,6 +79,7 @@ void vs_capture_stream_destroyed(int was_capturing) {
   CUresult r = real->name(hStream, phGraph);                                                          \
   vs_guard_leave();                                                                                   \
   if (was && !vs_capture_on(real, hStream, per_thread)) vs_backend_capture_end();                     \
+  if (r == CUDA_SUCCESS && phGraph && *phGraph) vs_graph_mem_captured(real, *phGraph);                \
   return r
 
 CUresult vs_hook_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) { CAPTURE_END_BODY(cuStreamEndCapture, 0); }
