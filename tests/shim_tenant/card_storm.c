@@ -4,7 +4,8 @@
  * an order drawn from a seed: cuMemAlloc, pitch, managed, stream-ordered
  * (the default pool on three kinds of stream, and a pool of its own whose
  * release threshold it moves), its own VMM memory, CUDA arrays, graphs with
- * memory nodes (freed in the graph, or kept and freed by the program); on two cards (when the sim has two), a third of the blocks
+ * memory nodes (freed in the graph, or kept and freed by the program),
+ * stream captures with allocations in them; on two cards (when the sim has two), a third of the blocks
  * on card 1; a fifth of what contexts own taken in a second context
  * (freed in it or from the primary one), which is destroyed now and then;
  * syncs, trims, and now and then a reset of the primary context, which
@@ -343,6 +344,35 @@ static void graph_launch(uint64_t mib) {
   STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
 }
 
+/* A stream capture in relaxed mode, as PyTorch's torch.cuda.graph makes one:
+ * cuMemAlloc inside it (the arena holds: no sync, no release), a
+ * stream-ordered allocation and its free captured as the graph's memory
+ * nodes; the graph comes out, runs, and goes. */
+static void capture(void) {
+  STORM_CHECK(cuStreamBeginCapture(g_stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS, "begin capture");
+  for (int k = (int)below(3); k > 0 && g_nlive < SLOTS; k--) {
+    item it;
+    memset(&it, 0, sizeof it);
+    it.kind = K_ALLOC;
+    it.size = draw_size();
+    if (take(&it) == CUDA_SUCCESS) g_live[g_nlive++] = it;
+  }
+  CUdeviceptr p;
+  uint64_t n = 1 + below(16 * MiB);
+  CUresult r = cuMemAllocAsync(&p, n, g_stream);
+  if (r == CUDA_SUCCESS) STORM_CHECK(cuMemFreeAsync(p, g_stream) == CUDA_SUCCESS, "captured free");
+  CUgraph g = NULL;
+  CUresult e = cuStreamEndCapture(g_stream, &g);
+  STORM_CHECK(e == CUDA_SUCCESS && g, "seed %u step %d: the capture came out: %d (its allocation: %d)", g_seed, g_step,
+              (int)e, (int)r);
+  CUgraphExec x;
+  STORM_CHECK(cuGraphInstantiateWithFlags(&x, g, 0) == CUDA_SUCCESS, "instantiate the capture");
+  r = cuGraphLaunch(x, g_stream);
+  STORM_CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY, "launch of the capture: %d", (int)r);
+  STORM_CHECK(cuStreamSynchronize(g_stream) == CUDA_SUCCESS, "sync");
+  STORM_CHECK(cuGraphExecDestroy(x) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "capture's graph destroy");
+}
+
 /* The ledgers and the cards, process by process, when a check fails. */
 static void say_state(void) {
   static vs_ledger_snapshot snap;
@@ -545,12 +575,16 @@ static void step(void) {
       STORM_CHECK(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS, "trim");
     }
     check_books("a pool's setting");
-  } else if (r < 92) {                               /* graph memory */
+  } else if (r < 90) {                               /* graph memory */
     uint64_t mib = 1 + below(24);
     note("%d: %s %llu MiB", "graph", mib);
     graph_launch(mib);
     if (below(2)) STORM_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "graph trim");
     check_books("a graph");
+  } else if (r < 92) {                               /* a stream capture */
+    note("%d: %s %llu", "capture", 0);
+    capture();
+    check_books("a capture");
   } else if (r < 96) {                               /* the program's syncs */
     note("%d: %s %llu", "sync", 0);
     sync_all();
