@@ -213,6 +213,34 @@ static CUmemAllocationProp vmm_prop(int dev) {
   return p;
 }
 
+/* A graph of one allocation of `bytes` on dev, freed by a free node of the
+ * graph (free_it) or kept, launched on s and gone (the graph and its
+ * executable graph; a kept allocation outlives them). The launch's answer;
+ * *dptr the allocation's address when it ran. */
+static CUresult one_alloc_graph(int dev, uint64_t bytes, int free_it, CUstream s, CUdeviceptr *dptr) {
+  CUgraph g;
+  STORM_CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
+  CUDA_MEM_ALLOC_NODE_PARAMS a;
+  memset(&a, 0, sizeof a);
+  a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.poolProps.location.id = dev;
+  a.bytesize = bytes;
+  CUgraphNode n, f;
+  STORM_CHECK(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a) == CUDA_SUCCESS, "alloc node");
+  if (free_it) STORM_CHECK(cuGraphAddMemFreeNode(&f, g, &n, 1, a.dptr) == CUDA_SUCCESS, "free node");
+  CUgraphExec e;
+  STORM_CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
+  CUresult r = cuGraphLaunch(e, s);
+  STORM_CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY, "cuGraphLaunch = %d", (int)r);
+  if (r == CUDA_SUCCESS) {
+    STORM_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
+    *dptr = a.dptr;
+  }
+  STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
+  return r;
+}
+
 /* One request of a kind; CUDA_SUCCESS fills it in. */
 static CUresult take(item *it) {
   CUresult r;
@@ -258,28 +286,9 @@ static CUresult take(item *it) {
     STORM_CHECK(cuMemSetAccess(it->p, it->size, &acc, 1) == CUDA_SUCCESS, "access");
     return CUDA_SUCCESS;
   }
-  case K_GRAPH: {   /* a graph's allocation it does not free: the program frees it later */
-    CUgraph g;
-    STORM_CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
-    CUDA_MEM_ALLOC_NODE_PARAMS a;
-    memset(&a, 0, sizeof a);
-    a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.poolProps.location.id = it->dev;
-    a.bytesize = it->size;
-    CUgraphNode n;
-    STORM_CHECK(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a) == CUDA_SUCCESS, "alloc node");
-    CUgraphExec e;
-    STORM_CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
+  case K_GRAPH:   /* a graph's allocation it does not free: the program frees it later */
     it->s = it->dev ? NULL : draw_stream();
-    r = cuGraphLaunch(e, it->s);
-    if (r == CUDA_SUCCESS) {
-      STORM_CHECK(cuStreamSynchronize(it->s) == CUDA_SUCCESS, "sync");
-      it->p = a.dptr;
-    }
-    STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
-    return r;
-  }
+    return one_alloc_graph(it->dev, it->size, 0, it->s, &it->p);
   case K_ARRAY: {
     /* float4 rows of 4096 texels (64 KiB, a multiple of the row pitch),
      * counted as the shim estimates it: 64 KiB pages below 2 MiB, 2 MiB
@@ -320,28 +329,6 @@ static void give_back(item *it) {
     STORM_CHECK(cuArrayDestroy(it->a) == CUDA_SUCCESS, "cuArrayDestroy");
     break;
   }
-}
-
-/* A graph that allocates and frees mib MiB on its launch (the device's graph
- * pool keeps it until trimmed). */
-static void graph_launch(uint64_t mib) {
-  CUgraph g;
-  STORM_CHECK(cuGraphCreate(&g, 0) == CUDA_SUCCESS, "cuGraphCreate");
-  CUDA_MEM_ALLOC_NODE_PARAMS a;
-  memset(&a, 0, sizeof a);
-  a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  a.bytesize = mib * MiB;
-  CUgraphNode n, f;
-  STORM_CHECK(cuGraphAddMemAllocNode(&n, g, NULL, 0, &a) == CUDA_SUCCESS, "alloc node");
-  STORM_CHECK(cuGraphAddMemFreeNode(&f, g, &n, 1, a.dptr) == CUDA_SUCCESS, "free node");
-  CUgraphExec e;
-  STORM_CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
-  CUstream s = draw_stream();
-  CUresult r = cuGraphLaunch(e, s);
-  STORM_CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY, "cuGraphLaunch = %d", (int)r);
-  STORM_CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "sync");
-  STORM_CHECK(cuGraphExecDestroy(e) == CUDA_SUCCESS && cuGraphDestroy(g) == CUDA_SUCCESS, "graph destroy");
 }
 
 /* A stream capture in relaxed mode, as PyTorch's torch.cuda.graph makes one:
@@ -578,7 +565,8 @@ static void step(void) {
   } else if (r < 90) {                               /* graph memory */
     uint64_t mib = 1 + below(24);
     note("%d: %s %llu MiB", "graph", mib);
-    graph_launch(mib);
+    CUdeviceptr p;   /* freed by the graph itself; the device's graph pool keeps it until trimmed */
+    (void)one_alloc_graph(0, mib * MiB, 1, draw_stream(), &p);
     if (below(2)) STORM_CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "graph trim");
     check_books("a graph");
   } else if (r < 92) {                               /* a stream capture */
