@@ -912,8 +912,11 @@ int main(int argc, char **argv) {
   CHECK((argc == 7 || argc == 8) && !strcmp(argv[1], "case"),
         "usage: card_storm case MODE SEEDS STEPS PROCS WORKDIR [TENANT_LINE]");
   tp_workdir(argv[6]);
-  char global[64], tenant[160];
-  snprintf(global, sizeof global, "arena = %s", argv[2]);
+  char global[256], tenant[160];
+  /* STORM_GLOBAL: more [global] lines, '|' between them (the arena's release settings) */
+  snprintf(global, sizeof global, "arena = %s\n%s", argv[2], getenv("STORM_GLOBAL") ? getenv("STORM_GLOBAL") : "");
+  for (char *c = global; *c; c++)
+    if (*c == '|') *c = '\n';
   snprintf(tenant, sizeof tenant, "[tenant t]\nlimit = 64MiB\n%s\n", argc == 8 ? argv[7] : "");
   tp_config(global, tenant);
   int seeds = atoi(argv[3]), procs = atoi(argv[5]);
