@@ -41,10 +41,13 @@
  *   card_storm storm SEED STEPS PROCS LEDGER_DIR     a worker.
  *   card_storm teardown-case MODE WORKDIR   a context's end (below).
  *   card_storm ipc-case MODE SEEDS STEPS WORKDIR   blocks opened by another
- *        process (below). */
+ *        process (below).
+ *   card_storm threads-case MODE SEEDS THREADS ROUNDS STEPS WORKDIR   threads of
+ *        one process at once, checked between rounds (below). */
 #include "tenant_proc.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,9 +76,10 @@ typedef struct item {
 
 static item g_live[SLOTS];
 static int g_nlive;
-static uint64_t g_rng;
+/* Each thread of the threads case draws and logs its own storm. */
+static _Thread_local uint64_t g_rng;
 static unsigned g_seed;
-static int g_step;
+static _Thread_local int g_step;
 static CUstream g_stream;          /* a stream of the program's own */
 static CUmemoryPool g_pool;        /* a pool of the program's own */
 static CUcontext g_ctx2;           /* a second context on card 0, now and then */
@@ -83,8 +87,8 @@ static int g_ndev = 1;             /* with two cards, a third of the blocks on c
 static CUcontext g_prim1;          /* card 1's primary context */
 static uint64_t g_free0;           /* the view's free memory with nothing held */
 static const char *g_ledger;       /* the ledger folder */
-static int g_refused[K_COUNT], g_granted[K_COUNT];
-static char g_log[8][96];          /* the last steps, said when a check fails */
+static _Thread_local int g_refused[K_COUNT], g_granted[K_COUNT];
+static _Thread_local char g_log[8][96];   /* the last steps, said when a check fails */
 
 static uint64_t next(void) {       /* splitmix64: the same storm for a seed everywhere */
   uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
@@ -851,11 +855,111 @@ static int w_exporter(unsigned seed, int steps, int to, int from, const char *le
   return 0;
 }
 
+/* ---- threads of one process at once ----
+ * THREADS threads of the program take and give back blocks (cuMemAlloc,
+ * pitch, managed, stream-ordered, VMM, arrays) on their own, each with its
+ * own seed, STEPS steps a round; between rounds they stop and the main
+ * thread checks the books, the card and the live counters against every
+ * block the threads hold. */
+#define T_MAX 4
+#define T_SLOTS (SLOTS / T_MAX)
+typedef struct tstorm {
+  unsigned seed;
+  int rounds, steps;
+  CUcontext ctx;
+  pthread_barrier_t *bar;
+  item live[T_SLOTS];
+  int n;
+} tstorm;
+
+static void *storm_thread(void *arg) {
+  tstorm *t = arg;
+  static const int kinds[] = {K_ALLOC, K_PITCH, K_MANAGED, K_ASYNC, K_VMM, K_ARRAY};
+  g_rng = t->seed;
+  CHECK(cuCtxSetCurrent(t->ctx) == CUDA_SUCCESS, "the context in a thread");
+  for (int round = 0; round <= t->rounds; round++) {
+    for (g_step = 0; g_step < t->steps; g_step++) {
+      if (round == t->rounds) break;   /* the last round gives everything back */
+      if (below(2) && t->n < T_SLOTS) {
+        item it;
+        memset(&it, 0, sizeof it);
+        it.kind = kinds[below(sizeof kinds / sizeof kinds[0])];
+        it.size = draw_size();
+        note("%d: take %s %llu", kind_name[it.kind], it.size);
+        CUresult r = take(&it);
+        STORM_CHECK(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY || (r == CUDA_ERROR_NOT_SUPPORTED &&
+                    it.kind == K_VMM), "thread seed %u step %d: %s = %d", t->seed, g_step, kind_name[it.kind], (int)r);
+        if (r == CUDA_SUCCESS) t->live[t->n++] = it;
+      } else if (t->n > 0) {
+        int i = (int)below((uint64_t)t->n);
+        note("%d: free %s %llu", kind_name[t->live[i].kind], t->live[i].size);
+        give_back(&t->live[i]);
+        t->live[i] = t->live[--t->n];
+      }
+    }
+    if (round == t->rounds)
+      while (t->n > 0) give_back(&t->live[--t->n]);
+    pthread_barrier_wait(t->bar);   /* stopped: the main thread checks */
+    pthread_barrier_wait(t->bar);
+  }
+  return NULL;
+}
+
+static int w_threads(unsigned seed, int nthreads, int rounds, int steps, const char *ledger) {
+  g_ledger = ledger;
+  g_seed = seed;
+  up();
+  CUcontext ctx;
+  CHECK(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS, "context");
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
+  static tstorm ts[T_MAX];
+  pthread_t th[T_MAX];
+  for (int i = 0; i < nthreads; i++) {
+    ts[i] = (tstorm){.seed = seed * 100 + (unsigned)i, .rounds = rounds, .steps = steps, .ctx = ctx, .bar = &bar};
+    CHECK(pthread_create(&th[i], NULL, storm_thread, &ts[i]) == 0, "thread");
+  }
+  for (int round = 0; round <= rounds; round++) {
+    pthread_barrier_wait(&bar);
+    g_step = round;
+    g_nlive = 0;   /* every thread's blocks, for the checks' sums */
+    for (int i = 0; i < nthreads; i++)
+      for (int k = 0; k < ts[i].n; k++) g_live[g_nlive++] = ts[i].live[k];
+    check_books(round == rounds ? "the threads gave everything back" : "a round of the threads");
+    pthread_barrier_wait(&bar);
+  }
+  for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&bar);
+  SAY("seed %u: %d threads, %d rounds of %d steps", seed, nthreads, rounds, steps);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 6 && !strcmp(argv[1], "storm"))
     return w_storm((unsigned)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
   if (argc == 3 && !strcmp(argv[1], "teardown")) return w_teardown(argv[2]);
+  if (argc == 7 && !strcmp(argv[1], "threads"))
+    return w_threads((unsigned)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argv[6]);
+  if (argc == 8 && !strcmp(argv[1], "threads-case")) {   /* MODE SEEDS THREADS ROUNDS STEPS WORKDIR */
+    tp_workdir(argv[7]);
+    char global[64];
+    snprintf(global, sizeof global, "arena = %s", argv[2]);
+    tp_config(global, "[tenant t]\nlimit = 64MiB\n");
+    for (int seed = 1; seed <= atoi(argv[3]); seed++) {
+      char sd[16];
+      snprintf(sd, sizeof sd, "%d", seed);
+      const char *args[] = {"threads", sd, argv[4], argv[5], argv[6], tp_path("ledger"), NULL};
+      int st = tp_wait(tp_spawn("threads", "t", NULL, args));
+      char *out = tp_read("threads.out"), *err = tp_read("threads.err");
+      printf("%s%s", out, err);
+      free(out);
+      free(err);
+      CHECK(st == 0, "seed %d: the threads' storm failed (status %d)", seed, st);
+    }
+    SAY("PASS threads %s", argv[2]);
+    return 0;
+  }
   if (argc == 5 && !strcmp(argv[1], "importer")) return w_importer(atoi(argv[2]), atoi(argv[3]), argv[4]);
   if (argc == 7 && !strcmp(argv[1], "exporter"))
     return w_exporter((unsigned)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argv[6]);
