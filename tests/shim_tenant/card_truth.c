@@ -28,7 +28,8 @@
  *        ones too, which the sim does not model); destroy and the context's
  *        end give them back; sparse arrays pass unaccounted.
  *   card_truth case graphcap MODE WORKDIR   a graph made by stream capture
- *        with a stream-ordered allocation in it: its memory node, which no
+ *        with a stream-ordered allocation in it: the captured allocation is
+ *        a node, never refused at capture time; its memory node, which no
  *        hook saw added, is read from the graph when the capture ends, so its
  *        launch past the limit is refused with the driver not asked.
  *   card_truth case pitch MODE WORKDIR   cuMemAllocPitch of narrow rows: charged
@@ -563,17 +564,20 @@ static int w_graphcap(void) {
    * cudaMallocAsync becomes an allocation node no hook saw added */
   CUgraph g;
   CUdeviceptr p, big;
+  /* 32 MiB held: the captured 48 MiB is a node of the graph, no memory, so
+   * it is not refused (the driver takes nothing at capture time) */
+  CHECK(cuMemAlloc(&big, 32 * MiB) == CUDA_SUCCESS, "32 MiB");
   CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS, "begin capture");
-  CHECK(cuMemAllocAsync(&p, 48 * MiB, s) == CUDA_SUCCESS, "a captured 48 MiB allocation");
+  CUresult r = cuMemAllocAsync(&p, 48 * MiB, s);
+  CHECK(r == CUDA_SUCCESS, "a captured 48 MiB allocation next to 32 MiB: %d", (int)r);
   CHECK(cuMemFreeAsync(p, s) == CUDA_SUCCESS, "its captured free");
   CHECK(cuStreamEndCapture(s, &g) == CUDA_SUCCESS, "end capture");
   CUgraphExec e;
   CHECK(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS, "instantiate");
-  CHECK(card_used() == 0, "nothing on the card before the launch");
-  /* next to 32 MiB of cuMemAlloc its launch would take the card to 80 MiB:
-   * refused, the driver not asked */
-  CHECK(cuMemAlloc(&big, 32 * MiB) == CUDA_SUCCESS, "32 MiB");
-  CUresult r = cuGraphLaunch(e, s);
+  CHECK(card_used() == 32 * MiB && free0 - view_free() == 32 * MiB, "only the 32 MiB before the launch");
+  /* next to the 32 MiB its launch would take the card to 80 MiB: refused,
+   * the driver not asked */
+  r = cuGraphLaunch(e, s);
   WITHIN_LIMIT("the captured graph's launch next to 32 MiB");
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the launch = %d", (int)r);
   CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");

@@ -13,10 +13,13 @@
 #define ALLOC_BODY(name, kind, call, dptr, ptr_t, size, card_expr, driver_call) \
   ALLOC_BODY_BEGIN(name, vs_mem_alloc_begin(&op, kind, card_expr, size, call), dptr, ptr_t, driver_call)
 
-/* The same with the service's begin call given (op is the request). */
+/* The same with the service's begin call given (op is the request).
+ * ALLOC_UNACCOUNTED, like DRIVER_ARGS defined around the hooks, is a
+ * condition under which the request goes to the driver as it is (0: never). */
+#define ALLOC_UNACCOUNTED 0
 #define ALLOC_BODY_BEGIN(name, begin, dptr, ptr_t, driver_call)              \
   VS_HOOK_ENTER(name, DRIVER_ARGS);                                           \
-  if (!(dptr)) VS_FORWARD(name, DRIVER_ARGS);                                 \
+  if (!(dptr) || (ALLOC_UNACCOUNTED)) VS_FORWARD(name, DRIVER_ARGS);          \
   vs_guard_enter();                                                           \
   vs_mem_op op;                                                               \
   CUresult r;                                                                 \

@@ -29,6 +29,9 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 #undef DRIVER_ARGS
 
 /* ---- cuMemAllocAsync / cuMemAllocFromPoolAsync -------------------------- */
+/* On a stream capturing a graph: a node of the graph, no memory yet. */
+#undef ALLOC_UNACCOUNTED
+#define ALLOC_UNACCOUNTED vs_stream_alloc_captured(real, hStream)
 #define DRIVER_ARGS (dptr, bytesize, hStream)
 /* Served by the arena where stream_alloc.h says so (the legacy stream: its lane). */
 #define STREAM_BEGIN(ptsz) \
@@ -61,6 +64,8 @@ CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 }
 #undef POOL_BEGIN
 #undef DRIVER_ARGS
+#undef ALLOC_UNACCOUNTED
+#define ALLOC_UNACCOUNTED 0
 
 /* ---- cuMemAllocPitch: the size is known after the call ------------------ */
 /* The service never serves a pitch request itself (it would have to choose

@@ -50,6 +50,15 @@ int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz) {
   return VS_ROUTE_OFF_LANE;
 }
 
+int vs_stream_alloc_captured(const vs_real_table *real, CUstream h) {
+  if (!vs_capture_seen() || !real->cuStreamIsCapturing) return 0;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  vs_guard_enter();
+  CUresult r = real->cuStreamIsCapturing(h, &st);
+  vs_guard_leave();
+  return r == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
 int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz) {
   if (off()) return VS_ROUTE_OFF_LANE;   /* as cuMemFree: what the arena holds waits for a sync */
   if (is_legacy(h, ptsz)) return VS_ROUTE_LANE;

@@ -40,6 +40,12 @@ enum {
 };
 /* For cuMemAllocAsync(_ptsz: ptsz 1) on h. */
 int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz);
+/* 1 when h is capturing a graph: a stream-ordered allocation there is a
+ * node of the graph, no memory (the driver takes it at the graph's launch,
+ * which is admitted then: graph_charge.h), so it goes to the driver
+ * unaccounted, never refused, as without the shim. 0 when no capture was
+ * ever begun or the driver cannot tell. */
+int vs_stream_alloc_captured(const vs_real_table *real, CUstream h);
 /* For cuMemFreeAsync(_ptsz) on h: VS_ROUTE_LANE on the legacy stream,
  * VS_ROUTE_CAPTURED on a capturing stream, else VS_ROUTE_OFF_LANE. */
 int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz);
