@@ -29,9 +29,10 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 #undef DRIVER_ARGS
 
 /* ---- cuMemAllocAsync / cuMemAllocFromPoolAsync -------------------------- */
-/* On a stream capturing a graph: a node of the graph, no memory yet. */
+/* On a stream capturing a graph: a node of the graph, no memory yet
+ * (per_thread: the hook is a _ptsz one). */
 #undef ALLOC_UNACCOUNTED
-#define ALLOC_UNACCOUNTED vs_stream_alloc_captured(real, hStream)
+#define ALLOC_UNACCOUNTED vs_stream_alloc_captured(real, hStream, per_thread)
 #define DRIVER_ARGS (dptr, bytesize, hStream)
 /* Served by the arena where stream_alloc.h says so (the legacy stream: its lane). */
 #define STREAM_BEGIN(ptsz) \
@@ -39,10 +40,12 @@ CUresult vs_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
                             vs_stream_alloc_route(real, hStream, ptsz), hStream)
 CUresult vs_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
+  const int per_thread = 0;
   ALLOC_BODY_BEGIN(cuMemAllocAsync, STREAM_BEGIN(0), dptr, CUdeviceptr, real->cuMemAllocAsync(dptr, bytesize, hStream));
 }
 CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 1);
+  const int per_thread = 1;
   ALLOC_BODY_BEGIN(cuMemAllocAsync_ptsz, STREAM_BEGIN(1), dptr, CUdeviceptr,
                    real->cuMemAllocAsync_ptsz(dptr, bytesize, hStream));
 }
@@ -53,12 +56,14 @@ CUresult vs_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
 #define POOL_BEGIN vs_mem_alloc_pool_begin(&op, CARD, bytesize, VRAMSHIM_CALL_MEM_ALLOC_ASYNC, pool)
 CUresult vs_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   VS_STREAM_SEEN(hStream, 0);
+  const int per_thread = 0;
   ALLOC_BODY_BEGIN(cuMemAllocFromPoolAsync, POOL_BEGIN, dptr, CUdeviceptr,
                    real->cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream));
 }
 CUresult vs_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream) {
   VS_STREAM_SEEN(hStream, 1);
+  const int per_thread = 1;
   ALLOC_BODY_BEGIN(cuMemAllocFromPoolAsync_ptsz, POOL_BEGIN, dptr, CUdeviceptr,
                    real->cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream));
 }

@@ -46,17 +46,12 @@ int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz) {
   vs_ctx *cur = vs_ctx_acquire_current(real);
   int mine = cur && cur->id == id;
   vs_ctx_put(cur);
-  if (!mine || capturing(real, h)) return VS_ROUTE_DRIVER;
-  return VS_ROUTE_OFF_LANE;
+  /* (a capturing stream never gets here: vs_stream_alloc_captured sent it to the driver) */
+  return mine ? VS_ROUTE_OFF_LANE : VS_ROUTE_DRIVER;
 }
 
-int vs_stream_alloc_captured(const vs_real_table *real, CUstream h) {
-  if (!vs_capture_seen() || !real->cuStreamIsCapturing) return 0;
-  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-  vs_guard_enter();
-  CUresult r = real->cuStreamIsCapturing(h, &st);
-  vs_guard_leave();
-  return r == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+int vs_stream_alloc_captured(const vs_real_table *real, CUstream h, int ptsz) {
+  return !is_legacy(h, ptsz) && vs_capture_seen() && capturing(real, h);
 }
 
 int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz) {

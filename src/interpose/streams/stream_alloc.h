@@ -40,12 +40,15 @@ enum {
 };
 /* For cuMemAllocAsync(_ptsz: ptsz 1) on h. */
 int vs_stream_alloc_route(const vs_real_table *real, CUstream h, int ptsz);
-/* 1 when h is capturing a graph: a stream-ordered allocation there is a
- * node of the graph, no memory (the driver takes it at the graph's launch,
- * which is admitted then: graph_charge.h), so it goes to the driver
- * unaccounted, never refused, as without the shim. 0 when no capture was
- * ever begun or the driver cannot tell. */
-int vs_stream_alloc_captured(const vs_real_table *real, CUstream h);
+/* 1 when h (ptsz: named in a _ptsz call) is capturing a graph, or its
+ * capture was invalidated, or the driver cannot say: a stream-ordered
+ * allocation there is a node of the graph, no memory (the driver takes it at
+ * the graph's launch, which is admitted then: graph_charge.h), or the
+ * driver's own error, so it goes to the driver unaccounted, never refused,
+ * as without the shim. Asked before vs_stream_alloc_route, which then never
+ * sees a capturing stream. 0 on the legacy stream (it cannot capture) and
+ * while no capture was ever begun: no driver call then. */
+int vs_stream_alloc_captured(const vs_real_table *real, CUstream h, int ptsz);
 /* For cuMemFreeAsync(_ptsz) on h: VS_ROUTE_LANE on the legacy stream,
  * VS_ROUTE_CAPTURED on a capturing stream, else VS_ROUTE_OFF_LANE. */
 int vs_stream_free_route(const vs_real_table *real, CUstream h, int ptsz);
