@@ -520,7 +520,6 @@ static int glive_relaunch(struct sim_gexec *e, int add)
     return 0;
 }
 
-
 int sim_graph_free(CUdeviceptr dptr)
 {
     pthread_mutex_lock(&graph_lock);
