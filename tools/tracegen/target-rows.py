@@ -138,8 +138,9 @@ def main():
                                  f"before {cards(base[k], old_py)}; misses now: {', '.join(missed) or 'none'}")
             elif missed:
                 notes.append(f"  {k[1]:30s} misses {', '.join(missed)} (cards x PyTorch's: {cards(row, py)})")
-        ms = {p: sum(rows[k][p]["modeled_driver_ms"] for k in keys if p in rows[k]) for p in ("chunks", "vmm", "pytorch")}
-        calls = {p: sum(rows[k][p]["driver_calls"] for k in keys if p in rows[k]) for p in ("chunks", "vmm", "pytorch")}
+        pols = ("chunks", "vmm", "pytorch")
+        ms = {p: sum(rows[k][p]["modeled_driver_ms"] for k in keys if p in rows[k]) for p in pols}
+        calls = {p: sum(rows[k][p]["driver_calls"] for k in keys if p in rows[k]) for p in pols}
         print(f"{half}: {len(keys)} rows; met: " + ", ".join(f"{t} {n}" for t, n in sorted(met.items())))
         print("  modeled driver ms: " + ", ".join(f"{p} {v:.1f}" for p, v in ms.items() if v) +
               "; driver calls: " + ", ".join(f"{p} {v}" for p, v in calls.items() if v))
