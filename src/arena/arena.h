@@ -144,6 +144,10 @@ void vs_arena_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t
 /* One sync when any freed block still waits for one (none otherwise):
  * afterwards every block freed so far is reusable. 1 when a sync was made. */
 int vs_arena_settle(vs_arena *a);
+/* With the backend's hold on (arena_types.h: a graph capture is about to
+ * begin), waits until no sync or release that read the hold before it was
+ * on is still on its way to the driver. Call without the arena's locks. */
+void vs_arena_fence(vs_arena *a);
 
 /* ---- Introspection ------------------------------------------------------ */
 #define VS_ARENA_HIST_BUCKETS 48   /* free extents by floor(log2(size)) */

@@ -4,6 +4,7 @@
  * peak, and the decay clock. */
 #include "core.h"
 
+#include <sched.h>
 #include <time.h>
 
 _Thread_local uint64_t vs_tl_calls __attribute__((tls_model("initial-exec")));
@@ -36,13 +37,22 @@ int vs_arena_sync(vs_arena *a) {
    * so): a sync would make nothing reusable, so none is made. */
   if (atomic_load(&a->stamped) < atomic_load(&a->sync_done)) return 0;
   /* Held: as a sync that failed (the caller grows instead), but no call. */
-  if (vs_arena_held(a)) return 1;
+  if (!vs_arena_unsafe_enter(a)) return 1;
   uint64_t gen = atomic_fetch_add(&a->sync_started, 1) + 1;
   vs_arena_call_done(a);
   atomic_fetch_add_explicit(&a->syncs, 1, memory_order_relaxed);
-  if (a->be.sync(a->be.ctx) != VS_BACKEND_OK) return 1;   /* nothing becomes reusable */
-  vs_atomic_raise(&a->sync_done, gen);
+  int ok = a->be.sync(a->be.ctx) == VS_BACKEND_OK;
+  vs_arena_unsafe_leave(a);
+  if (ok) vs_atomic_raise(&a->sync_done, gen);   /* failed: nothing becomes reusable */
   return 1;
+}
+
+/* Spins, not the heap's lock: a thread allocating in a loop holds that
+ * lock across its driver calls. Each unsafe window is one driver call
+ * (trim_locked releases call by call), so the wait is at most one. */
+void vs_arena_fence(vs_arena *a) {
+  if (!a) return;
+  while (atomic_load(&a->unsafe_calls)) sched_yield();
 }
 
 /* Ski rental. Where pending frees could serve a request that would

@@ -248,6 +248,10 @@ struct vs_arena {
   _Alignas(64) _Atomic uint64_t sync_started;
   _Alignas(64) _Atomic uint64_t sync_done;
   _Atomic uint64_t stamped;         /* the newest stamp a free got (vs_arena_stamp) */
+  /* Syncs and releases past their hold check and not yet back
+   * (vs_arena_unsafe_enter): what vs_arena_fence waits out before a
+   * capture begins. */
+  _Atomic uint32_t unsafe_calls;
   _Alignas(64) _Atomic uint64_t backend_calls;
   _Atomic uint64_t syncs, unserved, refused, peak_reserved;
   /* Syncs made in place of a growth since the heap last grew (ski rental:
@@ -299,6 +303,21 @@ uint64_t vs_arena_now(vs_arena *a);           /* the decay clock, ns */
 int vs_arena_sync(vs_arena *a);               /* one sync; pending up to now becomes reusable (1: a backend call was made) */
 /* The backend's hold (arena_types.h): no sync, no ordering, no release now. */
 static inline int vs_arena_held(const vs_arena *a) { return a->be.hold && a->be.hold(a->be.ctx); }
+
+/* The driver calls a graph capture forbids (a sync; a cuMemFree, cuMemUnmap
+ * or cuMemRelease giving memory back) are made between
+ * vs_arena_unsafe_enter, which answers 0 while held (make none), and
+ * vs_arena_unsafe_leave. Counted in flight before the hold is read, both
+ * sequentially consistent as the capture's count is (arena_backend.c): a
+ * capture about to begin either finds these calls counted and waits for
+ * them (vs_arena_fence), or is seen here. */
+static inline int vs_arena_unsafe_enter(vs_arena *a) {
+  atomic_fetch_add(&a->unsafe_calls, 1);
+  if (!vs_arena_held(a)) return 1;
+  atomic_fetch_sub(&a->unsafe_calls, 1);
+  return 0;
+}
+static inline void vs_arena_unsafe_leave(vs_arena *a) { atomic_fetch_sub(&a->unsafe_calls, 1); }
 int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow); /* a sync a growth of `grow` bytes could replace: 1 synced, 0 grow */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);

@@ -299,18 +299,24 @@ static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_aren
   }
 }
 
+/* One unsafe window per handle moved or released (trim_locked); held,
+ * the walk stops. */
 static int steal_one(vs_arena *a, uint32_t i) {
+  if (!vs_arena_unsafe_enter(a)) return 1;
   if (unmap_handle(a, i) == 0) {
     uint64_t s = a->heap.h[i].size;
     a->heap.steal_want = s >= a->heap.steal_want ? 0 : a->heap.steal_want - s;
   }
+  vs_arena_unsafe_leave(a);
   return a->heap.steal_want == 0;
 }
 static int trim_one(vs_arena *a, uint32_t i) {
+  if (!vs_arena_unsafe_enter(a)) return 1;
   if (unmap_handle(a, i) == 0) {
     a->heap.trim_done += a->heap.h[i].size;
     release_handle(a, i);
   }
+  vs_arena_unsafe_leave(a);
   return a->heap.trim_done >= a->heap.trim_want;
 }
 
@@ -364,23 +370,32 @@ static uint64_t release_largest_chunk(vs_arena *a, uint64_t most) {
  * arena_decay_regret_long_vmm (releases and regrowths in every 100 s
  * lull). The other trims (idle, the OOM ladder, a refused request's
  * growth, vs_arena_trim) and VMM's release whole chunks and handles past
- * keep, pooled handles first. */
+ * keep, pooled handles first. Every release (a cuMemFree, or a cuMemUnmap
+ * and cuMemRelease) is one window of vs_arena_unsafe_enter: held, the trim
+ * stops where it is, and a capture about to begin waits for at most the
+ * one call in flight (vs_arena_fence), not a whole trim. */
 static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   vs_heap *h = &a->heap;
   uint64_t cached = vs_heap_cached(h), done = 0;
-  if (cached <= keep || vs_arena_held(a)) return 0;
+  if (cached <= keep) return 0;
   uint64_t want = cached - keep;
   if (decay && !h->vmm) {
-    for (uint64_t n; done < want && (n = release_largest_chunk(a, want - done)) != 0;) done += n;
+    while (done < want && vs_arena_unsafe_enter(a)) {
+      uint64_t n = release_largest_chunk(a, want - done);
+      vs_arena_unsafe_leave(a);
+      if (!n) break;
+      done += n;
+    }
     return done;
   }
   if (h->vmm) {
-    while (h->pool && done < want) {
+    while (h->pool && done < want && vs_arena_unsafe_enter(a)) {
       uint32_t i = h->pool - 1;
       done += h->h[i].size;
       release_handle(a, i);
+      vs_arena_unsafe_leave(a);
     }
-    if (done < want) {
+    if (done < want && !vs_arena_held(a)) {
       h->trim_want = want - done;
       h->trim_done = 0;
       free_handles(h, 0, 0, trim_one, a);
@@ -392,7 +407,9 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
   for (vs_tregion *tr = h->t[k].regions, *n; tr && done < want; tr = n) {
     n = tr->rnext;
     if (!chunk_wholly_free(tr)) continue;
+    if (!vs_arena_unsafe_enter(a)) return done;
     done += chunk_release(a, k, tr);
+    vs_arena_unsafe_leave(a);
   }
   return done;
 }

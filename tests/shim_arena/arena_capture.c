@@ -24,6 +24,7 @@
 #include "shim_test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 static shim_api g_shim;
@@ -107,6 +108,36 @@ static void *end_elsewhere(void *p) {
   return NULL;
 }
 
+/* Another thread of the program empties the arena's cache again and again
+ * (blocks allocated and freed, then cuMemPoolTrimTo on the default pool,
+ * as PyTorch's empty_cache does over cudaMallocAsync): each trim syncs and
+ * gives chunks or handles back, and a capture may begin on the main thread
+ * at any point of it. */
+typedef struct trimmer {
+  _Atomic int stop, rounds;
+  CUresult r;
+} trimmer;
+
+static void *trim_loop(void *p) {
+  trimmer *t = p;
+  CUcontext c;
+  CUmemoryPool pool;
+  t->r = cuDevicePrimaryCtxRetain(&c, 0);
+  if (t->r == CUDA_SUCCESS) t->r = cuCtxSetCurrent(c);
+  if (t->r == CUDA_SUCCESS) t->r = cuDeviceGetDefaultMemPool(&pool, 0);
+  while (t->r == CUDA_SUCCESS && !atomic_load(&t->stop)) {
+    CUdeviceptr b[6];
+    int n = 0;
+    for (; n < 6 && t->r == CUDA_SUCCESS; n++) t->r = cuMemAlloc(&b[n], (size_t)(1 + 2 * n) * MiB);
+    if (t->r != CUDA_SUCCESS) n--;
+    for (int i = 0; i < n; i++) cuMemFree(b[i]);
+    if (t->r == CUDA_SUCCESS) t->r = cuMemPoolTrimTo(pool, 0);
+    atomic_fetch_add(&t->rounds, 1);
+  }
+  cuDevicePrimaryCtxRelease(0);
+  return NULL;
+}
+
 static CUresult begin_v2(CUstream s, CUstreamCaptureMode m) { return cuStreamBeginCapture(s, m); }
 static CUresult end_v1(CUstream s, CUgraph *g) { return cuStreamEndCapture(s, g); }
 
@@ -182,6 +213,43 @@ int main(int argc, char **argv) {
   } else {
     T_CU(cuStreamDestroy(s2));
   }
+  /* 6. Captures begun while another thread trims the cache: a trim that
+   * found no capture in progress must be over before one begins (the
+   * hold is counted before the driver's begin, and the begin waits out a
+   * trim or sync already past that check), or its cuMemFree / cuMemUnmap /
+   * cuCtxSynchronize lands inside the capture and invalidates it. */
+  trimmer tr = {0, 0, CUDA_SUCCESS};
+  uint64_t rel6 = releases(), sync6 = calls(VRAMSHIM_CALL_SYNC);
+  T_CHECK(pthread_create(&th, NULL, trim_loop, &tr) == 0, "thread");
+  int bad = 0, n = 0;
+  CUresult last = CUDA_SUCCESS;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (; (n < 400 || atomic_load(&tr.rounds) < 1000) && tr.r == CUDA_SUCCESS; n++) {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (t1.tv_sec - t0.tv_sec > 60) break;   /* a slow machine: what ran is checked */
+    T_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CUgraph g = NULL;
+    CUresult e = cuStreamEndCapture(s, &g);
+    if (e != CUDA_SUCCESS || !g) bad++, last = e;
+    if (g) T_CU(cuGraphDestroy(g));
+    /* A pause between captures, as a server capturing its batch sizes
+     * one by one makes: back to back, the hold would be on nearly all the
+     * time, and the other thread's freed blocks (which wait for a sync
+     * the hold forbids) would fill the card. */
+    struct timespec gap = {0, 100000};
+    nanosleep(&gap, NULL);
+  }
+  atomic_store(&tr.stop, 1);
+  T_CHECK(pthread_join(th, NULL) == 0, "join");
+  T_CHECK(tr.r == CUDA_SUCCESS, "the trimming thread: %d (captures: %d, %d broken, last %d)", (int)tr.r, n, bad,
+          (int)last);
+  T_CHECK(bad == 0, "%d of %d captures begun beside a trimming thread came out broken (last: %d); %d trims",
+          bad, n, (int)last, atomic_load(&tr.rounds));
+  T_CHECK(atomic_load(&tr.rounds) > 0, "the trimming thread made no round");
+  T_SAY("%d captures beside %d trims of another thread (%llu releases, %llu syncs): all came out", n,
+        atomic_load(&tr.rounds), (unsigned long long)(releases() - rel6),
+        (unsigned long long)(calls(VRAMSHIM_CALL_SYNC) - sync6));
   T_CU(cuStreamDestroy(s));
   T_SAY("PASS");
   return 0;

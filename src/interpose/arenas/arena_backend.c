@@ -400,7 +400,8 @@ void vs_backend_capture_end(void) {
   }
 }
 
-int vs_backend_capturing(void) { return atomic_load_explicit(&g_captures, memory_order_acquire) > 0; }
+/* Sequentially consistent: the read of vs_arena_sync's Dekker pair (core.c). */
+int vs_backend_capturing(void) { return atomic_load(&g_captures) > 0; }
 
 static int hold(void *ctx) {
   (void)ctx;

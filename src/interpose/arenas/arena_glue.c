@@ -373,6 +373,12 @@ void vs_arena_glue_decay(void) { each_ctx(-1, decay_one, NULL); }
 
 void vs_arena_glue_settle_all(void) { each_ctx(-1, settle_one, NULL); }
 
+static void fence_one(vs_ctx *c, void *user) {
+  (void)user;
+  vs_arena_fence(arena_of(c));
+}
+void vs_arena_glue_fence_all(void) { each_ctx(-1, fence_one, NULL); }
+
 typedef struct open_to {
   int card, closed;
 } open_to;

@@ -51,6 +51,10 @@ int vs_arena_glue_open_card(int card, int to);
 /* Every arena syncs once if a freed block of it waits for a sync (before a
  * graph capture begins: during one the arenas may not sync). */
 void vs_arena_glue_settle_all(void);
+/* Every arena waits out the syncs and releases that read the hold before
+ * it was on (vs_arena_fence): called once the hold is on, before the
+ * driver begins a capture. */
+void vs_arena_glue_fence_all(void);
 /* ctx has ended (unlinked, no references): its arena is destroyed, its
  * chunks (which the driver freed with the context) only leave the books,
  * its VMM handles and ranges are released. */

@@ -14,17 +14,24 @@ static _Atomic int g_capture_seen;  /* a cuStreamBeginCapture* was called */
 
 int vs_capture_seen(void) { return atomic_load_explicit(&g_capture_seen, memory_order_acquire); }
 
-/* A capture that begins (the driver said yes) is counted; when none was in
- * progress, the arenas settle first (capture.h). */
+/* A capture that begins is counted before the driver begins it, and
+ * uncounted if the driver says no; when none was in progress, the arenas
+ * settle first (capture.h). Counted first, then fenced: a trim or sync of
+ * another thread (the background decay, a cuMemPoolTrimTo, a tenant's
+ * reclaim) that read no hold just before would otherwise reach the driver
+ * inside the capture and invalidate it (a race the card storm found under
+ * AddressSanitizer: shim_arena_capture_* checks it). */
 #define CAPTURE_BEGIN_BODY(name, args, per_thread)                                                      \
   VS_HOOK_ENTER(name, args);                                                                          \
   if (per_thread) vs_stream_order_ptds("the program used the per-thread default stream (" #name ")"); \
   atomic_store(&g_capture_seen, 1);                                                                   \
   if (!vs_backend_capturing()) vs_arena_glue_settle_all();                                            \
+  vs_backend_capture_begin();                                                                         \
+  vs_arena_glue_fence_all();                                                                          \
   vs_guard_enter();                                                                                   \
   CUresult r = real->name args;                                                                       \
   vs_guard_leave();                                                                                   \
-  if (r == CUDA_SUCCESS) vs_backend_capture_begin();                                                  \
+  if (r != CUDA_SUCCESS) vs_backend_capture_end();                                                    \
   return r
 
 CUresult vs_hook_cuStreamBeginCapture(CUstream hStream) { CAPTURE_BEGIN_BODY(cuStreamBeginCapture, (hStream), 0); }
