@@ -14,8 +14,10 @@
  * resumed after, the per-thread default stream's variants
  * (cuStreamBeginCapture_v2_ptsz / cuStreamEndCapture_ptsz through
  * cuGetProcAddress), an end from the wrong thread (the capture and the hold
- * go on), and (sim only) a stream destroyed while capturing, which ends
- * the hold.
+ * go on), (sim only) a stream destroyed while capturing, which ends
+ * the hold, and captures begun while another thread empties the cache
+ * over and over (the test sets VRAMSIM_ALLOC_LATENCY_US=200 so that a
+ * trim's releases take a driver's time).
  *
  * Runs on the real driver too (label gpu, scripts/gpu-validate): there the
  * capture's result is the driver's own verdict; the call counts come from
@@ -115,25 +117,26 @@ static void *end_elsewhere(void *p) {
  * at any point of it. */
 typedef struct trimmer {
   _Atomic int stop, rounds;
-  CUresult r;
+  _Atomic int r;   /* a CUresult: the first failure, read by the main thread */
 } trimmer;
 
 static void *trim_loop(void *p) {
   trimmer *t = p;
   CUcontext c;
   CUmemoryPool pool;
-  t->r = cuDevicePrimaryCtxRetain(&c, 0);
-  if (t->r == CUDA_SUCCESS) t->r = cuCtxSetCurrent(c);
-  if (t->r == CUDA_SUCCESS) t->r = cuDeviceGetDefaultMemPool(&pool, 0);
-  while (t->r == CUDA_SUCCESS && !atomic_load(&t->stop)) {
+  CUresult r = cuDevicePrimaryCtxRetain(&c, 0);
+  if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(c);
+  if (r == CUDA_SUCCESS) r = cuDeviceGetDefaultMemPool(&pool, 0);
+  while (r == CUDA_SUCCESS && !atomic_load(&t->stop)) {
     CUdeviceptr b[6];
     int n = 0;
-    for (; n < 6 && t->r == CUDA_SUCCESS; n++) t->r = cuMemAlloc(&b[n], (size_t)(1 + 2 * n) * MiB);
-    if (t->r != CUDA_SUCCESS) n--;
+    for (; n < 6 && r == CUDA_SUCCESS; n++) r = cuMemAlloc(&b[n], (size_t)(1 + 2 * n) * MiB);
+    if (r != CUDA_SUCCESS) n--;
     for (int i = 0; i < n; i++) cuMemFree(b[i]);
-    if (t->r == CUDA_SUCCESS) t->r = cuMemPoolTrimTo(pool, 0);
+    if (r == CUDA_SUCCESS) r = cuMemPoolTrimTo(pool, 0);
     atomic_fetch_add(&t->rounds, 1);
   }
+  atomic_store(&t->r, (int)r);
   cuDevicePrimaryCtxRelease(0);
   return NULL;
 }
@@ -225,7 +228,7 @@ int main(int argc, char **argv) {
   CUresult last = CUDA_SUCCESS;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (; (n < 400 || atomic_load(&tr.rounds) < 1000) && tr.r == CUDA_SUCCESS; n++) {
+  for (; (n < 400 || atomic_load(&tr.rounds) < 1000) && atomic_load(&tr.r) == CUDA_SUCCESS; n++) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (t1.tv_sec - t0.tv_sec > 60) break;   /* a slow machine: what ran is checked */
     T_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -242,8 +245,8 @@ int main(int argc, char **argv) {
   }
   atomic_store(&tr.stop, 1);
   T_CHECK(pthread_join(th, NULL) == 0, "join");
-  T_CHECK(tr.r == CUDA_SUCCESS, "the trimming thread: %d (captures: %d, %d broken, last %d)", (int)tr.r, n, bad,
-          (int)last);
+  T_CHECK(atomic_load(&tr.r) == CUDA_SUCCESS, "the trimming thread: %d (captures: %d, %d broken, last %d)",
+          atomic_load(&tr.r), n, bad, (int)last);
   T_CHECK(bad == 0, "%d of %d captures begun beside a trimming thread came out broken (last: %d); %d trims",
           bad, n, (int)last, atomic_load(&tr.rounds));
   T_CHECK(atomic_load(&tr.rounds) > 0, "the trimming thread made no round");
