@@ -27,7 +27,7 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 HALVES = ("tuned", "held")
 
@@ -87,25 +87,22 @@ def main():
         sys.exit(f"target-rows.py: no traces under {a.rows}/tuned or {a.rows}/held "
                  "(tools/tracegen/target-rows.sh writes them)")
     base = load_saved(a.base) if a.base else None
-    done = 0
 
-    def one(hp):
-        nonlocal done
-        half, path = hp
-        text = replay(a.tool, a.policy, path)
-        done += 1
-        if sys.stderr.isatty():
-            print(f"\rtarget-rows.py: {done}/{len(todo)} replayed", end="", file=sys.stderr, flush=True)
-        elif done % 10 == 0 or done == len(todo):
-            print(f"target-rows.py: {done}/{len(todo)} replayed", file=sys.stderr, flush=True)
-        return half, os.path.basename(path)[:-4], text
-
+    runs = []
+    tty = sys.stderr.isatty()
     try:
         with ThreadPoolExecutor(max(1, a.jobs)) as ex:
-            runs = list(ex.map(one, todo))
+            futures = {ex.submit(replay, a.tool, a.policy, path): (half, path) for half, path in todo}
+            for done, fut in enumerate(as_completed(futures), 1):
+                half, path = futures[fut]
+                runs.append((half, os.path.basename(path)[:-4], fut.result()))
+                if tty:
+                    print(f"\rtarget-rows.py: {done}/{len(todo)} replayed", end="", file=sys.stderr, flush=True)
+                elif done % 10 == 0 or done == len(todo):
+                    print(f"target-rows.py: {done}/{len(todo)} replayed", file=sys.stderr, flush=True)
     except RuntimeError as e:
         sys.exit(f"\ntarget-rows.py: {e}")
-    if sys.stderr.isatty():
+    if tty:
         print(file=sys.stderr)
     rows = {}
     for half, name, text in runs:
