@@ -395,7 +395,7 @@ static uint64_t trim_locked(vs_arena *a, uint64_t keep, int decay) {
       release_handle(a, i);
       vs_arena_unsafe_leave(a);
     }
-    if (done < want && !vs_arena_held(a)) {
+    if (done < want) {   /* held: trim_one stops the walk at its first handle */
       h->trim_want = want - done;
       h->trim_done = 0;
       free_handles(h, 0, 0, trim_one, a);
@@ -1005,7 +1005,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
        * had (issue 27, tenth round: chosen on half of the training
        * configurations, reported on the other half and on the serving
        * families, where one count moved: 113 -> 111 calls). */
-      if (h->pressure && h->pool_bytes < need && !vs_arena_held(a)) {
+      if (h->pressure && h->pool_bytes < need) {   /* held: steal_one stops at the first handle */
         h->steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }
