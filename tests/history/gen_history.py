@@ -64,12 +64,16 @@ def generate(tool, db):
         else:
             truth[name] = None
     # Events: warnings of leaky on its last 3 days, refusals of flat on two days.
+    # Each at noon UTC of its day (the tool counts per UTC date), so a run near
+    # midnight cannot split a day's refusals over two dates.
+    def noon(d):
+        return (now // 86400000 - d) * 86400000 + 12 * 3600000
     ev = []
     for d in (3, 2, 1):
-        ev.append(((now - d * 86400000) * 1000000, CARD, "leaky", 4242, "warn", 0, 14 * GiB, 16 * GiB))
+        ev.append((noon(d) * 1000000, CARD, "leaky", 4242, "warn", 0, 14 * GiB, 16 * GiB))
     for d, k in ((20, 3), (5, 2)):
         for i in range(k):
-            ev.append(((now - d * 86400000 + i * 60000) * 1000000, CARD, "flat", 4343, "limit", 3 * GiB, 1600 * MiB,
+            ev.append(((noon(d) + i * 60000) * 1000000, CARD, "flat", 4343, "limit", 3 * GiB, 1600 * MiB,
                        4 * GiB))
     c.executemany("INSERT INTO events VALUES(?,?,?,?,?,?,?,?)", ev)
     c.executemany("INSERT INTO actions VALUES(?,?,?,?,?,?,?,?,?)", [
