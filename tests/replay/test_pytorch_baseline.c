@@ -108,10 +108,39 @@ static void test_release_and_retry(void **state) {
   vs_policy_pytorch.destroy(p);
 }
 
+/* Ties between free blocks of one size go to the lower address, and where a
+ * segment lands is the driver's choice: on a driver that hands out addresses
+ * downwards (pytorch-down) the same program takes the other block, and on a
+ * 40 MiB card one runs where the other is refused. */
+static int tie_break_run(const vs_policy *pol) {
+  const uint64_t MiB = 1 << 20;
+  char err[256];
+  vs_replay_opts o = {0};
+  void *p = pol->create(40 * MiB, 4, &o, err, sizeof err);
+  assert_non_null(p);
+  assert_int_equal(pol->alloc(p, 1, 12 * MiB, 0), VS_POLICY_DRIVER); /* S0: its own 12 MiB segment */
+  assert_int_equal(pol->alloc(p, 0, 8 * MiB, 0), VS_POLICY_DRIVER);  /* S1: 20 MiB, a free 12 MiB rest */
+  pol->free(p, 1, 12 * MiB);                                          /* S0 wholly free: two 12 MiB blocks */
+  assert_int_equal(pol->alloc(p, 2, 12 * MiB, 0), VS_POLICY_CACHED); /* up: S0; down: S1's rest */
+  int rc = pol->alloc(p, 3, 20 * MiB, 0); /* 32 + 20 > 40: only a wholly free S0 can go back */
+  vs_policy_stats s;
+  pol->stats(p, &s);
+  assert_int_equal(s.peak_reserved, (rc == VS_POLICY_DRIVER ? 40 : 32) * MiB);
+  pol->destroy(p);
+  return rc;
+}
+
+static void test_tie_break_by_address(void **state) {
+  (void)state;
+  assert_int_equal(tie_break_run(&vs_policy_pytorch), VS_POLICY_REFUSED);
+  assert_int_equal(tie_break_run(&vs_policy_pytorch_down), VS_POLICY_DRIVER);
+}
+
 int main(void) {
   replay_test_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rules), cmocka_unit_test(test_release_and_retry),          cmocka_unit_test(test_fullstep_ctx128),
+      cmocka_unit_test(test_rules), cmocka_unit_test(test_release_and_retry), cmocka_unit_test(test_tie_break_by_address),
+      cmocka_unit_test(test_fullstep_ctx128),
       cmocka_unit_test(test_fullstep_ctx256), cmocka_unit_test(test_forward_ctx128),
       cmocka_unit_test(test_forward_mixed_ctx512),
   };

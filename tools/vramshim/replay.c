@@ -29,6 +29,9 @@ static const vs_policy *const shim_policies[] = {&vs_policy_shim_off, &vs_policy
 /* The arena under a program on the stream-ordered allocator: only on request. */
 static const vs_policy *const async_policies[] = {&vs_policy_chunks_async, &vs_policy_vmm_async};
 #define NASYNC (sizeof async_policies / sizeof async_policies[0])
+/* The baseline under another driver's address order: only on request. */
+static const vs_policy *const spread_policies[] = {&vs_policy_pytorch_down};
+#define NSPREAD (sizeof spread_policies / sizeof spread_policies[0])
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -72,6 +75,9 @@ static void usage(FILE *out) {
   fprintf(out, "\nthe program on cuMemAllocAsync/cuMemFreeAsync on each allocation's stream (only when named):\n");
   for (size_t i = 0; i < NASYNC; i++)
     fprintf(out, "  %-12s %s\n", async_policies[i]->name, async_policies[i]->summary);
+  fprintf(out, "\nthe baseline's spread (only when named):\n");
+  for (size_t i = 0; i < NSPREAD; i++)
+    fprintf(out, "  %-12s %s\n", spread_policies[i]->name, spread_policies[i]->summary);
   fprintf(out, "\nthrough the real libvramshim.so over the simulated driver (only when named):\n");
   for (size_t i = 0; i < NSHIM; i++)
     fprintf(out, "  %-17s %s\n", shim_policies[i]->name, shim_policies[i]->summary);
@@ -159,10 +165,12 @@ static int parse_policies(const char *list, const vs_policy **sel, size_t *n) {
       if (!strcmp(tok, shim_policies[i]->name)) p = shim_policies[i];
     for (size_t i = 0; i < NASYNC; i++)
       if (!strcmp(tok, async_policies[i]->name)) p = async_policies[i];
+    for (size_t i = 0; i < NSPREAD; i++)
+      if (!strcmp(tok, spread_policies[i]->name)) p = spread_policies[i];
     if (!p) {
       fprintf(stderr, "vramshim: unknown policy '%s' (known: off, chunks, vmm, pytorch); on the stream-ordered "
-                      "allocator: chunks-async, vmm-async; through the real shim: shim-off, shim-vmm, shim-chunks, "
-                      "shim-vmm-async, shim-chunks-async\n", tok);
+                      "allocator: chunks-async, vmm-async; the baseline's spread: pytorch-down; through the real shim: "
+                      "shim-off, shim-vmm, shim-chunks, shim-vmm-async, shim-chunks-async\n", tok);
       return -1;
     }
     for (size_t i = 0; i < *n; i++)

@@ -77,6 +77,7 @@ typedef struct vs_policy {
 
 extern const vs_policy vs_policy_off;     /* replay_off.c */
 extern const vs_policy vs_policy_pytorch; /* replay_pytorch.c */
+extern const vs_policy vs_policy_pytorch_down; /* replay_pytorch.c */
 extern const vs_policy vs_policy_chunks;  /* replay_arena.c */
 extern const vs_policy vs_policy_vmm;     /* replay_arena.c */
 extern const vs_policy vs_policy_chunks_async;  /* replay_arena.c: only when named */

@@ -17,7 +17,14 @@
  *
  * Segments are never returned otherwise (no empty_cache). The driver grants
  * a segment when the bytes held plus its size fit in the card's capacity.
- * Segment addresses grow monotonically; they only order ties. */
+ * Segment addresses grow monotonically; they only order ties.
+ *
+ * `pytorch-down` is the same allocator on a driver that hands out segment
+ * addresses downwards: where the driver puts a segment is the driver's
+ * choice, and PyTorch breaks ties between free blocks of one size by
+ * address, so the two differ only in which of equal blocks a request takes.
+ * Its distance from `pytorch` on a trace is how much of PyTorch's smallest
+ * card is that tie-break (docs/replay.md, "The baseline's own spread"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +57,7 @@ typedef struct pt_pool {
 
 typedef struct pt_state {
   uint64_t capacity, reserved, peak_reserved, next_addr;
+  int down; /* pytorch-down: segment addresses fall */
   uint64_t driver_calls;
   const vs_cost_table *costs;
   vs_call_tally tally;
@@ -121,8 +129,10 @@ static int driver_malloc(pt_state *s, uint64_t size, uint64_t *addr) {
   if (size > s->capacity - s->reserved) return 1;
   s->reserved += size;
   if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
+  uint64_t span = (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+  if (s->down) s->next_addr -= span;
   *addr = s->next_addr;
-  s->next_addr += (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+  if (!s->down) s->next_addr += span;
   return 0;
 }
 
@@ -156,6 +166,12 @@ static void *pt_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts
   s->costs = o->costs;
   s->nallocs = nallocs;
   s->next_addr = 0x7f0000000000ULL;
+  return s;
+}
+
+static void *pt_down_create(uint64_t capacity, uint32_t nallocs, const vs_replay_opts *o, char *err, size_t errlen) {
+  pt_state *s = pt_create(capacity, nallocs, o, err, errlen);
+  if (s) s->down = 1;
   return s;
 }
 
@@ -274,6 +290,17 @@ const vs_policy vs_policy_pytorch = {
     .name = "pytorch",
     .summary = "PyTorch's caching allocator, default settings (the baseline)",
     .create = pt_create,
+    .alloc = pt_alloc,
+    .free = pt_free,
+    .stats = pt_stats,
+    .destroy = pt_destroy,
+    .probe = pt_probe,
+};
+
+const vs_policy vs_policy_pytorch_down = {
+    .name = "pytorch-down",
+    .summary = "pytorch on a driver that hands out segment addresses downwards (ties go the other way)",
+    .create = pt_down_create,
     .alloc = pt_alloc,
     .free = pt_free,
     .stats = pt_stats,
