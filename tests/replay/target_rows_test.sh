@@ -28,6 +28,23 @@ PY
 $score --tool "$tool" --rows "$w/rows" --policy vmm --base "$w/saved" --jobs 1 >"$w/out" 2>"$w/err" || fail "exit $?"
 grep -q 'changed' "$w/out" && fail "a status changed against itself"
 grep -q '^tuned: 1 rows; met: card vmm [01], time vmm [01]$' "$w/out" || fail "no vmm-only count"
+# the baseline's spread: pytorch-down's cards against PyTorch's, counted as
+# the saved replay output says
+$score --tool "$tool" --rows "$w/rows" --policy pytorch,pytorch-down --save "$w/spread" --jobs 2 \
+  >"$w/out" 2>"$w/err" || fail "exit $?: $(cat "$w/err")"
+grep -q '^tuned: 1 rows$' "$w/out" || fail "pytorch alone: a target counted"
+python3 - "$w/spread" "$w/out" <<'PY' || fail "spread counts differ from the saved cards"
+import json, sys, os
+out = open(sys.argv[2]).read().splitlines()
+for half, name in (("tuned", "serve-concat-diurnal"), ("held", "serve-concat")):
+    with open(os.path.join(sys.argv[1], half, name + ".json")) as f:
+        card = {d["policy"]: d["smallest_card"] for d in map(json.loads, f) if d}
+    want = ("  the baseline's spread, pytorch-down against pytorch: card <= PyTorch's %d, "
+            "card <= 1.01 x PyTorch's %d" % (card["pytorch-down"] <= card["pytorch"],
+                                             card["pytorch-down"] <= 1.01 * card["pytorch"]))
+    i = out.index(half + ": 1 rows")
+    assert want in out[i + 1:i + 3], (want, out)
+PY
 # no rows: a clear error
 if $score --tool "$tool" --rows "$w/none" >"$w/out" 2>"$w/err"; then fail "no rows accepted"; fi
 grep -q 'no traces under' "$w/err" || fail "no rows: $(cat "$w/err")"

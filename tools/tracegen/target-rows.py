@@ -16,6 +16,12 @@ usage: target-rows.py [--tool VRAMSHIM] [--rows DIR] [--policy LIST]
   --base DIR     a --save of another build: prints each row whose status
                  changed, with both cards (x PyTorch's)
 
+With pytorch-down among the policies (PyTorch's rules on a driver that
+hands out addresses downwards, docs/replay.md) it also counts, per half, the
+rows on which that mirrored baseline meets the two card targets against
+PyTorch's own: how many a rule other than PyTorch's exact tie-break can be
+expected to miss through the tie-break alone.
+
 Prints, per half: the rows, each target's count of rows met, summed modeled
 driver time per policy and summed driver calls; then each row that misses a
 target (or, with --base, whose status changed). A progress line goes to
@@ -67,9 +73,18 @@ def status(row, py):
     return s
 
 
+def spread(row, py):
+    """The card targets, met by pytorch-down against PyTorch (empty without it)."""
+    d = row.get("pytorch-down")
+    if not d:
+        return {}
+    return {"card <= PyTorch's": d["smallest_card"] <= py["smallest_card"],
+            "card <= 1.01 x PyTorch's": d["smallest_card"] <= 1.01 * py["smallest_card"]}
+
+
 def cards(row, py):
     return " ".join(f"{p} {row[p]['smallest_card'] / py['smallest_card']:.4f}"
-                    for p in ("chunks", "vmm") if p in row)
+                    for p in ("chunks", "vmm", "pytorch-down") if p in row)
 
 
 def main():
@@ -116,7 +131,7 @@ def main():
         keys = sorted(k for k in rows if k[0] == half)
         if not keys:
             continue
-        met, notes = {}, []
+        met, notes, mirrored = {}, [], {}
         for k in keys:
             row = rows[k]
             py = row.get("pytorch") or (base or {}).get(k, {}).get("pytorch")
@@ -125,6 +140,8 @@ def main():
             st = status(row, py)
             for t, ok in st.items():
                 met[t] = met.get(t, 0) + ok
+            for t, ok in spread(row, py).items():
+                mirrored[t] = mirrored.get(t, 0) + ok
             missed = [t for t, ok in st.items() if not ok]
             if base and k in base:
                 old_py = base[k].get("pytorch") or py
@@ -138,9 +155,13 @@ def main():
         pols = ("chunks", "vmm", "pytorch")
         ms = {p: sum(rows[k][p]["modeled_driver_ms"] for k in keys if p in rows[k]) for p in pols}
         calls = {p: sum(rows[k][p]["driver_calls"] for k in keys if p in rows[k]) for p in pols}
-        print(f"{half}: {len(keys)} rows; met: " + ", ".join(f"{t} {n}" for t, n in sorted(met.items())))
+        print(f"{half}: {len(keys)} rows" + ("; met: " if met else "") +
+              ", ".join(f"{t} {n}" for t, n in sorted(met.items())))
         print("  modeled driver ms: " + ", ".join(f"{p} {v:.1f}" for p, v in ms.items() if v) +
               "; driver calls: " + ", ".join(f"{p} {v}" for p, v in calls.items() if v))
+        if mirrored:
+            print("  the baseline's spread, pytorch-down against pytorch: " +
+                  ", ".join(f"{t} {n}" for t, n in mirrored.items()))
         for n in notes:
             print(n)
 
