@@ -40,8 +40,10 @@ void vs_shim_exit(void);
 /* --- provided by the platform --- */
 
 /* 1 when the shim's exit-time work (its destructors: giving ledger slots
- * back, removing its IPC files) may take the shim's locks. POSIX: always
- * (exit runs them while the other threads still run). Windows: not once
+ * back, removing its IPC files) may take the shim's locks. POSIX: in the
+ * process that loaded the shim or a fork child of it (exit runs them while
+ * the other threads still run); not in a child made without fork handlers
+ * (a bare clone(2)), whose state is a copy of its parent's. Windows: not once
  * the process is ending (ExitProcess has ended every other thread first,
  * perhaps inside one of those locks, before the DLL's destructors run);
  * the slots are then reclaimed as a dead process's, by the next process

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +56,27 @@ static int w_try(int argc, char **argv) {
   printf("result=%d\n", (int)r);
   CHECK(!strcmp(argv[1], "ok") ? r == CUDA_SUCCESS : r == CUDA_ERROR_OUT_OF_MEMORY, "try %s MiB: %d", argv[0],
         (int)r);
+  return 0;
+}
+
+/* rawclone MIB: holds MIB, then makes a child with a bare clone(2) (no
+ * CLONE_VM, so no fork handlers ran in it, as a sandbox or a language
+ * runtime may) that returns through exit(): its atexit handlers and
+ * destructors run over a copy of our state. Then holds, making no CUDA call
+ * (a call would let the shim see and mend what the child did). */
+static int w_rawclone(int argc, char **argv) {
+  CHECK(argc == 1, "rawclone MIB");
+  tp_cuda_up();
+  CUdeviceptr p;
+  CHECK(cuMemAlloc(&p, strtoull(argv[0], NULL, 10) * MiB) == CUDA_SUCCESS, "rawclone: cuMemAlloc");
+  fflush(NULL);   /* the child's exit flushes its copy of our buffers */
+  pid_t c = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  CHECK(c >= 0, "clone: %s", strerror(errno));
+  if (c == 0) exit(0);
+  int st;
+  CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the cloned child exits 0");
+  SAY("cloned child exited");
+  hold_until_term();
   return 0;
 }
 
@@ -649,6 +671,38 @@ static int case_exit(void) {
   return 0;
 }
 
+/* (24) A child the fork handlers never saw (a bare clone(2)) that returns
+ * through exit() gives back nothing of its parent's: the parent's slot and
+ * its charge stay in the ledger. Before the fix the child's destructors
+ * freed the slot (its pid was the parent's copy): the tenant's books lost
+ * the parent's memory until the parent's background check noticed and
+ * took a new slot ("ledger ... was damaged"), and in between another
+ * process could be admitted past the limit. */
+static int case_rawclone(void) {
+  tp_config("", "[tenant x]\n");
+  const char *w[] = {"rawclone", "64", NULL};
+  pid_t p = tp_spawn("parent", "x", NULL, w);
+  CHECK(wait_line("parent.out", "cloned child exited", 20000) == 0, "the parent's cloned child exited");
+  /* Longer than the shim's background check of its ledgers, which noticed
+   * a freed slot before the fix and took a new one. */
+  tp_sleep_ms(1500);
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  uint64_t held = 0;
+  int found = 0;
+  for (int i = 0; i < g_snap.nprocs; i++)
+    if (g_snap.procs[i].pid == p) found = 1, held = g_snap.procs[i].held;
+  const vs_snap_tenant *x = tp_tenant(&g_snap, "x");
+  SAY("after the child's exit: the parent's slot %s, holding %llu MiB; tenant x uses %llu MiB", found ? "present" : "GONE",
+      (unsigned long long)(held / MiB), x ? (unsigned long long)(x->used / MiB) : 0ull);
+  CHECK(found && held >= 64 * MiB, "the parent's slot and its 64 MiB stay in the ledger");
+  CHECK(x && x->used >= 64 * MiB && x->recorded == x->used, "tenant x's books keep the parent's memory");
+  stop(p);
+  char *err = tp_read("parent.err");
+  CHECK(!err || !strstr(err, "damaged"), "the parent saw no damaged ledger: %s", err ? err : "");
+  free(err);
+  return 0;
+}
+
 /* Worker: allocates (so the ledger is mapped and guarded) unless told
  * "plain", then sends itself SIGBUS as `kill -BUS` would. */
 static int w_sigbus(int argc, char **argv) {
@@ -1096,6 +1150,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "traced")) return w_traced(argc - 2, argv + 2);
     if (!strcmp(m, "churn")) return w_churn(argc - 2, argv + 2);
     if (!strcmp(m, "oversize")) return w_oversize(argc - 2, argv + 2);
+    if (!strcmp(m, "rawclone")) return w_rawclone(argc - 2, argv + 2);
     if (!strcmp(m, "sigbus")) return w_sigbus(argc - 2, argv + 2);
     if (!strcmp(m, "forkstorm")) return w_forkstorm(argc - 2, argv + 2);
     if (!strcmp(m, "idle")) return w_idle(argc - 2, argv + 2);
@@ -1116,6 +1171,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "pib")) r = case_pib();
   else if (!strcmp(c, "unknown")) r = case_unknown();
   else if (!strcmp(c, "exit")) r = case_exit();
+  else if (!strcmp(c, "rawclone")) r = case_rawclone();
   else if (!strcmp(c, "checkall")) r = case_checkall();
   else if (!strcmp(c, "trace")) r = case_trace();
   else if (!strcmp(c, "flood")) r = case_flood();

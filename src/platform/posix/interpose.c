@@ -15,6 +15,7 @@
 #include "posix/dlsym_real.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
@@ -61,7 +62,19 @@ void *vs_real_dlsym(void *handle, const char *name) {
 
 int vs_plat_interpose_active(void) { return 1; }
 
-int vs_plat_exit_work_ok(void) { return 1; }
+/* The process whose exit the shim's destructors act for: the one that
+ * loaded the shim, then each fork child as its fork handlers run. A child
+ * made without them (a bare clone(2), as sandboxes and some language
+ * runtimes make) that returns through exit() runs the destructors over a
+ * copy of its parent's state: the ledger slot they would give back and the
+ * trace buffers they would flush are the parent's (test faults_rawclone). */
+static _Atomic int g_exit_owner;
+static void exit_owner_is_child(void) { atomic_store(&g_exit_owner, (int)getpid()); }
+
+int vs_plat_exit_work_ok(void) {
+  int owner = atomic_load(&g_exit_owner);
+  return owner == 0 || owner == (int)getpid();
+}
 
 #if defined(__has_attribute)
 #if __has_attribute(musttail)
@@ -89,4 +102,8 @@ VS_PLAT_EXPORT VS_NO_SANITIZE void *dlsym(void *restrict handle, const char *res
 
 /* The shim starts as it is loaded; nothing needs this to have run first
  * (every hook starts it too). */
-__attribute__((constructor)) static void vs_plat_on_load(void) { vs_shim_start(); }
+__attribute__((constructor)) static void vs_plat_on_load(void) {
+  atomic_store(&g_exit_owner, (int)getpid());
+  pthread_atfork(NULL, NULL, exit_owner_is_child);   /* before the shim's own: a child is ours first */
+  vs_shim_start();
+}
