@@ -692,8 +692,8 @@ static int case_rawclone(void) {
   for (int i = 0; i < g_snap.nprocs; i++)
     if (g_snap.procs[i].pid == p) found = 1, held = g_snap.procs[i].held;
   const vs_snap_tenant *x = tp_tenant(&g_snap, "x");
-  SAY("after the child's exit: the parent's slot %s, holding %llu MiB; tenant x uses %llu MiB", found ? "present" : "GONE",
-      (unsigned long long)(held / MiB), x ? (unsigned long long)(x->used / MiB) : 0ull);
+  SAY("after the child's exit: the parent's slot %s, holding %llu MiB; tenant x uses %llu MiB",
+      found ? "present" : "GONE", (unsigned long long)(held / MiB), x ? (unsigned long long)(x->used / MiB) : 0ull);
   CHECK(found && held >= 64 * MiB, "the parent's slot and its 64 MiB stay in the ledger");
   CHECK(x && x->used >= 64 * MiB && x->recorded == x->used, "tenant x's books keep the parent's memory");
   stop(p);

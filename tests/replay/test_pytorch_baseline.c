@@ -139,8 +139,8 @@ static void test_tie_break_by_address(void **state) {
 int main(void) {
   replay_test_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rules), cmocka_unit_test(test_release_and_retry), cmocka_unit_test(test_tie_break_by_address),
-      cmocka_unit_test(test_fullstep_ctx128),
+      cmocka_unit_test(test_rules), cmocka_unit_test(test_release_and_retry),
+      cmocka_unit_test(test_tie_break_by_address), cmocka_unit_test(test_fullstep_ctx128),
       cmocka_unit_test(test_fullstep_ctx256), cmocka_unit_test(test_forward_ctx128),
       cmocka_unit_test(test_forward_mixed_ctx512),
   };

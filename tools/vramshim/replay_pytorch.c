@@ -286,24 +286,10 @@ static void pt_destroy(void *p) {
   free(s);
 }
 
-const vs_policy vs_policy_pytorch = {
-    .name = "pytorch",
-    .summary = "PyTorch's caching allocator, default settings (the baseline)",
-    .create = pt_create,
-    .alloc = pt_alloc,
-    .free = pt_free,
-    .stats = pt_stats,
-    .destroy = pt_destroy,
-    .probe = pt_probe,
-};
-
-const vs_policy vs_policy_pytorch_down = {
-    .name = "pytorch-down",
-    .summary = "pytorch on a driver that hands out segment addresses downwards (ties go the other way)",
-    .create = pt_down_create,
-    .alloc = pt_alloc,
-    .free = pt_free,
-    .stats = pt_stats,
-    .destroy = pt_destroy,
-    .probe = pt_probe,
-};
+/* The two differ in the driver's address order only. */
+#define PT_POLICY(id, nm, text, make)                                                                     \
+  const vs_policy id = {.name = nm, .summary = text, .create = make, .alloc = pt_alloc, .free = pt_free, \
+                        .stats = pt_stats, .destroy = pt_destroy, .probe = pt_probe}
+PT_POLICY(vs_policy_pytorch, "pytorch", "PyTorch's caching allocator, default settings (the baseline)", pt_create);
+PT_POLICY(vs_policy_pytorch_down, "pytorch-down",
+          "pytorch on a driver that hands out segment addresses downwards (ties go the other way)", pt_down_create);
