@@ -1,5 +1,6 @@
 /* Test 4: the real CUDA runtime (libcudart from the toolkit), unchanged,
- * over the shim. The runtime dlopens libcuda.so.1, looks up
+ * over the shim; built twice, against libcudart.so (shim_cudart) and with
+ * libcudart_static.a linked in (shim_cudart_static). The runtime dlopens libcuda.so.1, looks up
  * cuGetProcAddress_v2 with dlsym, and resolves every driver function
  * through it: the shim must have answered that dlsym and the lookups of
  * the memory functions the driver has.
