@@ -400,7 +400,7 @@ void vs_backend_capture_end(void) {
   }
 }
 
-/* Sequentially consistent: the read of vs_arena_sync's Dekker pair (core.c). */
+/* Sequentially consistent: the read of vs_arena_unsafe_enter's Dekker pair (core.h). */
 int vs_backend_capturing(void) { return atomic_load(&g_captures) > 0; }
 
 static int hold(void *ctx) {
