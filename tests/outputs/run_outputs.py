@@ -412,7 +412,7 @@ def t_replay(env, schemas):
             rows.append("0,00:00:%02d.%06d,allocate,0x%x,%d,0x0" % (t // 1000000, t % 1000000, p, sz))
     with open(trace, "w") as f:
         f.write("\n".join(rows) + "\n")
-    policies = ["off", "chunks", "vmm", "pytorch", "vmm-async", "shim-vmm"]
+    policies = ["off", "chunks", "vmm", "pytorch", "pytorch-down", "vmm-async", "shim-vmm"]
     r = env.tool(["replay", "--json", "--quiet", "--resolution", "4MiB", "--policy", ",".join(policies), trace])
     lines = r.stdout.splitlines()
     if len(lines) != len(policies):
