@@ -172,6 +172,15 @@ typedef struct vs_arena_stats {
 
 void vs_arena_get_stats(vs_arena *a, vs_arena_stats *out);
 
+/* The largest single request the arena could serve now when its backend
+ * may still grow by `room` bytes: from one free extent it holds, or from a
+ * growth after its OOM ladder gave back what it can give (pending blocks
+ * after a sync, empty slabs, then every wholly free chunk or handle). Free
+ * memory inside a chunk or handle that a live block pins serves only
+ * requests that fit in it. What cuMemGetInfo's view calls free: a program
+ * allocates what it is told is free, in one piece (quota.c). */
+uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room);
+
 /* Memory map walk, for dumps: each region (slab, TLSF chunk, VMM range,
  * dedicated chunk) then its blocks in address order. */
 typedef enum { VS_REGION_SLAB = 1, VS_REGION_CHUNK, VS_REGION_VMM_RANGE, VS_REGION_DEDICATED } vs_region_kind;

@@ -3,6 +3,7 @@
 #include "core.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void hist_add(vs_arena_stats *st, uint64_t n) {
@@ -14,11 +15,13 @@ static void hist_add(vs_arena_stats *st, uint64_t n) {
   if (n > st->largest_free) st->largest_free = n;
 }
 
-/* Caller holds heap.mu. Free extents: FREE heap blocks, in VMM mode only
- * where physical memory is mapped under them; pooled handles count as
- * extents of their own size (they can be mapped anywhere). */
-static void heap_extents(vs_heap *h, vs_arena_stats *st) {
-  VS_HEAP_REGIONS(h, tr) {
+/* Caller holds heap.mu. Free extents: FREE heap blocks of the first nt
+ * tlsfs, in VMM mode only where physical memory is mapped under them;
+ * pooled handles count as extents of their own size (they can be mapped
+ * anywhere). */
+static void heap_extents(vs_heap *h, int nt, vs_arena_stats *st) {
+  for (int k = 0; k < nt; k++)
+  for (vs_tregion *tr = h->t[k].regions; tr; tr = tr->rnext) {
     vs_hregion *r = hr(tr);
     for (vs_tblock *b = tr->first; b; b = b->next) {
       if (b->state != VS_TB_FREE) continue;
@@ -69,7 +72,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   }
   vs_heap *h = &a->heap;
   pthread_mutex_lock(&h->mu);
-  heap_extents(h, st);
+  heap_extents(h, VS_HEAP_NT, st);
   st->reserved_bytes = vs_heap_reserved(h);
   /* Bytes of the heap's live user blocks: their requests plus their rounding
    * (vs_heap_check verifies both counters against the blocks). */
@@ -95,6 +98,129 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   st->backend_calls = atomic_load(&a->backend_calls);
   st->syncs = atomic_load(&a->syncs);
   for (uint32_t c = 0; c < a->nclasses; c++) st->live_count += st->class_live[c];
+}
+
+/* ---- One piece ------------------------------------------------------------- */
+#define EMPTY_SLABS_MAX 256   /* beyond: counted as pinned (the view errs low) */
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Caller holds heap.mu. Whether block b is free once the OOM ladder has run:
+ * free, pending (its sync comes first), or an empty slab (given back). */
+static int free_after_ladder(const vs_tblock *b, const uint64_t *empty, size_t nempty) {
+  if (b->state != VS_TB_LIVE) return 1;
+  return !b->req && nempty && bsearch(&b->addr, empty, nempty, sizeof *empty, cmp_u64);
+}
+
+/* Caller holds heap.mu. Bytes the OOM ladder would give back: chunks wholly
+ * free after it, or (VMM) pooled handles and mapped handles lying wholly
+ * in a run of such blocks (trim_locked releases exactly these). */
+static uint64_t ladder_bytes(vs_heap *h, const uint64_t *empty, size_t nempty) {
+  uint64_t n = 0;
+  if (h->vmm)
+    for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) n += h->h[p - 1].size;
+  VS_HEAP_REGIONS(h, tr) {
+    vs_hregion *r = hr(tr);
+    if (!h->vmm) {
+      int whole = 1;
+      for (vs_tblock *b = tr->first; b && whole; b = b->next) whole = free_after_ladder(b, empty, nempty);
+      if (whole) n += tr->size;
+      continue;
+    }
+    uint64_t top = tr->base + r->hiwater * h->G;
+    for (vs_tblock *b = tr->first; b && b->addr < top;) {
+      if (!free_after_ladder(b, empty, nempty)) { b = b->next; continue; }
+      uint64_t lo = b->addr, hi = b->addr + b->size;
+      for (b = b->next; b && free_after_ladder(b, empty, nempty); b = b->next) hi = b->addr + b->size;
+      for (uint64_t va = up(lo, h->G); va + h->G <= hi && va < top;) {
+        uint32_t i = r->gmap[gran(h, tr, va)];
+        if (!i) { va += h->G; continue; }
+        const vs_handle *x = &h->h[i - 1];
+        if (x->va >= lo && x->va + x->size <= hi) n += x->size;
+        va = x->va + x->size;   /* a handle's granules are contiguous */
+      }
+    }
+  }
+  return n;
+}
+
+/* Caller holds heap.mu; VMM. The largest request placed at the start of
+ * the free run [lo, hi) of region tr once the ladder has run, with budget
+ * bytes (whole granules) of physical memory to map: granules of a handle
+ * a live block pins stay mapped and cost nothing, every other granule the
+ * request touches costs one. */
+static uint64_t run_piece(vs_heap *h, vs_tregion *tr, uint64_t lo, uint64_t hi, uint64_t budget) {
+  vs_hregion *r = hr(tr);
+  uint64_t top = tr->base + r->hiwater * h->G, at = lo;
+  while (at < hi && at < top) {
+    uint64_t g = gran(h, tr, at), gend = tr->base + (g + 1) * h->G, piece = (gend < hi ? gend : hi) - at;
+    uint32_t i = r->gmap[g];
+    const vs_handle *x = i ? &h->h[i - 1] : NULL;
+    int pinned = x && (x->va < lo || x->va + x->size > hi);
+    if (!pinned) {
+      if (budget < h->G) return at - lo;
+      budget -= h->G;
+    }
+    at += piece;
+  }
+  if (at < hi) at += hi - at < budget ? hi - at : budget;   /* never mapped: granule-aligned from top on */
+  return at - lo;
+}
+
+/* Caller holds heap.mu; VMM. The largest request a free run of the main
+ * regions could take with budget bytes to map (run_piece), if more than
+ * best. */
+static uint64_t runs_piece(vs_heap *h, uint64_t budget, uint64_t best, const uint64_t *empty, size_t nempty) {
+  for (vs_tregion *tr = h->t[0].regions; tr; tr = tr->rnext)
+    for (vs_tblock *b = tr->first; b;) {
+      if (!free_after_ladder(b, empty, nempty)) { b = b->next; continue; }
+      uint64_t lo = b->addr, hi = b->addr + b->size;
+      for (b = b->next; b && free_after_ladder(b, empty, nempty); b = b->next) hi = b->addr + b->size;
+      if (hi - lo <= best) continue;   /* a piece never passes its run */
+      uint64_t n = run_piece(h, tr, lo, hi, budget);
+      if (n > best) best = n;
+    }
+  return best;
+}
+
+uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
+  if (!a) return room;
+  /* Bins before the heap (the lock order); a slab emptied or filled in
+   * between moves the answer by a slab, as any later call would. */
+  uint64_t empty[EMPTY_SLABS_MAX];
+  size_t nempty = 0;
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int k = 0; k < VS_NBINS_ALL; k++) {
+      vs_bin *bin = &a->classes[c].bins[k];
+      pthread_mutex_lock(bin->mu);
+      for (vs_slab *s = bin->slabs; s && nempty < EMPTY_SLABS_MAX; s = s->next)
+        if (!s->nlive) empty[nempty++] = s->base;
+      pthread_mutex_unlock(bin->mu);
+    }
+  qsort(empty, nempty, sizeof *empty, cmp_u64);
+  vs_heap *h = &a->heap;
+  vs_arena_stats st;
+  memset(st.hist_count, 0, sizeof st.hist_count);
+  memset(st.hist_bytes, 0, sizeof st.hist_bytes);
+  st.largest_free = 0;
+  pthread_mutex_lock(&h->mu);
+  /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
+  heap_extents(h, VS_HEAP_SMALL, &st);
+  /* A growth is made in whole granules (VMM) or 512-byte units (a chunk of
+   * the request's own size when nothing larger is granted). */
+  uint64_t back = ladder_bytes(h, empty, nempty), unit = h->vmm ? h->G : VS_TLSF_ALIGN;
+  uint64_t sum = room + back < room ? UINT64_MAX : room + back, best = sum / unit * unit;
+  /* VMM: a request may also start on the free granules of a handle a live
+   * block pins and go on over new ones. */
+  if (h->vmm) {
+    uint64_t most = best > st.largest_free ? best : st.largest_free;
+    best = runs_piece(h, best, most, empty, nempty);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return best > st.largest_free ? best : st.largest_free;
 }
 
 /* ---- Walk ----------------------------------------------------------------- */

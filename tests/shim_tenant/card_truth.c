@@ -609,8 +609,12 @@ static int w_pitch(void) {
   /* 100,000 rows (48.8 MiB padded): granted, charged as padded */
   CHECK(cuMemAllocPitch(&p, &pitch, 257, 100000, 4) == CUDA_SUCCESS && pitch == 512, "257 x 100000: pitch %zu",
         pitch);
-  CHECK(card_used() == 512ull * 100000 && free0 - view_free() == card_used(), "the books are the card: %llu vs %llu",
-        (unsigned long long)(free0 - view_free()), (unsigned long long)card_used());
+  /* The view's free memory is what one allocation could take: under VMM
+   * the arena maps whole 2 MiB granules, so it drops by the charge rounded
+   * up to one (48.8 -> 50 MiB); with chunks or the arena off, exactly. */
+  uint64_t drop = free0 - view_free();
+  CHECK(card_used() == 512ull * 100000 && drop >= card_used() && drop - card_used() < 2 * MiB,
+        "the books are the card: %llu vs %llu", (unsigned long long)drop, (unsigned long long)card_used());
   /* next to it, 19.5 MiB padded would pass the limit (11.4 MiB bare would not) */
   r = cuMemAllocPitch(&p, &pitch, 300, 40000, 4);
   WITHIN_LIMIT("a second pitch allocation");

@@ -91,16 +91,22 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
 /* What the layers below ask of the arenas, offered before the first arena
  * is published (they lie below and may not call up: src/LAYERS): a leave
  * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
- * bridge counts their cache as the tenant's and trims it when another
- * process of the tenant is about to be refused. Caller holds
- * g_create_lock. */
+ * bridge asks what they could serve in one piece (its view of free memory)
+ * and trims their cache when another process of the tenant is about to be
+ * refused. Caller holds g_create_lock. */
 static void offer_once(void) {
   static int offered;
-  static const vs_quota_cache cache = {vs_arena_glue_cached, vs_arena_glue_trim_card};
+  static const vs_quota_cache cache = {vs_arena_glue_one_piece, vs_arena_glue_trim_card};
   if (offered) return;
   offered = 1;
   vs_stream_order_set_on_leave(vs_arena_glue_leave_order);
   vs_quota_set_cache(&cache);
+}
+
+void vs_arena_glue_offer(void) {
+  pthread_mutex_lock(&g_create_lock);
+  offer_once();
+  pthread_mutex_unlock(&g_create_lock);
 }
 
 /* ctx's arena becomes a, with its stream order (stream_order.h): set before
@@ -491,19 +497,33 @@ int vs_arena_glue_holds(uint64_t addr) {
   return atomic_load_explicit(&g_any, memory_order_relaxed) && vs_backend_holds(addr);
 }
 
-uint64_t vs_arena_glue_cached(int card) {
+/* Before its first request makes an arena for the card: the growth that
+ * request will cause comes in whole units, granules under VMM (2 MiB, the
+ * smallest a card has: an error low where a card's is larger only in the
+ * other direction) or 512 bytes in chunks mode; nothing when the arena
+ * is off. */
+static uint64_t first_growth(int card, uint64_t room) {
+  if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return room;
+  int st = atomic_load(&g_state[card]);
+  vs_cfg_arena m = st == CARD_OFF ? VS_CFG_ARENA_OFF : st == CARD_ARENA ? g_mode[card] : vs_settings_arena(1);
+  uint64_t unit = m == VS_CFG_ARENA_VMM ? 2ull << 20 : m == VS_CFG_ARENA_CHUNKS ? 512 : 1;
+  return room / unit * unit;
+}
+
+int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
+  *bytes = first_growth(card, room);
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
-  uint64_t cached = 0;
+  int n = 0;
   vs_ctx_read_lock();
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
     vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
     if (!a) continue;
-    vs_arena_stats st;
-    vs_arena_get_stats(a, &st);
-    if (st.reserved_bytes > st.live_bytes) cached += st.reserved_bytes - st.live_bytes;
+    uint64_t one = vs_arena_one_piece(a, room);
+    if (!n || one > *bytes) *bytes = one;
+    n++;
   }
   vs_ctx_read_unlock();
-  return cached;
+  return n;
 }
 
 int vs_arena_glue_on(int card) {

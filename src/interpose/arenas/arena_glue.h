@@ -78,8 +78,16 @@ int vs_arena_glue_holds(uint64_t addr);
  * as vs_arena_vmm_pieces (src/arena/arena.h) of the arena holding it; -1
  * when no arena holds a block there. */
 int vs_arena_glue_vmm_pieces(uint64_t base, uint64_t size, vs_arena_piece_fn fn, void *user);
-/* Free device bytes the arenas of card hold (counted in the tenant's view). */
-uint64_t vs_arena_glue_cached(int card);
+/* Offers the layers below what they ask of the arenas (offer_once, else
+ * done by the first arena's creation), at the shim's start: the view of
+ * free memory rounds to the first arena's growth before it exists. */
+void vs_arena_glue_offer(void);
+/* The largest single allocation the arenas of card could serve with room
+ * more bytes from the driver (vs_arena_one_piece of each context's arena;
+ * the largest): the tenant's view of free memory. Returns how many arenas
+ * the card has; with none, *bytes is what the first one's growth could
+ * take of room (room itself with the arena off). */
+int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes);
 /* 1 when cuMemAlloc on card is served by an arena (decided at its first
  * request; 0 before, and for arena = off). */
 int vs_arena_glue_on(int card);

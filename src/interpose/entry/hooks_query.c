@@ -10,27 +10,24 @@
 #define AS_WORD(word_t, v) ((uint64_t)(word_t)-1 < (v) ? (word_t)-1 : (word_t)(v))
 
 /* ---- cuMemGetInfo ------------------------------------------------------- */
-/* An output left NULL is valid to the driver (OptiX asks for the total
- * alone, llama.cpp for the free memory alone): the driver is asked, so
- * that it decides what is valid, and the output asked for is then the
- * tenant's view like the pair's. */
+/* The driver's own function is asked first, with the program's outputs:
+ * it decides what is valid (an output left NULL: OptiX asks for the total
+ * alone, llama.cpp for the free memory alone; no context) and a legacy
+ * variant reaches the legacy function. The tenant's view is then made from
+ * its figures where it gave both in full (64 bits: a legacy variant's
+ * saturate at 4 GiB - 1), else from the view's own driver call. */
 #define INFO_BODY(name, word_t)                                                 \
   VS_HOOK_ENTER(name, (free, total));                                           \
   vs_guard_enter();                                                             \
   int card = vs_driver_current_card(real);                                      \
   uint64_t f = 0, t = 0;                                                        \
-  CUresult r;                                                                   \
-  if (free && total && vs_mem_info(card, &f, &t) == VS_MEM_DONE) {              \
-    *free = AS_WORD(word_t, f);                                                 \
-    *total = AS_WORD(word_t, t);                                                \
-    r = CUDA_SUCCESS;                                                           \
-  } else {                                                                      \
-    r = real->name(free, total);                                                \
-    vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);                               \
-    if (r == CUDA_SUCCESS && (!free || !total) && vs_mem_info(card, &f, &t) == VS_MEM_DONE) { \
-      if (free) *free = AS_WORD(word_t, f);                                     \
-      if (total) *total = AS_WORD(word_t, t);                                   \
-    }                                                                           \
+  CUresult r = real->name(free, total);                                         \
+  vs_mem_count_call(card, VRAMSHIM_CALL_OTHER);                                 \
+  int whole = free && total && sizeof(word_t) == sizeof(uint64_t);             \
+  if (r == CUDA_SUCCESS && (whole ? vs_mem_info_driver(card, *free, *total, &f, &t) \
+                                  : vs_mem_info(card, &f, &t)) == VS_MEM_DONE) { \
+    if (free) *free = AS_WORD(word_t, f);                                       \
+    if (total) *total = AS_WORD(word_t, t);                                     \
   }                                                                             \
   vs_guard_leave();                                                             \
   return r

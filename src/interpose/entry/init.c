@@ -10,6 +10,7 @@
 #include "init.h"
 
 #include "accounting.h"
+#include "arena_glue.h"
 #include "driver_table.h"
 #include "guard.h"
 #include "hook_ids.h"
@@ -62,6 +63,7 @@ static void init_once(void) {
   /* The config is read at load: a bad file stops the program here (exit 78). */
   vs_settings_get();
   vs_observe_init();
+  vs_arena_glue_offer();
   atomic_store_explicit(&vs_started, 1, memory_order_release);
 }
 

@@ -513,6 +513,10 @@ int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
   return vs_quota_view(card, free_bytes, total_bytes);
 }
 
+int vs_mem_info_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64_t *free_bytes, uint64_t *total_bytes) {
+  return vs_quota_view_driver(card, drv_free, drv_total, free_bytes, total_bytes);
+}
+
 int vs_mem_range(uint64_t ptr, uint64_t *base, uint64_t *size) { return vs_arena_glue_range(ptr, base, size); }
 
 int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {

@@ -164,6 +164,9 @@ int vs_mem_lookup(vs_space space, uint64_t key, vs_alloc_info *out);
  * view, vs_quota_view), VS_MEM_PASS to ask the driver (the card is not enforced, or the driver's
  * own answer is the tenant's). */
 int vs_mem_info(int card, uint64_t *free_bytes, uint64_t *total_bytes);
+/* The same view made from the driver's own figures for the card (asked by
+ * the caller: cuMemGetInfo's hook with the program's variant). */
+int vs_mem_info_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64_t *free_bytes, uint64_t *total_bytes);
 /* The allocation around ptr as the program sees it (cuMemGetAddressRange,
  * CU_POINTER_ATTRIBUTE_RANGE_START/SIZE): VS_MEM_DONE when the service
  * placed it (an arena block inside a larger driver chunk), VS_MEM_PASS to

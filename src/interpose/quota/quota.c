@@ -42,9 +42,11 @@ static const vs_quota_observer *_Atomic g_observer;
 void vs_quota_set_cache(const vs_quota_cache *cache) { atomic_store(&g_cache, cache); }
 void vs_quota_set_observer(const vs_quota_observer *observer) { atomic_store(&g_observer, observer); }
 
-static uint64_t arena_cached(int card) {
+static int arena_one_piece(int card, uint64_t room, uint64_t *bytes) {
   const vs_quota_cache *c = atomic_load_explicit(&g_cache, memory_order_acquire);
-  return c ? c->cached(card) : 0;
+  if (c) return c->one_piece(card, room, bytes);
+  *bytes = room;
+  return 0;
 }
 
 static void arena_trim(int card) {
@@ -304,17 +306,17 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
                 uint64_t *total_bytes) {
   vs_tenant_session *s = card_session(card);
   if (!s) return VS_MEM_PASS;
-  uint64_t cached = arena_cached(card), f = 0, tot = 0;
-  if (vs_tenant_view(s, card, cached, &f, &tot) != 0) return VS_MEM_PASS;
+  uint64_t f = 0, tot = 0;
+  if (vs_tenant_view(s, card, 0, &f, &tot) != 0) return VS_MEM_PASS;
   /* Nothing reserved for others, no headroom, no limit: the tenant could
    * hold the whole card, and the driver's own answer is the formula (it
-   * also sees processes without the shim). Only this process's arena
-   * cache, free to it but used to the driver, is added. */
+   * also sees processes without the shim); only the arenas' cache, free to
+   * the program but used to the driver, changes it. */
   int whole_card = tot >= g_capacity[card];
-  if (whole_card && (!free_bytes || !cached)) return VS_MEM_PASS;
+  if (whole_card && !free_bytes) return VS_MEM_PASS;
   if (free_bytes) {
     /* Never more than the card really has (processes without the shim,
-     * the driver's own rounding): the driver's free plus our cache. */
+     * the driver's own rounding): the driver's free caps the books' room. */
     size_t df = 0, dt = 0;
     CUresult r = CUDA_ERROR_NOT_INITIALIZED;
     if (drv_free && drv_total) {
@@ -330,12 +332,14 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
         vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
       }
     }
-    if (r == CUDA_SUCCESS && whole_card) {
-      f = (uint64_t)df + cached;
-      tot = dt;
-    } else if (r == CUDA_SUCCESS && (uint64_t)df + cached < f) {
-      f = (uint64_t)df + cached;
-    }
+    if (r == CUDA_SUCCESS && (whole_card || (uint64_t)df < f)) f = (uint64_t)df;
+    if (r == CUDA_SUCCESS && whole_card) tot = dt;
+    /* Free is what one allocation can take: the program sizes one by it
+     * (a KV cache, a preallocated pool). The arenas' cache counts where
+     * their OOM ladder can give it back or a request fits in it, not where
+     * a live block pins its chunk or handle; a growth comes in whole
+     * granules (issue 27, the view). */
+    (void)arena_one_piece(card, f, &f);
     if (f > tot) f = tot;
     *free_bytes = f;
     vs_quota_refresh_live(card);
