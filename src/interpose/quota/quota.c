@@ -309,14 +309,16 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
   uint64_t f = 0, tot = 0;
   if (vs_tenant_view(s, card, 0, &f, &tot) != 0) return VS_MEM_PASS;
   /* Nothing reserved for others, no headroom, no limit: the tenant could
-   * hold the whole card, and the driver's own answer is the formula (it
-   * also sees processes without the shim); only the arenas' cache, free to
-   * the program but used to the driver, changes it. */
+   * hold the whole card, and the driver's own total is the formula's. */
   int whole_card = tot >= g_capacity[card];
   if (whole_card && !free_bytes) return VS_MEM_PASS;
   if (free_bytes) {
     /* Never more than the card really has (processes without the shim,
-     * the driver's own rounding): the driver's free caps the books' room. */
+     * the driver's own rounding): the driver's free caps the books' room.
+     * Nor more than the books admit, on the whole card too: an overhead
+     * measured while blocks were live (the driver's rounding of them) stays
+     * charged until the next measurement after their frees, and a request
+     * of the driver's free would be refused meanwhile. */
     size_t df = 0, dt = 0;
     CUresult r = CUDA_ERROR_NOT_INITIALIZED;
     if (drv_free && drv_total) {
@@ -332,7 +334,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
         vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
       }
     }
-    if (r == CUDA_SUCCESS && (whole_card || (uint64_t)df < f)) f = (uint64_t)df;
+    if (r == CUDA_SUCCESS && (uint64_t)df < f) f = (uint64_t)df;
     if (r == CUDA_SUCCESS && whole_card) tot = dt;
     /* Free is what one allocation can take: the program sizes one by it
      * (a KV cache, a preallocated pool). The arenas' cache counts where
