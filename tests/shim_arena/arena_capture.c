@@ -116,7 +116,7 @@ static void *end_elsewhere(void *p) {
  * gives chunks or handles back, and a capture may begin on the main thread
  * at any point of it. */
 typedef struct trimmer {
-  _Atomic int stop, rounds;
+  _Atomic int stop, rounds, full;
   _Atomic int r;   /* a CUresult: the first failure, read by the main thread */
 } trimmer;
 
@@ -133,6 +133,17 @@ static void *trim_loop(void *p) {
     for (; n < 6 && r == CUDA_SUCCESS; n++) r = cuMemAlloc(&b[n], (size_t)(1 + 2 * n) * MiB);
     if (r != CUDA_SUCCESS) n--;
     for (int i = 0; i < n; i++) cuMemFree(b[i]);
+    /* Refused: the card filled with blocks freed during one long capture
+     * (they wait for a sync the capture forbids; a loaded machine can keep
+     * the main thread inside one for 100 ms and more). That is the hold's
+     * known cost, not what this checks: wait a little and go on. */
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      atomic_fetch_add(&t->full, 1);
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+      r = CUDA_SUCCESS;
+      continue;
+    }
     if (r == CUDA_SUCCESS) r = cuMemPoolTrimTo(pool, 0);
     atomic_fetch_add(&t->rounds, 1);
   }
@@ -221,7 +232,7 @@ int main(int argc, char **argv) {
    * hold is counted before the driver's begin, and the begin waits out a
    * trim or sync already past that check), or its cuMemFree / cuMemUnmap /
    * cuCtxSynchronize lands inside the capture and invalidates it. */
-  trimmer tr = {0, 0, CUDA_SUCCESS};
+  trimmer tr = {0, 0, 0, CUDA_SUCCESS};
   uint64_t rel6 = releases(), sync6 = calls(VRAMSHIM_CALL_SYNC);
   T_CHECK(pthread_create(&th, NULL, trim_loop, &tr) == 0, "thread");
   int bad = 0, n = 0;
@@ -250,9 +261,9 @@ int main(int argc, char **argv) {
   T_CHECK(bad == 0, "%d of %d captures begun beside a trimming thread came out broken (last: %d); %d trims",
           bad, n, (int)last, atomic_load(&tr.rounds));
   T_CHECK(atomic_load(&tr.rounds) > 0, "the trimming thread made no round");
-  T_SAY("%d captures beside %d trims of another thread (%llu releases, %llu syncs): all came out", n,
-        atomic_load(&tr.rounds), (unsigned long long)(releases() - rel6),
-        (unsigned long long)(calls(VRAMSHIM_CALL_SYNC) - sync6));
+  T_SAY("%d captures beside %d trims of another thread (%llu releases, %llu syncs, %d rounds refused on a full "
+        "card): all came out", n, atomic_load(&tr.rounds), (unsigned long long)(releases() - rel6),
+        (unsigned long long)(calls(VRAMSHIM_CALL_SYNC) - sync6), atomic_load(&tr.full));
   T_CU(cuStreamDestroy(s));
   T_SAY("PASS");
   return 0;
