@@ -646,6 +646,72 @@ static void arena_tlsf_table_kept_when_empty(void **state) {
   vs_tlsf_fini(&t);
 }
 
+/* vs_arena_one_piece: the largest single request the arena serves with the
+ * backend's room. Whatever it says is granted in one allocation (at once,
+ * with a block pinning its chunk or handle, and after random traffic); a
+ * chunk a live block pins counts only as far as one request fits in it. */
+static uint64_t room_of(fixture *f) {
+  vs_space_counters c;
+  vs_space_backend_counters(f->sb, &c);
+  return 512 * MiB - c.held;
+}
+
+static void take_one_piece(fixture *f, const char *when) {
+  uint64_t n = vs_arena_one_piece(f->a, room_of(f)), p;
+  if (!n) return;
+  if (vs_arena_alloc(f->a, n, &p) != 0) fail_msg("%s: one piece of %llu bytes refused", when, (unsigned long long)n);
+  assert_int_equal(vs_arena_free(f->a, p), 0);
+  CHECK(f->a);
+}
+
+static void one_piece(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, 512 * MiB, 64 * MiB);
+  uint64_t unit = mode == VS_ARENA_VMM ? 2 * MiB : 512;
+  /* Empty: the room, in whole growth units. */
+  assert_int_equal(vs_arena_one_piece(f.a, 512 * MiB - 1000), (512 * MiB - 1000) / unit * unit);
+  take_one_piece(&f, "empty");
+  uint64_t odd, big;
+  assert_int_equal(vs_arena_alloc(f.a, 3000001, &odd), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 40 * MiB, &big), 0);
+  assert_int_equal(vs_arena_free(f.a, big), 0);   /* its own chunk or handles: given back whole */
+  vs_arena_synced_to(f.a, vs_arena_sync_ticket(f.a));
+  vs_arena_stats st;
+  vs_arena_get_stats(f.a, &st);
+  uint64_t n = vs_arena_one_piece(f.a, room_of(&f));
+  /* Chunks: the odd block's chunk serves no request beyond its own free
+   * part: one piece is the room plus the wholly free chunks, below all the
+   * cache. VMM: the handle's free granules go on over new ones. */
+  if (mode == VS_ARENA_CHUNKS) assert_true(n < room_of(&f) + st.free_bytes);
+  assert_true(n >= room_of(&f) / unit * unit);
+  take_one_piece(&f, "one block live");
+  assert_int_equal(vs_arena_free(f.a, odd), 0);
+  uint64_t live[64] = {0}, seed = 27;
+  for (int round = 0; round < 40; round++) {
+    for (int i = 0; i < 16; i++) {
+      int j = (int)(rng_next(&seed) % 64);
+      if (live[j]) {
+        assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+        live[j] = 0;
+      } else {
+        uint64_t k = rng_next(&seed) % 10, size = k < 5 ? 1 + rng_next(&seed) % (64 << 10)
+                                                 : k < 9 ? (64 << 10) + rng_next(&seed) % (8 * MiB)
+                                                         : 8 * MiB + rng_next(&seed) % (48 * MiB);
+        if (vs_arena_alloc(f.a, size, &live[j]) != 0) live[j] = 0;
+      }
+    }
+    char when[32];
+    snprintf(when, sizeof when, "round %d", round);
+    take_one_piece(&f, when);
+  }
+  for (int j = 0; j < 64; j++)
+    if (live[j]) assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+  fx_close(&f);
+}
+
+static void arena_one_piece_vmm(void **s) { (void)s; one_piece(VS_ARENA_VMM); }
+static void arena_one_piece_chunks(void **s) { (void)s; one_piece(VS_ARENA_CHUNKS); }
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(arena_space_backend), cmocka_unit_test(arena_small_vmm),
@@ -662,6 +728,7 @@ int main(void) {
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
+      cmocka_unit_test(arena_one_piece_vmm), cmocka_unit_test(arena_one_piece_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
