@@ -180,6 +180,10 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *out);
  * requests that fit in it. What cuMemGetInfo's view calls free: a program
  * allocates what it is told is free, in one piece (quota.c). */
 uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room);
+/* What vs_arena_trim(a, 0) (or the OOM ladder) would give back now: every
+ * chunk or handle no live block pins once pending blocks are synced and
+ * empty slabs returned. */
+uint64_t vs_arena_reclaimable(vs_arena *a);
 
 /* Memory map walk, for dumps: each region (slab, TLSF chunk, VMM range,
  * dedicated chunk) then its blocks in address order. */

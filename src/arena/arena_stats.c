@@ -186,21 +186,38 @@ static uint64_t runs_piece(vs_heap *h, uint64_t budget, uint64_t best, const uin
   return best;
 }
 
-uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
-  if (!a) return room;
-  /* Bins before the heap (the lock order); a slab emptied or filled in
-   * between moves the answer by a slab, as any later call would. */
-  uint64_t empty[EMPTY_SLABS_MAX];
-  size_t nempty = 0;
+/* Bases of the slabs without a live slot (their pending slots are free
+ * after the ladder's sync), sorted; at most EMPTY_SLABS_MAX. Bins before the
+ * heap (the lock order): a slab emptied or filled in between moves an
+ * answer by a slab, as any later call would. */
+static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
+  size_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
       pthread_mutex_lock(bin->mu);
-      for (vs_slab *s = bin->slabs; s && nempty < EMPTY_SLABS_MAX; s = s->next)
-        if (!s->nlive) empty[nempty++] = s->base;
+      for (vs_slab *s = bin->slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
+        if (!s->nlive) empty[n++] = s->base;
       pthread_mutex_unlock(bin->mu);
     }
-  qsort(empty, nempty, sizeof *empty, cmp_u64);
+  qsort(empty, n, sizeof *empty, cmp_u64);
+  return n;
+}
+
+uint64_t vs_arena_reclaimable(vs_arena *a) {
+  if (!a) return 0;
+  uint64_t empty[EMPTY_SLABS_MAX];
+  size_t nempty = empty_slabs(a, empty);
+  pthread_mutex_lock(&a->heap.mu);
+  uint64_t back = ladder_bytes(&a->heap, empty, nempty);
+  pthread_mutex_unlock(&a->heap.mu);
+  return back;
+}
+
+uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
+  if (!a) return room;
+  uint64_t empty[EMPTY_SLABS_MAX];
+  size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
   vs_arena_stats st;
   memset(st.hist_count, 0, sizeof st.hist_count);

@@ -12,7 +12,9 @@
  *     and free + 2 MiB refused (the view is not needlessly low either);
  *  3. 30 rounds of random allocations and frees (1 B to 240 MiB), each
  *     ending with free memory taken in one piece: granted every round, and
- *     then in two pieces (the first a whole number of 2 MiB pages): granted.
+ *     then in two pieces (the first a whole number of 2 MiB pages): granted;
+ *  4. beside a second context on the card that cached 200 MiB it freed:
+ *     granted (its cache given back), and free + 2 MiB refused.
  * A refused "free" allocation is the failure users reported against a peer:
  * the view counted cache a live block pins (HEAD before this test: 30 of
  * 30 rounds refused in chunks and vmm modes). */
@@ -103,6 +105,22 @@ int main(int argc, char **argv) {
   }
   for (int j = 0; j < 400; j++)
     if (live[j]) T_CU(cuMemFree(live[j]));
+
+  /* 4. A second context on the card caches what it freed: the current
+   * context's free memory counts it, and an allocation of it is served
+   * (the second context's arena gives its cache back). */
+  CUdevice dev;
+  CUcontext other;
+  T_CU(cuDeviceGet(&dev, 0));
+  T_CU(cuCtxCreate(&other, NULL, 0, dev));
+  CUdeviceptr o = 0;
+  T_CU(cuMemAlloc(&o, 200 * MiB));
+  T_CU(cuMemFree(o));
+  T_CU(cuCtxSetCurrent(ctx));
+  take_free("another context's cache");
+  not_more("another context's cache");
+  T_CU(cuCtxDestroy(other));
+  T_CU(cuCtxSetCurrent(ctx));
   T_SAY("%s %s: free memory is one allocation's worth in every check", argv[1], argv[2]);
   return 0;
 }

@@ -375,6 +375,20 @@ static void settle_one(vs_ctx *c, void *user) {
 
 void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) { each_ctx(card, trim_one, &keep_bytes); }
 
+typedef struct trim_beside { const vs_ctx *self; uint64_t released; } trim_beside;
+static void trim_other(vs_ctx *c, void *user) {
+  trim_beside *t = user;
+  vs_arena *a = c == t->self ? NULL : arena_of(c);
+  if (a) t->released += vs_arena_trim(a, 0);
+}
+
+uint64_t vs_arena_glue_trim_others(vs_ctx *ctx) {
+  if (!ctx || ctx->card < 0) return 0;
+  trim_beside t = {ctx, 0};
+  each_ctx(ctx->card, trim_other, &t);
+  return t.released;
+}
+
 void vs_arena_glue_decay(void) { each_ctx(-1, decay_one, NULL); }
 
 void vs_arena_glue_settle_all(void) { each_ctx(-1, settle_one, NULL); }
@@ -510,17 +524,59 @@ static uint64_t first_growth(int card, uint64_t room) {
   return room / unit * unit;
 }
 
+/* The calling thread's current context's handle, 0 without one. */
+static uint64_t current_handle(void) {
+  const vs_real_table *real = vs_driver_if_loaded();
+  CUcontext cur = NULL;
+  if (!real || !real->cuCtxGetCurrent) return 0;
+  vs_guard_enter();
+  if (real->cuCtxGetCurrent(&cur) != CUDA_SUCCESS) cur = NULL;
+  vs_guard_leave();
+  return (uint64_t)(uintptr_t)cur;
+}
+
+/* Caller holds the registry's read lock. a's one piece when the card's
+ * other arenas give back what they can (total: what all of them can). */
+static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t total) {
+  uint64_t others = total - vs_arena_reclaimable(a), r = room + others;
+  return vs_arena_one_piece(a, r < room ? UINT64_MAX : r);
+}
+
 int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
   *bytes = first_growth(card, room);
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
   int n = 0;
+  vs_arena *last = NULL, *cur_arena = NULL;
+  uint64_t cur = 0, total = 0;
   vs_ctx_read_lock();
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
     vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-    if (!a) continue;
-    uint64_t one = vs_arena_one_piece(a, room);
-    if (!n || one > *bytes) *bytes = one;
-    n++;
+    if (a) n++, last = a;
+  }
+  if (n == 1) {
+    *bytes = vs_arena_one_piece(last, room);
+  } else if (n > 1) {
+    /* Several contexts on the card: the request goes to the current one's
+     * arena, which may grow by what the others give back (a refusal trims
+     * them: memory_service.c); with another card's context current, the
+     * best of the card's arenas. */
+    cur = current_handle();
+    for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+      vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      if (!a) continue;
+      total += vs_arena_reclaimable(a);
+      if (c->handle == cur) cur_arena = a;
+    }
+    if (cur_arena) {
+      *bytes = piece_beside(cur_arena, room, total);
+    } else {
+      *bytes = 0;
+      for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
+        vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+        uint64_t piece = a ? piece_beside(a, room, total) : 0;
+        if (piece > *bytes) *bytes = piece;
+      }
+    }
   }
   vs_ctx_read_unlock();
   return n;

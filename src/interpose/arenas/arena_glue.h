@@ -33,6 +33,10 @@ void vs_arena_glue_trim(vs_ctx *ctx);
  * (vs_arena_trim): the program trimmed the device's default pool, whose
  * stream-ordered blocks those arenas serve (pool_view.c). */
 void vs_arena_glue_trim_card(int card, uint64_t keep_bytes);
+/* Everything the arenas of ctx's card other than ctx's own cache, given
+ * back (an arena's request refused: its ladder trimmed only itself).
+ * Returns the bytes released. */
+uint64_t vs_arena_glue_trim_others(vs_ctx *ctx);
 /* The decay's tick on every arena (vs_arena_decay): the background thread
  * calls it, so an idle process's cache goes back to release_threshold
  * within the decay time (release_decay) too (issue 23). */

@@ -222,9 +222,13 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
      * here, outside the arena's locks, under on_limit = wait; under spill
      * it is served from host memory; with fail (or spill past MAX),
      * vs_quota_wait logs the one refusal line and says stop. */
+    int others_trimmed = 0;
     for (;;) {
       served = vs_arena_glue_alloc(op->ctx, size, serve == VS_ROUTE_LANE, (uint64_t)(uintptr_t)stream, &addr, &res);
       if (served != VS_MEM_DONE || res != CUDA_ERROR_OUT_OF_MEMORY) break;
+      /* The arena's ladder gave back its own cache; the other contexts'
+       * arenas on the card hold the tenant's too (the view counts it). */
+      if (!others_trimmed++ && vs_arena_glue_trim_others(op->ctx)) continue;
       if (kind == VS_MEM_DEVICE && spilled(op, size, !vs_quota_refusal_pending())) return done(op);
       if (!wait_unheld(op, size, &deadline)) break;
     }
