@@ -513,8 +513,8 @@ int vs_arena_glue_holds(uint64_t addr) {
 
 /* Before its first request makes an arena for the card: the growth that
  * request will cause comes in whole units, granules under VMM (2 MiB, the
- * granule of every card the driver reports here; a card with a larger one
- * would see free memory high by less than a granule until its arena
+ * sim's and current NVIDIA cards' minimum granularity; a card with a larger
+ * one would see free memory high by less than a granule until its arena
  * exists) or 512 bytes in chunks mode; nothing when the arena is off. */
 static uint64_t first_growth(int card, uint64_t room) {
   if (card < 0 || card >= VRAMSHIM_MAX_CARDS) return room;
