@@ -340,7 +340,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * (a KV cache, a preallocated pool). The arenas' cache counts where
      * their OOM ladder can give it back or a request fits in it, not where
      * a live block pins its chunk or handle; a growth comes in whole
-     * granules (issue 27, the view). */
+     * granules (docs/config.md, "The view"). */
     (void)arena_one_piece(card, f, &f);
     if (f > tot) f = tot;
     *free_bytes = f;
