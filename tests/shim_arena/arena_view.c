@@ -5,6 +5,9 @@
  *
  *   arena_view MODE card    the whole card (no limit)
  *   arena_view MODE limit   a tenant limit of 1001.3 MiB (no granule multiple)
+ *   arena_view MODE threads the view asked again and again beside three threads
+ *                           allocating and freeing, 2,000 times each at least
+ *                           (ThreadSanitizer runs it)
  *
  * Checks, each with cuMemAlloc of exactly the free memory:
  *  1. first, before the arena exists: granted; free + 2 MiB refused;
@@ -19,6 +22,10 @@
  * the view counted cache a live block pins (HEAD before this test: 30 of
  * 30 rounds refused in chunks and vmm modes). */
 #include "shim_test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #define MiB (1024ull * 1024)
 
@@ -60,13 +67,92 @@ static void not_more(const char *when) {
           when, f, (int)r);
 }
 
+/* threads: three threads allocate and free at random (each its own xorshift
+ * stream) while the main thread asks for the view again and again: the
+ * view walks the arena under its locks (ThreadSanitizer runs this). */
+typedef struct worker {
+  CUcontext ctx;
+  uint64_t rng;
+  _Atomic int *stop;
+  _Atomic int ops;
+  int failed;
+} worker;
+
+static void *churn(void *p) {
+  worker *w = p;
+  CUdeviceptr live[64] = {0};
+  if (cuCtxSetCurrent(w->ctx) != CUDA_SUCCESS) {
+    w->failed = 1;
+    return NULL;
+  }
+  while (!atomic_load(w->stop)) {
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    int j = (int)(w->rng % 64);
+    if (live[j]) {
+      if (cuMemFree(live[j]) != CUDA_SUCCESS) w->failed = 1;
+      live[j] = 0;
+    } else if (cuMemAlloc(&live[j], 512 + (size_t)(w->rng >> 40) % (12 * MiB)) != CUDA_SUCCESS) {
+      live[j] = 0;   /* a full card or limit: the program's own refusal */
+    }
+    atomic_fetch_add(&w->ops, 1);
+  }
+  for (int j = 0; j < 64; j++)
+    if (live[j] && cuMemFree(live[j]) != CUDA_SUCCESS) w->failed = 1;
+  return NULL;
+}
+
+static void views_beside_threads(CUcontext ctx) {
+  _Atomic int stop = 0;
+  worker w[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    w[i].ctx = ctx;
+    w[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+    w[i].stop = &stop;
+    atomic_init(&w[i].ops, 0);
+    w[i].failed = 0;
+    T_CHECK(pthread_create(&th[i], NULL, churn, &w[i]) == 0, "thread");
+  }
+  /* Views until every thread made 2,000 allocations or frees (at most 20 s
+   * on a slow machine), at least 3,000 of them. */
+  size_t lo = (size_t)-1, hi = 0, t = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int views = 0;
+  for (;; views++) {
+    int done = views >= 3000;
+    for (int i = 0; i < 3; i++) done = done && atomic_load(&w[i].ops) >= 2000;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (done || t1.tv_sec - t0.tv_sec > 20) break;
+    size_t f = 0;
+    T_CU(cuMemGetInfo(&f, &t));
+    T_CHECK(f <= t, "free %zu above total %zu", f, t);
+    if (f < lo) lo = f;
+    if (f > hi) hi = f;
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 3; i++) {
+    T_CHECK(pthread_join(th[i], NULL) == 0, "join");
+    T_CHECK(!w[i].failed, "thread %d: a free or its context failed", i);
+  }
+  take_free("after the threads");
+  T_SAY("%d views beside three threads' %d, %d and %d allocations and frees: free from %zu to %zu of %zu", views,
+        atomic_load(&w[0].ops), atomic_load(&w[1].ops), atomic_load(&w[2].ops), lo, hi, t);
+}
+
 int main(int argc, char **argv) {
-  T_CHECK(argc == 3, "usage: arena_view MODE card|limit");
+  T_CHECK(argc == 3, "usage: arena_view MODE card|limit|threads");
   t_shim();
   T_CU(cuInit(0));
   CUcontext ctx;
   T_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
   T_CU(cuCtxSetCurrent(ctx));
+  if (!strcmp(argv[2], "threads")) {
+    views_beside_threads(ctx);
+    return 0;
+  }
 
   take_free("first allocation");
   not_more("first allocation");
