@@ -101,7 +101,9 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
 }
 
 /* ---- One piece ------------------------------------------------------------- */
-#define EMPTY_SLABS_MAX 256   /* beyond: counted as pinned (the view errs low) */
+/* An empty slab stays in its bin only as the bin's current or spare one
+ * (vs_arena_check's invariant): at most two per bin. */
+#define EMPTY_SLABS_MAX (2 * VS_ARENA_MAX_CLASSES * VS_NBINS_ALL)
 
 static int cmp_u64(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
