@@ -29,13 +29,14 @@
 
 #define MiB (1024ull * 1024)
 
-static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return g_rng;
+static uint64_t xorshift(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
 }
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) { return xorshift(&g_rng); }
 static size_t rnd_size(void) {
   int k = (int)(rnd() % 10);
   if (k < 4) return 1 + rnd() % (64 * 1024);
@@ -86,14 +87,12 @@ static void *churn(void *p) {
     return NULL;
   }
   while (!atomic_load(w->stop)) {
-    w->rng ^= w->rng << 13;
-    w->rng ^= w->rng >> 7;
-    w->rng ^= w->rng << 17;
-    int j = (int)(w->rng % 64);
+    uint64_t r = xorshift(&w->rng);
+    int j = (int)(r % 64);
     if (live[j]) {
       if (cuMemFree(live[j]) != CUDA_SUCCESS) w->failed = 1;
       live[j] = 0;
-    } else if (cuMemAlloc(&live[j], 512 + (size_t)(w->rng >> 40) % (12 * MiB)) != CUDA_SUCCESS) {
+    } else if (cuMemAlloc(&live[j], 512 + (size_t)(r >> 40) % (12 * MiB)) != CUDA_SUCCESS) {
       live[j] = 0;   /* a full card or limit: the program's own refusal */
     }
     atomic_fetch_add(&w->ops, 1);
