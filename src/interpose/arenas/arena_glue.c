@@ -536,9 +536,10 @@ static uint64_t current_handle(void) {
 }
 
 /* Caller holds the registry's read lock. a's one piece when the card's
- * other arenas give back what they can (total: what all of them can). */
+ * other arenas give back what they can (total: what all of them could a
+ * moment ago; other threads may have moved a's own figure since). */
 static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t total) {
-  uint64_t others = total - vs_arena_reclaimable(a), r = room + others;
+  uint64_t own = vs_arena_reclaimable(a), others = total > own ? total - own : 0, r = room + others;
   return vs_arena_one_piece(a, r < room ? UINT64_MAX : r);
 }
 
