@@ -536,10 +536,9 @@ static uint64_t current_handle(void) {
 }
 
 /* Caller holds the registry's read lock. a's one piece when the card's
- * other arenas give back what they can (total: what all of them could a
- * moment ago; other threads may have moved a's own figure since). */
-static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t total) {
-  uint64_t own = vs_arena_reclaimable(a), others = total > own ? total - own : 0, r = room + others;
+ * other arenas give back `others` bytes. */
+static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t others) {
+  uint64_t r = room + others;
   return vs_arena_one_piece(a, r < room ? UINT64_MAX : r);
 }
 
@@ -562,19 +561,24 @@ int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
      * them: memory_service.c); with another card's context current, the
      * best of the card's arenas. */
     cur = current_handle();
+    uint64_t cur_own = 0;
     for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
       vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
       if (!a) continue;
-      total += vs_arena_reclaimable(a);
-      if (c->handle == cur) cur_arena = a;
+      uint64_t own = vs_arena_reclaimable(a);
+      total += own;
+      if (c->handle == cur) cur_arena = a, cur_own = own;
     }
     if (cur_arena) {
-      *bytes = piece_beside(cur_arena, room, total);
+      *bytes = piece_beside(cur_arena, room, total - cur_own);
     } else {
+      /* Rare (no context of this card current): each arena walked again for
+       * its own share; other threads may have moved it since the sum. */
       *bytes = 0;
       for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
         vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
-        uint64_t piece = a ? piece_beside(a, room, total) : 0;
+        if (!a) continue;
+        uint64_t own = vs_arena_reclaimable(a), piece = piece_beside(a, room, total > own ? total - own : 0);
         if (piece > *bytes) *bytes = piece;
       }
     }
