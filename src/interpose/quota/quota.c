@@ -341,14 +341,14 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * their OOM ladder can give it back or a request fits in it, not where
      * a live block pins its chunk or handle; a growth comes in whole
      * granules (docs/config.md, "The view"). */
-    uint64_t room = f, after = 0, t2 = 0;
+    uint64_t room = f, after = 0;
     (void)arena_one_piece(card, room, &f);
     /* Another thread's growth charged between the books' reading and the
      * arenas' walk, and freed before the walk, would count twice (in the
      * stale room and as cache to give back): the books read again lower
      * the answer by what the room fell meanwhile (one piece never moves
      * by more than its room does). */
-    if (vs_tenant_view(s, card, 0, &after, &t2) == 0 && after < room) f = f > room - after ? f - (room - after) : 0;
+    if (vs_tenant_view(s, card, 0, &after, NULL) == 0 && after < room) f = f > room - after ? f - (room - after) : 0;
     if (f > tot) f = tot;
     *free_bytes = f;
     vs_quota_refresh_live(card);
