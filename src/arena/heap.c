@@ -214,11 +214,12 @@ static void decay_note_reserved(vs_arena *a);
  * edge; the divisor swept 4/6/8/12/16 on the tuned half, an eighth the
  * best card per call there, and on the held-out half too
  * (docs/benchmarks-replay.md). Unmapped granules are always free VA: used
- * blocks lie on mapped granules only. */
-static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
+ * blocks lie on mapped granules only. whole (cannot_cover, below): the run
+ * in one new handle, no pooled one moved first. */
+static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, int whole) {
   vs_heap *h = &a->heap;
   uint64_t cap = VS_HANDLE_MAX;   /* pressure is only set under mu, by the caller: fixed for the run */
-  if (h->pressure) {
+  if (h->pressure && !whole) {
     cap = VS_HANDLE_PRESSURE;
 #if VS_HANDLE_PRESSURE_DIV
     if (n / VS_HANDLE_PRESSURE_DIV * h->G > cap) cap = n / VS_HANDLE_PRESSURE_DIV * h->G;
@@ -228,7 +229,7 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   while (n) {
     uint32_t best = 0, over = 0;
     uint64_t biggest = 0;
-    for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) {
+    for (uint32_t p = whole ? 0 : h->pool; p; p = h->h[p - 1].pnext) {
       uint64_t hs = h->h[p - 1].size;
       if (hs <= n * h->G) { if (!best || hs > h->h[best - 1].size) best = p; }
       else if (!over || hs < h->h[over - 1].size) over = p;
@@ -263,14 +264,33 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n) {
   return 0;
 }
 
+/* Caller holds mu. Whether the backend's room and the pooled handles
+ * together fall short of n unmapped granules: then the growth cannot
+ * succeed. Under pressure a run is covered by small handles, and a growth
+ * the backend refused part way had made (and then released) every handle
+ * before the refused one: at a tenant's limit under on_limit = spill, the
+ * demo's server made and released about five handles per spilled request.
+ * Such a run is asked for in one handle instead, so that the backend's
+ * refusal (the tenant's books: logged, waited on, spilled) comes first,
+ * before any handle is made; if the room was stale and it is granted
+ * after all, the run has one larger handle. */
+static int cannot_cover(vs_arena *a, uint64_t n) {
+  vs_heap *h = &a->heap;
+  if (!h->pressure || !a->be.room || n * h->G <= h->pool_bytes) return 0;
+  uint64_t room = a->be.room(a->be.ctx);
+  return room != UINT64_MAX && n * h->G - h->pool_bytes > room;
+}
+
 static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
   vs_heap *h = &a->heap;
-  uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1);
+  uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1), unmapped = 0;
+  for (uint64_t g = g0; g <= g1; g++) unmapped += !r->gmap[g];
+  int whole = unmapped && cannot_cover(a, unmapped);
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
     uint64_t e = g;
     while (e <= g1 && !r->gmap[e]) e++;
-    int rc = cover_run(a, r, g, e - g);
+    int rc = cover_run(a, r, g, e - g, whole);
     if (rc) return rc;
     g = e;
   }
