@@ -284,7 +284,8 @@ static int cannot_cover(vs_arena *a, uint64_t n) {
 static int map_range(vs_arena *a, vs_hregion *r, uint64_t addr, uint64_t size) {
   vs_heap *h = &a->heap;
   uint64_t g0 = gran(h, &r->tr, addr), g1 = gran(h, &r->tr, addr + size - 1), unmapped = 0;
-  for (uint64_t g = g0; g <= g1; g++) unmapped += !r->gmap[g];
+  if (h->pressure)   /* cannot_cover's only case */
+    for (uint64_t g = g0; g <= g1; g++) unmapped += !r->gmap[g];
   int whole = unmapped && cannot_cover(a, unmapped);
   for (uint64_t g = g0; g <= g1;) {
     if (r->gmap[g]) { g++; continue; }
