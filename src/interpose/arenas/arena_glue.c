@@ -360,6 +360,7 @@ static void each_ctx(int card, void (*fn)(vs_ctx *c, void *user), void *user) {
 }
 
 static vs_arena *arena_of(vs_ctx *c) { return atomic_load_explicit(&c->arena, memory_order_acquire); }
+static vs_arena *card_arena(vs_ctx *c, int card) { return c->card == card ? arena_of(c) : NULL; }
 
 static void trim_one(vs_ctx *c, void *keep) { trim_ctx(c, *(const uint64_t *)keep); }
 static void decay_one(vs_ctx *c, void *user) {
@@ -550,7 +551,7 @@ int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
   uint64_t cur = 0, total = 0;
   vs_ctx_read_lock();
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
-    vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+    vs_arena *a = card_arena(c, card);
     if (a) n++, last = a;
   }
   if (n == 1) {
@@ -563,7 +564,7 @@ int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
     cur = current_handle();
     uint64_t cur_own = 0;
     for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
-      vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+      vs_arena *a = card_arena(c, card);
       if (!a) continue;
       uint64_t own = vs_arena_reclaimable(a);
       total += own;
@@ -576,7 +577,7 @@ int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
        * its own share; other threads may have moved it since the sum. */
       *bytes = 0;
       for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
-        vs_arena *a = c->card == card ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+        vs_arena *a = card_arena(c, card);
         if (!a) continue;
         uint64_t own = vs_arena_reclaimable(a), piece = piece_beside(a, room, total > own ? total - own : 0);
         if (piece > *bytes) *bytes = piece;

@@ -87,8 +87,10 @@ int vs_arena_glue_vmm_pieces(uint64_t base, uint64_t size, vs_arena_piece_fn fn,
  * free memory rounds to the first arena's growth before it exists. */
 void vs_arena_glue_offer(void);
 /* The largest single allocation the arenas of card could serve with room
- * more bytes from the driver (vs_arena_one_piece of each context's arena;
- * the largest): the tenant's view of free memory. Returns how many arenas
+ * more bytes from the driver (vs_arena_one_piece of the current context's
+ * arena, beside what the card's other arenas would give back; with no
+ * context of the card current, the best of them): the tenant's view of
+ * free memory. Returns how many arenas
  * the card has; with none, *bytes is what the first one's growth could
  * take of room (room itself with the arena off). */
 int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes);
