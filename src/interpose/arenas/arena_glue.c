@@ -543,25 +543,25 @@ static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t others) {
   return vs_arena_one_piece(a, r < room ? UINT64_MAX : r);
 }
 
-int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
-  *bytes = first_growth(card, room);
-  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
+uint64_t vs_arena_glue_one_piece(int card, uint64_t room) {
+  uint64_t bytes = first_growth(card, room);
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return bytes;
   int n = 0;
   vs_arena *last = NULL, *cur_arena = NULL;
-  uint64_t cur = 0, total = 0;
+  uint64_t total = 0;
   vs_ctx_read_lock();
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
     vs_arena *a = card_arena(c, card);
     if (a) n++, last = a;
   }
   if (n == 1) {
-    *bytes = vs_arena_one_piece(last, room);
+    bytes = vs_arena_one_piece(last, room);
   } else if (n > 1) {
     /* Several contexts on the card: the request goes to the current one's
      * arena, which may grow by what the others give back (a refusal trims
      * them: memory_service.c); with another card's context current, the
      * best of the card's arenas. */
-    cur = current_handle();
+    uint64_t cur = current_handle();
     uint64_t cur_own = 0;
     for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
       vs_arena *a = card_arena(c, card);
@@ -571,21 +571,21 @@ int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes) {
       if (c->handle == cur) cur_arena = a, cur_own = own;
     }
     if (cur_arena) {
-      *bytes = piece_beside(cur_arena, room, total - cur_own);
+      bytes = piece_beside(cur_arena, room, total - cur_own);
     } else {
       /* Rare (no context of this card current): each arena walked again for
        * its own share; other threads may have moved it since the sum. */
-      *bytes = 0;
+      bytes = 0;
       for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
         vs_arena *a = card_arena(c, card);
         if (!a) continue;
         uint64_t own = vs_arena_reclaimable(a), piece = piece_beside(a, room, total > own ? total - own : 0);
-        if (piece > *bytes) *bytes = piece;
+        if (piece > bytes) bytes = piece;
       }
     }
   }
   vs_ctx_read_unlock();
-  return n;
+  return bytes;
 }
 
 int vs_arena_glue_on(int card) {

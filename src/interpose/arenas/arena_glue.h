@@ -90,10 +90,9 @@ void vs_arena_glue_offer(void);
  * more bytes from the driver (vs_arena_one_piece of the current context's
  * arena, beside what the card's other arenas would give back; with no
  * context of the card current, the best of them): the tenant's view of
- * free memory. Returns how many arenas
- * the card has; with none, *bytes is what the first one's growth could
- * take of room (room itself with the arena off). */
-int vs_arena_glue_one_piece(int card, uint64_t room, uint64_t *bytes);
+ * free memory. With no arena on the card yet, what the first one's
+ * growth could take of room (room itself with the arena off). */
+uint64_t vs_arena_glue_one_piece(int card, uint64_t room);
 /* 1 when cuMemAlloc on card is served by an arena (decided at its first
  * request; 0 before, and for arena = off). */
 int vs_arena_glue_on(int card);

@@ -42,11 +42,9 @@ static const vs_quota_observer *_Atomic g_observer;
 void vs_quota_set_cache(const vs_quota_cache *cache) { atomic_store(&g_cache, cache); }
 void vs_quota_set_observer(const vs_quota_observer *observer) { atomic_store(&g_observer, observer); }
 
-static int arena_one_piece(int card, uint64_t room, uint64_t *bytes) {
+static uint64_t arena_one_piece(int card, uint64_t room) {
   const vs_quota_cache *c = atomic_load_explicit(&g_cache, memory_order_acquire);
-  if (c) return c->one_piece(card, room, bytes);
-  *bytes = room;
-  return 0;
+  return c ? c->one_piece(card, room) : room;
 }
 
 static void arena_trim(int card) {
@@ -342,7 +340,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * a live block pins its chunk or handle; a growth comes in whole
      * granules (docs/config.md, "The view"). */
     uint64_t room = f, after = 0;
-    (void)arena_one_piece(card, room, &f);
+    f = arena_one_piece(card, room);
     /* Another thread's growth charged between the books' reading and the
      * arenas' walk, and freed before the walk, would count twice (in the
      * stale room and as cache to give back): the books read again lower

@@ -17,14 +17,14 @@
  * calls up: each registers here once it exists; src/LAYERS):
  *  - the arenas of a card (arenas/arena_glue.c, before the first arena is
  *    published): the largest single allocation they could serve with a
- *    given room from the books (one_piece: the view's free memory; returns
- *    how many arenas the card has, and without any the room itself), and
- *    their cache given back when another process of the tenant is about to
- *    be refused. Without arenas nothing is cached;
+ *    given room from the books (one_piece: the view's free memory; without
+ *    arenas the room itself), and their cache given back when another
+ *    process of the tenant is about to be refused. Without arenas nothing
+ *    is cached;
  *  - observation (observe/observe.c, at the shim's start): warn_at
  *    crossed, and the blocks spill.c serves and frees. */
 typedef struct vs_quota_cache {
-  int (*one_piece)(int card, uint64_t room, uint64_t *bytes);
+  uint64_t (*one_piece)(int card, uint64_t room);
   void (*trim)(int card, uint64_t keep_bytes);
 } vs_quota_cache;
 void vs_quota_set_cache(const vs_quota_cache *cache);
