@@ -117,6 +117,19 @@ static int free_after_ladder(const vs_tblock *b, const uint64_t *empty, size_t n
   return !b->req && nempty && bsearch(&b->addr, empty, nempty, sizeof *empty, cmp_u64);
 }
 
+/* Caller holds heap.mu. The first run of blocks free after the ladder
+ * from *b on, as [*lo, *hi); *b moves past it. 0 when there is none. */
+static int free_run(vs_tblock **b, const uint64_t *empty, size_t nempty, uint64_t *lo, uint64_t *hi) {
+  vs_tblock *x = *b;
+  while (x && !free_after_ladder(x, empty, nempty)) x = x->next;
+  if (!x) return 0;
+  *lo = x->addr;
+  *hi = x->addr + x->size;
+  for (x = x->next; x && free_after_ladder(x, empty, nempty); x = x->next) *hi = x->addr + x->size;
+  *b = x;
+  return 1;
+}
+
 /* Caller holds heap.mu. Bytes the OOM ladder would give back: chunks wholly
  * free after it, or (VMM) pooled handles and mapped handles lying wholly
  * in a run of such blocks (trim_locked releases exactly these). */
@@ -132,11 +145,8 @@ static uint64_t ladder_bytes(vs_heap *h, const uint64_t *empty, size_t nempty) {
       if (whole) n += tr->size;
       continue;
     }
-    uint64_t top = tr->base + r->hiwater * h->G;
-    for (vs_tblock *b = tr->first; b && b->addr < top;) {
-      if (!free_after_ladder(b, empty, nempty)) { b = b->next; continue; }
-      uint64_t lo = b->addr, hi = b->addr + b->size;
-      for (b = b->next; b && free_after_ladder(b, empty, nempty); b = b->next) hi = b->addr + b->size;
+    uint64_t top = tr->base + r->hiwater * h->G, lo, hi;
+    for (vs_tblock *b = tr->first; free_run(&b, empty, nempty, &lo, &hi) && lo < top;) {
       for (uint64_t va = up(lo, h->G); va + h->G <= hi && va < top;) {
         uint32_t i = r->gmap[gran(h, tr, va)];
         if (!i) { va += h->G; continue; }
@@ -176,11 +186,9 @@ static uint64_t run_piece(vs_heap *h, vs_tregion *tr, uint64_t lo, uint64_t hi, 
  * regions could take with budget bytes to map (run_piece), if more than
  * best. */
 static uint64_t runs_piece(vs_heap *h, uint64_t budget, uint64_t best, const uint64_t *empty, size_t nempty) {
+  uint64_t lo, hi;
   for (vs_tregion *tr = h->t[0].regions; tr; tr = tr->rnext)
-    for (vs_tblock *b = tr->first; b;) {
-      if (!free_after_ladder(b, empty, nempty)) { b = b->next; continue; }
-      uint64_t lo = b->addr, hi = b->addr + b->size;
-      for (b = b->next; b && free_after_ladder(b, empty, nempty); b = b->next) hi = b->addr + b->size;
+    for (vs_tblock *b = tr->first; free_run(&b, empty, nempty, &lo, &hi);) {
       if (hi - lo <= best) continue;   /* a piece never passes its run */
       uint64_t n = run_piece(h, tr, lo, hi, budget);
       if (n > best) best = n;
