@@ -196,6 +196,63 @@ static uint64_t runs_piece(vs_heap *h, uint64_t budget, uint64_t best, const uin
   return best;
 }
 
+/* Caller holds heap.mu; VMM. Whether granule g (below the high-water
+ * mark) of the free run [lo, hi) costs a granule of new memory after the
+ * ladder: unmapped, or mapped by a handle lying wholly in the run (the
+ * ladder releases it). A handle a live block pins stays and costs nothing. */
+static int costly(const vs_heap *h, const vs_hregion *r, uint64_t g, uint64_t lo, uint64_t hi) {
+  uint32_t i = r->gmap[g];
+  if (!i) return 1;
+  const vs_handle *x = &h->h[i - 1];
+  return x->va >= lo && x->va + x->size <= hi;
+}
+
+/* Caller holds heap.mu; VMM. The longest stretch of the free run [lo, hi)
+ * of region tr whose costly granules (above) number at most budget / G:
+ * every placement in the run, not only at its start as run_piece (a stretch
+ * ending on the free granules of a pinned handle at the run's end counts
+ * too). Two pointers over the mapped granules; the never-mapped tail from
+ * the high-water mark on costs every granule, so the stretches reaching
+ * into it are counted per start without walking it. */
+static uint64_t run_window(const vs_heap *h, vs_tregion *tr, uint64_t lo, uint64_t hi, uint64_t budget) {
+  const vs_hregion *r = hr(tr);
+  const uint64_t G = h->G, k = budget / G, g0 = gran(h, tr, lo), gend = gran(h, tr, hi - 1) + 1;
+  const uint64_t tail = g0 > r->hiwater ? g0 : r->hiwater, mend = gend < tail ? gend : tail;
+  uint64_t best = 0, used = 0;
+  for (uint64_t i = g0, j = g0; j < mend; j++) {
+    used += costly(h, r, j, lo, hi);
+    while (used > k) used -= costly(h, r, i++, lo, hi);
+    uint64_t s = tr->base + i * G, e = tr->base + (j + 1) * G;
+    if (s < lo) s = lo;
+    if (e > hi) e = hi;
+    if (i <= j && e - s > best) best = e - s;
+  }
+  if (gend <= tail) return best;
+  uint64_t c = 0;   /* costly granules in [i, tail) */
+  for (uint64_t i = tail + 1; i-- > g0;) {
+    if (i < tail) c += costly(h, r, i, lo, hi);
+    if (c > k) break;
+    uint64_t t = k - c < gend - tail ? k - c : gend - tail;
+    uint64_t s = tr->base + i * G, e = tr->base + (tail + t) * G;
+    if (s < lo) s = lo;
+    if (e > hi) e = hi;
+    if (e > s && e - s > best) best = e - s;
+  }
+  return best;
+}
+
+uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room) {
+  if (!h->vmm) return UINT64_MAX;
+  uint64_t back = ladder_bytes(h, NULL, 0), budget = room + back < room ? UINT64_MAX : room + back, best = 0, lo, hi;
+  for (vs_tregion *tr = h->t[0].regions; tr; tr = tr->rnext)
+    for (vs_tblock *b = tr->first; free_run(&b, NULL, 0, &lo, &hi);) {
+      if (hi - lo <= best) continue;
+      uint64_t n = run_window(h, tr, lo, hi, budget);
+      if (n > best) best = n;
+    }
+  return best;
+}
+
 /* Bases of the slabs without a live slot (their pending slots are free
  * after the ladder's sync), sorted; at most EMPTY_SLABS_MAX. Bins before the
  * heap (the lock order): a slab emptied or filled in between moves an

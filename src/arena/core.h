@@ -348,6 +348,10 @@ uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay
 uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
 void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */
+/* Caller holds mu; after the OOM ladder's sync and slab trim. At least the
+ * largest request its retry could place with room bytes from the backend
+ * and what its trim would release (VMM; UINT64_MAX in chunks mode). */
+uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room);
 int vs_heap_check(vs_arena *a, char *err, size_t len);      /* caller holds mu */
 int vs_heap_mapped(vs_heap *h, vs_hregion *r, uint64_t addr, uint64_t size);
 vs_tblock *vs_heap_used(vs_heap *h, uint64_t addr);           /* caller holds mu */

@@ -331,6 +331,30 @@ static int steal_one(vs_arena *a, uint32_t i) {
   vs_arena_unsafe_leave(a);
   return a->heap.steal_want == 0;
 }
+/* Counts a handle a steal could move against steal_want; enough, the walk
+ * stops. */
+static int count_one(vs_arena *a, uint32_t i) {
+  uint64_t s = a->heap.h[i].size;
+  a->heap.steal_want = s >= a->heap.steal_want ? 0 : a->heap.steal_want - s;
+  return a->heap.steal_want == 0;
+}
+
+/* Caller holds mu; under pressure. Whether the free handles a steal could
+ * move under [p, p + size), the pooled ones and the backend's room
+ * together fall short of need: then moving any of them only makes the
+ * refusal dearer (an unmap now, a map and an access when the next request
+ * takes the handle from the pool): a server at its tenant's limit under
+ * on_limit = spill moved about three handles per step this way. */
+static int steal_short(vs_arena *a, uint64_t need, uint64_t p, uint64_t size) {
+  vs_heap *h = &a->heap;
+  if (!a->be.room) return 0;
+  uint64_t room = a->be.room(a->be.ctx), short_by = need - h->pool_bytes;
+  if (room == UINT64_MAX || short_by <= room) return 0;
+  h->steal_want = short_by - room;
+  free_handles(h, p, p + size, count_one, a);
+  return h->steal_want != 0;
+}
+
 static int trim_one(vs_arena *a, uint32_t i) {
   if (!vs_arena_unsafe_enter(a)) return 1;
   if (unmap_handle(a, i) == 0) {
@@ -887,6 +911,23 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
   if ((room > grow ? room - grow : 0) < keep_free) h->pressure = 1;
 }
 
+/* Caller holds mu; VMM, after the ladder's sync and slab trim. Whether
+ * its trim and retry cannot place want bytes: not even the best placement,
+ * with the backend's room and every handle the trim would release to map,
+ * fits (vs_heap_ladder_piece, an upper bound). Then the cache stays: a
+ * trim released it, the retry was refused all the same, and the next
+ * requests made the same handles again (a server at its tenant's limit
+ * under on_limit = spill: ~640 handles released and made again per 300
+ * steps). A room the backend cannot say (UINT64_MAX) never skips. want
+ * is the request's size without its alignment slack: an aligned block
+ * needs a stretch of its size only (a slab, 2 MiB aligned, one granule). */
+static int ladder_futile(vs_arena *a, uint64_t want) {
+  vs_heap *h = &a->heap;
+  if (!h->vmm || !a->be.room) return 0;
+  uint64_t room = a->be.room(a->be.ctx);
+  return room != UINT64_MAX && vs_heap_ladder_piece(h, room) < want;
+}
+
 /* k: the TLSF (VS_HEAP_SMALL: small blocks without slabs, VMM only). */
 static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t align, int held_only,
                       uint64_t *addr, const vs_tregion **region) {
@@ -1026,7 +1067,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
        * had (issue 27, tenth round: chosen on half of the training
        * configurations, reported on the other half and on the serving
        * families, where one count moved: 113 -> 111 calls). */
-      if (h->pressure && h->pool_bytes < need) {   /* held: steal_one stops at the first handle */
+      if (h->pressure && h->pool_bytes < need && !steal_short(a, need, p, size)) {   /* held: steal_one stops */
         h->steal_want = need - h->pool_bytes;
         free_handles(h, p, p + size, steal_one, a);
       }
@@ -1116,6 +1157,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
     pthread_mutex_lock(&h->mu);
     vs_heap_reclaim(a);
+    if (k == 0 && ladder_futile(a, size)) { rc = VS_BACKEND_OOM; break; }
     trim_locked(a, 0, 0);
     rc = 0;
   }

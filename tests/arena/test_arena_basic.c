@@ -371,6 +371,108 @@ static void arena_refused_growth_makes_no_handle(void **s) {
   fx_close(&f);
 }
 
+/* What a 512 MiB space backend still grants. */
+static uint64_t room_of(fixture *f) {
+  vs_space_counters c;
+  vs_space_backend_counters(f->sb, &c);
+  return 512 * MiB - c.held;
+}
+
+/* The OOM ladder keeps its cache where its retry cannot fit (heap.c,
+ * ladder_futile). A 64 MiB wholly free handle beside a live 64 MiB block
+ * on a 256 MiB card: a 200 MiB request cannot fit even with the handle
+ * released (room ~120 MiB + 64 MiB). Refused with nothing released or
+ * moved, and the handle then serves a 64 MiB request with no new one made
+ * (before: the ladder released it, and the next request made it again). */
+static void arena_futile_ladder_keeps_cache(void **s) {
+  (void)s;
+  fixture f;
+  uint64_t a, b, x;
+  vs_space_counters c0, c;
+  fx_open(&f, VS_ARENA_VMM, 256 * MiB, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
+  assert_int_equal(vs_arena_free(f.a, a), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c0);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, 200 * MiB, &x), VS_BACKEND_OOM);
+    CHECK(f.a);
+  }
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.phys_release, c0.phys_release);
+  assert_int_equal(c.held, c0.held);
+  /* Nor moved under the refused block first (heap.c, steal_short). */
+  assert_int_equal(c.unmap, c0.unmap);
+  assert_int_equal(c.map, c0.map);
+  c0 = c;
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.phys_create, c0.phys_create);
+  assert_int_equal(c.oom, c0.oom);
+  /* A request that fits once the cache is given back is still granted. */
+  assert_int_equal(vs_arena_free(f.a, a), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 150 * MiB, &x), 0);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  assert_int_equal(vs_arena_free(f.a, b), 0);
+  fx_close(&f);
+}
+
+/* vs_heap_ladder_piece is an upper bound: after random traffic near a
+ * full 512 MiB card, with the whole cache given back, a request one byte
+ * longer than the piece it named is refused (were it low, the ladder
+ * would keep a cache whose release let the request fit), and the piece
+ * itself mostly granted (a bound that is no use would skip no ladder). */
+static void arena_ladder_piece_bounds_retry(void **s) {
+  (void)s;
+  fixture f;
+  fx_open(&f, VS_ARENA_VMM, 512 * MiB, 64 * MiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  uint64_t live[64] = {0}, seed = 91, x;
+  int checked = 0, granted = 0;
+  for (int round = 0; round < 60; round++) {
+    for (int i = 0; i < 16; i++) {
+      int j = (int)(rng_next(&seed) % 64);
+      if (live[j]) {
+        assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+        live[j] = 0;
+      } else {
+        uint64_t k = rng_next(&seed) % 10, size = k < 4 ? 1 + rng_next(&seed) % (64 << 10)
+                                                 : k < 8 ? (64 << 10) + rng_next(&seed) % (8 * MiB)
+                                                         : 8 * MiB + rng_next(&seed) % (56 * MiB);
+        if (vs_arena_alloc(f.a, size, &live[j]) != 0) live[j] = 0;
+      }
+    }
+    vs_slab_trim(f.a);
+    vs_heap *h = &f.a->heap;
+    pthread_mutex_lock(&h->mu);
+    vs_heap_reclaim(f.a);
+    uint64_t piece = vs_heap_ladder_piece(h, room_of(&f));
+    pthread_mutex_unlock(&h->mu);
+    vs_arena_trim(f.a, 0);
+    CHECK(f.a);
+    if (piece < 8 * MiB || piece >= 512 * MiB) continue;
+    checked++;
+    if (vs_arena_alloc(f.a, piece + 1, &x) == 0)
+      fail_msg("round %d: %llu bytes granted beyond the ladder's piece", round, (unsigned long long)piece);
+    CHECK(f.a);
+    /* Not a vacuous bound: the piece itself is mostly granted. */
+    if (vs_arena_alloc(f.a, piece, &x) == 0) {
+      granted++;
+      assert_int_equal(vs_arena_free(f.a, x), 0);
+    }
+    CHECK(f.a);
+  }
+  assert_true(checked >= 20);
+  assert_true(granted * 2 >= checked);
+  for (int j = 0; j < 64; j++)
+    if (live[j]) assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+  fx_close(&f);
+}
+
 /* A VMM arena on a card of `card` bytes holding two 64 MiB blocks' worth,
  * the first freed (a wholly free handle) and the second, *b, live; *c0 the
  * backend's counters then. */
@@ -692,12 +794,6 @@ static void arena_tlsf_table_kept_when_empty(void **state) {
  * backend's room. Whatever it says is granted in one allocation (at once,
  * with a block pinning its chunk or handle, and after random traffic); a
  * chunk a live block pins counts only as far as one request fits in it. */
-static uint64_t room_of(fixture *f) {
-  vs_space_counters c;
-  vs_space_backend_counters(f->sb, &c);
-  return 512 * MiB - c.held;
-}
-
 static void take_one_piece(fixture *f, const char *when) {
   uint64_t n = vs_arena_one_piece(f->a, room_of(f)), p;
   if (!n) return;
@@ -767,6 +863,7 @@ int main(void) {
       cmocka_unit_test(arena_pressure_counts_largest),
       cmocka_unit_test(arena_pressure_counts_largest_and_half),
       cmocka_unit_test(arena_pressure_handles_eighth), cmocka_unit_test(arena_refused_growth_makes_no_handle),
+      cmocka_unit_test(arena_futile_ladder_keeps_cache), cmocka_unit_test(arena_ladder_piece_bounds_retry),
       cmocka_unit_test(arena_empty_slabs_before_growth_vmm), cmocka_unit_test(arena_empty_slabs_before_growth_chunks),
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
