@@ -157,7 +157,22 @@ static int w_pool(const char *kind) {
   CHECK(r == CUDA_SUCCESS, "56 MiB once the threshold gave the pool's memory back: %d", (int)r);
   CHECK(cuMemFree(big) == CUDA_SUCCESS, "free");
 
-  /* 5. A destroyed pool gives back what it kept. */
+  /* 5. The view's whole free from the pool is granted, as the driver
+   * grants its own: the books' free comes in whole 2 MiB pieces, which a
+   * pool grows by (a 1000-byte pitch allocation leaves the books at no
+   * multiple of them; before, that growth was refused). */
+  CUdeviceptr pt;
+  size_t pitch = 0, fr = 0, to = 0;
+  CHECK(cuMemAllocPitch(&pt, &pitch, 1000, 1, 4) == CUDA_SUCCESS, "pitch");
+  CHECK(cuMemGetInfo(&fr, &to) == CUDA_SUCCESS, "cuMemGetInfo");
+  CHECK(fr > 0 && fr % (2 * MiB) == 0, "free %zu in whole 2 MiB pieces", fr);
+  r = pool_alloc(kind, &a, fr, pool, s);
+  WITHIN_LIMIT("the view's free from the pool");
+  CHECK(r == CUDA_SUCCESS, "the view's free (%zu bytes) from the pool: %d", fr, (int)r);
+  CHECK(cuMemFreeAsync(a, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS, "free");
+  CHECK(cuMemFree(pt) == CUDA_SUCCESS, "pitch free");
+
+  /* 6. A destroyed pool gives back what it kept. */
   if (strcmp(kind, "default") != 0) {
     CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) == CUDA_SUCCESS, "threshold");
     CHECK(pool_alloc(kind, &a, 16 * MiB, pool, s) == CUDA_SUCCESS, "16 MiB");

@@ -297,6 +297,8 @@ void vs_quota_uncharge(int card, uint64_t n) {
   vs_quota_refresh_live(card);
 }
 
+#define VIEW_UNIT ((uint64_t)2 << 20)
+
 /* The view; the driver's own figures for the card come from drv_free /
  * drv_total when the caller has them (NVML's, for any card), else from
  * cuMemGetInfo (the current context's card: what cuMemGetInfo asks). */
@@ -332,6 +334,10 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
         vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
       }
     }
+    /* The books bind (a limit, others' reservations): their room comes in
+     * whole 2 MiB pieces (below). Where the driver's free binds, it stands
+     * as the driver gives it. */
+    int books_bind = !(r == CUDA_SUCCESS && (uint64_t)df <= f);
     if (r == CUDA_SUCCESS && (uint64_t)df < f) f = (uint64_t)df;
     if (r == CUDA_SUCCESS && whole_card) tot = dt;
     /* Free is what one allocation can take: the program sizes one by it
@@ -348,6 +354,10 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * by more than its room does). */
     if (vs_tenant_view(s, card, 0, &after, NULL) == 0 && after < room) f = f > room - after ? f - (room - after) : 0;
     if (f > tot) f = tot;
+    /* A pool grows by whole 2 MiB pieces (pool_charge.c): a cuMemAllocAsync
+     * of a books' free that is no multiple of them was refused, where the
+     * driver alone grants its own free (which moves by whole pages). */
+    if (books_bind) f = f / VIEW_UNIT * VIEW_UNIT;
     *free_bytes = f;
     vs_quota_refresh_live(card);
   }
