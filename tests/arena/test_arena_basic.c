@@ -329,6 +329,15 @@ static void arena_pressure_handles_eighth(void **s) {
   fx_close(&f);
 }
 
+/* Between two readings of the backend's counters nothing was released,
+ * mapped, unmapped or held anew. */
+static void nothing_moved(const vs_space_counters *c0, const vs_space_counters *c) {
+  assert_int_equal(c->phys_release, c0->phys_release);
+  assert_int_equal(c->map, c0->map);
+  assert_int_equal(c->unmap, c0->unmap);
+  assert_int_equal(c->held, c0->held);
+}
+
 /* Under pressure a run is covered by small handles (an eighth of it), and
  * a growth the backend could not grant in full made every handle before
  * the refused one, then released them (heap.c, cannot_cover): at a
@@ -357,9 +366,7 @@ static void arena_refused_growth_makes_no_handle(void **s) {
    * too; the shim's quota refuses one before the driver is called). */
   assert_true(c.oom > c0.oom);
   assert_int_equal(c.phys_create - c0.phys_create, c.oom - c0.oom);
-  assert_int_equal(c.phys_release, c0.phys_release);
-  assert_int_equal(c.map, c0.map);
-  assert_int_equal(c.held, c0.held);
+  nothing_moved(&c0, &c);
   c0 = c;
   assert_int_equal(vs_arena_alloc(f.a, 40 * MiB, &ok), 0);
   CHECK(f.a);
@@ -371,6 +378,28 @@ static void arena_refused_growth_makes_no_handle(void **s) {
   fx_close(&f);
 }
 
+/* Sixteen random steps over the 64 slots of live: a slot holding a block
+ * frees it, an empty one allocates 1 B to 56 MiB (left empty if refused). */
+static void random_steps(fixture *f, uint64_t *live, uint64_t *seed) {
+  for (int i = 0; i < 16; i++) {
+    int j = (int)(rng_next(seed) % 64);
+    if (live[j]) {
+      assert_int_equal(vs_arena_free(f->a, live[j]), 0);
+      live[j] = 0;
+    } else {
+      uint64_t k = rng_next(seed) % 10, size = k < 5 ? 1 + rng_next(seed) % (64 << 10)
+                                              : k < 9 ? (64 << 10) + rng_next(seed) % (8 * MiB)
+                                                      : 8 * MiB + rng_next(seed) % (48 * MiB);
+      if (vs_arena_alloc(f->a, size, &live[j]) != 0) live[j] = 0;
+    }
+  }
+}
+
+static void free_slots(fixture *f, uint64_t *live) {
+  for (int j = 0; j < 64; j++)
+    if (live[j]) assert_int_equal(vs_arena_free(f->a, live[j]), 0);
+}
+
 /* What a 512 MiB space backend still grants. */
 static uint64_t room_of(fixture *f) {
   vs_space_counters c;
@@ -378,54 +407,12 @@ static uint64_t room_of(fixture *f) {
   return 512 * MiB - c.held;
 }
 
-/* The OOM ladder keeps its cache where its retry cannot fit (heap.c,
- * ladder_futile). A 64 MiB wholly free handle beside a live 64 MiB block
- * on a 256 MiB card: a 200 MiB request cannot fit even with the handle
- * released (room ~120 MiB + 64 MiB). Refused with nothing released or
- * moved, and the handle then serves a 64 MiB request with no new one made
- * (before: the ladder released it, and the next request made it again). */
-static void arena_futile_ladder_keeps_cache(void **s) {
-  (void)s;
-  fixture f;
-  uint64_t a, b, x;
-  vs_space_counters c0, c;
-  fx_open(&f, VS_ARENA_VMM, 256 * MiB, GiB);
-  vs_arena_set_stream_ordered(f.a, 1);
-  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
-  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &b), 0);
-  assert_int_equal(vs_arena_free(f.a, a), 0);
-  CHECK(f.a);
-  vs_space_backend_counters(f.sb, &c0);
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(vs_arena_alloc(f.a, 200 * MiB, &x), VS_BACKEND_OOM);
-    CHECK(f.a);
-  }
-  vs_space_backend_counters(f.sb, &c);
-  assert_int_equal(c.phys_release, c0.phys_release);
-  assert_int_equal(c.held, c0.held);
-  /* Nor moved under the refused block first (heap.c, steal_short). */
-  assert_int_equal(c.unmap, c0.unmap);
-  assert_int_equal(c.map, c0.map);
-  c0 = c;
-  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
-  CHECK(f.a);
-  vs_space_backend_counters(f.sb, &c);
-  assert_int_equal(c.phys_create, c0.phys_create);
-  assert_int_equal(c.oom, c0.oom);
-  /* A request that fits once the cache is given back is still granted. */
-  assert_int_equal(vs_arena_free(f.a, a), 0);
-  assert_int_equal(vs_arena_alloc(f.a, 150 * MiB, &x), 0);
-  CHECK(f.a);
-  assert_int_equal(vs_arena_free(f.a, x), 0);
-  assert_int_equal(vs_arena_free(f.a, b), 0);
-  fx_close(&f);
-}
-
 /* vs_heap_ladder_piece is an upper bound: after random traffic near a
- * full 512 MiB card, with the whole cache given back, a request one byte
- * longer than the piece it named is refused (were it low, the ladder
- * would keep a cache whose release let the request fit), and the piece
- * itself mostly granted (a bound that is no use would skip no ladder). */
+ * full 512 MiB card (random_steps), with the whole cache given back, a
+ * request one byte longer than the piece it named is refused (were it
+ * low, the ladder would keep a cache whose release let the request fit),
+ * and the piece itself mostly granted (a bound that is no use would skip
+ * no ladder). */
 static void arena_ladder_piece_bounds_retry(void **s) {
   (void)s;
   fixture f;
@@ -434,18 +421,7 @@ static void arena_ladder_piece_bounds_retry(void **s) {
   uint64_t live[64] = {0}, seed = 91, x;
   int checked = 0, granted = 0;
   for (int round = 0; round < 60; round++) {
-    for (int i = 0; i < 16; i++) {
-      int j = (int)(rng_next(&seed) % 64);
-      if (live[j]) {
-        assert_int_equal(vs_arena_free(f.a, live[j]), 0);
-        live[j] = 0;
-      } else {
-        uint64_t k = rng_next(&seed) % 10, size = k < 4 ? 1 + rng_next(&seed) % (64 << 10)
-                                                 : k < 8 ? (64 << 10) + rng_next(&seed) % (8 * MiB)
-                                                         : 8 * MiB + rng_next(&seed) % (56 * MiB);
-        if (vs_arena_alloc(f.a, size, &live[j]) != 0) live[j] = 0;
-      }
-    }
+    random_steps(&f, live, &seed);
     vs_slab_trim(f.a);
     vs_heap *h = &f.a->heap;
     pthread_mutex_lock(&h->mu);
@@ -468,8 +444,7 @@ static void arena_ladder_piece_bounds_retry(void **s) {
   }
   assert_true(checked >= 20);
   assert_true(granted * 2 >= checked);
-  for (int j = 0; j < 64; j++)
-    if (live[j]) assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+  free_slots(&f, live);
   fx_close(&f);
 }
 
@@ -486,6 +461,40 @@ static void open_with_free_handle(fixture *f, uint64_t card, uint64_t *b, vs_spa
   CHECK(f->a);
   vs_space_backend_counters(f->sb, c0);
   assert_true(c0->held >= 128 * MiB && c0->held < 160 * MiB);   /* b may have grown a step */
+}
+
+/* The OOM ladder keeps its cache where its retry cannot fit (heap.c,
+ * ladder_futile). A 64 MiB wholly free handle beside a live 64 MiB block
+ * on a 256 MiB card (open_with_free_handle): a 200 MiB request cannot fit
+ * even with the handle released (room at most 128 MiB + 64 MiB). Refused
+ * with nothing released or moved, and the handle then serves a 64 MiB
+ * request with no new one made (before: the ladder released it, and the
+ * next request made it again). */
+static void arena_futile_ladder_keeps_cache(void **s) {
+  (void)s;
+  fixture f;
+  uint64_t a, b, x;
+  vs_space_counters c0, c;
+  open_with_free_handle(&f, 256 * MiB, &b, &c0);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(vs_arena_alloc(f.a, 200 * MiB, &x), VS_BACKEND_OOM);
+    CHECK(f.a);
+  }
+  vs_space_backend_counters(f.sb, &c);
+  nothing_moved(&c0, &c);   /* nor moved under the refused block first (heap.c, steal_short) */
+  c0 = c;
+  assert_int_equal(vs_arena_alloc(f.a, 64 * MiB, &a), 0);
+  CHECK(f.a);
+  vs_space_backend_counters(f.sb, &c);
+  assert_int_equal(c.phys_create, c0.phys_create);
+  assert_int_equal(c.oom, c0.oom);
+  /* A request that fits once the cache is given back is still granted. */
+  assert_int_equal(vs_arena_free(f.a, a), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 150 * MiB, &x), 0);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  assert_int_equal(vs_arena_free(f.a, b), 0);
+  fx_close(&f);
 }
 
 /* A card nearly full is treated as one that has refused (heap.c,
@@ -826,24 +835,12 @@ static void one_piece(vs_arena_mode mode) {
   assert_int_equal(vs_arena_free(f.a, odd), 0);
   uint64_t live[64] = {0}, seed = 27;
   for (int round = 0; round < 40; round++) {
-    for (int i = 0; i < 16; i++) {
-      int j = (int)(rng_next(&seed) % 64);
-      if (live[j]) {
-        assert_int_equal(vs_arena_free(f.a, live[j]), 0);
-        live[j] = 0;
-      } else {
-        uint64_t k = rng_next(&seed) % 10, size = k < 5 ? 1 + rng_next(&seed) % (64 << 10)
-                                                 : k < 9 ? (64 << 10) + rng_next(&seed) % (8 * MiB)
-                                                         : 8 * MiB + rng_next(&seed) % (48 * MiB);
-        if (vs_arena_alloc(f.a, size, &live[j]) != 0) live[j] = 0;
-      }
-    }
+    random_steps(&f, live, &seed);
     char when[32];
     snprintf(when, sizeof when, "round %d", round);
     take_one_piece(&f, when);
   }
-  for (int j = 0; j < 64; j++)
-    if (live[j]) assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+  free_slots(&f, live);
   fx_close(&f);
 }
 
