@@ -84,6 +84,15 @@ int vs_arena_stream_ordered(vs_arena *a);
 uint64_t vs_arena_sync_ticket(vs_arena *a);
 void vs_arena_synced_to(vs_arena *a, uint64_t ticket);
 
+/* Memory outside the arena that the device may still be using when it is
+ * freed (the shim's spilled host blocks, kept for reuse) waits as a
+ * pending block does: a stamp at its free, and vs_arena_hold_settled says, by
+ * the same syncs (the arena's, or the program's through
+ * vs_arena_synced_to), whether the device is done with it, making one sync
+ * where none has come since (none while the backend holds: 0 then). */
+uint64_t vs_arena_hold_stamp(vs_arena *a);
+int vs_arena_hold_settled(vs_arena *a, uint64_t stamp);
+
 /* The lane: stream-ordered allocation on one stream (the shim's lane is the
  * legacy default stream of the arena's context, named in cuMemAllocAsync /
  * cuMemFreeAsync). Out of stream order, a lane free is reusable at once by

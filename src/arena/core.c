@@ -32,6 +32,14 @@ uint64_t vs_arena_stamp(vs_arena *a) {
 }
 int vs_arena_ready(vs_arena *a, uint64_t stamp) { return stamp < atomic_load(&a->sync_done); }
 
+uint64_t vs_arena_hold_stamp(vs_arena *a) { return vs_arena_stamp(a); }
+
+int vs_arena_hold_settled(vs_arena *a, uint64_t stamp) {
+  if (vs_arena_ready(a, stamp)) return 1;
+  vs_arena_sync(a);
+  return vs_arena_ready(a, stamp);
+}
+
 int vs_arena_sync(vs_arena *a) {
   /* Every pending block is ready already (the program's own syncs made it
    * so): a sync would make nothing reusable, so none is made. */

@@ -11,9 +11,12 @@
  *   shim_spill case threads ARENA WORKDIR TOOL  4 threads spilling and freeing at once (label concurrent)
  *   shim_spill threads                          worker (below)
  *   shim_spill case ctxend ARENA WORKDIR TOOL   a context that ends holding a spilled block gives it back
- *   shim_spill ctxspill                         worker (below) */
+ *   shim_spill ctxspill                         worker (below)
+ *   shim_spill case reuse ARENA WORKDIR TOOL    a freed spilled block serves the next spill once the device is done
+ *   shim_spill reuse ARENA                      worker (below) */
 #include "tenant_proc.h"
 #include "tp_json.h"
+#include "vramsim.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -483,6 +486,66 @@ static int case_ctxend(const char *arena) {
   return 0;
 }
 
+/* Kept spilled blocks (spill.h), under a 64 MiB limit with 56 MiB on the
+ * device and the sim's stream operations each 20 ms late
+ * (VRAMSIM_ASYNC_DELAY_US). Requests above the limit are refused at once,
+ * with no OOM ladder, whose sync would hide the case: a spilled 80 MiB
+ * block is freed while a memset of 0xAA on another stream is still queued
+ * on it, and a 70 MiB request spills next. With an arena the kept block
+ * serves it, with no new host memory, and only once that memset is done:
+ * the program's own 0x55 is what it reads back (handed out at once, the
+ * late memset would overwrite it). Without an arena (off) the block went
+ * back to the host. Then every spilled block freed: the last one takes the
+ * kept ones back to the host. */
+static int w_reuse(const char *arena) {
+  tp_cuda_up();
+  int arena_on = strcmp(arena, "off") != 0;
+  CUdeviceptr dev, big, a, b;
+  CHECK(cuMemAlloc(&dev, 56 * MiB) == CUDA_SUCCESS && mem_type(dev) == CU_MEMORYTYPE_DEVICE, "56 MiB on the device");
+  CHECK(cuMemAlloc(&big, 400 * MiB) == CUDA_SUCCESS && mem_type(big) == CU_MEMORYTYPE_HOST, "400 MiB spilled");
+  CHECK(cuMemAlloc(&a, 80 * MiB) == CUDA_SUCCESS && mem_type(a) == CU_MEMORYTYPE_HOST, "80 MiB spilled");
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "stream");
+  uint64_t allocs = vramsim_calls("cuMemHostAlloc");
+  CHECK(cuMemsetD8Async(a, 0xAA, 80 * MiB, s) == CUDA_SUCCESS, "a late memset on the block");
+  CHECK(cuMemFree(a) == CUDA_SUCCESS, "free it at once");
+  CHECK(cuMemAlloc(&b, 70 * MiB) == CUDA_SUCCESS && mem_type(b) == CU_MEMORYTYPE_HOST, "70 MiB spilled");
+  uint64_t made = vramsim_calls("cuMemHostAlloc") - allocs;
+  if (arena_on)
+    CHECK(b == a && made == 0, "the kept block serves it (%llu host allocations)", (unsigned long long)made);
+  else
+    CHECK(made == 1, "no arena: new host memory (%llu host allocations)", (unsigned long long)made);
+  CHECK(cuMemsetD8(b, 0x55, 70 * MiB) == CUDA_SUCCESS, "the program's own bytes");
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "the other stream done");
+  unsigned char *buf = malloc(70 * MiB);
+  CHECK(buf && cuMemcpyDtoH(buf, b, 70 * MiB) == CUDA_SUCCESS, "read back");
+  for (size_t off = 0; off < 70 * MiB; off += 4093)
+    CHECK(buf[off] == 0x55, "byte %zu is %#x: the block was handed out before the device was done with it", off,
+          buf[off]);
+  free(buf);
+  CHECK(cuMemFree(b) == CUDA_SUCCESS && cuMemFree(big) == CUDA_SUCCESS, "every spilled block freed");
+  CHECK(vramsim_calls("cuMemFreeHost") == vramsim_calls("cuMemHostAlloc"), "all host memory back: %llu of %llu",
+        (unsigned long long)vramsim_calls("cuMemFreeHost"), (unsigned long long)vramsim_calls("cuMemHostAlloc"));
+  CHECK(cuMemFree(dev) == CUDA_SUCCESS, "free");
+  printf("reused %d\n", arena_on);
+  return 0;
+}
+
+static int case_reuse(const char *arena) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", arena);
+  tp_config(global, "[tenant s]\nlimit = 64MiB\non_limit = spill:1GiB\n");
+  const char *args[] = {"reuse", arena, NULL};
+  pid_t w = tp_spawn("reuse", "s", "VRAMSIM_ASYNC_DELAY_US=20000", args);
+  CHECK(tp_wait(w) == 0, "the reuse worker passed");
+  CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
+  const vs_snap_tenant *t = tp_tenant(&g_snap, "s");
+  CHECK(!t || t->spilled == 0, "nothing left spilled (%llu)", t ? (unsigned long long)t->spilled : 0ull);
+  SAY("arena %s: a freed spilled block %s", arena,
+      strcmp(arena, "off") ? "served the next spill once the device was done" : "went back to the host");
+  return 0;
+}
+
 /* The driver refuses (a process without the shim holds most of the card;
  * the ledger does not see it): the request is spilled all the same. */
 static int case_driver(const char *tool) {
@@ -525,6 +588,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
     if (!strcmp(m, "threads")) return w_threads();
     if (!strcmp(m, "ctxspill")) return w_ctxspill();
+    if (!strcmp(m, "reuse") && argc >= 3) return w_reuse(argv[2]);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 6, "case NAME ARENA WORKDIR TOOL");
@@ -534,6 +598,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[2], "driver")) r = case_driver(argv[5]);
   else if (!strcmp(argv[2], "threads")) r = case_threads(argv[3]);
   else if (!strcmp(argv[2], "ctxend")) r = case_ctxend(argv[3]);
+  else if (!strcmp(argv[2], "reuse")) r = case_reuse(argv[3]);
   else CHECK(0, "unknown case %s", argv[2]);
   if (r == 0) SAY("PASS %s %s", argv[2], argv[3]);
   return r;

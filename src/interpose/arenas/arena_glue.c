@@ -10,6 +10,7 @@
 #include "quota.h"
 #include "served.h"
 #include "settings.h"
+#include "spill.h"
 #include "stream_order.h"
 #include "vramshim.h"
 
@@ -88,6 +89,25 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
 /* Under g_create_lock. The arena of ctx, created now; NULL with *res set
  * when the driver cannot say what the card is yet, NULL with ctx marked
  * off when the arena is off for its card. */
+/* Spilled host blocks kept for reuse wait for the device as the arena's
+ * own freed blocks do (spill.h): the stamp and the sync of the block's
+ * context's arena. No arena (off for the card): no stamp, not kept. */
+static int spill_stamp(uint64_t ctx_id, uint64_t *stamp) {
+  vs_ctx *c = vs_ctx_acquire_id(ctx_id);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  if (a) *stamp = vs_arena_hold_stamp(a);
+  vs_ctx_put(c);
+  return a != NULL;
+}
+
+static int spill_settled(uint64_t ctx_id, uint64_t stamp) {
+  vs_ctx *c = vs_ctx_acquire_id(ctx_id);
+  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  int done = a && vs_arena_hold_settled(a, stamp);
+  vs_ctx_put(c);
+  return done;
+}
+
 /* What the layers below ask of the arenas, offered before the first arena
  * is published (they lie below and may not call up: src/LAYERS): a leave
  * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
@@ -97,10 +117,12 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
 static void offer_once(void) {
   static int offered;
   static const vs_quota_cache cache = {vs_arena_glue_one_piece, vs_arena_glue_trim_card};
+  static const vs_spill_settle settle = {spill_stamp, spill_settled};
   if (offered) return;
   offered = 1;
   vs_stream_order_set_on_leave(vs_arena_glue_leave_order);
   vs_quota_set_cache(&cache);
+  vs_spill_set_settle(&settle);
 }
 
 void vs_arena_glue_offer(void) {

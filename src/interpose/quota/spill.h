@@ -36,9 +36,30 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
 
 /* The free of addr (any cuMemFree variant): 1 when addr is a live spilled
  * block, which is then given back to the host (cuMemFreeHost) and its
- * bytes to the ledger (*res what the driver said); 0 when it is not one.
- * Costs one relaxed load while this process has no spilled block. */
+ * bytes to the ledger (*res what the driver said), or kept for a later
+ * spilled request of its size (below); 0 when it is not one. Costs one
+ * relaxed load while this process has no spilled block.
+ *
+ * Kept blocks: a block whose context has an arena (which knows when the
+ * device is done with memory freed now: vs_spill_settle) is kept, still
+ * the tenant's spilled bytes, while the process's kept bytes on the card
+ * stay within its live spilled bytes; a spilled request in the same
+ * context of its size or up to a fifth less takes it again once the device
+ * is done with it (a sync made if none came since). Kept blocks go back to the host when the
+ * process's last live spilled block on the card is freed (the episode
+ * ends), when MAX would refuse a new spill, and with their context. */
 int vs_spill_free(uint64_t addr, CUresult *res);
+
+/* What the arenas offer (arenas/arena_glue.c; they lie above, src/LAYERS):
+ * stamp: when a spilled block of context ctx_id is freed, its stamp (0
+ * returned: no arena for it, the block goes back to the host at once);
+ * settled: whether the device is done with memory freed at that stamp,
+ * a sync made if needed and allowed (1 yes, 0 not now). */
+typedef struct vs_spill_settle {
+  int (*stamp)(uint64_t ctx_id, uint64_t *stamp);
+  int (*settled)(uint64_t ctx_id, uint64_t stamp);
+} vs_spill_settle;
+void vs_spill_set_settle(const vs_spill_settle *settle);
 
 /* The context ctx_id ends (destroy, last primary release, reset): the
  * driver frees the host memory it allocated, so its spilled blocks leave
