@@ -331,6 +331,7 @@ static int steal_one(vs_arena *a, uint32_t i) {
   vs_arena_unsafe_leave(a);
   return a->heap.steal_want == 0;
 }
+
 /* Counts a handle a steal could move against steal_want; enough, the walk
  * stops. */
 static int count_one(vs_arena *a, uint32_t i) {
