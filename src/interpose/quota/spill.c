@@ -354,6 +354,9 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
   const vs_spill_settle *st = atomic_load(&g_settle);
   uint64_t stamp = 0;
   if (st && b->ctx_id && st->stamp(b->ctx_id, &stamp)) {
+    /* Once kept, b is the list's: another thread may take or release it. */
+    const int card = b->card;
+    const uint64_t size = b->size;
     spill_block *evicted = NULL;
     pthread_mutex_lock(&g_lock);
     int kept = keep(b, stamp, &evicted);
@@ -361,7 +364,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
     release_kept(evicted);
     if (kept) {
       vs_ctx_put(c);
-      vs_quota_unspill(b->card, b->size);   /* the ledger's spilled bytes are the live ones */
+      vs_quota_unspill(card, size);   /* the ledger's spilled bytes are the live ones */
       *res = CUDA_SUCCESS;
       return 1;
     }
