@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -68,6 +70,39 @@ void tp_config(const char *global, const char *rest) {
   free(path);
 }
 
+/* Workers still running when the case process exits (a failed CHECK exits
+ * at once) are killed: left behind, they hold their ledger slots and wait
+ * for a signal forever, and the suite's next run meets them. A worker
+ * reaped by tp_wait / tp_exited leaves the list; one not reaped cannot
+ * have had its pid reused, so the kill reaches no other process. Only the
+ * process that spawned them kills (a fork of it that exits does not). */
+#define TP_SPAWNED_MAX 256
+static _Atomic pid_t g_spawned[TP_SPAWNED_MAX];
+static _Atomic int g_nspawned;
+static pid_t g_spawner;
+
+static void kill_spawned(void) {
+  if (getpid() != g_spawner) return;
+  for (int i = 0; i < atomic_load(&g_nspawned) && i < TP_SPAWNED_MAX; i++) {
+    pid_t p = atomic_load(&g_spawned[i]);
+    if (p > 0) kill(p, SIGKILL);
+  }
+}
+
+static void spawned(pid_t pid) {
+  if (!g_spawner) {
+    g_spawner = getpid();
+    atexit(kill_spawned);
+  }
+  int i = atomic_fetch_add(&g_nspawned, 1);
+  if (i < TP_SPAWNED_MAX) atomic_store(&g_spawned[i], pid);
+}
+
+static void reaped(pid_t pid) {
+  for (int i = 0; i < atomic_load(&g_nspawned) && i < TP_SPAWNED_MAX; i++)
+    if (atomic_load(&g_spawned[i]) == pid) atomic_store(&g_spawned[i], 0);
+}
+
 pid_t tp_spawn(const char *tag, const char *tenant, const char *extra_env, const char *const *args) {
   char out[1024], err[1024];
   snprintf(out, sizeof out, "%s/%s.out", g_dir, tag);
@@ -91,6 +126,7 @@ pid_t tp_spawn(const char *tag, const char *tenant, const char *extra_env, const
     execv("/proc/self/exe", (char *const *)argv);
     _exit(127);
   }
+  spawned(pid);
   return pid;
 }
 
@@ -98,8 +134,10 @@ static int decode(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERM
 
 int tp_wait(pid_t pid) {
   int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  pid_t r;
+  while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
   }
+  if (r == pid) reaped(pid);
   return decode(st);
 }
 
@@ -107,6 +145,7 @@ int tp_exited(pid_t pid, int *out) {
   int st = 0;
   pid_t r = waitpid(pid, &st, WNOHANG);
   if (r == pid) {
+    reaped(pid);
     *out = decode(st);
     return 1;
   }
