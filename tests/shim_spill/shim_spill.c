@@ -11,7 +11,7 @@
  *   shim_spill case threads ARENA WORKDIR TOOL  4 threads spilling and freeing at once (label concurrent)
  *   shim_spill threads                          worker (below)
  *   shim_spill case ctxend ARENA WORKDIR TOOL   a context that ends holding a spilled block gives it back
- *   shim_spill ctxspill                         worker (below)
+ *   shim_spill ctxspill ARENA                   worker (below)
  *   shim_spill case reuse ARENA WORKDIR TOOL    a freed spilled block serves the next spill once the device is done
  *   shim_spill reuse ARENA                      worker (below) */
 #include "tenant_proc.h"
@@ -160,8 +160,9 @@ static int w_spiller(void) {
 }
 
 /* In a context of its own: one block on the device and one spilled
- * (limit 256 MiB), then the context is destroyed without freeing them. */
-static int w_ctxspill(void) {
+ * (limit 256 MiB), and one spilled and freed, then the context is
+ * destroyed without freeing the first two. */
+static int w_ctxspill(const char *arena) {
   CHECK(cuInit(0) == CUDA_SUCCESS, "cuInit");
   CUdevice dev;
   CHECK(cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuDeviceGet");
@@ -169,13 +170,28 @@ static int w_ctxspill(void) {
   CHECK(cuCtxCreate(&c, NULL, 0, dev) == CUDA_SUCCESS, "cuCtxCreate");
   CUdeviceptr a, b;
   CHECK(cuMemAlloc(&a, 192 * MiB) == CUDA_SUCCESS, "the device block");
-  CHECK(cuMemAlloc(&b, 192 * MiB) == CUDA_SUCCESS, "the block over the limit");
+  CHECK(cuMemAlloc(&b, 320 * MiB) == CUDA_SUCCESS, "the block over the limit");
   CHECK(mem_type(b) == CU_MEMORYTYPE_HOST, "spilled");
+  /* A third, freed: with an arena it is kept (spill.h: at most a quarter
+   * of the live spilled bytes), and goes with the context too. */
+  CUdeviceptr k;
+  CHECK(cuMemAlloc(&k, 70 * MiB) == CUDA_SUCCESS && mem_type(k) == CU_MEMORYTYPE_HOST, "a 70 MiB block to host");
+  uint64_t host_frees = vramsim_calls("cuMemFreeHost");
+  CHECK(cuMemFree(k) == CUDA_SUCCESS, "and freed");
+  host_frees = vramsim_calls("cuMemFreeHost") - host_frees;
+  CHECK(host_frees == (strcmp(arena, "off") ? 0u : 1u), "arena %s: %llu host frees", arena,
+        (unsigned long long)host_frees);
   printf("spilled\n");
   fflush(stdout);
   while (tp_wait_signal() != SIGUSR1) {
   }
   CHECK(cuCtxDestroy(c) == CUDA_SUCCESS, "cuCtxDestroy");
+  /* A new context spills and frees as before: nothing of the old one is
+   * handed out (its host memory is gone). */
+  CHECK(cuCtxCreate(&c, NULL, 0, dev) == CUDA_SUCCESS, "a second context");
+  CHECK(cuMemAlloc(&k, 300 * MiB) == CUDA_SUCCESS && mem_type(k) == CU_MEMORYTYPE_HOST, "300 MiB to host again");
+  CHECK(cuMemsetD8(k, 0x5a, 300 * MiB) == CUDA_SUCCESS, "written");
+  CHECK(cuMemFree(k) == CUDA_SUCCESS && cuCtxDestroy(c) == CUDA_SUCCESS, "freed, the context destroyed");
   printf("destroyed\n");
   fflush(stdout);
   while (tp_wait_signal() != SIGTERM) {
@@ -466,12 +482,12 @@ static int case_ctxend(const char *arena) {
   char global[64];
   snprintf(global, sizeof global, "arena = %s\n", arena);
   tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
-  const char *w[] = {"ctxspill", NULL};
+  const char *w[] = {"ctxspill", arena, NULL};
   pid_t a = tp_spawn("ctxspill", "s", NULL, w);
   CHECK(wait_line("ctxspill.out", "spilled", TP_EVENTUALLY_MS, a) == 0, "a block spilled in its own context");
   CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
   const vs_snap_tenant *t = tp_tenant(&g_snap, "s");
-  CHECK(t && t->spilled == 192 * MiB, "192 MiB spilled (%llu)", t ? (unsigned long long)t->spilled : 0ull);
+  CHECK(t && t->spilled == 320 * MiB, "320 MiB spilled (%llu)", t ? (unsigned long long)t->spilled : 0ull);
   kill(a, SIGUSR1);
   CHECK(wait_line("ctxspill.out", "destroyed", TP_EVENTUALLY_MS, a) == 0, "the context was destroyed");
   CHECK(tp_snapshot(&g_snap) == 0, "snapshot");
@@ -587,7 +603,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "hold")) return w_hold(argc - 2, argv + 2);
     if (!strcmp(m, "try")) return w_try(argc - 2, argv + 2);
     if (!strcmp(m, "threads")) return w_threads();
-    if (!strcmp(m, "ctxspill")) return w_ctxspill();
+    if (!strcmp(m, "ctxspill") && argc >= 3) return w_ctxspill(argv[2]);
     if (!strcmp(m, "reuse") && argc >= 3) return w_reuse(argv[2]);
     CHECK(0, "unknown worker %s", m);
   }
