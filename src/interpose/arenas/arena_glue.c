@@ -86,15 +86,15 @@ static CUresult card_mode(int card, const vs_real_table *real, vs_cfg_arena *mod
   return CUDA_SUCCESS;
 }
 
-/* Under g_create_lock. The arena of ctx, created now; NULL with *res set
- * when the driver cannot say what the card is yet, NULL with ctx marked
- * off when the arena is off for its card. */
+static vs_arena *arena_of(vs_ctx *c) { return atomic_load_explicit(&c->arena, memory_order_acquire); }
+static vs_arena *card_arena(vs_ctx *c, int card) { return c->card == card ? arena_of(c) : NULL; }
+
 /* Spilled host blocks kept for reuse wait for the device as the arena's
  * own freed blocks do (spill.h): the stamp and the sync of the block's
  * context's arena. No arena (off for the card): no stamp, not kept. */
 static int spill_stamp(uint64_t ctx_id, uint64_t *stamp) {
   vs_ctx *c = vs_ctx_acquire_id(ctx_id);
-  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  vs_arena *a = c ? arena_of(c) : NULL;
   if (a) *stamp = vs_arena_hold_stamp(a);
   vs_ctx_put(c);
   return a != NULL;
@@ -102,7 +102,7 @@ static int spill_stamp(uint64_t ctx_id, uint64_t *stamp) {
 
 static int spill_settled(uint64_t ctx_id, uint64_t stamp) {
   vs_ctx *c = vs_ctx_acquire_id(ctx_id);
-  vs_arena *a = c ? atomic_load_explicit(&c->arena, memory_order_acquire) : NULL;
+  vs_arena *a = c ? arena_of(c) : NULL;
   int done = a && vs_arena_hold_settled(a, stamp);
   vs_ctx_put(c);
   return done;
@@ -113,7 +113,8 @@ static int spill_settled(uint64_t ctx_id, uint64_t stamp) {
  * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
  * bridge asks what they could serve in one piece (its view of free memory)
  * and trims their cache when another process of the tenant is about to be
- * refused. Caller holds g_create_lock. */
+ * refused; spill.c asks when the device is done with a block it keeps.
+ * Caller holds g_create_lock. */
 static void offer_once(void) {
   static int offered;
   static const vs_quota_cache cache = {vs_arena_glue_one_piece, vs_arena_glue_trim_card};
@@ -143,6 +144,9 @@ static void publish(vs_ctx *ctx, vs_arena *a) {
   if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
 }
 
+/* Under g_create_lock. The arena of ctx, created now; NULL with *res set
+ * when the driver cannot say what the card is yet, NULL with ctx marked
+ * off when the arena is off for its card. */
 static vs_arena *create(vs_ctx *ctx, CUresult *res) {
   int card = ctx->card;
   const vs_real_table *real = vs_driver_if_loaded();
@@ -380,9 +384,6 @@ static void each_ctx(int card, void (*fn)(vs_ctx *c, void *user), void *user) {
     done += n;
   } while (n == sizeof ids / sizeof ids[0]);
 }
-
-static vs_arena *arena_of(vs_ctx *c) { return atomic_load_explicit(&c->arena, memory_order_acquire); }
-static vs_arena *card_arena(vs_ctx *c, int card) { return c->card == card ? arena_of(c) : NULL; }
 
 static void trim_one(vs_ctx *c, void *keep) { trim_ctx(c, *(const uint64_t *)keep); }
 static void decay_one(vs_ctx *c, void *user) {
