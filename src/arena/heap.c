@@ -264,6 +264,10 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, int wh
   return 0;
 }
 
+/* What the backend could still grant (the card's or the tenant's room);
+ * UINT64_MAX where it cannot say. */
+static uint64_t backend_room(vs_arena *a) { return a->be.room ? a->be.room(a->be.ctx) : UINT64_MAX; }
+
 /* Caller holds mu. Whether the backend's room and the pooled handles
  * together fall short of n unmapped granules: then the growth cannot
  * succeed. Under pressure a run is covered by small handles, and a growth
@@ -276,8 +280,8 @@ static int cover_run(vs_arena *a, vs_hregion *r, uint64_t g0, uint64_t n, int wh
  * after all, the run has one larger handle. */
 static int cannot_cover(vs_arena *a, uint64_t n) {
   vs_heap *h = &a->heap;
-  if (!h->pressure || !a->be.room || n * h->G <= h->pool_bytes) return 0;
-  uint64_t room = a->be.room(a->be.ctx);
+  if (!h->pressure || n * h->G <= h->pool_bytes) return 0;
+  uint64_t room = backend_room(a);
   return room != UINT64_MAX && n * h->G - h->pool_bytes > room;
 }
 
@@ -348,8 +352,7 @@ static int count_one(vs_arena *a, uint32_t i) {
  * on_limit = spill moved about three handles per step this way. */
 static int steal_short(vs_arena *a, uint64_t need, uint64_t p, uint64_t size) {
   vs_heap *h = &a->heap;
-  if (!a->be.room) return 0;
-  uint64_t room = a->be.room(a->be.ctx), short_by = need - h->pool_bytes;
+  uint64_t room = backend_room(a), short_by = need - h->pool_bytes;
   if (room == UINT64_MAX || short_by <= room) return 0;
   h->steal_want = short_by - room;
   free_handles(h, p, p + size, count_one, a);
@@ -905,8 +908,8 @@ uint64_t vs_heap_growth_bytes(vs_arena *a, uint64_t need) {
  * fifteenth round). */
 static void pressure_from_room(vs_arena *a, uint64_t grow) {
   vs_heap *h = &a->heap;
-  if (h->pressure || !a->be.room) return;
-  uint64_t room = a->be.room(a->be.ctx);
+  if (h->pressure) return;
+  uint64_t room = backend_room(a);
   if (room == UINT64_MAX) return;
   uint64_t keep_free = vs_heap_cached(h) + (h->vmm ? h->req_max * VS_PRESSURE_LARGEST_X2 / 2 : 0);
   if ((room > grow ? room - grow : 0) < keep_free) h->pressure = 1;
@@ -924,8 +927,8 @@ static void pressure_from_room(vs_arena *a, uint64_t grow) {
  * needs a stretch of its size only (a slab, 2 MiB aligned, one granule). */
 static int ladder_futile(vs_arena *a, uint64_t want) {
   vs_heap *h = &a->heap;
-  if (!h->vmm || !a->be.room) return 0;
-  uint64_t room = a->be.room(a->be.ctx);
+  if (!h->vmm) return 0;
+  uint64_t room = backend_room(a);
   return room != UINT64_MAX && vs_heap_ladder_piece(h, room) < want;
 }
 
