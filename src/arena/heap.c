@@ -324,25 +324,25 @@ static void free_handles(vs_heap *h, uint64_t lo, uint64_t hi, int (*fn)(vs_aren
   }
 }
 
+/* Handle i's size off steal_want; 1 once the want is met. */
+static int want_less(vs_heap *h, uint32_t i) {
+  uint64_t s = h->h[i].size;
+  h->steal_want = s >= h->steal_want ? 0 : h->steal_want - s;
+  return h->steal_want == 0;
+}
+
 /* One unsafe window per handle moved or released (trim_locked); held,
  * the walk stops. */
 static int steal_one(vs_arena *a, uint32_t i) {
   if (!vs_arena_unsafe_enter(a)) return 1;
-  if (unmap_handle(a, i) == 0) {
-    uint64_t s = a->heap.h[i].size;
-    a->heap.steal_want = s >= a->heap.steal_want ? 0 : a->heap.steal_want - s;
-  }
+  if (unmap_handle(a, i) == 0) want_less(&a->heap, i);
   vs_arena_unsafe_leave(a);
   return a->heap.steal_want == 0;
 }
 
 /* Counts a handle a steal could move against steal_want; enough, the walk
  * stops. */
-static int count_one(vs_arena *a, uint32_t i) {
-  uint64_t s = a->heap.h[i].size;
-  a->heap.steal_want = s >= a->heap.steal_want ? 0 : a->heap.steal_want - s;
-  return a->heap.steal_want == 0;
-}
+static int count_one(vs_arena *a, uint32_t i) { return want_less(&a->heap, i); }
 
 /* Caller holds mu; under pressure. Whether the free handles a steal could
  * move under [p, p + size), the pooled ones and the backend's room
