@@ -22,10 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A pool grows by whole 2 MiB pieces at least (the VMM granule): what a
- * growth is admitted for. */
-#define GROWTH_ROUND ((uint64_t)2 << 20)
-
 typedef struct pool_ent {
   CUmemoryPool h;
   uint64_t serial;     /* never reused: a block names its entry by it */
@@ -125,7 +121,7 @@ static CUmemoryPool current_pool(const vs_real_table *real, int card) {
 }
 
 static uint64_t round_growth(uint64_t n) {
-  uint64_t r = (n + GROWTH_ROUND - 1) / GROWTH_ROUND * GROWTH_ROUND;
+  uint64_t r = (n + VS_POOL_GROWTH_UNIT - 1) / VS_POOL_GROWTH_UNIT * VS_POOL_GROWTH_UNIT;
   return r < n ? n : r;
 }
 

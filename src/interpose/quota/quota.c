@@ -297,8 +297,6 @@ void vs_quota_uncharge(int card, uint64_t n) {
   vs_quota_refresh_live(card);
 }
 
-#define VIEW_UNIT ((uint64_t)2 << 20)
-
 /* The view; the driver's own figures for the card come from drv_free /
  * drv_total when the caller has them (NVML's, for any card), else from
  * cuMemGetInfo (the current context's card: what cuMemGetInfo asks). */
@@ -357,7 +355,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
     /* A pool grows by whole 2 MiB pieces (pool_charge.c): a cuMemAllocAsync
      * of a books' free that is no multiple of them was refused, where the
      * driver alone grants its own free (which moves by whole pages). */
-    if (books_bind) f = f / VIEW_UNIT * VIEW_UNIT;
+    if (books_bind) f = f / VS_POOL_GROWTH_UNIT * VS_POOL_GROWTH_UNIT;
     *free_bytes = f;
     vs_quota_refresh_live(card);
   }

@@ -28,6 +28,11 @@ typedef struct vs_quota_cache {
   void (*trim)(int card, uint64_t keep_bytes);
 } vs_quota_cache;
 void vs_quota_set_cache(const vs_quota_cache *cache);
+/* A driver pool grows by whole pieces of this size: what a pool's growth is
+ * admitted for (pools/pool_charge.c), and so what the view's free memory
+ * comes in where the books bind (a free of no whole number of them could
+ * not be taken by one pool allocation). */
+#define VS_POOL_GROWTH_UNIT ((uint64_t)2 << 20)
 typedef struct vs_quota_observer {
   void (*warn)(int card, uint64_t used);
   void (*spill)(int card, uint64_t ptr, uint64_t size, int sign);
