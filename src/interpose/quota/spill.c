@@ -135,6 +135,16 @@ static void release_kept(spill_block *list) {
   }
 }
 
+/* The records of a list of kept blocks, without their host memory (an
+ * ended context's driver freed it; a fork child's is the parent's). */
+static void drop_records(spill_block *list) {
+  while (list) {
+    spill_block *b = list;
+    list = b->kept_next;
+    free(b);
+  }
+}
+
 /* Under g_lock: the kept block at *pp (a link of card's list) out of it. */
 static spill_block *unlink_kept(int card, spill_block **pp) {
   spill_block *b = *pp;
@@ -421,11 +431,7 @@ void vs_spill_ctx_end(uint64_t ctx_id) {
     free(b);
   }
   for (int i = 0; i < NCARDS; i++) {
-    while (kept[i]) {
-      b = kept[i];
-      kept[i] = b->kept_next;
-      free(b);
-    }
+    drop_records(kept[i]);
     release_kept(ended[i]);
   }
 }
@@ -456,11 +462,8 @@ void vs_spill_atfork_child(void) {
   g_blocks = NULL;
   atomic_store(&g_count, 0);
   for (int i = 0; i < NCARDS; i++) {
-    while (g_kept[i]) {
-      b = g_kept[i];
-      g_kept[i] = b->kept_next;
-      free(b);
-    }
+    drop_records(g_kept[i]);
+    g_kept[i] = NULL;
     g_kept_bytes[i] = g_live_bytes[i] = 0;
   }
   atomic_store(&g_kept_n, 0);
