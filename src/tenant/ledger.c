@@ -105,6 +105,7 @@ static void rebuild_locked(vs_ledger_shm *s) {
   for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++) {
     VS_STORE(&s->tenants[t].used, 0);
     VS_STORE(&s->tenants[t].spilled, 0);
+    VS_STORE(&s->tenants[t].cached, 0);
     VS_STORE(&s->tenants[t].reserve_holders, 0);
   }
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
@@ -113,6 +114,8 @@ static void rebuild_locked(vs_ledger_shm *s) {
     if (sl->tenant < VS_LEDGER_TENANTS) {
       VS_STORE(&s->tenants[sl->tenant].used, s->tenants[sl->tenant].used + sl->held);
       VS_STORE(&s->tenants[sl->tenant].spilled, s->tenants[sl->tenant].spilled + sl->spilled);
+      if (sl->cache > sl->held) VS_STORE(&sl->cache, sl->held);
+      VS_STORE(&s->tenants[sl->tenant].cached, s->tenants[sl->tenant].cached + sl->cache);
     }
     for (int t = 0; t < VS_LEDGER_TENANTS; t++)
       if (sl->reserve_mask >> t & 1) VS_STORE(&s->tenants[t].reserve_holders, s->tenants[t].reserve_holders + 1);
@@ -209,23 +212,25 @@ static void add_event_locked(vs_ledger_shm *s, int kind, int32_t pid, uint32_t t
 /* ---- Dead processes ------------------------------------------------------- */
 /* vs_ledger_slot_alive: ledger_shm.h */
 
-/* Under the lock: whether every tenant's used, spilled and reserve_holders
- * are what its ACTIVE slots add up to (ledger_shm.h's invariants; what
+/* Under the lock: whether every tenant's used, spilled, cached and
+ * reserve_holders are what its ACTIVE slots add up to (ledger_shm.h's invariants; what
  * rebuild_locked would write). */
 static int totals_sound_locked(const vs_ledger_shm *s) {
-  uint64_t used[VS_LEDGER_TENANTS] = {0}, spilled[VS_LEDGER_TENANTS] = {0};
+  uint64_t used[VS_LEDGER_TENANTS] = {0}, spilled[VS_LEDGER_TENANTS] = {0}, cached[VS_LEDGER_TENANTS] = {0};
   uint32_t holders[VS_LEDGER_TENANTS] = {0};
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
     const vs_ledger_slot *sl = &s->slots[i];
     if (sl->state != VS_SLOT_ACTIVE) continue;
+    if (sl->cache > sl->held) return 0;
     if (sl->tenant < VS_LEDGER_TENANTS) {
       used[sl->tenant] += sl->held;
       spilled[sl->tenant] += sl->spilled;
+      cached[sl->tenant] += sl->cache;
     }
     for (uint64_t m = sl->reserve_mask; m; m &= m - 1) holders[__builtin_ctzll(m)]++;
   }
   for (uint32_t t = 0; t < s->ntenants && t < VS_LEDGER_TENANTS; t++)
-    if (s->tenants[t].used != used[t] || s->tenants[t].spilled != spilled[t] ||
+    if (s->tenants[t].used != used[t] || s->tenants[t].spilled != spilled[t] || s->tenants[t].cached != cached[t] ||
         s->tenants[t].reserve_holders != holders[t])
       return 0;
   return 1;
@@ -242,6 +247,7 @@ static int sweep_locked(vs_ledger *h) {
     int32_t pid = sl->pid;
     write_begin(s);
     VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
+    VS_STORE(&s->tenants[t].cached, s->tenants[t].cached >= sl->cache ? s->tenants[t].cached - sl->cache : 0);
     /* Its spilled host memory went with the process; its share of MAX comes back (issue 13). */
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled >= spilled ? s->tenants[t].spilled - spilled : 0);
     free_slot_locked(s, sl);
@@ -746,6 +752,7 @@ static int leave_file(vs_ledger_shm *s, int fd, int slot, uint32_t tenant, int p
   uint64_t u = s->tenants[tenant].used, sp = s->tenants[tenant].spilled;
   VS_STORE(&s->tenants[tenant].used, u >= sl->held ? u - sl->held : 0);
   VS_STORE(&s->tenants[tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
+  VS_STORE(&s->tenants[tenant].cached, s->tenants[tenant].cached >= sl->cache ? s->tenants[tenant].cached - sl->cache : 0);
   free_slot_locked(s, sl);
   write_end(s);
   if (announce) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
@@ -887,13 +894,19 @@ static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
 
 /* The sum of max(U_t, R_t) over the tenants below nt other than ours.
  * Relaxed atomic reads: the lock-free view uses it too. */
-static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt) {
+/* sum over the other tenants of max(U_t, R_t); less_cache: U_t without
+ * what their processes' arenas would give back when asked (the view). */
+static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt, int less_cache) {
   const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
   uint32_t mine = __atomic_load_n(&h->tenant, __ATOMIC_RELAXED);
   uint64_t others = 0;
   for (uint32_t t = 0; t < nt; t++) {
     if (t == mine) continue;
     uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
+    if (less_cache) {
+      uint64_t c = VS_LOAD(&s->tenants[t].cached);
+      u = u > c ? u - c : 0;
+    }
     others = vs_sat_add(others, u > r ? u : r);
   }
   return others;
@@ -902,7 +915,7 @@ static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt) {
 /* The rule, under the lock: 0 admitted, else the refusing condition. */
 static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusal *why) {
   const vs_ledger_shm *s = h->shm;
-  uint64_t ua = s->tenants[h->tenant].used, others = others_of(h, h->known, h->known);
+  uint64_t ua = s->tenants[h->tenant].used, others = others_of(h, h->known, h->known, 0);
   uint64_t want = vs_sat_add(ua, n);
   vs_refusal_kind k = VS_REFUSE_NONE;
   if (want > h->limit) k = VS_REFUSE_LIMIT;
@@ -1032,10 +1045,28 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
   return *slot_v;
 }
 
+/* Under the lock: n bytes went back to the driver. An arena gives back
+ * only its cache, so the published cache falls by as much (a pass-through
+ * free lowers it too: an underestimate, raised again at the next
+ * publication, never a promise of memory nobody holds), and stays within
+ * held. */
+static void cache_less_locked(vs_ledger_shm *s, vs_ledger *h, uint64_t n) {
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  uint64_t keep = sl->cache > n ? sl->cache - n : 0;
+  if (keep > sl->held) keep = sl->held;
+  if (keep == sl->cache) return;
+  uint64_t c = s->tenants[h->tenant].cached, drop = sl->cache - keep;
+  write_begin(s);
+  VS_STORE(&sl->cache, keep);
+  VS_STORE(&s->tenants[h->tenant].cached, c >= drop ? c - drop : 0);
+  write_end(s);
+}
+
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
   vs_ledger_shm *s = n ? enter_locked(h) : NULL;
   if (!s) return;
   uint64_t held = give_back_locked(s, &s->slots[h->slot].held, &s->tenants[h->tenant].used, n);
+  cache_less_locked(s, h, n);
   __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
   __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   if (sweep_due(s)) sweep_locked(h);
@@ -1118,19 +1149,29 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
   return wait_loop(h, n, deadline_ns, w, probe);
 }
 
-/* ---- Trims asked of the tenant's other processes (issue 23) ------------------- */
-int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms) {
+/* ---- Trims asked of other processes (issue 23) ----------------------------------- */
+/* Whether the process in slot sl may hold what a refusal of this scope
+ * needs: our tenant's any memory (its usage is ours); another tenant's
+ * published cache, where its usage beyond its reserve is what the card's
+ * condition counts (capacity), or wherever it lies (the driver refused). */
+static int worth_asking(const vs_ledger *h, const vs_ledger_shm *s, const vs_ledger_slot *sl, vs_trim_scope scope) {
+  uint32_t t = VS_LOAD(&sl->tenant);
+  if (t == h->tenant) return VS_LOAD(&sl->held) != 0;
+  if (scope == VS_TRIM_TENANT || t >= VS_LEDGER_TENANTS || !VS_LOAD(&sl->cache)) return 0;
+  return scope == VS_TRIM_CARD || VS_LOAD(&s->tenants[t].used) > reserve_of(h, t, h->known);
+}
+
+int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
   if (!s) return 0;
   /* Lock-free: the mailbox words are atomics; a slot that changes owner
    * meanwhile answers nothing and costs the wait. */
   uint32_t want[VS_LEDGER_SLOTS];
   int asked[VS_LEDGER_SLOTS], n = 0;
-  uint32_t tenant = h->tenant;
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
     vs_ledger_slot *sl = &s->slots[i];
-    if (i == h->slot || VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || VS_LOAD(&sl->tenant) != tenant ||
-        !VS_LOAD(&sl->held) || !vs_ledger_slot_alive(h->fd, i))
+    if (i == h->slot || VS_LOAD(&sl->state) != VS_SLOT_ACTIVE || !worth_asking(h, s, sl, scope) ||
+        !vs_ledger_slot_alive(h->fd, i))
       continue;
     want[n] = __atomic_add_fetch(&sl->trim_req, 1, __ATOMIC_SEQ_CST);
     asked[n++] = i;
@@ -1158,6 +1199,33 @@ int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req) {
   leave(h);
   *req = r;
   return asked;
+}
+
+void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes) {
+  if (!h || fd_of(h) < 0) return;
+  /* Most publications change nothing: no lock for them. */
+  const vs_ledger_shm *cur = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  if (VS_LOAD(&cur->slots[h->slot].cache) == bytes) return;
+  vs_ledger_shm *s = enter_locked(h);
+  if (!s) return;
+  vs_ledger_slot *sl = &s->slots[h->slot];
+  vs_ledger_tenant *t = &s->tenants[h->tenant];
+  uint64_t c = bytes < sl->held ? bytes : sl->held, old = sl->cache;
+  write_begin(s);
+  VS_STORE(&sl->cache, c);
+  VS_STORE(&t->cached, t->cached + c >= old ? t->cached + c - old : 0);
+  write_end(s);
+  leave_locked(h, s);
+}
+
+uint64_t vs_ledger_others_cache(const vs_ledger *h) {
+  if (!h || fd_of(h) < 0) return 0;
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  uint32_t nt = VS_LOAD(&s->ntenants);
+  if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
+  uint64_t sum = 0, own = VS_LOAD(&s->slots[h->slot].cache);
+  for (uint32_t t = 0; t < nt; t++) sum = vs_sat_add(sum, VS_LOAD(&s->tenants[t].cached));
+  return sum > own ? sum - own : 0;
 }
 
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
@@ -1250,6 +1318,7 @@ void vs_ledger_set_overhead(vs_ledger *h, uint64_t overhead) {
     held = sl->held;
   } else if (overhead < old) {
     held = give_back_locked(s, &sl->held, &s->tenants[h->tenant].used, old - overhead);
+    cache_less_locked(s, h, 0);
     __atomic_store_n(&h->mine_held, held, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
   }
@@ -1330,8 +1399,14 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
     if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
     uint32_t nt = VS_LOAD(&s->ntenants);
     if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-    uint64_t ua = VS_LOAD(&s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)].used),
-             others = others_of(h, known, nt);
+    /* Other processes' caches count as free: a refusal they could cover
+     * asks them for it first (vs_ledger_trim_others). Ours is the
+     * caller's `cached` (its arenas' own answer). */
+    const vs_ledger_tenant *mine = &s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)];
+    uint64_t ua = VS_LOAD(&mine->used), own = VS_LOAD(&s->slots[h->slot].cache),
+             theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, 1);
+    theirs = theirs > own ? theirs - own : 0;
+    ua = ua > theirs ? ua - theirs : 0;
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
     uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;

@@ -85,7 +85,8 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live);
 void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why);
 
 /* The tenant's view of the card: total = min(L_a, C - H - sum_{t!=a} R_t);
- * free = what it could be admitted now, plus `cached` (device memory the
+ * free = what it could be admitted now once the other processes' caches
+ * went back (vs_ledger_set_cache), plus `cached` (device memory the
  * process holds but does not use, e.g. its arena cache), at most total.
  * Takes no lock. */
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
@@ -110,16 +111,32 @@ int vs_ledger_sweep(vs_ledger *h);
 #define VS_LEDGER_RECLAIM_MS (VS_LEDGER_SWEEP_MS + VS_LEDGER_CHECK_MS)
 int vs_ledger_check(vs_ledger *h);
 
-/* Issue 23: before a `fail` refusal, the tenant's caches in its other
- * processes get their chance. vs_ledger_trim_others asks every other live
- * process of our tenant on the card that holds memory to give its arena
- * cache back (the slot's trim mailbox; their background threads answer
- * within VS_LEDGER_CHECK_MS) and waits for their answers, at most
- * timeout_ms. Returns how many were asked (0: nobody to ask, no wait).
- * The asked process's side: vs_ledger_trim_asked (1 with the request
- * number when one waits), then vs_ledger_trim_answer once trimmed. */
+/* Issue 23: before a `fail` refusal, the caches of other processes that
+ * stand in its way get their chance. vs_ledger_trim_others asks them to
+ * give their arena cache back (the slot's trim mailbox; their background
+ * threads answer within VS_LEDGER_CHECK_MS) and waits for their answers,
+ * at most timeout_ms. Who is asked depends on what refused:
+ *   VS_TRIM_TENANT  the tenant's limit: every other process of our tenant
+ *                   on the card that holds memory;
+ *   VS_TRIM_CAPACITY the card's condition: those, and every process of
+ *                   another tenant holding more than its reserve whose
+ *                   published cache (vs_ledger_set_cache) is not 0;
+ *   VS_TRIM_CARD    the driver itself: ours, and every process with a
+ *                   published cache.
+ * Without the shim their memory would have gone back to the driver when
+ * their programs freed it. Returns how many were asked (0: nobody to ask,
+ * no wait). The asked process's side: vs_ledger_trim_asked (1 with the
+ * request number when one waits), then vs_ledger_trim_answer once trimmed. */
 #define VS_LEDGER_TRIM_WAIT_MS 300
-int vs_ledger_trim_others(vs_ledger *h, uint64_t timeout_ms);
+typedef enum { VS_TRIM_TENANT = 0, VS_TRIM_CAPACITY, VS_TRIM_CARD } vs_trim_scope;
+int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms);
+/* What this process's arenas on the card would give back if asked (their
+ * cache), published for the others' views and trim asks: kept within what
+ * it holds, lowered at once as it gives memory back. Takes the lock only
+ * when the figure changed. */
+void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes);
+/* The caches every other process on the card published (lock-free). */
+uint64_t vs_ledger_others_cache(const vs_ledger *h);
 int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req);
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req);
 

@@ -1,7 +1,9 @@
 /* The layout of a ledger file (internal to the tenant concern).
  *
  * Invariants, for every tenant t, whenever no writer is inside the lock:
- *   tenants[t].used == sum of slots[s].held over ACTIVE slots s with tenant t.
+ *   tenants[t].used == sum of slots[s].held over ACTIVE slots s with tenant t,
+ *   tenants[t].cached == sum of slots[s].cache over the same slots, and
+ *   slots[s].cache <= slots[s].held.
  * Slots are the source of truth: a writer that dies inside the lock, or is
  * stopped there past the lock's lease (ledger_lock.h), may leave a tenant
  * total stale, and the process that takes the lock over rebuilds totals
@@ -40,7 +42,7 @@ typedef struct vs_ledger_lockw {
 } vs_ledger_lockw;
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 8u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML) */
+#define VS_LEDGER_VERSION 9u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML); 9: cache per slot and cached per tenant */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -70,6 +72,10 @@ typedef struct vs_ledger_tenant {
    * (see the invariant above); reserve applies to others only while > 0. */
   uint32_t reserve_holders;
   uint32_t tenant_pad;
+  /* The part of `used` its processes' arenas would give back when asked
+   * (their cache: the trim mailbox below). Others' views count it as
+   * free, and a refusal it could cover asks for it first. */
+  uint64_t cached;
 } vs_ledger_tenant;
 
 typedef struct vs_ledger_slot {
@@ -99,8 +105,9 @@ typedef struct vs_ledger_slot {
    * device memory. Not in `held`; reclaimed with the slot at death. */
   uint64_t spilled;
   uint64_t spill_peak;
-  /* Trim mailbox (issue 23), used without the lock: a process of the same
-   * tenant about to refuse an allocation bumps trim_req and wakes the
+  /* Trim mailbox (issue 23), used without the lock: a process about to
+   * refuse an allocation that this one's cache could let in (one of the
+   * same tenant, or any whose refusal is the card's) bumps trim_req and wakes the
    * owner (on dump_req's wait); the owner's background thread gives its
    * arena cache on the card back, then sets trim_done to the request
    * number it answered (vs_ledger_trim_others). */
@@ -110,6 +117,11 @@ typedef struct vs_ledger_slot {
    * what the shim counted (its contexts' own memory, as the driver reports
    * it: docs/nvml.md, "True footprint"); always <= held. */
   uint64_t overhead;
+  /* What the process's arenas on the card would give back on a trim ask
+   * (vs_arena_reclaimable), as it last published it: at most `held`;
+   * lowered at once when it gives memory back, raised by its background
+   * thread (vs_ledger_set_cache). */
+  uint64_t cache;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {

@@ -228,9 +228,11 @@ void vs_tenant_exit(vs_tenant_session *s) {
 
 void vs_tenant_check(vs_tenant_session *s, int card) { vs_ledger_check(get(s, card)); }
 
-int vs_tenant_trim_others(vs_tenant_session *s, int card, uint64_t timeout_ms) {
-  return vs_ledger_trim_others(get(s, card), timeout_ms);
+int vs_tenant_trim_others(vs_tenant_session *s, int card, vs_trim_scope scope, uint64_t timeout_ms) {
+  return vs_ledger_trim_others(get(s, card), scope, timeout_ms);
 }
+void vs_tenant_set_cache(vs_tenant_session *s, int card, uint64_t bytes) { vs_ledger_set_cache(get(s, card), bytes); }
+uint64_t vs_tenant_others_cache(vs_tenant_session *s, int card) { return vs_ledger_others_cache(get(s, card)); }
 int vs_tenant_trim_asked(vs_tenant_session *s, int card, uint32_t *req) { return vs_ledger_trim_asked(get(s, card), req); }
 void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req) { vs_ledger_trim_answer(get(s, card), req); }
 

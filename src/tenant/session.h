@@ -101,8 +101,11 @@ void vs_tenant_fini(vs_tenant_session *s);
 /* Checks the card's ledger file (deleted, replaced, truncated, damaged: then
  * re-attaches carrying this process's usage; see vs_ledger_check). */
 void vs_tenant_check(vs_tenant_session *s, int card);
-/* The trim mailbox of the card's ledger (ledger.h, issue 23). */
-int vs_tenant_trim_others(vs_tenant_session *s, int card, uint64_t timeout_ms);
+/* The trim mailbox of the card's ledger (ledger.h, issue 23), and this
+ * process's published cache there. */
+int vs_tenant_trim_others(vs_tenant_session *s, int card, vs_trim_scope scope, uint64_t timeout_ms);
+void vs_tenant_set_cache(vs_tenant_session *s, int card, uint64_t bytes);
+uint64_t vs_tenant_others_cache(vs_tenant_session *s, int card);
 int vs_tenant_trim_asked(vs_tenant_session *s, int card, uint32_t *req);
 void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req);
 /* At process exit: every card's slot is given back now (vs_ledger_exit). */

@@ -251,6 +251,57 @@ static void overhead_accounting(void **state) {
   vs_ledger_close(b);
 }
 
+/* Published caches: what each process's arenas would give back when
+ * asked. Others' views count them as free, admission does not; a trim ask
+ * reaches whom the refusal's scope names; a give-back lowers the cache at
+ * once; a closed slot's cache leaves with it. */
+static void cache_accounting(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, "[tenant a]\nreserve = 100\n[tenant b]\nreserve = 200\n[tenant d]\nreserve = 300\n", 1000);
+  vs_ledger *a1 = open_as(&plan, "a"), *a2 = open_as(&plan, "a"), *b = open_as(&plan, "b"), *d = open_as(&plan, "d");
+  assert_int_equal(vs_ledger_charge(b, 400, NULL), 0);
+  uint64_t f = 0, t = 0;
+  vs_ledger_view(a1, 0, &f, &t);
+  assert_int_equal(f, 1000 - 400 - 300);                 /* b: max(400, 200); d: its reserve */
+  vs_ledger_set_cache(b, 900);                           /* never more than it holds */
+  assert_int_equal(vs_ledger_others_cache(a1), 400);
+  vs_ledger_set_cache(b, 300);
+  vs_ledger_view(a1, 0, &f, &t);
+  assert_int_equal(f, 1000 - 200 - 300);                 /* b: max(400 - 300, 200) */
+  vs_refusal why;
+  assert_int_equal(vs_ledger_charge(a1, 450, &why), 1);  /* admission counts what b holds */
+  assert_int_equal(why.kind, VS_REFUSE_CAPACITY);
+  /* d holds less than its reserve: its cache cannot help a capacity refusal. */
+  assert_int_equal(vs_ledger_charge(d, 100, NULL), 0);
+  vs_ledger_set_cache(d, 100);
+  uint32_t req;
+  assert_int_equal(vs_ledger_trim_others(a1, VS_TRIM_TENANT, 0), 0);   /* no other process of a holds memory */
+  assert_int_equal(vs_ledger_trim_others(a1, VS_TRIM_CAPACITY, 0), 1);
+  assert_int_equal(vs_ledger_trim_asked(b, &req), 1);
+  assert_int_equal(vs_ledger_trim_asked(d, &req), 0);
+  assert_int_equal(vs_ledger_trim_others(a1, VS_TRIM_CARD, 0), 2);     /* the driver refused: every cache */
+  assert_int_equal(vs_ledger_trim_asked(d, &req), 1);
+  vs_ledger_trim_answer(d, req);
+  assert_int_equal(vs_ledger_trim_asked(d, &req), 0);
+  /* b gives 250 back: its cache falls by as much at once. */
+  vs_ledger_uncharge(b, 250);
+  assert_int_equal(vs_ledger_others_cache(a1), 50 + 100);
+  /* Our tenant's other process: its cache is ours to count as free too. */
+  assert_int_equal(vs_ledger_charge(a2, 80, NULL), 0);
+  vs_ledger_set_cache(a2, 50);
+  assert_int_equal(vs_ledger_others_cache(a1), 50 + 100 + 50);
+  assert_int_equal(vs_ledger_others_cache(a2), 50 + 100);
+  vs_ledger_view(a1, 0, &f, &t);
+  assert_int_equal(f, 1000 - (80 - 50) - 200 - 300);
+  vs_ledger_close(b);                                    /* its cache leaves with it */
+  assert_int_equal(vs_ledger_others_cache(a1), 100 + 50);
+  vs_ledger_close(a2);
+  vs_ledger_close(d);
+  assert_int_equal(vs_ledger_others_cache(a1), 0);
+  vs_ledger_close(a1);
+}
+
 static void spill_accounting(void **state) {
   (void)state;
   vs_plan plan;
@@ -478,6 +529,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(events_and_snapshot, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(spill_accounting, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(overhead_accounting, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(cache_accounting, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(file_safety, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(fork_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(exec_child_is_own_process, tt_ledger_setup, tt_ledger_teardown),

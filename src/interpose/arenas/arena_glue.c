@@ -111,13 +111,13 @@ static int spill_settled(uint64_t ctx_id, uint64_t stamp) {
 /* What the layers below ask of the arenas, offered before the first arena
  * is published (they lie below and may not call up: src/LAYERS): a leave
  * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
- * bridge asks what they could serve in one piece (its view of free memory)
- * and trims their cache when another process of the tenant is about to be
- * refused; spill.c asks when the device is done with a block it keeps.
+ * bridge asks what they could serve in one piece (its view of free memory),
+ * trims their cache when another process is about to be refused and asks
+ * what that would give back (published for the others); spill.c asks when the device is done with a block it keeps.
  * Caller holds g_create_lock. */
 static void offer_once(void) {
   static int offered;
-  static const vs_quota_cache cache = {vs_arena_glue_one_piece, vs_arena_glue_trim_card};
+  static const vs_quota_cache cache = {vs_arena_glue_one_piece, vs_arena_glue_trim_card, vs_arena_glue_reclaimable};
   static const vs_spill_settle settle = {spill_stamp, spill_settled};
   if (offered) return;
   offered = 1;
@@ -398,6 +398,17 @@ static void settle_one(vs_ctx *c, void *user) {
 }
 
 void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) { each_ctx(card, trim_one, &keep_bytes); }
+
+/* Under the contexts' read lock, as the view's walk (each_ctx may visit a
+ * context twice: a sum must not). */
+uint64_t vs_arena_glue_reclaimable(int card) {
+  uint64_t sum = 0;
+  if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return 0;
+  vs_ctx_read_lock();
+  for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) sum += vs_arena_reclaimable(card_arena(c, card));
+  vs_ctx_read_unlock();
+  return sum;
+}
 
 typedef struct trim_beside { const vs_ctx *self; uint64_t released; } trim_beside;
 static void trim_other(vs_ctx *c, void *user) {

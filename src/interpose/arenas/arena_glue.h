@@ -93,6 +93,9 @@ void vs_arena_glue_offer(void);
  * free memory. With no arena on the card yet, what the first one's
  * growth could take of room (room itself with the arena off). */
 uint64_t vs_arena_glue_one_piece(int card, uint64_t room);
+/* What trimming every arena on the card would give back now (the sum of
+ * vs_arena_reclaimable over its contexts' arenas). */
+uint64_t vs_arena_glue_reclaimable(int card);
 /* 1 when cuMemAlloc on card is served by an arena (decided at its first
  * request; 0 before, and for arena = off). */
 int vs_arena_glue_on(int card);

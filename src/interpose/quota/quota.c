@@ -52,6 +52,11 @@ static void arena_trim(int card) {
   if (c) c->trim(card, 0);
 }
 
+static uint64_t arena_reclaimable(int card) {
+  const vs_quota_cache *c = atomic_load_explicit(&g_cache, memory_order_acquire);
+  return c ? c->reclaimable(card) : 0;
+}
+
 void vs_quota_observe_spill(int card, uint64_t ptr, uint64_t size, int sign) {
   const vs_quota_observer *o = atomic_load_explicit(&g_observer, memory_order_acquire);
   if (o) o->spill(card, ptr, size, sign);
@@ -235,9 +240,16 @@ int vs_quota_live_due(void) {
 
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   refusal_note *t = &t_refused;
-  /* No refused charge on this thread: the request failed for another
-   * reason (the driver's own OOM), nothing to wait for or report. */
-  if (!t->pending) return 0;
+  /* No refused charge on this thread: the driver itself refused (memory
+   * held outside the books, or by other processes' caches, which are
+   * asked once, as below), or the request failed for another reason.
+   * Nothing to wait for or report. */
+  if (!t->pending) {
+    vs_tenant_session *s = card >= 0 ? card_session(card) : NULL;
+    if (!s || vs_tenant_wait_ms(s) || *deadline_ns) return 0;
+    *deadline_ns = 1;
+    return vs_tenant_trim_others(s, card, VS_TRIM_CARD, VS_LEDGER_TRIM_WAIT_MS) > 0;
+  }
   /* What was refused may be an arena growth larger than the request. */
   uint64_t req = n;
   if (t->card != card) card = t->card;
@@ -253,13 +265,15 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   }
   uint64_t wait_ms = vs_tenant_wait_ms(s);
   /* Issue 23: before a `fail` refusal (this thread's own arena has
-   * trimmed already), the tenant's caches in its other processes get their
-   * chance, once per request: they are asked to trim (a bounded wait for
-   * their answers), and the caller tries again. *deadline_ns = 1 marks
-   * the round as done. */
+   * trimmed already), the caches in other processes that stand in its way
+   * get their chance, once per request: the tenant's own where its limit
+   * refused, also other tenants' where the card's condition did. They are
+   * asked to trim (a bounded wait for their answers), and the caller tries
+   * again. *deadline_ns = 1 marks the round as done. */
   if (!wait_ms && !*deadline_ns) {
     *deadline_ns = 1;
-    if (vs_tenant_trim_others(s, card, VS_LEDGER_TRIM_WAIT_MS) > 0) {
+    vs_trim_scope scope = t->why.kind == VS_REFUSE_LIMIT ? VS_TRIM_TENANT : VS_TRIM_CAPACITY;
+    if (vs_tenant_trim_others(s, card, scope, VS_LEDGER_TRIM_WAIT_MS) > 0) {
       t->pending = 0;
       return 1;
     }
@@ -335,6 +349,12 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
     /* The books bind (a limit, others' reservations): their room comes in
      * whole 2 MiB pieces (below). Where the driver's free binds, it stands
      * as the driver gives it. */
+    /* Other processes' caches on the card are the driver's too once they
+     * give them back, which a refusal asks of them (vs_quota_wait). */
+    if (r == CUDA_SUCCESS) {
+      uint64_t theirs = vs_tenant_others_cache(s, card);
+      df = (uint64_t)df + theirs < (uint64_t)df ? SIZE_MAX : (size_t)((uint64_t)df + theirs);
+    }
     int books_bind = !(r == CUDA_SUCCESS && (uint64_t)df <= f);
     if (r == CUDA_SUCCESS && (uint64_t)df < f) f = (uint64_t)df;
     if (r == CUDA_SUCCESS && whole_card) tot = dt;
@@ -420,13 +440,15 @@ int vs_quota_check_ledgers(void) {
   for (int c = 0; c < NCARDS; c++)
     if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) {
       vs_tenant_check(g_session, c);
-      /* Another process of our tenant is about to refuse an allocation:
-       * our cache on the card goes back first (issue 23). */
+      /* Another process is about to refuse an allocation our cache could
+       * let in: it goes back first (issue 23). Then what a trim would give
+       * back now is published, for the others' views and asks. */
       uint32_t req;
       if (vs_tenant_trim_asked(g_session, c, &req)) {
         arena_trim(c);
         vs_tenant_trim_answer(g_session, c, req);
       }
+      vs_tenant_set_cache(g_session, c, arena_reclaimable(c));
       n++;
     }
   return n;

@@ -18,14 +18,16 @@
  *  - the arenas of a card (arenas/arena_glue.c, before the first arena is
  *    published): the largest single allocation they could serve with a
  *    given room from the books (one_piece: the view's free memory; without
- *    arenas the room itself), and their cache given back when another
- *    process of the tenant is about to be refused. Without arenas nothing
+ *    arenas the room itself), their cache given back when another
+ *    process is about to be refused, and how much that would be (published
+ *    in the ledger for the other processes' views). Without arenas nothing
  *    is cached;
  *  - observation (observe/observe.c, at the shim's start): warn_at
  *    crossed, and the blocks spill.c serves and frees. */
 typedef struct vs_quota_cache {
   uint64_t (*one_piece)(int card, uint64_t room);
   void (*trim)(int card, uint64_t keep_bytes);
+  uint64_t (*reclaimable)(int card);   /* what trim(card, 0) would give back now */
 } vs_quota_cache;
 void vs_quota_set_cache(const vs_quota_cache *cache);
 /* A driver pool grows by whole pieces of this size: what a pool's growth is
