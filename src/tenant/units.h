@@ -49,4 +49,6 @@ __extension__ typedef unsigned __int128 vs_u128;
 static inline uint64_t vs_sat_add(uint64_t a, uint64_t b) {
   return a + b < a ? UINT64_MAX : a + b;
 }
+/* a - b, 0 where b is larger: a total less a part that may be stale. */
+static inline uint64_t vs_sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 #endif
