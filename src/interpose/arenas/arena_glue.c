@@ -113,7 +113,8 @@ static int spill_settled(uint64_t ctx_id, uint64_t stamp) {
  * of stream order syncs them all (vs_arena_glue_leave_order); the ledger's
  * bridge asks what they could serve in one piece (its view of free memory),
  * trims their cache when another process is about to be refused and asks
- * what that would give back (published for the others); spill.c asks when the device is done with a block it keeps.
+ * what that would give back (published for the others); spill.c asks when
+ * the device is done with a block it keeps.
  * Caller holds g_create_lock. */
 static void offer_once(void) {
   static int offered;

@@ -346,15 +346,15 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
         vs_acct_call(card < 0 ? 0 : card, VRAMSHIM_CALL_OTHER);
       }
     }
-    /* The books bind (a limit, others' reservations): their room comes in
-     * whole 2 MiB pieces (below). Where the driver's free binds, it stands
-     * as the driver gives it. */
     /* Other processes' caches on the card are the driver's too once they
      * give them back, which a refusal asks of them (vs_quota_wait). */
     if (r == CUDA_SUCCESS) {
       uint64_t theirs = vs_tenant_others_cache(s, card);
       df = (uint64_t)df + theirs < (uint64_t)df ? SIZE_MAX : (size_t)((uint64_t)df + theirs);
     }
+    /* The books bind (a limit, others' reservations): their room comes in
+     * whole 2 MiB pieces (below). Where the driver's free binds, it stands
+     * as the driver gives it. */
     int books_bind = !(r == CUDA_SUCCESS && (uint64_t)df <= f);
     if (r == CUDA_SUCCESS && (uint64_t)df < f) f = (uint64_t)df;
     if (r == CUDA_SUCCESS && whole_card) tot = dt;
