@@ -247,7 +247,7 @@ static int sweep_locked(vs_ledger *h) {
     int32_t pid = sl->pid;
     write_begin(s);
     VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
-    VS_STORE(&s->tenants[t].cached, s->tenants[t].cached >= sl->cache ? s->tenants[t].cached - sl->cache : 0);
+    VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, sl->cache));
     /* Its spilled host memory went with the process; its share of MAX comes back (issue 13). */
     VS_STORE(&s->tenants[t].spilled, s->tenants[t].spilled >= spilled ? s->tenants[t].spilled - spilled : 0);
     free_slot_locked(s, sl);
@@ -752,7 +752,7 @@ static int leave_file(vs_ledger_shm *s, int fd, int slot, uint32_t tenant, int p
   uint64_t u = s->tenants[tenant].used, sp = s->tenants[tenant].spilled;
   VS_STORE(&s->tenants[tenant].used, u >= sl->held ? u - sl->held : 0);
   VS_STORE(&s->tenants[tenant].spilled, sp >= sl->spilled ? sp - sl->spilled : 0);
-  VS_STORE(&s->tenants[tenant].cached, s->tenants[tenant].cached >= sl->cache ? s->tenants[tenant].cached - sl->cache : 0);
+  VS_STORE(&s->tenants[tenant].cached, vs_sat_sub(s->tenants[tenant].cached, sl->cache));
   free_slot_locked(s, sl);
   write_end(s);
   if (announce) __atomic_add_fetch(&s->gen, 1, __ATOMIC_SEQ_CST);
@@ -892,10 +892,10 @@ static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
   return VS_LOAD(&s->tenants[t].reserve_holders) ? VS_LOAD(&s->tenants[t].reserve) : 0;
 }
 
-/* The sum of max(U_t, R_t) over the tenants below nt other than ours.
- * Relaxed atomic reads: the lock-free view uses it too. */
-/* sum over the other tenants of max(U_t, R_t); less_cache: U_t without
- * what their processes' arenas would give back when asked (the view). */
+/* The sum of max(U_t, R_t) over the tenants below nt other than ours;
+ * less_cache: U_t without what their processes' arenas would give back
+ * when asked (the view). Relaxed atomic reads: the lock-free view uses it
+ * too. */
 static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt, int less_cache) {
   const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
   uint32_t mine = __atomic_load_n(&h->tenant, __ATOMIC_RELAXED);
@@ -903,10 +903,7 @@ static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt, int l
   for (uint32_t t = 0; t < nt; t++) {
     if (t == mine) continue;
     uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
-    if (less_cache) {
-      uint64_t c = VS_LOAD(&s->tenants[t].cached);
-      u = u > c ? u - c : 0;
-    }
+    if (less_cache) u = vs_sat_sub(u, VS_LOAD(&s->tenants[t].cached));
     others = vs_sat_add(others, u > r ? u : r);
   }
   return others;
@@ -1052,13 +1049,12 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
  * held. */
 static void cache_less_locked(vs_ledger_shm *s, vs_ledger *h, uint64_t n) {
   vs_ledger_slot *sl = &s->slots[h->slot];
-  uint64_t keep = sl->cache > n ? sl->cache - n : 0;
+  uint64_t keep = vs_sat_sub(sl->cache, n);
   if (keep > sl->held) keep = sl->held;
   if (keep == sl->cache) return;
-  uint64_t c = s->tenants[h->tenant].cached, drop = sl->cache - keep;
   write_begin(s);
+  VS_STORE(&s->tenants[h->tenant].cached, vs_sat_sub(s->tenants[h->tenant].cached, sl->cache - keep));
   VS_STORE(&sl->cache, keep);
-  VS_STORE(&s->tenants[h->tenant].cached, c >= drop ? c - drop : 0);
   write_end(s);
 }
 
@@ -1204,16 +1200,17 @@ int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req) {
 void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes) {
   if (!h || fd_of(h) < 0) return;
   /* Most publications change nothing: no lock for them. */
-  const vs_ledger_shm *cur = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
-  if (VS_LOAD(&cur->slots[h->slot].cache) == bytes) return;
+  const vs_ledger_slot *cur = &__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)->slots[h->slot];
+  uint64_t held = VS_LOAD(&cur->held);
+  if (VS_LOAD(&cur->cache) == (bytes < held ? bytes : held)) return;
   vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
   vs_ledger_slot *sl = &s->slots[h->slot];
   vs_ledger_tenant *t = &s->tenants[h->tenant];
-  uint64_t c = bytes < sl->held ? bytes : sl->held, old = sl->cache;
+  uint64_t c = bytes < sl->held ? bytes : sl->held;
   write_begin(s);
+  VS_STORE(&t->cached, vs_sat_sub(t->cached, sl->cache) + c);
   VS_STORE(&sl->cache, c);
-  VS_STORE(&t->cached, t->cached + c >= old ? t->cached + c - old : 0);
   write_end(s);
   leave_locked(h, s);
 }
@@ -1225,7 +1222,7 @@ uint64_t vs_ledger_others_cache(const vs_ledger *h) {
   if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
   uint64_t sum = 0, own = VS_LOAD(&s->slots[h->slot].cache);
   for (uint32_t t = 0; t < nt; t++) sum = vs_sat_add(sum, VS_LOAD(&s->tenants[t].cached));
-  return sum > own ? sum - own : 0;
+  return vs_sat_sub(sum, own);
 }
 
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
@@ -1405,8 +1402,7 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
     const vs_ledger_tenant *mine = &s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)];
     uint64_t ua = VS_LOAD(&mine->used), own = VS_LOAD(&s->slots[h->slot].cache),
              theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, 1);
-    theirs = theirs > own ? theirs - own : 0;
-    ua = ua > theirs ? ua - theirs : 0;
+    ua = vs_sat_sub(ua, vs_sat_sub(theirs, own));
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
     uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
