@@ -219,6 +219,21 @@ static int w_cache(int argc, char **argv) {
   return 0;
 }
 
+/* trydev MIB: cuMemAlloc(MIB) must succeed with device memory (not a
+ * spilled block: that is host memory to the driver). */
+static int w_trydev(int argc, char **argv) {
+  CHECK(argc == 1, "trydev MIB");
+  tp_cuda_up();
+  CUdeviceptr p;
+  CUresult r = cuMemAlloc(&p, strtoull(argv[0], NULL, 10) * MiB);
+  CHECK(r == CUDA_SUCCESS, "trydev: cuMemAlloc(%s MiB) = %d", argv[0], (int)r);
+  unsigned type = 0;
+  CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS, "trydev: memory type");
+  CHECK(type == CU_MEMORYTYPE_DEVICE, "trydev: %s MiB served from %s memory", argv[0],
+        type == CU_MEMORYTYPE_HOST ? "host (spilled)" : "other");
+  return 0;
+}
+
 /* viewfree MIB: polls cuMemGetInfo (every 20 ms, at most 3 s: another
  * process publishes its cache from its background thread) until free is
  * at least MIB; prints what it saw, and fails when it never was. */
@@ -1163,13 +1178,16 @@ static int case_trim(const char *mode) {
  * have without the shim. Tenant b's process caches 2 GiB (its program
  * freed everything; release_threshold keeps it). Tenant a sees that
  * memory as free in its view and is served 3 GiB (b is asked to trim).
- * A refusal by a's own limit asks nobody of another tenant. Before the
- * fix: a's view 1448 MiB, and 2.34 GiB refused ("other tenants' usage or
- * reservations 2.29 GiB": b's cache) in every arena mode. */
+ * A refusal by c's own limit asks nobody of another tenant. A tenant that
+ * spills gets device memory, not host memory, where a cache can give way.
+ * Before the fix: a's view 1448 MiB, and 2.34 GiB refused ("other
+ * tenants' usage or reservations 2.29 GiB": b's cache) in every arena
+ * mode; s's request spilled. */
 static int case_trim_card(const char *mode) {
   char global[128];
   snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
-  tp_config(global, "[tenant a]\non_limit = fail\n[tenant b]\n[tenant c]\nlimit = 1GiB\non_limit = fail\n");
+  tp_config(global, "[tenant a]\non_limit = fail\n[tenant b]\n[tenant c]\nlimit = 1GiB\non_limit = fail\n"
+                    "[tenant s]\non_limit = spill:4GiB\n");
   const char *cw[] = {"cache", "2048", NULL};
   pid_t b = spawn("b", "b", NULL, cw);
   CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 2 GiB (b.err)");
@@ -1197,6 +1215,13 @@ static int case_trim_card(const char *mode) {
       (unsigned long long)(cached / MiB), (double)(tp_now_ns() - t0) / 1e6,
       (unsigned long long)(tp_proc(&g_snap, b)->held / MiB));
   stop(b);
+  /* A tenant that spills asks the caches before it spills: device memory. */
+  pid_t b2 = spawn("b2", "b", NULL, cw);
+  CHECK(wait_line("b2.out", "cached", 20000) == 0, "b2 caches 2 GiB (b2.err)");
+  const char *td[] = {"trydev", "3072", NULL};
+  st = tp_wait(spawn("s", "s", NULL, td));
+  CHECK(st == 0, "%s: s's 3 GiB is device memory, b2 trimmed first (exit %d; s.err)", mode, st);
+  stop(b2);
   return 0;
 }
 
@@ -1217,6 +1242,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "idle")) return w_idle(argc - 2, argv + 2);
     if (!strcmp(m, "cache")) return w_cache(argc - 2, argv + 2);
     if (!strcmp(m, "viewfree")) return w_viewfree(argc - 2, argv + 2);
+    if (!strcmp(m, "trydev")) return w_trydev(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");

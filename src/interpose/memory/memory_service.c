@@ -133,17 +133,18 @@ static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
   return 1;
 }
 
-/* Waits under on_limit = wait (vs_quota_wait) without holding the
- * request's context: ending a context waits for every hold on it
- * (contexts.h), and that end may be what frees the memory waited for, so a
- * hold kept across the wait would stall the end until the wait ran out.
- * 1: go on, the context held again; 0: stop (the wait ran out, or the
+/* Waits under on_limit = wait (vs_quota_wait), or for other processes'
+ * answers to a trim round (round_only: vs_quota_trim_round), without
+ * holding the request's context: ending a context waits for every hold on
+ * it (contexts.h), and that end may be what frees the memory waited for,
+ * so a hold kept across the wait would stall the end until the wait ran
+ * out. 1: go on, the context held again; 0: stop (the wait ran out, or the
  * context ended meanwhile: then op->ctx is NULL with op->rec.ctx_id set). */
-static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline) {
+static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline, int round_only) {
   uint64_t id = op->ctx ? op->ctx->id : 0;
   vs_ctx_put(op->ctx);
   op->ctx = NULL;
-  int go = vs_quota_wait(op->rec.card, size, deadline);
+  int go = round_only ? vs_quota_trim_round(op->rec.card, deadline) : vs_quota_wait(op->rec.card, size, deadline);
   if (id && !(op->ctx = vs_ctx_acquire_id(id))) return 0;
   return go;
 }
@@ -229,8 +230,13 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       /* The arena's ladder gave back its own cache; the other contexts'
        * arenas on the card hold the tenant's too (the view counts it). */
       if (!others_trimmed++ && vs_arena_glue_trim_others(op->ctx)) continue;
+      /* Host memory only once other processes' caches had their chance. */
+      if (kind == VS_MEM_DEVICE && vs_quota_spill_max(op->rec.card)) {
+        if (wait_unheld(op, size, &deadline, 1)) continue;
+        if (ended_while_waiting(op)) return done(op);
+      }
       if (kind == VS_MEM_DEVICE && spilled(op, size, !vs_quota_refusal_pending())) return done(op);
-      if (!wait_unheld(op, size, &deadline)) break;
+      if (!wait_unheld(op, size, &deadline, 0)) break;
     }
     if (ended_while_waiting(op)) return done(op);
     if (served == VS_MEM_DONE) {
@@ -270,8 +276,12 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       vs_arena_glue_trim_card(card, 0);
       continue;
     }
+    if (kind == VS_MEM_DEVICE && card >= 0 && vs_quota_spill_max(card)) {
+      if (wait_unheld(op, size, &deadline, 1)) continue;
+      if (ended_while_waiting(op)) return done(op);
+    }
     if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
-    if (!wait_unheld(op, size, &deadline)) break;
+    if (!wait_unheld(op, size, &deadline, 0)) break;
   }
   if (ended_while_waiting(op)) return done(op);
   if (q != CUDA_SUCCESS) {

@@ -238,18 +238,40 @@ int vs_quota_live_due(void) {
   return 1;
 }
 
+/* Issue 23: before a refusal stands under `fail` or `spill` (this
+ * thread's own arena has trimmed already), the caches in other processes
+ * that stand in its way get their chance, once per request: the tenant's
+ * own where its limit refused, also other tenants' where the card's
+ * condition did, every cache where the driver itself refused (no charge
+ * refused on this thread). They are asked to trim (a bounded wait for
+ * their answers), and the caller tries again. *deadline_ns = 1 marks the
+ * round as done; under `wait` there is no round (waiting is the round:
+ * a process with a cache gives it back while others wait). */
+static int trim_round(vs_tenant_session *s, int card, uint64_t *deadline_ns) {
+  refusal_note *t = &t_refused;
+  if (vs_tenant_wait_ms(s) || *deadline_ns) return 0;
+  *deadline_ns = 1;
+  vs_trim_scope scope = !t->pending                         ? VS_TRIM_CARD
+                        : t->why.kind == VS_REFUSE_LIMIT ? VS_TRIM_TENANT
+                                                           : VS_TRIM_CAPACITY;
+  if (vs_tenant_trim_others(s, card, scope, VS_LEDGER_TRIM_WAIT_MS) == 0) return 0;
+  t->pending = 0;
+  return 1;
+}
+
+int vs_quota_trim_round(int card, uint64_t *deadline_ns) {
+  if (t_refused.pending) card = t_refused.card;
+  vs_tenant_session *s = card >= 0 ? card_session(card) : NULL;
+  return s ? trim_round(s, card, deadline_ns) : 0;
+}
+
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   refusal_note *t = &t_refused;
   /* No refused charge on this thread: the driver itself refused (memory
-   * held outside the books, or by other processes' caches, which are
-   * asked once, as below), or the request failed for another reason.
-   * Nothing to wait for or report. */
-  if (!t->pending) {
-    vs_tenant_session *s = card >= 0 ? card_session(card) : NULL;
-    if (!s || vs_tenant_wait_ms(s) || *deadline_ns) return 0;
-    *deadline_ns = 1;
-    return vs_tenant_trim_others(s, card, VS_TRIM_CARD, VS_LEDGER_TRIM_WAIT_MS) > 0;
-  }
+   * held outside the books, or in other processes' caches: the round
+   * asks them), or the request failed for another reason. Nothing to
+   * wait for or report. */
+  if (!t->pending) return vs_quota_trim_round(card, deadline_ns);
   /* What was refused may be an arena growth larger than the request. */
   uint64_t req = n;
   if (t->card != card) card = t->card;
@@ -263,21 +285,8 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
     t->pending = 0;
     return 0;
   }
+  if (trim_round(s, card, deadline_ns)) return 1;
   uint64_t wait_ms = vs_tenant_wait_ms(s);
-  /* Issue 23: before a `fail` refusal (this thread's own arena has
-   * trimmed already), the caches in other processes that stand in its way
-   * get their chance, once per request: the tenant's own where its limit
-   * refused, also other tenants' where the card's condition did. They are
-   * asked to trim (a bounded wait for their answers), and the caller tries
-   * again. *deadline_ns = 1 marks the round as done. */
-  if (!wait_ms && !*deadline_ns) {
-    *deadline_ns = 1;
-    vs_trim_scope scope = t->why.kind == VS_REFUSE_LIMIT ? VS_TRIM_TENANT : VS_TRIM_CAPACITY;
-    if (vs_tenant_trim_others(s, card, scope, VS_LEDGER_TRIM_WAIT_MS) > 0) {
-      t->pending = 0;
-      return 1;
-    }
-  }
   if (wait_ms) {
     if (!*deadline_ns) *deadline_ns = vs_mono_ns() + wait_ms * 1000000ull;
     vs_refusal why = t->why;

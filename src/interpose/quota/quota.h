@@ -67,6 +67,12 @@ uint64_t vs_quota_room(int card);
  * is 0 on the first call and carries the request's deadline between calls.
  * With on_limit = fail, returns 0 at once. Logs the final refusal. */
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns);
+/* The part of vs_quota_wait that comes before any refusal stands (under
+ * `fail` and `spill`): once per request (*deadline_ns as there), the other
+ * processes whose caches stand in its way are asked to give them back,
+ * with a bounded wait for their answers; 1 when any was asked (try
+ * again), else 0. A spilling tenant asks before it spills. */
+int vs_quota_trim_round(int card, uint64_t *deadline_ns);
 /* Charges n bytes without asking (memory the driver already handed out,
  * e.g. a pitch allocation larger than its estimate). */
 void vs_quota_force(int card, uint64_t n);
