@@ -224,6 +224,7 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
     p->attach_ns = sl->attach_ns;
     p->spilled = sl->spilled;
     p->overhead = sl->overhead;
+    p->cached = sl->cache;
     p->spill_peak = sl->spill_peak;
     p->alive = vs_ledger_slot_alive(fd, i);
     uint32_t t = sl->tenant < nt ? sl->tenant : 0;
@@ -237,6 +238,7 @@ int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snap
       out->tenants[t].used += sl->held;
       out->tenants[t].spilled += sl->spilled;
       out->tenants[t].overhead += sl->overhead;
+      out->tenants[t].cached += sl->cache;
       out->tenants[t].nprocs++;
     }
     for (uint32_t r = 0; r < nt; r++) {

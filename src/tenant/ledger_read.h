@@ -29,6 +29,7 @@ typedef struct vs_snap_tenant {
   uint64_t spilled;             /* host bytes its live processes serve in place of device memory (issue 13) */
   uint64_t spill_peak, spill_max; /* spill_max 0: on_limit is not spill */
   uint64_t overhead;            /* of used: its live processes' footprint beyond the shim's count (issue 24) */
+  uint64_t cached;              /* of used: what its live processes' arenas would give back when asked */
 } vs_snap_tenant;
 
 typedef struct vs_snap_proc {
@@ -41,6 +42,7 @@ typedef struct vs_snap_proc {
   int alive;                    /* 0: dead, its usage not yet reclaimed */
   uint64_t spilled, spill_peak; /* host bytes served in place of device memory (issue 13) */
   uint64_t overhead;            /* of held: footprint beyond what the shim counted (issue 24) */
+  uint64_t cached;              /* of held: what its arenas would give back when asked (as it last published) */
 } vs_snap_proc;
 
 typedef struct vs_snap_event {

@@ -1212,9 +1212,17 @@ static int case_trim_card(const char *mode) {
   /* Contexts cost nothing in these tests (VRAMSIM_CONTEXT_OVERHEAD=0). */
   const char *vw[] = {"viewfree", "3072", NULL};
   CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_tenant(&g_snap, "b"), "snapshot");
+  CHECK(tp_proc(&g_snap, b)->cached >= 2048 * MiB && tp_tenant(&g_snap, "b")->cached == tp_proc(&g_snap, b)->cached,
+        "%s: the ledger shows b's cache (%llu MiB; tenant b %llu MiB)", mode,
+        (unsigned long long)(tp_proc(&g_snap, b)->cached / MiB),
+        (unsigned long long)(tp_tenant(&g_snap, "b")->cached / MiB));
   uint64_t t0 = tp_now_ns();
   served_unrefused("a", "a", "3072", mode, "a's 3 GiB is served after b trimmed");
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b), "snapshot");
+  CHECK(tp_proc(&g_snap, b)->cached <= tp_proc(&g_snap, b)->held && tp_proc(&g_snap, b)->cached < 64 * MiB,
+        "%s: b's published cache fell with its trim (%llu MiB)", mode,
+        (unsigned long long)(tp_proc(&g_snap, b)->cached / MiB));
   SAY("%s: b cached %llu MiB; a's 3 GiB served in %.0f ms; b now holds %llu MiB", mode,
       (unsigned long long)(cached / MiB), (double)(tp_now_ns() - t0) / 1e6,
       (unsigned long long)(tp_proc(&g_snap, b)->held / MiB));

@@ -1,9 +1,11 @@
 /* A program under the shim for the machine-readable-output tests
  * (run_outputs.py drives it): holds memory on several cards.
  *
- *   outputs_prog CARD:BYTES[?]...   allocates BYTES on card CARD (its primary
+ *   outputs_prog CARD:BYTES[?|-]... allocates BYTES on card CARD (its primary
  *                                   context) for each argument, in order; an
- *                                   allocation marked '?' may be refused.
+ *                                   allocation marked '?' may be refused, one
+ *                                   marked '-' is freed at once (what the
+ *                                   arena then keeps is its cache).
  *                                   Says "ready PID OK REFUSED", then blocks in
  *                                   read() on stdin until it closes; frees
  *                                   what it holds; exits 0.
@@ -59,6 +61,10 @@ int main(int argc, char **argv) {
       continue;
     }
     if (r != CUDA_SUCCESS) fail("cuMemAlloc", r);
+    if (*end == '-') {
+      if ((r = cuMemFree(held[n].p)) != CUDA_SUCCESS) fail("cuMemFree", r);
+      continue;
+    }
     held[n++].card = card;
   }
   printf("ready %d %d %d\n", (int)getpid(), n, refused);

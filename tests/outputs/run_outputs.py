@@ -250,6 +250,30 @@ def t_live(env, schemas):
     say("status --json: 2 cards, %d tenants on card 0, pid %d dead holding %d bytes, %d bytes spilled"
         % (len(t0), victim.pid, c0["dead_bytes"], s["spilled"]))
 
+    # A process whose program freed its memory: its arena's cache, published
+    # from its background thread, shows as cached (part of held and used).
+    freer, _, _ = env.start("freer", ["1:%d-" % (64 * MiB)])
+    def cache_shown():
+        d = status(env, schemas, events=False)
+        c1 = by(d["cards"], "index")[1]
+        p = by(c1["processes"], "pid").get(freer.pid)
+        return d if p and p["cached"] >= 64 * MiB else None
+
+    st = eventually(cache_shown, "the freeing process's 64 MiB cache in status")
+    for c in st["cards"]:
+        for t in c["tenants"]:
+            mine = [p for p in c["processes"] if p["tenant"] == t["name"] and p["alive"]]
+            if t["cached"] != sum(p["cached"] for p in mine) or t["cached"] > t["used"]:
+                fail("tenant %s on card %s: cached %d, its processes' %d, used %d"
+                     % (t["name"], c["card"], t["cached"], sum(p["cached"] for p in mine), t["used"]))
+        for p in c["processes"]:
+            if p["cached"] > p["held"]:
+                fail("pid %d caches %d of %d held" % (p["pid"], p["cached"], p["held"]))
+    if "cached" not in env.tool(["status"]).stdout:
+        fail("text status shows no cached column while a process caches")
+    say("status: pid %d caches %d bytes after its program freed them" % (freer.pid, by(
+        by(st["cards"], "index")[1]["processes"], "pid")[freer.pid]["cached"]))
+
     # The next allocation on card 0 reclaims the dead process: a reclaim event.
     env.start("guest", ["0:%d" % MiB])
     def reclaimed():
@@ -287,7 +311,7 @@ def t_live(env, schemas):
         for t in c["tenants"]:
             lab = (("card", c["card"]), ("tenant", t["name"]))
             for m, k in (("reserve", "reserve"), ("used", "used"), ("peak", "peak"), ("spilled", "spilled"),
-                         ("overhead", "overhead")):
+                         ("overhead", "overhead"), ("cached", "cached")):
                 want[("vramshim_tenant_%s_bytes" % m, lab)] = t[k]
             want[("vramshim_tenant_processes", lab)] = t["processes"]
             if t["limit"] is not None:
@@ -296,7 +320,7 @@ def t_live(env, schemas):
                 want[("vramshim_tenant_spill_max_bytes", lab)] = t["spill_max"]
         for p in c["processes"]:
             lab = (("card", c["card"]), ("pid", str(p["pid"])), ("tenant", p["tenant"]))
-            for m in ("held", "live", "spilled", "overhead"):
+            for m in ("held", "live", "spilled", "overhead", "cached"):
                 want[("vramshim_process_%s_bytes" % m, lab)] = p[m]
         for k in ("warn", "limit", "reclaim", "spill"):
             want[("vramshim_events_recent", (("card", c["card"]), ("kind", k)))] = sum(

@@ -63,8 +63,13 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
    * only on a card where some process has any. */
   int over = 0;
   for (int t = 0; t < s->ntenants; t++) over |= s->tenants[t].overhead != 0;
+  /* Arena caches the processes would give back when asked: a column only
+   * on a card where some process keeps one. */
+  int cache = 0;
+  for (int t = 0; t < s->ntenants; t++) cache |= s->tenants[t].cached != 0;
   printf("  %-16s %12s %12s %12s %12s %7s %6s", "tenant", "reserve", "limit", "used", "peak", "share", "procs");
   if (over) printf(" %12s", "overhead");
+  if (cache) printf(" %12s", "cached");
   if (spill) printf(" %12s %12s", "spilled", "spill max");
   printf("\n");
   uint64_t taken = s->headroom, used = 0, spilled = 0;
@@ -74,6 +79,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
            bytes(x->used, c), bytes(x->peak, d), s->capacity ? 100.0 * (double)x->used / (double)s->capacity : 0.0,
            x->nprocs);
     if (over) printf(" %12s", bytes(x->overhead, a));
+    if (cache) printf(" %12s", bytes(x->cached, a));
     if (spill) printf(" %12s %12s", bytes(x->spilled, a), x->spill_max ? bytes(x->spill_max, b) : "-");
     printf("\n");
     taken += x->used > x->reserve ? x->used : x->reserve;
@@ -87,6 +93,9 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   if (over)
     printf("  overhead: what the driver says the processes hold beyond their allocations (contexts, modules, "
            "libraries' workspaces), part of used (docs/nvml.md)\n");
+  if (cache)
+    printf("  cached: free memory the processes' arenas keep, part of used; given back when another process needs "
+           "it (docs/config.md, \"The admission rule\")\n");
   /* Where each reservation comes from: it holds while a live process runs
    * under a config that has it, and ends with the last one. */
   for (int t = 0; t < s->ntenants; t++) {
@@ -100,6 +109,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   if (s->nprocs) {
     printf("  %-8s %-16s %12s %12s %12s  %-16s", "pid", "tenant", "held", "live", "peak", "config");
     if (over) printf(" %12s", "overhead");
+    if (cache) printf(" %12s", "cached");
     if (spill) printf(" %12s", "spilled");
     printf("\n");
     for (int i = 0; i < s->nprocs; i++) {
@@ -107,6 +117,7 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
       printf("  %-8d %-16s %12s %12s %12s  %016" PRIx64, p->pid, esc(p->tenant), bytes(p->held, a), bytes(p->live, b),
              bytes(p->peak, c), p->generation);
       if (over) printf(" %12s", bytes(p->overhead, d));
+      if (cache) printf(" %12s", bytes(p->cached, d));
       if (spill) printf(" %12s", bytes(p->spilled, d));
       printf("%s\n", p->alive ? "" : "  (dead, reclaim pending)");
     }
@@ -152,8 +163,9 @@ static void print_failed_actions(const vs_failed_action *fa, int nfa) {
 
 /* ---- JSON ------------------------------------------------------------------ */
 /* docs/schemas/status.schema.json; a field added keeps the major version
- * (1.1: actions_failed; 1.2: a card's index may be null; 1.3: overhead). */
-#define STATUS_SCHEMA_VERSION "1.3"
+ * (1.1: actions_failed; 1.2: a card's index may be null; 1.3: overhead;
+ * 1.4: cached). */
+#define STATUS_SCHEMA_VERSION "1.4"
 
 static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
   vs_jw_object(w, VS_JSON_BLOCK);
@@ -187,6 +199,8 @@ static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
     vs_jw_ki64(w, "processes", x->nprocs);
     /* issue 24: of used, the processes' footprint beyond what the shim counted */
     vs_jw_ku64(w, "overhead", x->overhead);
+    /* of used, what its processes' arenas would give back when asked */
+    vs_jw_ku64(w, "cached", x->cached);
     /* The reservation's holders: how many live processes, the first pids. */
     vs_jw_ki64(w, "reserve_processes", x->reserve_procs);
     vs_jw_key(w, "reserve_held_by");
@@ -216,6 +230,7 @@ static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
     vs_jw_ku64(w, "spilled", p->spilled);
     vs_jw_ku64(w, "spill_peak", p->spill_peak);
     vs_jw_ku64(w, "overhead", p->overhead);
+    vs_jw_ku64(w, "cached", p->cached);
     vs_jw_end(w);
   }
   vs_jw_end(w);
@@ -288,7 +303,7 @@ static void prom_label(const char *s) {
 }
 
 enum { M_CAP, M_HEAD, M_GENS, M_DEAD, M_RES, M_LIM, M_USED, M_PEAK, M_PROCS, M_SPILLED, M_SPILL_MAX, M_TOVER,
-       M_HELD, M_LIVE, M_PSPILLED, M_POVER, M_EVENTS, M_ACTIONS_FAILED, M_N };
+       M_TCACHED, M_HELD, M_LIVE, M_PSPILLED, M_POVER, M_PCACHED, M_EVENTS, M_ACTIONS_FAILED, M_N };
 static const char *const prom_names[M_N][2] = {
     {"vramshim_card_capacity_bytes", "Capacity of the card in the newest process's plan."},
     {"vramshim_card_headroom_bytes", "Headroom of the card: never given to any tenant."},
@@ -302,10 +317,12 @@ static const char *const prom_names[M_N][2] = {
     {"vramshim_tenant_spilled_bytes", "Host bytes the tenant's live processes serve in place of device memory (on_limit = spill)."},
     {"vramshim_tenant_spill_max_bytes", "Most host bytes the tenant may spill on the card (absent when on_limit is not spill)."},
     {"vramshim_tenant_overhead_bytes", "Of the tenant's used bytes: what its processes hold beyond what the shim counted (contexts' own memory, as the driver reports it)."},
+    {"vramshim_tenant_cached_bytes", "Of the tenant's used bytes: free memory its processes' arenas keep and would give back when another process needs it."},
     {"vramshim_process_held_bytes", "Device bytes held by the process (its arena cache included)."},
     {"vramshim_process_live_bytes", "Bytes of the process's live allocations."},
     {"vramshim_process_spilled_bytes", "Host bytes the process serves in place of device memory (on_limit = spill)."},
     {"vramshim_process_overhead_bytes", "Of the process's held bytes: what the driver says it holds beyond what the shim counted."},
+    {"vramshim_process_cached_bytes", "Of the process's held bytes: free memory its arenas keep and would give back when another process needs it."},
     {"vramshim_events_recent", "Events of each kind in the card's event ring (the most recent 256)."},
     {"vramshim_threshold_actions_failed", "Threshold actions (on_warn, on_refuse) that failed in the last 24 hours, from the history database."},
 };
@@ -349,12 +366,12 @@ static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action
         printf("%s{card=\"", prom_names[m][0]);
         prom_label(s->card_id);
         printf("\"} %" PRIu64 "\n", v);
-      } else if (m <= M_TOVER) {
+      } else if (m <= M_TCACHED) {
         for (int t = 0; t < s->ntenants; t++) {
           const vs_snap_tenant *x = &s->tenants[t];
           uint64_t v = m == M_RES ? x->reserve : m == M_LIM ? x->limit : m == M_USED ? x->used
                        : m == M_PEAK ? x->peak : m == M_SPILLED ? x->spilled : m == M_SPILL_MAX ? x->spill_max
-                       : m == M_TOVER ? x->overhead : (uint64_t)x->nprocs;
+                       : m == M_TOVER ? x->overhead : m == M_TCACHED ? x->cached : (uint64_t)x->nprocs;
           if (m == M_LIM && v == VS_NO_LIMIT) continue;
           if (m == M_SPILL_MAX && v == 0) continue;
           printf("%s{card=\"", prom_names[m][0]);
@@ -363,7 +380,7 @@ static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action
           prom_label(x->name);
           printf("\"} %" PRIu64 "\n", v);
         }
-      } else if (m <= M_POVER) {
+      } else if (m <= M_PCACHED) {
         for (int i = 0; i < s->nprocs; i++) {
           const vs_snap_proc *p = &s->procs[i];
           if (!p->alive) continue;
@@ -372,7 +389,8 @@ static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action
           printf("\",tenant=\"");
           prom_label(p->tenant);
           printf("\",pid=\"%d\"} %" PRIu64 "\n", p->pid,
-                 m == M_HELD ? p->held : m == M_LIVE ? p->live : m == M_POVER ? p->overhead : p->spilled);
+                 m == M_HELD ? p->held : m == M_LIVE ? p->live : m == M_POVER ? p->overhead
+                 : m == M_PCACHED ? p->cached : p->spilled);
         }
       } else {
         for (int k = 0; k < 4; k++) {
