@@ -1147,13 +1147,17 @@ int vs_ledger_wait_fit(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusa
 
 /* ---- Trims asked of other processes (issue 23) ----------------------------------- */
 /* Whether the process in slot sl may hold what a refusal of this scope
- * needs: our tenant's any memory (its usage is ours); another tenant's
- * published cache, where its usage beyond its reserve is what the card's
- * condition counts (capacity), or wherever it lies (the driver refused). */
+ * needs: our tenant's any memory (its usage is ours); another tenant's,
+ * where its usage beyond its reserve is what the card's condition counts
+ * (capacity), or wherever it lies (the driver refused). Any process that
+ * holds memory, not only one whose published cache says so: a cache made
+ * since its last publication (at most a tick old) counts too, and a
+ * process with nothing to give answers at once. */
 static int worth_asking(const vs_ledger *h, const vs_ledger_shm *s, const vs_ledger_slot *sl, vs_trim_scope scope) {
   uint32_t t = VS_LOAD(&sl->tenant);
-  if (t == h->tenant) return VS_LOAD(&sl->held) != 0;
-  if (scope == VS_TRIM_TENANT || t >= VS_LEDGER_TENANTS || !VS_LOAD(&sl->cache)) return 0;
+  if (!VS_LOAD(&sl->held)) return 0;
+  if (t == h->tenant) return 1;
+  if (scope == VS_TRIM_TENANT || t >= VS_LEDGER_TENANTS) return 0;
   return scope == VS_TRIM_CARD || VS_LOAD(&s->tenants[t].used) > reserve_of(h, t, h->known);
 }
 

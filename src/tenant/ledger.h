@@ -118,11 +118,10 @@ int vs_ledger_check(vs_ledger *h);
  * at most timeout_ms. Who is asked depends on what refused:
  *   VS_TRIM_TENANT  the tenant's limit: every other process of our tenant
  *                   on the card that holds memory;
- *   VS_TRIM_CAPACITY the card's condition: those, and every process of
- *                   another tenant holding more than its reserve whose
- *                   published cache (vs_ledger_set_cache) is not 0;
- *   VS_TRIM_CARD    the driver itself: ours, and every process with a
- *                   published cache.
+ *   VS_TRIM_CAPACITY the card's condition: those, and every process
+ *                   holding memory of another tenant that holds more than
+ *                   its reserve;
+ *   VS_TRIM_CARD    the driver itself: every other process holding memory.
  * Without the shim their memory would have gone back to the driver when
  * their programs freed it. Returns how many were asked (0: nobody to ask,
  * no wait). The asked process's side: vs_ledger_trim_asked (1 with the

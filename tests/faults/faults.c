@@ -234,6 +234,18 @@ static int w_trydev(int argc, char **argv) {
   return 0;
 }
 
+/* pitch MIB: cuMemAllocPitch of MIB rows of 1 MiB (a request the driver
+ * serves in every arena mode) must succeed. */
+static int w_pitch(int argc, char **argv) {
+  CHECK(argc == 1, "pitch MIB");
+  tp_cuda_up();
+  CUdeviceptr p;
+  size_t pitch = 0;
+  CUresult r = cuMemAllocPitch(&p, &pitch, MiB, strtoull(argv[0], NULL, 10), 4);
+  CHECK(r == CUDA_SUCCESS, "pitch: cuMemAllocPitch(1 MiB x %s) = %d", argv[0], (int)r);
+  return 0;
+}
+
 /* viewfree MIB: polls cuMemGetInfo (every 20 ms, at most 3 s: another
  * process publishes its cache from its background thread) until free is
  * at least MIB; prints what it saw, and fails when it never was. */
@@ -1237,6 +1249,33 @@ static int case_trim_card(const char *mode) {
   return 0;
 }
 
+/* (23.9) The driver itself refuses (a process without the shim holds
+ * memory the books cannot see) where another process's cache is in the
+ * way: the request asks the caches on the card and the driver once more.
+ * An outsider holds 2 GiB, b caches 1 GiB, a asks for 1.5 GiB of pitched
+ * memory: the books admit it, the driver (3 GiB taken of 4) refuses, b
+ * trims, the driver grants it. Before the fix: refused (exit 1). */
+static int case_trim_driver(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, "[tenant a]\non_limit = fail\n[tenant b]\n");
+  const char *ho[] = {"hold", "2048", NULL};
+  pid_t out = spawn("outsider", NULL, "LD_PRELOAD=", ho);
+  CHECK(wait_line("outsider.out", "holding", 20000) == 0, "a process without the shim holds 2 GiB (outsider.err)");
+  const char *cw[] = {"cache", "1024", NULL};
+  pid_t b = spawn("b", "b", NULL, cw);
+  CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 1 GiB (b.err)");
+  const char *pw[] = {"pitch", "1536", NULL};
+  int st = tp_wait(spawn("a", "a", NULL, pw));
+  CHECK(st == 0, "%s: a's 1.5 GiB pitched allocation is served once b trimmed (exit %d; a.err)", mode, st);
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b), "snapshot");
+  SAY("%s: the driver refused 1.5 GiB beside an outsider's 2 GiB; b gave its cache back (holds %llu MiB), "
+      "the retry was served", mode, (unsigned long long)(tp_proc(&g_snap, b)->held / MiB));
+  stop(b);
+  stop(out);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -1255,6 +1294,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "cache")) return w_cache(argc - 2, argv + 2);
     if (!strcmp(m, "viewfree")) return w_viewfree(argc - 2, argv + 2);
     if (!strcmp(m, "trydev")) return w_trydev(argc - 2, argv + 2);
+    if (!strcmp(m, "pitch")) return w_pitch(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
@@ -1282,6 +1322,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "idle")) r = case_idle(arg);
   else if (!strcmp(c, "trim")) r = case_trim(arg);
   else if (!strcmp(c, "trim_card")) r = case_trim_card(arg);
+  else if (!strcmp(c, "trim_driver")) r = case_trim_driver(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

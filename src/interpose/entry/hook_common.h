@@ -28,6 +28,7 @@
     r = op.result;                                                            \
   } else {                                                                    \
     r = driver_call;                                                          \
+    if (vs_mem_retry_refused(&op, r)) r = driver_call;                        \
     r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*(dptr) : 0);  \
     /* served by the service after the driver refused (on_limit = spill) */   \
     if (r == CUDA_SUCCESS && op.addr) *(dptr) = (ptr_t)op.addr;               \

@@ -102,6 +102,7 @@ static uint64_t pitch_estimate(uint64_t width, uint64_t height) {
     r = op.result;                                                                            \
   } else {                                                                                    \
     r = real->name(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);                     \
+    if (vs_mem_retry_refused(&op, r)) r = real->name(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); \
     r = vs_mem_alloc_end_sized(&op, r, r == CUDA_SUCCESS ? (uint64_t)*dptr : 0,               \
                                r == CUDA_SUCCESS ? (uint64_t)*pPitch * (uint64_t)Height : 0);  \
   }                                                                                           \

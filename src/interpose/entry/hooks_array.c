@@ -113,6 +113,7 @@ static uint64_t array_estimate(uint64_t w, uint64_t h, uint64_t d, CUarray_forma
     r = op.result; /* only a refusal: the service never makes an array itself */          \
   } else {                                                                                 \
     r = driver_call;                                                                       \
+    if (vs_mem_retry_refused(&op, r)) r = driver_call;                                     \
     r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0);   \
   }                                                                                        \
   vs_guard_leave();                                                                        \

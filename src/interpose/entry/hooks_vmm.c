@@ -21,6 +21,7 @@ CUresult vs_hook_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
     r = op.result;
   } else {
     r = real->cuMemCreate(handle, size, prop, flags);
+    if (vs_mem_retry_refused(&op, r)) r = real->cuMemCreate(handle, size, prop, flags);
     r = vs_mem_alloc_end(&op, r, r == CUDA_SUCCESS ? (uint64_t)*handle : 0);
   }
   vs_guard_leave();

@@ -134,17 +134,21 @@ static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
 }
 
 /* Waits under on_limit = wait (vs_quota_wait), or for other processes'
- * answers to a trim round (round_only: vs_quota_trim_round), without
+ * answers to a trim round (WAIT_ROUND: vs_quota_trim_round; WAIT_CARD:
+ * every cache on the card, vs_quota_ask_card), without
  * holding the request's context: ending a context waits for every hold on
  * it (contexts.h), and that end may be what frees the memory waited for,
  * so a hold kept across the wait would stall the end until the wait ran
  * out. 1: go on, the context held again; 0: stop (the wait ran out, or the
  * context ended meanwhile: then op->ctx is NULL with op->rec.ctx_id set). */
-static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline, int round_only) {
+enum { WAIT_QUOTA, WAIT_ROUND, WAIT_CARD };
+static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline, int what) {
   uint64_t id = op->ctx ? op->ctx->id : 0;
   vs_ctx_put(op->ctx);
   op->ctx = NULL;
-  int go = round_only ? vs_quota_trim_round(op->rec.card, deadline) : vs_quota_wait(op->rec.card, size, deadline);
+  int go = what == WAIT_ROUND  ? vs_quota_trim_round(op->rec.card, deadline)
+           : what == WAIT_CARD ? vs_quota_ask_card(op->rec.card) > 0
+                               : vs_quota_wait(op->rec.card, size, deadline);
   if (id && !(op->ctx = vs_ctx_acquire_id(id))) return 0;
   return go;
 }
@@ -232,11 +236,11 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       if (!others_trimmed++ && vs_arena_glue_trim_others(op->ctx)) continue;
       /* Host memory only once other processes' caches had their chance. */
       if (kind == VS_MEM_DEVICE && vs_quota_spill_max(op->rec.card)) {
-        if (wait_unheld(op, size, &deadline, 1)) continue;
+        if (wait_unheld(op, size, &deadline, WAIT_ROUND)) continue;
         if (ended_while_waiting(op)) return done(op);
       }
       if (kind == VS_MEM_DEVICE && spilled(op, size, !vs_quota_refusal_pending())) return done(op);
-      if (!wait_unheld(op, size, &deadline, 0)) break;
+      if (!wait_unheld(op, size, &deadline, WAIT_QUOTA)) break;
     }
     if (ended_while_waiting(op)) return done(op);
     if (served == VS_MEM_DONE) {
@@ -277,11 +281,11 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
       continue;
     }
     if (kind == VS_MEM_DEVICE && card >= 0 && vs_quota_spill_max(card)) {
-      if (wait_unheld(op, size, &deadline, 1)) continue;
+      if (wait_unheld(op, size, &deadline, WAIT_ROUND)) continue;
       if (ended_while_waiting(op)) return done(op);
     }
     if (kind == VS_MEM_DEVICE && card >= 0 && spilled(op, size, 0)) return done(op);
-    if (!wait_unheld(op, size, &deadline, 0)) break;
+    if (!wait_unheld(op, size, &deadline, WAIT_QUOTA)) break;
   }
   if (ended_while_waiting(op)) return done(op);
   if (q != CUDA_SUCCESS) {
@@ -305,6 +309,22 @@ int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_d
                               CUstream stream) {
   if (route != VS_ROUTE_LANE && route != VS_ROUTE_OFF_LANE) route = VS_ROUTE_DRIVER;
   return alloc_begin(op, VS_MEM_ASYNC, card, size, call, route, stream, NULL);
+}
+
+int vs_mem_retry_refused(vs_mem_op *op, CUresult r) {
+  int kind = op->rec.kind, card = op->rec.card;
+  if (r != CUDA_ERROR_OUT_OF_MEMORY || op->zero || card < 0 || !holds_device_memory(kind) || pool_served(kind))
+    return 0;
+  /* This process's arenas first (their cache is the tenant's, and a
+   * refusal the books did not make is not what their ladders see), then
+   * every other process's cache on the card. */
+  int again = vs_arena_glue_reclaimable(card) != 0;
+  if (again) vs_arena_glue_trim_card(card, 0);
+  uint64_t unused = 0;
+  if (wait_unheld(op, op->rec.size, &unused, WAIT_CARD)) again = 1;
+  /* The request's context ended meanwhile: the driver's refusal stands. */
+  if (!op->ctx && op->rec.ctx_id) return 0;
+  return again;
 }
 
 CUresult vs_mem_alloc_end_sized(vs_mem_op *op, CUresult r, uint64_t addr, uint64_t size) {

@@ -122,6 +122,13 @@ int vs_mem_alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
 /* r: what the driver returned; addr: the address or handle it gave (read
  * only when r == CUDA_SUCCESS). Returns what the hook returns. */
 CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr);
+/* After the driver refused a request the books admitted (r is its
+ * answer): 1 when caches on the card were given back (this process's
+ * arenas, other processes' asked: vs_quota_ask_card) and the hook should
+ * ask the driver once more, then end the request with that answer. Without
+ * the shim those caches would have been the driver's. Pool requests: 0 (their
+ * pool's own growth rules stand). */
+int vs_mem_retry_refused(vs_mem_op *op, CUresult r);
 /* cuMemAllocFromPoolAsync from pool: charged by the pool's growth
  * (pool_charge.h), as cuMemAllocAsync requests the driver's pool serves. */
 int vs_mem_alloc_pool_begin(vs_mem_op *op, int card, uint64_t size, vramshim_driver_call call, CUmemoryPool pool);

@@ -265,6 +265,11 @@ int vs_quota_trim_round(int card, uint64_t *deadline_ns) {
   return s ? trim_round(s, card, deadline_ns) : 0;
 }
 
+int vs_quota_ask_card(int card) {
+  vs_tenant_session *s = card >= 0 ? card_session(card) : NULL;
+  return s ? vs_tenant_trim_others(s, card, VS_TRIM_CARD, VS_LEDGER_TRIM_WAIT_MS) : 0;
+}
+
 int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
   refusal_note *t = &t_refused;
   /* No refused charge on this thread: the driver itself refused (memory
