@@ -135,11 +135,11 @@ static int spilled(vs_mem_op *op, uint64_t size, int by_driver) {
 
 /* Waits under on_limit = wait (vs_quota_wait), or for other processes'
  * answers to a trim round (WAIT_ROUND: vs_quota_trim_round; WAIT_CARD:
- * every cache on the card, vs_quota_ask_card), without
- * holding the request's context: ending a context waits for every hold on
- * it (contexts.h), and that end may be what frees the memory waited for,
- * so a hold kept across the wait would stall the end until the wait ran
- * out. 1: go on, the context held again; 0: stop (the wait ran out, or the
+ * every cache on the card, vs_quota_ask_card), without holding the
+ * request's context: ending a context waits for every hold on it
+ * (contexts.h), and that end may be what frees the memory waited for, so
+ * a hold kept across the wait would stall the end until the wait ran out.
+ * 1: go on, the context held again; 0: stop (the wait ran out, or the
  * context ended meanwhile: then op->ctx is NULL with op->rec.ctx_id set). */
 enum { WAIT_QUOTA, WAIT_ROUND, WAIT_CARD };
 static int wait_unheld(vs_mem_op *op, uint64_t size, uint64_t *deadline, int what) {

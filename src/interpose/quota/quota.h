@@ -74,7 +74,7 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns);
  * again), else 0. A spilling tenant asks before it spills. */
 int vs_quota_trim_round(int card, uint64_t *deadline_ns);
 /* The driver itself refused a request the books admitted: every other
- * process on the card with a published cache is asked for it (a bounded
+ * process on the card holding memory is asked for its cache (a bounded
  * wait for their answers), whatever on_limit says. How many were asked. */
 int vs_quota_ask_card(int card);
 /* Charges n bytes without asking (memory the driver already handed out,
