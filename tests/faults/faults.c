@@ -1276,6 +1276,27 @@ static int case_trim_driver(const char *mode) {
   return 0;
 }
 
+/* (23.10) Under on_limit = wait an idle process's cache gives way too: b
+ * caches 2 GiB and makes no call; a (wait:5s) asks for 3 GiB and is served
+ * within a second (b's background thread sees a waiter and trims). Before
+ * the fix: refused after waiting 5 s (b gives its cache back only when its
+ * program frees, and it frees nothing more). */
+static int case_trim_wait(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, "[tenant a]\non_limit = wait:5s\n[tenant b]\n");
+  const char *cw[] = {"cache", "2048", NULL};
+  pid_t b = spawn("b", "b", NULL, cw);
+  CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 2 GiB (b.err)");
+  uint64_t t0 = tp_now_ns();
+  served_unrefused("a", "a", "3072", mode, "a's 3 GiB is served while b is idle");
+  double ms = (double)(tp_now_ns() - t0) / 1e6;
+  CHECK(ms < 2500, "%s: a waited %.0f ms (b trims at its next tick: 100 ms)", mode, ms);
+  SAY("%s: a waited %.0f ms for an idle process's 2 GiB cache", mode, ms);
+  stop(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -1323,6 +1344,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trim")) r = case_trim(arg);
   else if (!strcmp(c, "trim_card")) r = case_trim_card(arg);
   else if (!strcmp(c, "trim_driver")) r = case_trim_driver(arg);
+  else if (!strcmp(c, "trim_wait")) r = case_trim_wait(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

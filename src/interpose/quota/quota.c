@@ -455,14 +455,22 @@ int vs_quota_check_ledgers(void) {
     if (atomic_load_explicit(&g_card[c], memory_order_acquire) == CARD_OPEN) {
       vs_tenant_check(g_session, c);
       /* Another process is about to refuse an allocation our cache could
-       * let in: it goes back first (issue 23). Then what a trim would give
-       * back now is published, for the others' views and asks. */
+       * let in: it goes back first (issue 23). So it does while any
+       * process waits for memory on the card (on_limit = wait), which an
+       * idle process would otherwise never give it (its frees do that,
+       * memory_service.c). Then what a trim would give back now is
+       * published, for the others' views and asks. */
       uint32_t req;
+      uint64_t back = arena_reclaimable(c);
       if (vs_tenant_trim_asked(g_session, c, &req)) {
         arena_trim(c);
         vs_tenant_trim_answer(g_session, c, req);
+        back = arena_reclaimable(c);
+      } else if (back && vs_tenant_waiters(g_session, c)) {
+        arena_trim(c);
+        back = arena_reclaimable(c);
       }
-      vs_tenant_set_cache(g_session, c, arena_reclaimable(c));
+      vs_tenant_set_cache(g_session, c, back);
       n++;
     }
   return n;
