@@ -184,6 +184,20 @@ static void unlock_shm(vs_ledger_shm *s, int fd, int slot) {
   vs_ledger_lock_give(&s->lk, t_lock_mine, key);
 }
 
+/* The waiter count less n, never below 0: a count taken off for a dead
+ * process and a late decrement must not wrap it round. */
+static void waiters_less(vs_ledger_shm *s, uint32_t n) {
+  uint32_t v = __atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST);
+  while (n && !__atomic_compare_exchange_n(&s->waiters, &v, v > n ? v - n : 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+}
+
+/* A slot leaves (its process died, or exits with threads still waiting):
+ * its waiters leave the count with it. */
+static void slot_waiters_gone(vs_ledger_shm *s, vs_ledger_slot *sl) {
+  waiters_less(s, __atomic_exchange_n(&sl->waiting, 0, __ATOMIC_SEQ_CST));
+}
+
 static void wake_waiters(vs_ledger_shm *s) {
   if (__atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST))
   {
@@ -245,6 +259,7 @@ static int sweep_locked(vs_ledger *h) {
     uint32_t t = sl->tenant < VS_LEDGER_TENANTS ? sl->tenant : 0;
     uint64_t held = sl->held, spilled = sl->spilled;
     int32_t pid = sl->pid;
+    slot_waiters_gone(s, sl);
     write_begin(s);
     VS_STORE(&s->tenants[t].used, s->tenants[t].used >= held ? s->tenants[t].used - held : 0);
     VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, sl->cache));
@@ -748,6 +763,7 @@ static int leave_file(vs_ledger_shm *s, int fd, int slot, uint32_t tenant, int p
       s->slots[slot].pid != pid || lock_shm(s, fd, slot) != 0)
     return 0;
   vs_ledger_slot *sl = &s->slots[slot];
+  slot_waiters_gone(s, sl);
   write_begin(s);
   uint64_t u = s->tenants[tenant].used, sp = s->tenants[tenant].spilled;
   VS_STORE(&s->tenants[tenant].used, u >= sl->held ? u - sl->held : 0);
@@ -1085,7 +1101,9 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
   /* The waiter count stays on the mapping it was added to; the futex is the
    * current one's (a re-attach in between costs at most a slice). */
   vs_ledger_shm *s0 = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  uint32_t *mine = &s0->slots[h->slot].waiting;
   int r;
+  __atomic_add_fetch(mine, 1, __ATOMIC_SEQ_CST);
   __atomic_add_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
   for (;;) {
     vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
@@ -1106,7 +1124,11 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
     vs_plat_xlock_key(&s->lock, key, sizeof key);
     vs_plat_wait(&s->gen, g, left, key, "gen");
   }
-  __atomic_sub_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
+  /* Off the count once, unless the slot's leaving took it off already. */
+  uint32_t v = __atomic_load_n(mine, __ATOMIC_SEQ_CST);
+  while (v && !__atomic_compare_exchange_n(mine, &v, v - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  if (v) waiters_less(s0, 1);
   return r;
 }
 

@@ -122,6 +122,12 @@ typedef struct vs_ledger_slot {
    * lowered at once when it gives memory back, raised by its background
    * thread (vs_ledger_set_cache). */
   uint64_t cache;
+  /* Its threads now counted in the ledger's `waiters` (on_limit = wait):
+   * what the sweep takes off `waiters` when the process died waiting, so a
+   * waiter killed with SIGKILL does not leave every process on the card
+   * giving its cache back for ever. */
+  uint32_t waiting;
+  uint32_t waiting_pad;
 } vs_ledger_slot;
 
 typedef struct vs_ledger_event {
@@ -151,7 +157,7 @@ typedef struct vs_ledger_shm {
   vs_plat_xlock lock;
   uint32_t seq;              /* seqlock for lock-free readers */
   uint32_t gen;              /* futex word: bumped whenever memory is given back */
-  uint32_t waiters;          /* processes in wait mode (a stale count only costs wakes) */
+  uint32_t waiters;          /* threads in wait mode, each also in its slot's `waiting` (a dead one's are taken off) */
   uint32_t ntenants;         /* entries appended until full; then unused ones are reused (see above) */
   uint32_t tenant_reuses;    /* bumped (under the lock, in a write section) whenever an entry changes name */
   uint32_t reuse_next;       /* where the search for an unused entry starts: after the last one reused */

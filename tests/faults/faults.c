@@ -1297,6 +1297,42 @@ static int case_trim_wait(const char *mode) {
   return 0;
 }
 
+/* (23.11) A waiter killed while it waits leaves no count behind: w waits
+ * (wait:60s) for 2 GiB beside h's 3 GiB held live and is killed with
+ * SIGKILL; then c caches 512 MiB, and a second later still holds it (no
+ * process waits, so nobody gives a cache back). Before the fix the card's
+ * waiter count kept w for ever, and every process with a cache gave it
+ * back at every tick (c: 0 MiB). */
+static int case_waiter_killed(const char *mode) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, "[tenant w]\non_limit = wait:60s\n[tenant h]\n[tenant c]\n");
+  const char *hw[] = {"hold", "3072", NULL};
+  pid_t h = spawn("h", "h", NULL, hw);
+  CHECK(wait_line("h.out", "holding", 20000) == 0, "h holds 3 GiB (h.err)");
+  const char *tw[] = {"try", "2048", "ok", NULL};
+  pid_t w = spawn("w", "w", NULL, tw);
+  struct timespec nap = {0, 500000000};
+  nanosleep(&nap, NULL);
+  int st = 0;
+  CHECK(tp_exited(w, &st) == 0, "w waits for memory (w.err)");
+  kill(w, SIGKILL);
+  tp_wait(w);
+  const char *cw[] = {"cache", "512", NULL};
+  pid_t c = spawn("c", "c", NULL, cw);
+  CHECK(wait_line("c.out", "cached", 20000) == 0, "c caches 512 MiB (c.err)");
+  nanosleep(&nap, NULL);
+  nanosleep(&nap, NULL);
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, c), "snapshot");
+  uint64_t held = tp_proc(&g_snap, c)->held;
+  CHECK(held >= 512 * MiB, "%s: c keeps its cache a second after the killed waiter (holds %llu MiB)", mode,
+        (unsigned long long)(held / MiB));
+  SAY("%s: after a waiter was killed, c still holds its %llu MiB cache", mode, (unsigned long long)(held / MiB));
+  stop(c);
+  stop(h);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -1345,6 +1381,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trim_card")) r = case_trim_card(arg);
   else if (!strcmp(c, "trim_driver")) r = case_trim_driver(arg);
   else if (!strcmp(c, "trim_wait")) r = case_trim_wait(arg);
+  else if (!strcmp(c, "waiter_killed")) r = case_waiter_killed(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;
