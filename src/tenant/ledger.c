@@ -120,6 +120,13 @@ static void rebuild_locked(vs_ledger_shm *s) {
     for (int t = 0; t < VS_LEDGER_TENANTS; t++)
       if (sl->reserve_mask >> t & 1) VS_STORE(&s->tenants[t].reserve_holders, s->tenants[t].reserve_holders + 1);
   }
+  /* The waiter count too (bytes written over it would make every process
+   * give its cache back at every tick); a thread between its two counts
+   * leaves it one short until that thread is done (wait_loop). */
+  uint32_t waiting = 0;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++)
+    if (s->slots[i].state == VS_SLOT_ACTIVE) waiting += __atomic_load_n(&s->slots[i].waiting, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->waiters, waiting, __ATOMIC_SEQ_CST);
   write_end(s);
 }
 
@@ -1103,8 +1110,11 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
   vs_ledger_shm *s0 = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
   uint32_t *mine = &s0->slots[h->slot].waiting;
   int r;
-  __atomic_add_fetch(mine, 1, __ATOMIC_SEQ_CST);
+  /* The card's count first, the slot's second, and off in the other
+   * order: a rebuild (which sets the card's from the slots') in between
+   * then leaves the card's count short by one for a while, never long. */
   __atomic_add_fetch(&s0->waiters, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(mine, 1, __ATOMIC_SEQ_CST);
   for (;;) {
     vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     /* Read gen before trying: a release after our check changes it, and
