@@ -1194,6 +1194,25 @@ static int case_trim(const char *mode) {
   return 0;
 }
 
+/* The trim cases' config: the arena in mode, caches kept (no threshold
+ * trims them), then the tenants' sections. */
+static void cache_config(const char *mode, const char *tenants) {
+  char global[128];
+  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
+  tp_config(global, tenants);
+}
+
+/* A worker that says `line` once ready (tag.out); the case stops there
+ * if it never does. */
+static pid_t spawn_said(const char *tag, const char *tenant, const char *extra_env, const char *const *args,
+                        const char *line) {
+  pid_t p = spawn(tag, tenant, extra_env, args);
+  char out[64];
+  snprintf(out, sizeof out, "%s.out", tag);
+  CHECK(wait_line(out, line, 20000) == 0, "%s never said '%s' (%s.err)", tag, line, tag);
+  return p;
+}
+
 /* (23.8) Another tenant's cache gives way as the program's own frees would
  * have without the shim. Tenant b's process caches 2 GiB (its program
  * freed everything; release_threshold keeps it). Tenant a sees that
@@ -1204,13 +1223,10 @@ static int case_trim(const char *mode) {
  * tenants' usage or reservations 2.29 GiB": b's cache) in every arena
  * mode; s's request spilled. */
 static int case_trim_card(const char *mode) {
-  char global[128];
-  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
-  tp_config(global, "[tenant a]\non_limit = fail\n[tenant b]\n[tenant c]\nlimit = 1GiB\non_limit = fail\n"
-                    "[tenant s]\non_limit = spill:4GiB\n");
+  cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n[tenant c]\nlimit = 1GiB\non_limit = fail\n"
+                     "[tenant s]\non_limit = spill:4GiB\n");
   const char *cw[] = {"cache", "2048", NULL};
-  pid_t b = spawn("b", "b", NULL, cw);
-  CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 2 GiB (b.err)");
+  pid_t b = spawn_said("b", "b", NULL, cw, "cached");
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b), "snapshot");
   uint64_t cached = tp_proc(&g_snap, b)->held;
   CHECK(cached >= 2048 * MiB, "b holds its cache (%llu MiB)", (unsigned long long)(cached / MiB));
@@ -1240,8 +1256,7 @@ static int case_trim_card(const char *mode) {
       (unsigned long long)(tp_proc(&g_snap, b)->held / MiB));
   stop(b);
   /* A tenant that spills asks the caches before it spills: device memory. */
-  pid_t b2 = spawn("b2", "b", NULL, cw);
-  CHECK(wait_line("b2.out", "cached", 20000) == 0, "b2 caches 2 GiB (b2.err)");
+  pid_t b2 = spawn_said("b2", "b", NULL, cw, "cached");
   const char *td[] = {"trydev", "3072", NULL};
   int st = tp_wait(spawn("s", "s", NULL, td));
   CHECK(st == 0, "%s: s's 3 GiB is device memory, b2 trimmed first (exit %d; s.err)", mode, st);
@@ -1256,15 +1271,11 @@ static int case_trim_card(const char *mode) {
  * memory: the books admit it, the driver (3 GiB taken of 4) refuses, b
  * trims, the driver grants it. Before the fix: refused (exit 1). */
 static int case_trim_driver(const char *mode) {
-  char global[128];
-  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
-  tp_config(global, "[tenant a]\non_limit = fail\n[tenant b]\n");
+  cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n");
   const char *ho[] = {"hold", "2048", NULL};
-  pid_t out = spawn("outsider", NULL, "LD_PRELOAD=", ho);
-  CHECK(wait_line("outsider.out", "holding", 20000) == 0, "a process without the shim holds 2 GiB (outsider.err)");
+  pid_t out = spawn_said("outsider", NULL, "LD_PRELOAD=", ho, "holding");   /* no shim */
   const char *cw[] = {"cache", "1024", NULL};
-  pid_t b = spawn("b", "b", NULL, cw);
-  CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 1 GiB (b.err)");
+  pid_t b = spawn_said("b", "b", NULL, cw, "cached");
   const char *pw[] = {"pitch", "1536", NULL};
   int st = tp_wait(spawn("a", "a", NULL, pw));
   CHECK(st == 0, "%s: a's 1.5 GiB pitched allocation is served once b trimmed (exit %d; a.err)", mode, st);
@@ -1282,12 +1293,9 @@ static int case_trim_driver(const char *mode) {
  * the fix: refused after waiting 5 s (b gives its cache back only when its
  * program frees, and it frees nothing more). */
 static int case_trim_wait(const char *mode) {
-  char global[128];
-  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
-  tp_config(global, "[tenant a]\non_limit = wait:5s\n[tenant b]\n");
+  cache_config(mode, "[tenant a]\non_limit = wait:5s\n[tenant b]\n");
   const char *cw[] = {"cache", "2048", NULL};
-  pid_t b = spawn("b", "b", NULL, cw);
-  CHECK(wait_line("b.out", "cached", 20000) == 0, "b caches 2 GiB (b.err)");
+  pid_t b = spawn_said("b", "b", NULL, cw, "cached");
   uint64_t t0 = tp_now_ns();
   served_unrefused("a", "a", "3072", mode, "a's 3 GiB is served while b is idle");
   double ms = (double)(tp_now_ns() - t0) / 1e6;
@@ -1304,12 +1312,9 @@ static int case_trim_wait(const char *mode) {
  * waiter count kept w for ever, and every process with a cache gave it
  * back at every tick (c: 0 MiB). */
 static int case_waiter_killed(const char *mode) {
-  char global[128];
-  snprintf(global, sizeof global, "arena = %s\nrelease_threshold = 4GiB\n", mode);
-  tp_config(global, "[tenant w]\non_limit = wait:60s\n[tenant h]\n[tenant c]\n");
+  cache_config(mode, "[tenant w]\non_limit = wait:60s\n[tenant h]\n[tenant c]\n");
   const char *hw[] = {"hold", "3072", NULL};
-  pid_t h = spawn("h", "h", NULL, hw);
-  CHECK(wait_line("h.out", "holding", 20000) == 0, "h holds 3 GiB (h.err)");
+  pid_t h = spawn_said("h", "h", NULL, hw, "holding");
   const char *tw[] = {"try", "2048", "ok", NULL};
   pid_t w = spawn("w", "w", NULL, tw);
   struct timespec nap = {0, 500000000};
@@ -1319,8 +1324,7 @@ static int case_waiter_killed(const char *mode) {
   kill(w, SIGKILL);
   tp_wait(w);
   const char *cw[] = {"cache", "512", NULL};
-  pid_t c = spawn("c", "c", NULL, cw);
-  CHECK(wait_line("c.out", "cached", 20000) == 0, "c caches 512 MiB (c.err)");
+  pid_t c = spawn_said("c", "c", NULL, cw, "cached");
   nanosleep(&nap, NULL);
   nanosleep(&nap, NULL);
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, c), "snapshot");
