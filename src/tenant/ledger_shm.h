@@ -3,7 +3,9 @@
  * Invariants, for every tenant t, whenever no writer is inside the lock:
  *   tenants[t].used == sum of slots[s].held over ACTIVE slots s with tenant t,
  *   tenants[t].cached == sum of slots[s].cache over the same slots, and
- *   slots[s].cache <= slots[s].held.
+ *   slots[s].cache <= slots[s].held;
+ *   waiters == sum of slots[s].waiting over ACTIVE slots, but for threads
+ *   between their two counts (ledger.c, wait_loop).
  * Slots are the source of truth: a writer that dies inside the lock, or is
  * stopped there past the lock's lease (ledger_lock.h), may leave a tenant
  * total stale, and the process that takes the lock over rebuilds totals
@@ -42,7 +44,7 @@ typedef struct vs_ledger_lockw {
 } vs_ledger_lockw;
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 9u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML); 9: cache per slot and cached per tenant */
+#define VS_LEDGER_VERSION 9u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML); 9: cache per slot and cached per tenant, waiting per slot */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
