@@ -98,6 +98,18 @@ static void write_begin(vs_ledger_shm *s) {
 }
 static void write_end(vs_ledger_shm *s) { __atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE); }
 
+/* What the slots say waits (each slot's count bounded: a thread per wait,
+ * far below VS_WAITING_MAX; more is bytes written over it, and read as 0). */
+#define VS_WAITING_MAX 4096u
+static uint32_t slots_waiting(const vs_ledger_shm *s) {
+  uint32_t sum = 0;
+  for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
+    uint32_t w = __atomic_load_n(&s->slots[i].waiting, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->slots[i].state, __ATOMIC_RELAXED) == VS_SLOT_ACTIVE && w <= VS_WAITING_MAX) sum += w;
+  }
+  return sum;
+}
+
 /* Totals from slots: run when a writer died inside the lock. */
 static void rebuild_locked(vs_ledger_shm *s) {
   if (s->seq & 1) s->seq++;
@@ -123,10 +135,7 @@ static void rebuild_locked(vs_ledger_shm *s) {
   /* The waiter count too (bytes written over it would make every process
    * give its cache back at every tick); a thread between its two counts
    * leaves it one short until that thread is done (wait_loop). */
-  uint32_t waiting = 0;
-  for (int i = 0; i < VS_LEDGER_SLOTS; i++)
-    if (s->slots[i].state == VS_SLOT_ACTIVE) waiting += __atomic_load_n(&s->slots[i].waiting, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&s->waiters, waiting, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->waiters, slots_waiting(s), __ATOMIC_SEQ_CST);
   write_end(s);
 }
 
@@ -257,6 +266,18 @@ static int totals_sound_locked(const vs_ledger_shm *s) {
   return 1;
 }
 
+/* Under the lock: a waiter count far above what the slots say (bytes
+ * written over it) is set back to theirs; a little above is threads
+ * between their two counts (wait_loop), left alone. */
+static void waiters_sound_locked(vs_ledger_shm *s) {
+  uint32_t sum = slots_waiting(s), v = __atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST);
+  if (v <= sum + VS_LEDGER_SLOTS) return;
+  __atomic_store_n(&s->waiters, sum, __ATOMIC_SEQ_CST);
+  VS_WARN("ledger of card %s: %u waiters counted where the processes' slots say %u (the file was written over?): "
+          "set to theirs",
+          s->card_id, (unsigned)v, (unsigned)sum);
+}
+
 static int sweep_locked(vs_ledger *h) {
   vs_ledger_shm *s = h->shm;
   int n = 0;
@@ -284,6 +305,7 @@ static int sweep_locked(vs_ledger *h) {
     n++;
   }
   VS_STORE(&s->last_sweep_ns, vs_clock_ns(CLOCK_MONOTONIC_COARSE));
+  waiters_sound_locked(s);
   if (!totals_sound_locked(s)) {
     /* Issue 23: bytes written over the file (the invariant holds whenever
      * no writer is inside the lock, and we hold it). */
@@ -1329,6 +1351,10 @@ void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   if (pthread_mutex_trylock(&h->mu)) return;
   if (!h->exited) VS_STORE(&h->shm->slots[h->slot].live, live);
   pthread_mutex_unlock(&h->mu);
+}
+
+uint32_t vs_ledger_waiting_slots(const vs_ledger *h) {
+  return h && fd_of(h) >= 0 ? slots_waiting(__atomic_load_n(&h->shm, __ATOMIC_ACQUIRE)) : 0;
 }
 
 uint32_t vs_ledger_waiters(const vs_ledger *h) {

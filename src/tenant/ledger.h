@@ -151,6 +151,10 @@ int vs_ledger_inherited(const vs_ledger *h);
 /* How many requests wait (on_limit = wait) on the card now, in any process;
  * lock-free. A process holding cached memory may give it back when > 0. */
 uint32_t vs_ledger_waiters(const vs_ledger *h);
+/* The same counted from the processes' slots (a walk of every slot, for a
+ * background thread's tick: bytes written over the card's count cannot
+ * make it act on waiters that are not there). */
+uint32_t vs_ledger_waiting_slots(const vs_ledger *h);
 
 /* ---- on_limit = spill:MAX (issue 13) --------------------------------------
  * Host memory served in place of refused device memory is accounted apart

@@ -198,6 +198,7 @@ void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why) {
 }
 
 uint32_t vs_tenant_waiters(vs_tenant_session *s, int card) { return vs_ledger_waiters(get(s, card)); }
+uint32_t vs_tenant_waiting_slots(vs_tenant_session *s, int card) { return vs_ledger_waiting_slots(get(s, card)); }
 
 int vs_tenant_card_open(const vs_tenant_session *s, int card) {
   if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return 0;

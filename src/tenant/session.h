@@ -72,6 +72,8 @@ void vs_tenant_report(vs_tenant_session *s, int card, const vs_refusal *why);
 int vs_tenant_card_open(const vs_tenant_session *s, int card);
 /* Requests waiting for memory on the card, in any process (vs_ledger_waiters). */
 uint32_t vs_tenant_waiters(vs_tenant_session *s, int card);
+/* The same from the processes' slots (vs_ledger_waiting_slots). */
+uint32_t vs_tenant_waiting_slots(vs_tenant_session *s, int card);
 
 /* on_limit = spill:MAX (issue 13), over vs_ledger_spill on the card:
  *   vs_tenant_spill_max  MAX on the card (0: the tenant does not spill, or the card is not enforced)

@@ -1337,6 +1337,36 @@ static int case_waiter_killed(const char *mode) {
   return 0;
 }
 
+/* (23.12) Bytes written over the card's waiter count: b caches 512 MiB
+ * and stays idle; 0x7fffffff is written over `waiters`. A second later b
+ * still holds its cache (its tick counts the waiters in the slots, not the
+ * card's word) and the word is set back to what the slots say (a sweep).
+ * Before the fix: b gave its cache back at its next tick, and the word
+ * stayed, so every process on the card would have given its cache back at
+ * every free and every tick. */
+static int case_waiters_garbage(const char *mode) {
+  cache_config(mode, "[tenant b]\n");
+  const char *cw[] = {"cache", "512", NULL};
+  pid_t b = spawn_said("b", "b", NULL, cw, "cached");
+  const char *path = ledger_file();
+  put_u32(path, offsetof(vs_ledger_shm, waiters), 0x7fffffffu);
+  tp_sleep_ms(1000);
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b), "snapshot");
+  uint64_t held = tp_proc(&g_snap, b)->held;
+  CHECK(held >= 512 * MiB, "%s: b keeps its cache beside a waiter count written over (holds %llu MiB)", mode,
+        (unsigned long long)(held / MiB));
+  int fd = open(path, O_RDONLY);
+  uint32_t w = 1;
+  CHECK(fd >= 0 && pread(fd, &w, sizeof w, (off_t)offsetof(vs_ledger_shm, waiters)) == (ssize_t)sizeof w,
+        "read the waiter count");
+  close(fd);
+  CHECK(w == 0, "%s: the waiter count is set back to the slots' (%u)", mode, (unsigned)w);
+  SAY("%s: b holds %llu MiB a second after its card's waiter count was written over; the count is %u again", mode,
+      (unsigned long long)(held / MiB), (unsigned)w);
+  stop(b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   CHECK(argc >= 2, "usage: faults_prog case NAME WORKDIR TOOL [ARG] | WORKER ARGS");
@@ -1386,6 +1416,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trim_driver")) r = case_trim_driver(arg);
   else if (!strcmp(c, "trim_wait")) r = case_trim_wait(arg);
   else if (!strcmp(c, "waiter_killed")) r = case_waiter_killed(arg);
+  else if (!strcmp(c, "waiters_garbage")) r = case_waiters_garbage(arg);
   else CHECK(0, "unknown case %s", c);
   if (r == 0) SAY("PASS %s", c);
   return r;

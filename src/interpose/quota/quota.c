@@ -466,7 +466,7 @@ int vs_quota_check_ledgers(void) {
         arena_trim(c);
         vs_tenant_trim_answer(g_session, c, req);
         back = arena_reclaimable(c);
-      } else if (back && vs_tenant_waiters(g_session, c)) {
+      } else if (back && vs_tenant_waiting_slots(g_session, c)) {
         arena_trim(c);
         back = arena_reclaimable(c);
       }
