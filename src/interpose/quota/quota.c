@@ -361,8 +361,10 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
       }
     }
     /* Other processes' caches on the card are the driver's too once they
-     * give them back, which a refusal asks of them (vs_quota_wait). */
-    if (r == CUDA_SUCCESS) {
+     * give them back, which a refusal asks of them (vs_quota_wait). Summed
+     * only where the driver's free could bind: above the books' room it
+     * changes nothing below, and the sum walks every tenant. */
+    if (r == CUDA_SUCCESS && (uint64_t)df <= f) {
       uint64_t theirs = vs_tenant_others_cache(s, card);
       df = (uint64_t)df + theirs < (uint64_t)df ? SIZE_MAX : (size_t)((uint64_t)df + theirs);
     }
