@@ -104,8 +104,8 @@ static void write_end(vs_ledger_shm *s) { __atomic_store_n(&s->seq, s->seq + 1, 
 static uint32_t slots_waiting(const vs_ledger_shm *s) {
   uint32_t sum = 0;
   for (int i = 0; i < VS_LEDGER_SLOTS; i++) {
-    uint32_t w = __atomic_load_n(&s->slots[i].waiting, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&s->slots[i].state, __ATOMIC_RELAXED) == VS_SLOT_ACTIVE && w <= VS_WAITING_MAX) sum += w;
+    uint32_t w = VS_LOAD(&s->slots[i].waiting);
+    if (VS_LOAD(&s->slots[i].state) == VS_SLOT_ACTIVE && w <= VS_WAITING_MAX) sum += w;
   }
   return sum;
 }
@@ -200,18 +200,20 @@ static void unlock_shm(vs_ledger_shm *s, int fd, int slot) {
   vs_ledger_lock_give(&s->lk, t_lock_mine, key);
 }
 
-/* The waiter count less n, never below 0: a count taken off for a dead
- * process and a late decrement must not wrap it round. */
-static void waiters_less(vs_ledger_shm *s, uint32_t n) {
-  uint32_t v = __atomic_load_n(&s->waiters, __ATOMIC_SEQ_CST);
-  while (n && !__atomic_compare_exchange_n(&s->waiters, &v, v > n ? v - n : 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+/* Takes up to n off the count at w, never below 0 (a count taken off for
+ * a dead process and a late decrement must not wrap it round); returns
+ * what it took. */
+static uint32_t count_take(uint32_t *w, uint32_t n) {
+  uint32_t v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+  while (n && !__atomic_compare_exchange_n(w, &v, v > n ? v - n : 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
+  return v < n ? v : n;
 }
 
 /* A slot leaves (its process died, or exits with threads still waiting):
  * its waiters leave the count with it. */
 static void slot_waiters_gone(vs_ledger_shm *s, vs_ledger_slot *sl) {
-  waiters_less(s, __atomic_exchange_n(&sl->waiting, 0, __ATOMIC_SEQ_CST));
+  count_take(&s->waiters, __atomic_exchange_n(&sl->waiting, 0, __ATOMIC_SEQ_CST));
 }
 
 static void wake_waiters(vs_ledger_shm *s) {
@@ -1157,10 +1159,7 @@ static int wait_loop(vs_ledger *h, uint64_t n, uint64_t deadline_ns, vs_refusal 
     vs_plat_wait(&s->gen, g, left, key, "gen");
   }
   /* Off the count once, unless the slot's leaving took it off already. */
-  uint32_t v = __atomic_load_n(mine, __ATOMIC_SEQ_CST);
-  while (v && !__atomic_compare_exchange_n(mine, &v, v - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-  }
-  if (v) waiters_less(s0, 1);
+  if (count_take(mine, 1)) count_take(&s0->waiters, 1);
   return r;
 }
 
