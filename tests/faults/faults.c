@@ -246,6 +246,26 @@ static int w_pitch(int argc, char **argv) {
   return 0;
 }
 
+/* poolalloc MIB: cuMemAllocFromPoolAsync of MIB from a pool of its own
+ * on card 0 (the driver's pool, never the arena's), then a sync: it must
+ * be served. */
+static int w_poolalloc(int argc, char **argv) {
+  CHECK(argc == 1, "poolalloc MIB");
+  tp_cuda_up();
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool pool;
+  CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS, "poolalloc: cuMemPoolCreate");
+  CUdeviceptr p;
+  CUresult r = cuMemAllocFromPoolAsync(&p, strtoull(argv[0], NULL, 10) * MiB, pool, NULL);
+  CHECK(r == CUDA_SUCCESS, "poolalloc: cuMemAllocFromPoolAsync(%s MiB) = %d", argv[0], (int)r);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "poolalloc: sync");
+  return 0;
+}
+
 /* viewfree MIB: polls cuMemGetInfo (every 20 ms, at most 3 s: another
  * process publishes its cache from its background thread) until free is
  * at least MIB; prints what it saw, and fails when it never was. */
@@ -1269,7 +1289,9 @@ static int case_trim_card(const char *mode) {
  * way: the request asks the caches on the card and the driver once more.
  * An outsider holds 2 GiB, b caches 1 GiB, a asks for 1.5 GiB of pitched
  * memory: the books admit it, the driver (3 GiB taken of 4) refuses, b
- * trims, the driver grants it. Before the fix: refused (exit 1). */
+ * trims, the driver grants it. Before the fix: refused (exit 1). The same
+ * for a driver pool's growth: b2 caches 1 GiB, a2 asks a pool of its own
+ * for 1.5 GiB (before: refused; pools asked nobody). */
 static int case_trim_driver(const char *mode) {
   cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n");
   const char *ho[] = {"hold", "2048", NULL};
@@ -1283,6 +1305,11 @@ static int case_trim_driver(const char *mode) {
   SAY("%s: the driver refused 1.5 GiB beside an outsider's 2 GiB; b gave its cache back (holds %llu MiB), "
       "the retry was served", mode, (unsigned long long)(tp_proc(&g_snap, b)->held / MiB));
   stop(b);
+  pid_t b2 = spawn_said("b2", "b", NULL, cw, "cached");
+  const char *qw[] = {"poolalloc", "1536", NULL};
+  st = tp_wait(spawn("a2", "a", NULL, qw));
+  CHECK(st == 0, "%s: a2's 1.5 GiB from a driver pool is served once b2 trimmed (exit %d; a2.err)", mode, st);
+  stop(b2);
   stop(out);
   return 0;
 }
@@ -1386,6 +1413,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "viewfree")) return w_viewfree(argc - 2, argv + 2);
     if (!strcmp(m, "trydev")) return w_trydev(argc - 2, argv + 2);
     if (!strcmp(m, "pitch")) return w_pitch(argc - 2, argv + 2);
+    if (!strcmp(m, "poolalloc")) return w_poolalloc(argc - 2, argv + 2);
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");

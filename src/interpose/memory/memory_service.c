@@ -313,8 +313,7 @@ int vs_mem_alloc_stream_begin(vs_mem_op *op, int card, uint64_t size, vramshim_d
 
 int vs_mem_retry_refused(vs_mem_op *op, CUresult r) {
   int kind = op->rec.kind, card = op->rec.card;
-  if (r != CUDA_ERROR_OUT_OF_MEMORY || op->zero || card < 0 || !holds_device_memory(kind) || pool_served(kind))
-    return 0;
+  if (r != CUDA_ERROR_OUT_OF_MEMORY || op->zero || card < 0 || !holds_device_memory(kind)) return 0;
   /* This process's arenas first (their cache is the tenant's, and a
    * refusal the books did not make is not what their ladders see), then
    * every other process's cache on the card. */

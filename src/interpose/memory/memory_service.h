@@ -126,8 +126,9 @@ CUresult vs_mem_alloc_end(vs_mem_op *op, CUresult r, uint64_t addr);
  * answer): 1 when caches on the card were given back (this process's
  * arenas, other processes' asked: vs_quota_ask_card) and the hook should
  * ask the driver once more, then end the request with that answer. Without
- * the shim those caches would have been the driver's. Pool requests: 0 (their
- * pool's own growth rules stand). */
+ * the shim those caches would have been the driver's. Pool requests too:
+ * the driver's pool was refused room on the card, as a cuMemAlloc is (what
+ * it caches itself it uses before it asks the card). */
 int vs_mem_retry_refused(vs_mem_op *op, CUresult r);
 /* cuMemAllocFromPoolAsync from pool: charged by the pool's growth
  * (pool_charge.h), as cuMemAllocAsync requests the driver's pool serves. */
