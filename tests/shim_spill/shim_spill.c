@@ -531,6 +531,21 @@ static int w_reuse(const char *arena) {
     CHECK(b == a && made == 0, "the kept block serves it (%llu host allocations)", (unsigned long long)made);
   else
     CHECK(made == 1, "no arena: new host memory (%llu host allocations)", (unsigned long long)made);
+  /* Its range is what the program asked for, not the kept block's 80 MiB
+   * (the sim, as cuMemGetAddressRange, knows no host memory: pointer
+   * attributes say). */
+  size_t attr_size = 0;
+  CUdeviceptr attr_base = 0;
+  CUpointer_attribute at[2] = {CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+  void *ad[2] = {&attr_size, &attr_base};
+  CHECK(cuPointerGetAttribute(&attr_size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, b + MiB) == CUDA_SUCCESS &&
+        attr_size == 70 * MiB, "RANGE_SIZE: %zu", attr_size);
+  attr_size = 0;
+  CHECK(cuPointerGetAttributes(2, at, ad, b + MiB) == CUDA_SUCCESS && attr_size == 70 * MiB && attr_base == b,
+        "cuPointerGetAttributes: RANGE_SIZE %zu, RANGE_START at +%lld", attr_size, (long long)(attr_base - b));
+  if (arena_on)
+    CHECK(cuPointerGetAttribute(&attr_size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, b + 70 * MiB) == CUDA_ERROR_INVALID_VALUE,
+          "past the request the pointer is unknown, as past an arena block");
   CHECK(cuMemsetD8(b, 0x55, 70 * MiB) == CUDA_SUCCESS, "the program's own bytes");
   CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS, "the other stream done");
   unsigned char *buf = malloc(70 * MiB);

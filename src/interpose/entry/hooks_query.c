@@ -3,6 +3,8 @@
  * attributes (an arena block's own range). Otherwise each passes through. */
 #include "hook_common.h"
 
+#include "spill.h"
+
 /* A figure in the output's word: the legacy 32-bit variants saturate at
  * 4 GiB - 1, as the sim's do (a cast wrapped a 4 GiB view to 0 free and 0
  * total; what the real driver's legacy entry points answer above 4 GiB has
@@ -58,7 +60,9 @@ CUresult vs_hook_cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { TOTAL_BOD
 /* ---- cuMemGetAddressRange ----------------------------------------------- */
 /* An arena block answers its own range; a pointer in arena memory outside
  * every live block (one byte past a block, a freed block) is what the
- * driver calls an unknown pointer. */
+ * driver calls an unknown pointer. Where the driver answers for a spilled
+ * block served again from a larger kept one (spill.h), its range is the
+ * request's, and past it the pointer is unknown. */
 #define RANGE_BODY(name, ptr_t, word_t)                                         \
   VS_HOOK_ENTER(name, (pbase, psize, dptr));                                    \
   vs_guard_enter();                                                             \
@@ -74,6 +78,10 @@ CUresult vs_hook_cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { TOTAL_BOD
     r = CUDA_ERROR_NOT_FOUND;                                                   \
   } else {                                                                      \
     r = real->name(pbase, psize, dptr);                                         \
+    if (r == CUDA_SUCCESS && vs_spill_range((uint64_t)dptr, &blk.base, &blk.size)) { \
+      if ((uint64_t)dptr - blk.base >= blk.size) r = CUDA_ERROR_NOT_FOUND;      \
+      else if (psize) *psize = (word_t)blk.size;                                \
+    }                                                                           \
   }                                                                             \
   vs_guard_leave();                                                             \
   return r
@@ -221,6 +229,20 @@ static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *da
   return ATTR_SET;
 }
 
+/* A range attribute of a spilled block served from a larger kept one
+ * (spill.h), after the driver answered with the host allocation's: the
+ * request's range, and a pointer past it unknown, as past an arena block. */
+static CUresult spill_range_attr(CUpointer_attribute a, void *data, CUdeviceptr ptr) {
+  uint64_t base, size;
+  if ((a != CU_POINTER_ATTRIBUTE_RANGE_START_ADDR && a != CU_POINTER_ATTRIBUTE_RANGE_SIZE) ||
+      !vs_spill_range((uint64_t)ptr, &base, &size))
+    return CUDA_SUCCESS;
+  if ((uint64_t)ptr - base >= size) return CUDA_ERROR_INVALID_VALUE;
+  if (a == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) *(CUdeviceptr *)data = (CUdeviceptr)base;
+  else *(size_t *)data = (size_t)size;
+  return CUDA_SUCCESS;
+}
+
 CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   VS_HOOK_ENTER(cuPointerGetAttribute, (data, attribute, ptr));
   if (!data) VS_FORWARD(cuPointerGetAttribute, (data, attribute, ptr));
@@ -234,6 +256,7 @@ CUresult vs_hook_cuPointerGetAttribute(void *data, CUpointer_attribute attribute
     r = CUDA_ERROR_INVALID_VALUE;   /* the driver's word for a pointer it does not know */
   } else {
     r = real->cuPointerGetAttribute(data, attribute, ptr);
+    if (r == CUDA_SUCCESS) r = spill_range_attr(attribute, data, ptr);
   }
   vs_guard_leave();
   return r;
@@ -259,6 +282,9 @@ CUresult vs_hook_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
       if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) continue;
       if (data[i] && block_attr(real, attributes[i], data[i], ptr, &b, &e) == ATTR_SET) r = e;
     }
+  } else if (r == CUDA_SUCCESS && k == VS_AT_DRIVER) {
+    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
+      if (data[i]) r = spill_range_attr(attributes[i], data[i], ptr);
   }
   vs_guard_leave();
   return r;

@@ -47,6 +47,9 @@ typedef struct spill_block {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static spill_block *g_blocks;            /* under g_lock */
 static _Atomic uint64_t g_count;         /* live blocks: the free path's one load */
+/* Live blocks a kept block serves with more bytes than asked for (req <
+ * size): the range queries' one load (vs_spill_range). */
+static _Atomic uint64_t g_clipped;
 /* Freed blocks kept for a spilled request of their size (spill.h), newest
  * first; their bytes, and the live blocks' bytes, per card. Under g_lock;
  * g_kept_n also read without it (0: no list to walk). Each spilled request
@@ -62,6 +65,16 @@ static uint64_t g_episode_log_ns[NCARDS], g_episodes_unlogged[NCARDS];
 static uint64_t g_refusal_log_ns[NCARDS], g_refusals_unlogged[NCARDS];
 
 static int card_ok(int card) { return card >= 0 && card < NCARDS; }
+
+/* Under g_lock: the live table, with its count of clipped blocks. */
+static void table_add(spill_block *b) {
+  HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
+  if (b->req < b->size) atomic_fetch_add(&g_clipped, 1);
+}
+static void table_del(spill_block *b) {
+  HASH_DEL(g_blocks, b);
+  if (b->req < b->size) atomic_fetch_sub(&g_clipped, 1);
+}
 
 /* 1 when a line is due now (and the count of those suppressed since, in *more). */
 static int due(uint64_t *last_ns, uint64_t *unlogged, uint64_t every, uint64_t *more) {
@@ -223,7 +236,7 @@ static int reuse(int card, uint64_t ctx_id, uint64_t size, uint64_t *addr) {
   }
   pthread_mutex_lock(&g_lock);
   b->req = size;
-  HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
+  table_add(b);
   g_live_bytes[card] += b->size;
   pthread_mutex_unlock(&g_lock);
   count(card, b->dptr, b->req, +1);
@@ -304,9 +317,9 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
   HASH_FIND(hh, g_blocks, &b->dptr, sizeof b->dptr, old);
   if (old) {
     /* Freed behind the shim's back (cuMemFreeHost by the program): drop it. */
-    HASH_DEL(g_blocks, old);
+    table_del(old);
   }
-  HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
+  table_add(b);
   g_live_bytes[card] += size;
   spill_block *ended = old ? live_gone(old->card, old->size) : NULL;
   /* A kept block at this address was freed behind the shim's back too:
@@ -338,7 +351,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
    * receives the same address must not find this record. */
   pthread_mutex_lock(&g_lock);
   HASH_FIND(hh, g_blocks, &addr, sizeof addr, b);
-  if (b) HASH_DEL(g_blocks, b);
+  if (b) table_del(b);
   pthread_mutex_unlock(&g_lock);
   if (!b) return 0;
   /* Its context held across the host free (an end waits for the hold, and
@@ -385,7 +398,7 @@ int vs_spill_free(uint64_t addr, CUresult *res) {
   if (r != CUDA_SUCCESS) {
     /* Still the host's: keep the record, so the program can try again. */
     pthread_mutex_lock(&g_lock);
-    HASH_ADD(hh, g_blocks, dptr, sizeof b->dptr, b);
+    table_add(b);
     pthread_mutex_unlock(&g_lock);
     count(b->card, b->dptr, b->req, 1);
     vs_ctx_put(c);
@@ -411,7 +424,7 @@ void vs_spill_ctx_end(uint64_t ctx_id) {
   pthread_mutex_lock(&g_lock);
   HASH_ITER(hh, g_blocks, b, tmp) {
     if (b->ctx_id != ctx_id) continue;
-    HASH_DEL(g_blocks, b);
+    table_del(b);
     g_live_bytes[b->card] -= b->size;
     b->gone = gone;
     gone = b;
@@ -449,6 +462,24 @@ int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size) {
   return b != NULL;
 }
 
+int vs_spill_range(uint64_t ptr, uint64_t *base, uint64_t *size) {
+  if (__builtin_expect(atomic_load_explicit(&g_clipped, memory_order_relaxed) == 0, 1)) return 0;
+  spill_block *b, *tmp, *hit = NULL;
+  pthread_mutex_lock(&g_lock);
+  HASH_ITER(hh, g_blocks, b, tmp) {
+    if (b->req < b->size && ptr >= b->dptr && ptr - b->dptr < b->size) {
+      hit = b;
+      break;
+    }
+  }
+  if (hit) {
+    *base = hit->dptr;
+    *size = hit->req;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return hit != NULL;
+}
+
 void vs_spill_atfork_prepare(void) { pthread_mutex_lock(&g_lock); }
 void vs_spill_atfork_parent(void) { pthread_mutex_unlock(&g_lock); }
 
@@ -461,6 +492,7 @@ void vs_spill_atfork_child(void) {
   }
   g_blocks = NULL;
   atomic_store(&g_count, 0);
+  atomic_store(&g_clipped, 0);
   for (int i = 0; i < NCARDS; i++) {
     drop_records(g_kept[i]);
     g_kept[i] = NULL;

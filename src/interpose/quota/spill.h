@@ -13,7 +13,8 @@
  * Spilled blocks are not in the tracker and not in the arena: this module
  * keeps them (device pointer -> host pointer, size, card), so every query
  * about them (pointer attributes, cuMemGetAddressRange) reaches the driver
- * unchanged, and answers what the driver answers for host memory. Live
+ * unchanged, and answers what the driver answers for host memory, but the
+ * range of a kept block served again, which is the request's (below). Live
  * spilled blocks are never moved; once device memory is free again, new
  * requests go back to the device by themselves (this is only asked after a
  * refusal).
@@ -69,6 +70,14 @@ void vs_spill_ctx_end(uint64_t ctx_id);
 
 /* Whether addr starts a live spilled block (*card, *size filled; may be NULL). */
 int vs_spill_lookup(uint64_t addr, int *card, uint64_t *size);
+
+/* A live spilled block served from a kept block larger than the request
+ * (req < size): 1 when ptr lies in its host allocation, with *base its
+ * start and *size what the program asked for (the range the program
+ * sees, as the driver would give a block of that size; ptr may lie past
+ * it). 0 for every other pointer; one relaxed load while no such block
+ * lives. */
+int vs_spill_range(uint64_t ptr, uint64_t *base, uint64_t *size);
 
 /* The card's spilled figures (bytes, peak, blocks) for dumps and the
  * timeline are observe's (vs_observe_spill, src/explain/stats.h). */
