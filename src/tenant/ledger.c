@@ -1214,6 +1214,32 @@ static int worth_asking(const vs_ledger *h, const vs_ledger_shm *s, const vs_led
   return scope == VS_TRIM_CARD || VS_LOAD(&s->tenants[t].used) > reserve_of(h, t, h->known);
 }
 
+static int unanswered(const vs_ledger_slot *sl, uint32_t want) {
+  return (int32_t)(__atomic_load_n(&sl->trim_done, __ATOMIC_SEQ_CST) - want) < 0;
+}
+
+/* Asked processes that did not answer in time (stopped: SIGSTOP, a frozen
+ * cgroup, a paused container; or stuck) cannot give their caches back, so
+ * those leave the others' views: free memory no request can get is not
+ * free. Each owner's background thread publishes its cache again at its
+ * first tick once it runs (vs_ledger_set_cache compares with the slot),
+ * and answers the request then. A slot that changed owner meanwhile loses
+ * a publication it makes again at its next tick. */
+static void forget_unanswered(vs_ledger *h, const int *asked, const uint32_t *want, int n) {
+  vs_ledger_shm *s = enter_locked(h);
+  if (!s) return;
+  write_begin(s);
+  for (int k = 0; k < n; k++) {
+    vs_ledger_slot *sl = &s->slots[asked[k]];
+    uint32_t t = sl->tenant;
+    if (sl->state != VS_SLOT_ACTIVE || !sl->cache || !unanswered(sl, want[k]) || t >= VS_LEDGER_TENANTS) continue;
+    VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, sl->cache));
+    VS_STORE(&sl->cache, 0);
+  }
+  write_end(s);
+  leave_locked(h, s);
+}
+
 int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
   if (!s) return 0;
@@ -1235,8 +1261,12 @@ int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms
   for (int left = n; left;) {
     left = 0;
     for (int k = 0; k < n; k++)
-      if ((int32_t)(__atomic_load_n(&s->slots[asked[k]].trim_done, __ATOMIC_SEQ_CST) - want[k]) < 0) left++;
-    if (!left || vs_mono_ns() >= deadline) break;
+      if (unanswered(&s->slots[asked[k]], want[k])) left++;
+    if (!left) break;
+    if (vs_mono_ns() >= deadline) {
+      forget_unanswered(h, asked, want, n);
+      break;
+    }
     struct timespec nap = {0, 2000000};
     nanosleep(&nap, NULL);
   }

@@ -1332,6 +1332,34 @@ static int case_trim_wait(const char *mode) {
   return 0;
 }
 
+/* (23.13) A stopped process's cache is not free: b caches 2 GiB and is
+ * stopped (SIGSTOP, as a paused container's cgroup freezer does). a's
+ * 3 GiB is refused once b leaves the ask unanswered (300 ms); from then
+ * on the ledger shows b's cache as 0, so no view counts it free. Resumed,
+ * b answers the ask (it trims) and a's 3 GiB is served. Before the fix b's
+ * 2 GiB stayed in every view while nobody could get it. */
+static int case_trim_stopped(const char *mode) {
+  cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n");
+  const char *cw[] = {"cache", "2048", NULL};
+  pid_t b = spawn_said("b", "b", NULL, cw, "cached");
+  const char *vw[] = {"viewfree", "3072", NULL};
+  CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
+  kill(b, SIGSTOP);
+  const char *tw[] = {"try", "3072", "oom", NULL};
+  CHECK(tp_wait(spawn("a", "a", NULL, tw)) == 0, "%s: a's 3 GiB is refused while b is stopped (a.err)", mode);
+  CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_tenant(&g_snap, "b"), "snapshot");
+  uint64_t held = tp_proc(&g_snap, b)->held, cached = tp_proc(&g_snap, b)->cached;
+  CHECK(held >= 2048 * MiB && cached == 0 && tp_tenant(&g_snap, "b")->cached == 0,
+        "%s: stopped b holds %llu MiB and shows %llu MiB cached (tenant %llu): nobody can get it", mode,
+        (unsigned long long)(held / MiB), (unsigned long long)(cached / MiB),
+        (unsigned long long)(tp_tenant(&g_snap, "b")->cached / MiB));
+  kill(b, SIGCONT);
+  served_unrefused("a2", "a", "3072", mode, "a's 3 GiB is served once b runs again");
+  SAY("%s: b stopped with 2 GiB cached: left the views after one unanswered ask; resumed, it gave way", mode);
+  stop(b);
+  return 0;
+}
+
 /* (23.11) A waiter killed while it waits leaves no count behind: w waits
  * (wait:60s) for 2 GiB beside h's 3 GiB held live and is killed with
  * SIGKILL; then c caches 512 MiB, and a second later still holds it (no
@@ -1443,6 +1471,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "trim_card")) r = case_trim_card(arg);
   else if (!strcmp(c, "trim_driver")) r = case_trim_driver(arg);
   else if (!strcmp(c, "trim_wait")) r = case_trim_wait(arg);
+  else if (!strcmp(c, "trim_stopped")) r = case_trim_stopped(arg);
   else if (!strcmp(c, "waiter_killed")) r = case_waiter_killed(arg);
   else if (!strcmp(c, "waiters_garbage")) r = case_waiters_garbage(arg);
   else CHECK(0, "unknown case %s", c);
