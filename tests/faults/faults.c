@@ -252,11 +252,8 @@ static int w_pitch(int argc, char **argv) {
 static int w_poolalloc(int argc, char **argv) {
   CHECK(argc == 1, "poolalloc MIB");
   tp_cuda_up();
-  CUmemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location.id = 0;
+  CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                          .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
   CUmemoryPool pool;
   CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS, "poolalloc: cuMemPoolCreate");
   CUdeviceptr p;
