@@ -253,8 +253,9 @@ static void overhead_accounting(void **state) {
 
 /* Published caches: what each process's arenas would give back when
  * asked. Others' views count them as free, admission does not; a trim ask
- * reaches whom the refusal's scope names; a give-back lowers the cache at
- * once; a closed slot's cache leaves with it. */
+ * reaches whom the refusal's scope names, and a cache whose process leaves
+ * it unanswered leaves the views; a give-back lowers the cache at once; a
+ * closed slot's cache leaves with it. */
 static void cache_accounting(void **state) {
   (void)state;
   vs_plan plan;
@@ -280,10 +281,16 @@ static void cache_accounting(void **state) {
   assert_int_equal(vs_ledger_trim_others(a1, VS_TRIM_CAPACITY, 0), 1);
   assert_int_equal(vs_ledger_trim_asked(b, &req), 1);
   assert_int_equal(vs_ledger_trim_asked(d, &req), 0);
+  /* b did not answer in time (0 ms): its cache leaves the views until it publishes again. */
+  assert_int_equal(vs_ledger_others_cache(a1), 100);
   assert_int_equal(vs_ledger_trim_others(a1, VS_TRIM_CARD, 0), 2);     /* the driver refused: every cache */
   assert_int_equal(vs_ledger_trim_asked(d, &req), 1);
+  assert_int_equal(vs_ledger_others_cache(a1), 0);
   vs_ledger_trim_answer(d, req);
   assert_int_equal(vs_ledger_trim_asked(d, &req), 0);
+  vs_ledger_set_cache(b, 300);                           /* their threads publish again */
+  vs_ledger_set_cache(d, 100);
+  assert_int_equal(vs_ledger_others_cache(a1), 300 + 100);
   /* b gives 250 back: its cache falls by as much at once. */
   vs_ledger_uncharge(b, 250);
   assert_int_equal(vs_ledger_others_cache(a1), 50 + 100);
