@@ -1224,19 +1224,28 @@ static int unanswered(const vs_ledger_slot *sl, uint32_t want) {
  * free. Each owner's background thread publishes its cache again at its
  * first tick once it runs (vs_ledger_set_cache compares with the slot),
  * and answers the request then. A slot that changed owner meanwhile loses
- * a publication it makes again at its next tick. */
-static void forget_unanswered(vs_ledger *h, const int *asked, const uint32_t *want, int n) {
+ * a publication it makes again at its next tick. Each cache taken out is
+ * an event and a line (once per publication: a cache already out is not
+ * taken out again). */
+static void forget_unanswered(vs_ledger *h, const int *asked, const uint32_t *want, int timeout_ms, int n) {
   vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
-  write_begin(s);
   for (int k = 0; k < n; k++) {
     vs_ledger_slot *sl = &s->slots[asked[k]];
     uint32_t t = sl->tenant;
-    if (sl->state != VS_SLOT_ACTIVE || !sl->cache || !unanswered(sl, want[k]) || t >= VS_LEDGER_TENANTS) continue;
-    VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, sl->cache));
+    uint64_t cache = sl->cache;
+    if (sl->state != VS_SLOT_ACTIVE || !cache || !unanswered(sl, want[k]) || t >= VS_LEDGER_TENANTS) continue;
+    write_begin(s);
+    VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, cache));
     VS_STORE(&sl->cache, 0);
+    write_end(s);
+    add_event_locked(s, VS_EVENT_UNANSWERED, sl->pid, t, cache, s->tenants[t].used, s->tenants[t].limit);
+    char b[32];
+    VS_WARN("ledger of card %s: process %d (tenant '%.*s') left a request to give back its cache of %s unanswered "
+            "for %d ms (stopped or frozen?): no longer counted as free until it runs again",
+            s->card_id, (int)sl->pid, (int)sizeof s->tenants[t].name, s->tenants[t].name,
+            vs_fmt_bytes(cache, b, sizeof b), timeout_ms);
   }
-  write_end(s);
   leave_locked(h, s);
 }
 
@@ -1264,7 +1273,7 @@ int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms
       if (unanswered(&s->slots[asked[k]], want[k])) left++;
     if (!left) break;
     if (vs_mono_ns() >= deadline) {
-      forget_unanswered(h, asked, want, n);
+      forget_unanswered(h, asked, want, (int)timeout_ms, n);
       break;
     }
     struct timespec nap = {0, 2000000};

@@ -151,6 +151,7 @@ static const char *event_kind(int k) {
     case VS_EVENT_LIMIT: return "limit";
     case VS_EVENT_RECLAIM: return "reclaim";
     case VS_EVENT_SPILL: return "spill";
+    case VS_EVENT_UNANSWERED: return "unanswered";
     default: return "unknown";
   }
 }

@@ -49,7 +49,7 @@ typedef struct vs_snap_event {
   uint64_t time_ns;
   int pid;
   char tenant[VS_NAME_MAX];
-  const char *kind;             /* "warn", "limit", "reclaim", "spill" */
+  const char *kind;             /* "warn", "limit", "reclaim", "spill", "unanswered" */
   uint64_t bytes, used, limit;
 } vs_snap_event;
 

@@ -44,7 +44,7 @@ typedef struct vs_ledger_lockw {
 } vs_ledger_lockw;
 
 #define VS_LEDGER_MAGIC 0x5245474445534c56ull /* "VSLEDGER" */
-#define VS_LEDGER_VERSION 9u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML); 9: cache per slot and cached per tenant, waiting per slot */
+#define VS_LEDGER_VERSION 10u    /* 3: spilled bytes per tenant and slot, event `spill` (issue 13); 4: reserve_holders, reserve_mask (issue 10); 5: unused tenant entries are reused when the table is full (tenant_reuses); 6: the bounded lock word (ledger_lock.h), `damaged`, the trim mailbox (issue 23); 7: overhead per slot (issue 24); 8: the driver reading drv_* (issue 24, the footprint without NVML); 9: cache per slot and cached per tenant, waiting per slot; 10: event `unanswered` */
 #define VS_LEDGER_SLOTS 256
 #define VS_LEDGER_TENANTS 64
 #define VS_LEDGER_EVENTS 256
@@ -53,7 +53,7 @@ typedef struct vs_ledger_lockw {
 enum { VS_SLOT_FREE = 0, VS_SLOT_ACTIVE = 1 };
 /* An event's tenant after its entry went to another name (see above). */
 #define VS_EVENT_NO_TENANT 0xffffu
-enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3, VS_EVENT_SPILL = 4 };
+enum { VS_EVENT_WARN = 1, VS_EVENT_LIMIT = 2, VS_EVENT_RECLAIM = 3, VS_EVENT_SPILL = 4, VS_EVENT_UNANSWERED = 5 };
 
 typedef struct vs_ledger_tenant {
   char name[VS_NAME_MAX];

@@ -1332,7 +1332,8 @@ static int case_trim_wait(const char *mode) {
 /* (23.13) A stopped process's cache is not free: b caches 2 GiB and is
  * stopped (SIGSTOP, as a paused container's cgroup freezer does). a's
  * 3 GiB is refused once b leaves the ask unanswered (300 ms); from then
- * on the ledger shows b's cache as 0, so no view counts it free. Resumed,
+ * on the ledger shows b's cache as 0, so no view counts it free (one
+ * `unanswered` event, one line in a's log). Resumed,
  * b answers the ask (it trims) and a's 3 GiB is served. Before the fix b's
  * 2 GiB stayed in every view while nobody could get it. */
 static int case_trim_stopped(const char *mode) {
@@ -1350,6 +1351,14 @@ static int case_trim_stopped(const char *mode) {
         "%s: stopped b holds %llu MiB and shows %llu MiB cached (tenant %llu): nobody can get it", mode,
         (unsigned long long)(held / MiB), (unsigned long long)(cached / MiB),
         (unsigned long long)(tp_tenant(&g_snap, "b")->cached / MiB));
+  int said = 0;
+  for (int e = 0; e < g_snap.nevents; e++)
+    said += !strcmp(g_snap.events[e].kind, "unanswered") && g_snap.events[e].pid == b &&
+            !strcmp(g_snap.events[e].tenant, "b") && g_snap.events[e].bytes >= 2048 * MiB;
+  CHECK(said == 1, "%s: one 'unanswered' event names b and its 2 GiB cache (%d)", mode, said);
+  char *e = tp_read("a.err");
+  CHECK(strstr(e, "unanswered") != NULL, "%s: a's log says why b's cache no longer counts (a.err)", mode);
+  free(e);
   kill(b, SIGCONT);
   served_unrefused("a2", "a", "3072", mode, "a's 3 GiB is served once b runs again");
   SAY("%s: b stopped with 2 GiB cached: left the views after one unanswered ask; resumed, it gave way", mode);

@@ -322,7 +322,7 @@ def t_live(env, schemas):
             lab = (("card", c["card"]), ("pid", str(p["pid"])), ("tenant", p["tenant"]))
             for m in ("held", "live", "spilled", "overhead", "cached"):
                 want[("vramshim_process_%s_bytes" % m, lab)] = p[m]
-        for k in ("warn", "limit", "reclaim", "spill"):
+        for k in ("warn", "limit", "reclaim", "spill", "unanswered"):
             want[("vramshim_events_recent", (("card", c["card"]), ("kind", k)))] = sum(
                 1 for e in c["events"] if e["kind"] == k)
     for a in st["actions_failed"]:   # from the history database, when there is one

@@ -27,7 +27,7 @@ static void usage(FILE *out) {
           "  (default: ledger_dir of $VRAMSHIM_CONFIG or /etc/vramshim.conf, else %s).\n"
           "  --json        one JSON document (docs/schemas/status.schema.json)\n"
           "  --prometheus  text exposition format (node_exporter textfile collector)\n"
-          "  --events      also the recent events: warn, limit, reclaim, spill\n",
+          "  --events      also the recent events: warn, limit, reclaim, spill, unanswered\n",
           VS_DEFAULT_LEDGER_DIR);
 }
 
@@ -164,8 +164,8 @@ static void print_failed_actions(const vs_failed_action *fa, int nfa) {
 /* ---- JSON ------------------------------------------------------------------ */
 /* docs/schemas/status.schema.json; a field added keeps the major version
  * (1.1: actions_failed; 1.2: a card's index may be null; 1.3: overhead;
- * 1.4: cached). */
-#define STATUS_SCHEMA_VERSION "1.4"
+ * 1.4: cached, 1.5: the event kind unanswered). */
+#define STATUS_SCHEMA_VERSION "1.5"
 
 static void json_card(vs_jw *w, const vs_ledger_snapshot *s, int events) {
   vs_jw_object(w, VS_JSON_BLOCK);
@@ -351,7 +351,7 @@ static void prom_failed_actions(const vs_failed_action *fa, int nfa) {
 }
 
 static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action *fa, int nfa) {
-  static const char *const kinds[] = {"warn", "limit", "reclaim", "spill"};
+  static const char *const kinds[] = {"warn", "limit", "reclaim", "spill", "unanswered"};
   for (int m = 0; m < M_N; m++) {
     printf("# HELP %s %s\n# TYPE %s gauge\n", prom_names[m][0], prom_names[m][1], prom_names[m][0]);
     if (m == M_ACTIONS_FAILED) {
@@ -393,7 +393,7 @@ static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action
                  : m == M_PCACHED ? p->cached : p->spilled);
         }
       } else {
-        for (int k = 0; k < 4; k++) {
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
           int count = 0;
           for (int e = 0; e < s->nevents; e++) count += !strcmp(s->events[e].kind, kinds[k]);
           printf("%s{card=\"", prom_names[m][0]);
