@@ -251,13 +251,15 @@ def t_live(env, schemas):
         % (len(t0), victim.pid, c0["dead_bytes"], s["spilled"]))
 
     # A process whose program freed its memory: its arena's cache, published
-    # from its background thread, shows as cached (part of held and used).
+    # from its background thread, shows as cached (part of held and used),
+    # and its live bytes fall to 0 (refreshed by the same thread: a free
+    # into the arena touches no ledger).
     freer, _, _ = env.start("freer", ["1:%d-" % (64 * MiB)])
     def cache_shown():
         d = status(env, schemas, events=False)
         c1 = by(d["cards"], "index")[1]
         p = by(c1["processes"], "pid").get(freer.pid)
-        return d if p and p["cached"] >= 64 * MiB else None
+        return d if p and p["cached"] >= 64 * MiB and p["live"] == 0 else None
 
     st = eventually(cache_shown, "the freeing process's 64 MiB cache in status")
     for c in st["cards"]:

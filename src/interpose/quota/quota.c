@@ -461,7 +461,9 @@ int vs_quota_check_ledgers(void) {
        * process waits for memory on the card (on_limit = wait), which an
        * idle process would otherwise never give it (its frees do that,
        * memory_service.c). Then what a trim would give back now is
-       * published, for the others' views and asks. */
+       * published, for the others' views and asks, with what the program
+       * holds (live: refreshed where a charge touched the ledger, so frees
+       * into an arena left it stale until the next growth). */
       uint32_t req;
       uint64_t back = arena_reclaimable(c);
       if (vs_tenant_trim_asked(g_session, c, &req)) {
@@ -473,6 +475,7 @@ int vs_quota_check_ledgers(void) {
         back = arena_reclaimable(c);
       }
       vs_tenant_set_cache(g_session, c, back);
+      vs_quota_refresh_live(c);
       n++;
     }
   return n;
