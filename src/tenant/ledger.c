@@ -1089,6 +1089,15 @@ static uint64_t give_back_locked(vs_ledger_shm *s, uint64_t *slot_v, uint64_t *t
   return *slot_v;
 }
 
+/* Under the lock: slot sl's published cache becomes c, and its tenant
+ * t's total moves with it (the invariant totals_sound_locked checks). */
+static void set_cache_locked(vs_ledger_shm *s, vs_ledger_slot *sl, uint32_t t, uint64_t c) {
+  write_begin(s);
+  VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, sl->cache) + c);
+  VS_STORE(&sl->cache, c);
+  write_end(s);
+}
+
 /* Under the lock: n bytes went back to the driver. An arena gives back
  * only its cache, so the published cache falls by as much (a pass-through
  * free lowers it too: an underestimate, raised again at the next
@@ -1098,11 +1107,7 @@ static void cache_less_locked(vs_ledger_shm *s, vs_ledger *h, uint64_t n) {
   vs_ledger_slot *sl = &s->slots[h->slot];
   uint64_t keep = vs_sat_sub(sl->cache, n);
   if (keep > sl->held) keep = sl->held;
-  if (keep == sl->cache) return;
-  write_begin(s);
-  VS_STORE(&s->tenants[h->tenant].cached, vs_sat_sub(s->tenants[h->tenant].cached, sl->cache - keep));
-  VS_STORE(&sl->cache, keep);
-  write_end(s);
+  if (keep != sl->cache) set_cache_locked(s, sl, h->tenant, keep);
 }
 
 void vs_ledger_uncharge(vs_ledger *h, uint64_t n) {
@@ -1235,10 +1240,7 @@ static void forget_unanswered(vs_ledger *h, const int *asked, const uint32_t *wa
     uint32_t t = sl->tenant;
     uint64_t cache = sl->cache;
     if (sl->state != VS_SLOT_ACTIVE || !cache || !unanswered(sl, want[k]) || t >= VS_LEDGER_TENANTS) continue;
-    write_begin(s);
-    VS_STORE(&s->tenants[t].cached, vs_sat_sub(s->tenants[t].cached, cache));
-    VS_STORE(&sl->cache, 0);
-    write_end(s);
+    set_cache_locked(s, sl, t, 0);
     add_event_locked(s, VS_EVENT_UNANSWERED, sl->pid, t, cache, s->tenants[t].used, s->tenants[t].limit);
     char b[32];
     VS_WARN("ledger of card %s: process %d (tenant '%.*s') left a request to give back its cache of %s unanswered "
@@ -1302,12 +1304,7 @@ void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes) {
   vs_ledger_shm *s = enter_locked(h);
   if (!s) return;
   vs_ledger_slot *sl = &s->slots[h->slot];
-  vs_ledger_tenant *t = &s->tenants[h->tenant];
-  uint64_t c = bytes < sl->held ? bytes : sl->held;
-  write_begin(s);
-  VS_STORE(&t->cached, vs_sat_sub(t->cached, sl->cache) + c);
-  VS_STORE(&sl->cache, c);
-  write_end(s);
+  set_cache_locked(s, sl, h->tenant, bytes < sl->held ? bytes : sl->held);
   leave_locked(h, s);
 }
 
