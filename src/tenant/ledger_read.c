@@ -145,16 +145,11 @@ static int copy_consistent(int fd, vs_ledger_shm *copy) {
   }
 }
 
-static const char *event_kind(int k) {
-  switch (k) {
-    case VS_EVENT_WARN: return "warn";
-    case VS_EVENT_LIMIT: return "limit";
-    case VS_EVENT_RECLAIM: return "reclaim";
-    case VS_EVENT_SPILL: return "spill";
-    case VS_EVENT_UNANSWERED: return "unanswered";
-    default: return NULL;
-  }
-}
+/* In the order of the VS_EVENT_ numbers, from 1. */
+const char *const vs_snap_event_kinds[VS_SNAP_EVENT_KINDS] = {"warn", "limit", "reclaim", "spill", "unanswered"};
+_Static_assert(VS_EVENT_WARN == 1 && VS_EVENT_UNANSWERED == VS_SNAP_EVENT_KINDS, "one name per event kind");
+
+static const char *event_kind(int k) { return k >= 1 && k <= VS_SNAP_EVENT_KINDS ? vs_snap_event_kinds[k - 1] : NULL; }
 
 int vs_ledger_snapshot_read(const char *dir, const char *card_id, vs_ledger_snapshot *out, char *err, size_t errlen) {
   char name[VS_NAME_MAX + 16];

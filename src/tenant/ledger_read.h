@@ -49,9 +49,14 @@ typedef struct vs_snap_event {
   uint64_t time_ns;
   int pid;
   char tenant[VS_NAME_MAX];
-  const char *kind;             /* "warn", "limit", "reclaim", "spill", "unanswered" */
+  const char *kind;             /* one of vs_snap_event_kinds */
   uint64_t bytes, used, limit;
 } vs_snap_event;
+
+/* Every kind an event may have, VS_SNAP_EVENT_KINDS of them: "warn",
+ * "limit", "reclaim", "spill", "unanswered". */
+#define VS_SNAP_EVENT_KINDS 5
+extern const char *const vs_snap_event_kinds[VS_SNAP_EVENT_KINDS];
 
 typedef struct vs_ledger_snapshot {
   char card_id[VS_NAME_MAX];

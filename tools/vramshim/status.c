@@ -55,18 +55,17 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
   char a[32], b[32], c[32], d[32];
   printf("card %s: capacity %s, headroom %s (%s/card-%s.ledger)\n", esc(s->card_id), bytes(s->capacity, a),
          bytes(s->headroom, b), esc(dir), esc(s->card_id));
-  /* Spilled host bytes (on_limit = spill, issue 13) get columns of their own
-   * only on a card where some tenant spills: other tables stay as they were. */
-  int spill = 0;
-  for (int t = 0; t < s->ntenants; t++) spill |= s->tenants[t].spill_max || s->tenants[t].spilled;
-  /* The true footprint (issue 24): overhead, part of used, gets a column
-   * only on a card where some process has any. */
-  int over = 0;
-  for (int t = 0; t < s->ntenants; t++) over |= s->tenants[t].overhead != 0;
-  /* Arena caches the processes would give back when asked: a column only
-   * on a card where some process keeps one. */
-  int cache = 0;
-  for (int t = 0; t < s->ntenants; t++) cache |= s->tenants[t].cached != 0;
+  /* Columns only on a card where some tenant needs them, so other tables
+   * stay as they were: spilled host bytes (on_limit = spill, issue 13)
+   * where some tenant spills; the true footprint's overhead, part of used
+   * (issue 24), where some process has any; arena caches the processes
+   * would give back when asked, where some process keeps one. */
+  int spill = 0, over = 0, cache = 0;
+  for (int t = 0; t < s->ntenants; t++) {
+    spill |= s->tenants[t].spill_max || s->tenants[t].spilled;
+    over |= s->tenants[t].overhead != 0;
+    cache |= s->tenants[t].cached != 0;
+  }
   printf("  %-16s %12s %12s %12s %12s %7s %6s", "tenant", "reserve", "limit", "used", "peak", "share", "procs");
   if (over) printf(" %12s", "overhead");
   if (cache) printf(" %12s", "cached");
@@ -351,7 +350,6 @@ static void prom_failed_actions(const vs_failed_action *fa, int nfa) {
 }
 
 static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action *fa, int nfa) {
-  static const char *const kinds[] = {"warn", "limit", "reclaim", "spill", "unanswered"};
   for (int m = 0; m < M_N; m++) {
     printf("# HELP %s %s\n# TYPE %s gauge\n", prom_names[m][0], prom_names[m][1], prom_names[m][0]);
     if (m == M_ACTIONS_FAILED) {
@@ -393,12 +391,12 @@ static void print_prom(vs_ledger_snapshot **snaps, int n, const vs_failed_action
                  : m == M_PCACHED ? p->cached : p->spilled);
         }
       } else {
-        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int k = 0; k < VS_SNAP_EVENT_KINDS; k++) {
           int count = 0;
-          for (int e = 0; e < s->nevents; e++) count += !strcmp(s->events[e].kind, kinds[k]);
+          for (int e = 0; e < s->nevents; e++) count += !strcmp(s->events[e].kind, vs_snap_event_kinds[k]);
           printf("%s{card=\"", prom_names[m][0]);
           prom_label(s->card_id);
-          printf("\",kind=\"%s\"} %d\n", kinds[k], count);
+          printf("\",kind=\"%s\"} %d\n", vs_snap_event_kinds[k], count);
         }
       }
     }
