@@ -1333,9 +1333,9 @@ static int case_trim_wait(const char *mode) {
  * stopped (SIGSTOP, as a paused container's cgroup freezer does). a's
  * 3 GiB is refused once b leaves the ask unanswered (300 ms); from then
  * on the ledger shows b's cache as 0, so no view counts it free (one
- * `unanswered` event, one line in a's log). Resumed,
- * b answers the ask (it trims) and a's 3 GiB is served. Before the fix b's
- * 2 GiB stayed in every view while nobody could get it. */
+ * `unanswered` event, one line in a's log). Resumed, b answers the ask
+ * (it trims) and a's 3 GiB is served. Before the fix b's 2 GiB stayed in
+ * every view while nobody could get it. */
 static int case_trim_stopped(const char *mode) {
   cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n");
   const char *cw[] = {"cache", "2048", NULL};
