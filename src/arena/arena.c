@@ -251,7 +251,7 @@ uint64_t vs_arena_decay(vs_arena *a) {
   pthread_mutex_lock(&a->heap.mu);
   uint64_t reserved = vs_heap_reserved(&a->heap);
   pthread_mutex_unlock(&a->heap.mu);
-  uint64_t live = atomic_load_explicit(&a->live_bytes, memory_order_relaxed);
+  uint64_t live = vs_arena_live(a);
   if (reserved <= live || reserved - live <= a->cfg.release_threshold) return 0;
   uint64_t st = atomic_load(&a->stamped), seen = atomic_exchange(&a->tick_stamp, st);
   if (st == seen && atomic_load_explicit(&a->pend_total, memory_order_relaxed)) vs_arena_sync(a);

@@ -439,8 +439,8 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
       if (b->state == VS_TB_LIVE && !b->req) heap_slabs++;
   if (heap_slabs != nslabs_all) FAIL("arena: %llu slab blocks in the heap, %llu slabs", (unsigned long long)heap_slabs,
                                      (unsigned long long)nslabs_all);
-  if (live != atomic_load(&a->live_bytes) + (uint64_t)unfolded) FAIL("arena: live bytes %llu, blocks say %llu",
-                                                (unsigned long long)atomic_load(&a->live_bytes), (unsigned long long)live);
+  if (live != vs_arena_live(a) + (uint64_t)unfolded)
+    FAIL("arena: live bytes %llu, blocks say %llu", (unsigned long long)vs_arena_live(a), (unsigned long long)live);
   if (vs_heap_reserved(h) > atomic_load(&a->peak_reserved)) FAIL("arena: reserved above its peak");
   if (atomic_load(&a->sync_done) > atomic_load(&a->sync_started)) FAIL("arena: sync generations inverted");
   rc = 0;

@@ -99,8 +99,19 @@ int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow) {
   return 1;
 }
 
-void vs_arena_live_add(vs_arena *a, uint64_t req) {
-  uint64_t live = atomic_fetch_add_explicit(&a->live_bytes, req, memory_order_relaxed) + req;
-  vs_atomic_raise(&a->peak_live, live);
+void vs_arena_slab_live_add(vs_arena *a, int64_t folded) {
+  uint64_t slab = atomic_fetch_add_explicit(&a->slab_live, (uint64_t)folded, memory_order_relaxed) + (uint64_t)folded;
+  if (folded > 0) vs_atomic_raise(&a->peak_live, slab + atomic_load_explicit(&a->heap_live, memory_order_relaxed));
+}
+
+void vs_arena_heap_live_set(vs_arena *a, uint64_t live) {
+  uint64_t was = atomic_load_explicit(&a->heap_live, memory_order_relaxed);
+  atomic_store_explicit(&a->heap_live, live, memory_order_relaxed);
+  if (live > was) vs_atomic_raise(&a->peak_live, live + atomic_load_explicit(&a->slab_live, memory_order_relaxed));
+}
+
+uint64_t vs_arena_live(vs_arena *a) {
+  return atomic_load_explicit(&a->heap_live, memory_order_relaxed) +
+         atomic_load_explicit(&a->slab_live, memory_order_relaxed);
 }
 

@@ -263,7 +263,15 @@ struct vs_arena {
    * (a limit lowered since) costs only what the check saves: the request
    * goes through the OOM ladder and is refused there by the charge. */
   _Atomic uint64_t fit_ok;
-  _Alignas(64) _Atomic uint64_t live_bytes;
+  /* Live requested bytes = heap_live + slab_live. heap_live is a copy of
+   * heap.live_req stored under the heap's lock (a plain store: the heap
+   * pair takes no locked instruction for it); slab_live is what the bins
+   * folded (VS_LIVE_FOLD), added atomically since bins have their own
+   * locks. peak_live is raised with the sum read at each change: exact on
+   * one thread; two threads changing the two halves at once may each read
+   * the other's previous half, so it can miss a peak they made together. */
+  _Alignas(64) _Atomic uint64_t heap_live;
+  _Atomic uint64_t slab_live;
   _Atomic uint64_t peak_live;
   _Alignas(64) _Atomic uint64_t pend_total;   /* heap pending bytes (slabs keep theirs per bin) */
   _Atomic uint32_t next_bin;
@@ -321,7 +329,9 @@ static inline void vs_arena_unsafe_leave(vs_arena *a) { atomic_fetch_sub(&a->uns
 int vs_arena_sync_or_grow(vs_arena *a, uint64_t grow); /* a sync a growth of `grow` bytes could replace: 1 synced, 0 grow */
 uint64_t vs_arena_stamp(vs_arena *a);
 int vs_arena_ready(vs_arena *a, uint64_t stamp);
-void vs_arena_live_add(vs_arena *a, uint64_t req);
+void vs_arena_slab_live_add(vs_arena *a, int64_t folded); /* a bin's fold (either sign) */
+void vs_arena_heap_live_set(vs_arena *a, uint64_t live);  /* under the heap lock: heap.live_req */
+uint64_t vs_arena_live(vs_arena *a);                      /* live requested bytes, folded slabs */
 
 /* heap.c */
 int vs_heap_init(vs_arena *a);

@@ -851,7 +851,7 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
  * round"). */
 static uint64_t floor_step(vs_arena *a, uint64_t req, uint64_t held, uint64_t need, uint64_t step, int rented) {
   vs_heap *h = &a->heap;
-  uint64_t live = atomic_load_explicit(&a->live_bytes, memory_order_relaxed) + req;
+  uint64_t live = h->live_req + atomic_load_explicit(&a->slab_live, memory_order_relaxed) + req;
   uint64_t w = decay_high(a);
   if (w > live) live = w;
   uint64_t to = live / 1000 * VS_GROW_TO;
@@ -1128,7 +1128,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
     if (req) {
-      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_live_add(a, req);
+      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_heap_live_set(a, h->live_req);
       if (size > h->req_max) h->req_max = size;
     } else {
       h->slabs++;
@@ -1210,7 +1210,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     h->live_req -= b->req;
     h->live_count--;
     h->waste -= b->size - b->req;
-    atomic_fetch_sub(&a->live_bytes, b->req);
+    vs_arena_heap_live_set(a, h->live_req);
   }
   if (how != VS_FREE_PEND) {
     int user = b->req != 0;

@@ -287,7 +287,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
   bin->waste += size - req;
   bin->requests++;
   bin->live_delta += (int64_t)req;
-  if (bin->live_delta >= (int64_t)VS_LIVE_FOLD) { vs_arena_live_add(a, (uint64_t)bin->live_delta); bin->live_delta = 0; }
+  if (bin->live_delta >= (int64_t)VS_LIVE_FOLD) { vs_arena_slab_live_add(a, bin->live_delta); bin->live_delta = 0; }
   pthread_mutex_unlock(bin->mu);
   *addr = s->base + (uint64_t)i * size;
   return 0;
@@ -334,7 +334,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   bin->waste -= size - s->req[i];
   bin->live_delta -= (int64_t)s->req[i];
   if (bin->live_delta <= -(int64_t)VS_LIVE_FOLD) {
-    atomic_fetch_sub_explicit(&a->live_bytes, (uint64_t)-bin->live_delta, memory_order_relaxed);
+    vs_arena_slab_live_add(a, bin->live_delta);
     bin->live_delta = 0;
   }
   /* Emptied in stream order: as bin_reclaim does with an emptied slab. */
