@@ -80,6 +80,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   a->idle_trim = vs_slab_trim_idle;   /* and so does every growth, first */
   a->decay_ns = VS_ARENA_DECAY_DEFAULT_MS * 1000000ull;
   a->heap.dk_next = vs_arena_now(a);
+  atomic_init(&a->tick_stamp, VS_TICK_NEVER);
   return a;
 }
 
@@ -254,6 +255,11 @@ uint64_t vs_arena_decay(vs_arena *a) {
   uint64_t live = vs_arena_live(a);
   if (reserved <= live || reserved - live <= a->cfg.release_threshold) return 0;
   uint64_t st = atomic_load(&a->stamped), seen = atomic_exchange(&a->tick_stamp, st);
+  /* The first look only records: "no sync since the last look" needs a
+   * last look, and a tick in the first instants of a process would
+   * otherwise sync and trim in the middle of its start (a replay through
+   * the shim then placed differently from run to run). */
+  if (seen == VS_TICK_NEVER) return 0;
   if (st == seen && atomic_load_explicit(&a->pend_total, memory_order_relaxed)) vs_arena_sync(a);
   uint64_t n = a->idle_trim ? a->idle_trim(a) : 0;
   return n + vs_heap_trim_decayed(a);

@@ -103,6 +103,7 @@
 #ifndef VS_SLAB_PEND_MAX
 #define VS_SLAB_PEND_MAX (8ull << 20)   /* a bin takes a new slab rather than sync while its pending bytes are below */
 #endif
+#define VS_TICK_NEVER UINT64_MAX   /* tick_stamp before the first vs_arena_decay */
 #ifndef VS_DECAY_EPOCHS
 #define VS_DECAY_EPOCHS 4               /* decay window resolution: epochs of decay / this */
 #endif
@@ -285,7 +286,7 @@ struct vs_arena {
   /* Lane frees so far (raised with lane_pend, before the block turns FREE):
    * lane_pend's stamps repeat between syncs, this count does not. */
   _Atomic uint64_t lane_frees;
-  _Atomic uint64_t tick_stamp;      /* `stamped` at the last vs_arena_decay (idle: unchanged since) */
+  _Atomic uint64_t tick_stamp;      /* `stamped` at the last vs_arena_decay (idle: unchanged since); VS_TICK_NEVER before */
   /* Streams already ordered after the lane (vs_arena_alloc_on), each with
    * the lane_frees count its order covered; a few, replaced round-robin. */
   pthread_mutex_t lane_mu;

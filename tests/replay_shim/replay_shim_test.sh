@@ -1,6 +1,6 @@
 #!/bin/sh
 # `vramshim replay` through the real shim over the sim (policies shim-*).
-# usage: replay_shim_test.sh generated|real|errors VRAMSHIM_TOOL TRACES_DIR
+# usage: replay_shim_test.sh generated|release|real|errors|async VRAMSHIM_TOOL TRACES_DIR
 #   generated  a random trace made here: shim-off sees the trace's peak live
 #              and makes one driver call per request, exactly as the
 #              simulated `off`; shim-vmm and shim-chunks see the same peak
@@ -9,6 +9,11 @@
 #   real       the same on a real 51 GiB trace (skipped without the traces);
 #              the child's memory stays small (the sim's memory is sparse)
 #   errors     a missing shim, sim or child, a card too small
+#   release    the generated trace with a small release_threshold and
+#              --decay 0ms, five times: the shim's run gets the same
+#              settings (release_decay in its config) and gives back what
+#              the simulated policy does, run after run (the background
+#              thread's first look at a new arena only records)
 #   async      a two-stream trace made here, the child on cuMemAllocAsync /
 #              cuMemFreeAsync (shim-*-async): the shim serves it as the
 #              simulated -async policies model it (the same peak reserved
@@ -164,6 +169,29 @@ PY
   ;;
 generated)
   gen "$tmp/gen.csv" && check "$tmp/gen.csv" --resolution=1MiB ;;
+release)
+  gen "$tmp/gen.csv" || exit 1
+  for run in 1 2 3 4 5; do
+    "$tool" replay --json --quiet --no-search --release-threshold 64MiB --decay 0ms \
+      --policy chunks,shim-chunks,vmm,shim-vmm "$tmp/gen.csv" >"$tmp/json" 2>"$tmp/err" ||
+      { echo "FAIL: replay exit status $?:"; cat "$tmp/err"; exit 1; }
+    python3 - "$tmp/json" "$run" <<'PY' || { cat "$tmp/json"; exit 1; }
+import json, sys
+rows = {o["policy"]: o for o in map(json.loads, open(sys.argv[1]).read().splitlines())}
+chunks, vmm = rows["chunks"], rows["vmm"]
+# The settings reach the shim: without release_decay = 0ms in its config it
+# keeps what decay's default window keeps (27 calls here, not 121).
+assert rows["shim-chunks"]["driver_calls"] == chunks["driver_calls"], (rows["shim-chunks"], chunks)
+for p in ("chunks", "vmm"):
+    r, m = rows["shim-" + p], rows[p]
+    assert r["peak_reserved"] == m["peak_reserved"], (p, r["peak_reserved"], m["peak_reserved"])
+    assert r["release_threshold"] == 64 << 20, r
+# shim-vmm: one cuMemSetAccess per mapping besides the model's calls
+assert vmm["driver_calls"] < rows["shim-vmm"]["driver_calls"] <= 2 * vmm["driver_calls"], (rows["shim-vmm"], vmm)
+print(f"vramshim-test: release run {sys.argv[2]}: chunks {chunks['driver_calls']} calls / {chunks['peak_reserved']} B "
+      f"both; vmm {vmm['peak_reserved']} B both ({vmm['driver_calls']} / {rows['shim-vmm']['driver_calls']} calls)")
+PY
+  done ;;
 real)
   [ -r "$traces/cs336-ctx128-fullstep.csv" ] || { echo "vramshim-test: no traces in $traces: skipped"; exit 77; }
   check "$traces/cs336-ctx128-fullstep.csv" --no-search ;;
@@ -184,5 +212,5 @@ errors)
   [ $rc = 0 ] && echo "vramshim-test: errors: all messages as expected"
   exit $rc ;;
 *)
-  echo "usage: replay_shim_test.sh generated|real|errors TOOL TRACES_DIR"; exit 2 ;;
+  echo "usage: replay_shim_test.sh generated|release|real|errors|async TOOL TRACES_DIR"; exit 2 ;;
 esac

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "config.h"
 #include "file.h"
 #include "launch.h"
 #include "log.h"
@@ -94,8 +95,11 @@ static int locate(const char *given, const char *rel, int want_dir, const char *
   return 0;
 }
 
-static int write_config(const char *path, const char *mode, uint64_t release_threshold, const char *dir,
-                        char *err, size_t errlen) {
+/* The child's shim gets the run's release_threshold and, where --decay set
+ * one, its release_decay (the config's bound, a day, for a longer one: a
+ * replay's wall time never comes near either). */
+static int write_config(const char *path, const char *mode, const vs_replay_opts *o, const char *dir, char *err,
+                        size_t errlen) {
   /* A new file, never through a link (the folder is new and ours). */
   int fd = vs_plat_open_regular(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
   FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -107,7 +111,10 @@ static int write_config(const char *path, const char *mode, uint64_t release_thr
   fprintf(f,
           "; written by vramshim replay for one shim-%s run\n"
           "[global]\narena = %s\nrelease_threshold = %llu\nledger_dir = %s/ledger\ndump_dir = %s/dumps\n",
-          mode, mode, (unsigned long long)release_threshold, dir, dir);
+          mode, mode, (unsigned long long)o->release_threshold, dir, dir);
+  if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT)
+    fprintf(f, "release_decay = %llums\n",
+            (unsigned long long)(o->decay_ms < VS_CFG_RELEASE_DECAY_MAX_MS ? o->decay_ms : VS_CFG_RELEASE_DECAY_MAX_MS));
   if (fclose(f) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return -1;
@@ -192,7 +199,7 @@ static int run_child(const child_setup *cs, uint64_t card, int stop, vs_replay_r
     goto done;
   }
   char mode[32];
-  if (write_config(conf, mode_of(cs->self, mode, sizeof mode), cs->o->release_threshold, dir, err, errlen)) goto done;
+  if (write_config(conf, mode_of(cs->self, mode, sizeof mode), cs->o, dir, err, errlen)) goto done;
 
   /* No context overhead (docs/sim.md): the rows compare the allocators'
    * card need with the arena-only policies, which have no context either. */
