@@ -93,8 +93,9 @@ static void print_table(const char *dir, const vs_ledger_snapshot *s, int events
     printf("  overhead: what the driver says the processes hold beyond their allocations (contexts, modules, "
            "libraries' workspaces), part of used (docs/nvml.md)\n");
   if (cache)
-    printf("  cached: free memory the processes' arenas keep, part of used; given back when another process needs "
-           "it (docs/config.md, \"The admission rule\")\n");
+    printf("  cached: free memory the processes' arenas keep in whole free chunks or handles, part of used; given back "
+           "when another process needs it (docs/config.md, \"The admission rule\"); free space beside live blocks in "
+           "a chunk or handle is not in it (held - live - overhead - cached; vramshim dump shows where)\n");
   /* Where each reservation comes from: it holds while a live process runs
    * under a config that has it, and ends with the last one. */
   for (int t = 0; t < s->ntenants; t++) {
