@@ -2,6 +2,7 @@
 #include "ipc_record.h"
 
 #include "ipc_channel.h"
+#include "ipc_token.h"
 #include "ipc_vmm.h"
 
 #include "interpose.h"
@@ -20,18 +21,6 @@
 #include <uthash.h>
 
 static const char k_magic[16] = "vramshim-ipc-v1";
-
-/* The program's handle. tag tells the exporter's pid apart from the same
- * pid in another pid namespace sharing the folder (ipc_channel.h). */
-typedef struct token {
-  char magic[16];
-  int32_t pid;
-  uint32_t pad;
-  uint64_t seq;
-  uint64_t nonce;
-  uint64_t tag;
-} token;
-_Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
 
 /* One record of the exporter's file, at seq * sizeof(record). */
 typedef struct record {
@@ -119,7 +108,7 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
       return -1;
     }
   }
-  token t;
+  vs_ipc_token t;
   memset(&t, 0, sizeof t);
   memcpy(t.magic, k_magic, sizeof k_magic);
   t.pid = (int32_t)getpid();
@@ -133,7 +122,7 @@ int vs_ipc_export(const CUipcMemHandle *drv, uint64_t block, uint64_t offset, ui
 }
 
 int vs_ipc_resolve(const CUipcMemHandle *h, CUipcMemHandle *drv, uint64_t *offset, uint64_t *size) {
-  token t;
+  vs_ipc_token t;
   memcpy(&t, h->reserved, sizeof t);
   if (memcmp(t.magic, k_magic, sizeof k_magic) != 0) return 0;
   int dfd = vs_settings_ledger_dir_open(0);

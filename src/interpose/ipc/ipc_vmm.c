@@ -4,6 +4,7 @@
 #include "arena_glue.h"
 #include "guard.h"
 #include "ipc_channel.h"
+#include "ipc_token.h"
 #include "interpose.h"
 #include "log.h"
 #include "random.h"
@@ -23,18 +24,6 @@
 /* "-v2": pieces carry their handle's size (the importer maps whole
  * handles); an exporter of the first layout is not mistaken for this one. */
 static const char k_magic[16] = "vramshim-ipc-v2";
-
-/* The program's handle. tag tells the exporter's pid apart from the same
- * pid in another pid namespace sharing the folder (ipc_channel.h). */
-typedef struct token {
-  char magic[16];
-  int32_t pid;
-  uint32_t pad;
-  uint64_t seq;
-  uint64_t nonce;
-  uint64_t tag;
-} token;
-_Static_assert(sizeof(token) <= sizeof(((CUipcMemHandle *)0)->reserved), "a token fits a handle");
 
 /* The importer's request and the exporter's answer. */
 typedef struct request {
@@ -231,7 +220,7 @@ CUresult vs_ipc_vmm_export(uint64_t base, uint64_t size, int card, CUipcMemHandl
     HASH_ADD(hs, g_by_seq, seq, sizeof e->seq, e);
     atomic_store(&g_any_export, 1);
   }
-  token t;
+  vs_ipc_token t;
   memset(&t, 0, sizeof t);
   memcpy(t.magic, k_magic, sizeof k_magic);
   t.pid = (int32_t)getpid();
@@ -366,7 +355,7 @@ static CUresult map_import(const vs_real_table *real, int fd, const reply *rp, i
 
 CUresult vs_ipc_vmm_open(const vs_real_table *real, const CUipcMemHandle *h, unsigned flags, CUdeviceptr *ptr,
                          uint64_t *size) {
-  token t;
+  vs_ipc_token t;
   memcpy(&t, h->reserved, sizeof t);
   if (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
   CUdevice dev = 0;
