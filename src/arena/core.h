@@ -286,7 +286,7 @@ struct vs_arena {
   /* Lane frees so far (raised with lane_pend, before the block turns FREE):
    * lane_pend's stamps repeat between syncs, this count does not. */
   _Atomic uint64_t lane_frees;
-  _Atomic uint64_t tick_stamp;      /* `stamped` at the last vs_arena_decay (idle: unchanged since); VS_TICK_NEVER before */
+  _Atomic uint64_t tick_stamp;      /* `stamped` at the last vs_arena_decay (idle: unchanged since), or VS_TICK_NEVER */
   /* Streams already ordered after the lane (vs_arena_alloc_on), each with
    * the lane_frees count its order covered; a few, replaced round-robin. */
   pthread_mutex_t lane_mu;

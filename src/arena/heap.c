@@ -1128,7 +1128,8 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       if (u > h->dk_cur) decay_note(a, u, decay_now(a));
     }
     if (req) {
-      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++; vs_arena_heap_live_set(a, h->live_req);
+      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++;
+      vs_arena_heap_live_set(a, h->live_req);
       if (size > h->req_max) h->req_max = size;
     } else {
       h->slabs++;

@@ -112,9 +112,8 @@ static int write_config(const char *path, const char *mode, const vs_replay_opts
           "; written by vramshim replay for one shim-%s run\n"
           "[global]\narena = %s\nrelease_threshold = %llu\nledger_dir = %s/ledger\ndump_dir = %s/dumps\n",
           mode, mode, (unsigned long long)o->release_threshold, dir, dir);
-  if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT)
-    fprintf(f, "release_decay = %llums\n",
-            (unsigned long long)(o->decay_ms < VS_CFG_RELEASE_DECAY_MAX_MS ? o->decay_ms : VS_CFG_RELEASE_DECAY_MAX_MS));
+  uint64_t decay = o->decay_ms < VS_CFG_RELEASE_DECAY_MAX_MS ? o->decay_ms : VS_CFG_RELEASE_DECAY_MAX_MS;
+  if (o->decay_ms != VS_REPLAY_DECAY_DEFAULT) fprintf(f, "release_decay = %llums\n", (unsigned long long)decay);
   if (fclose(f) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return -1;
