@@ -25,6 +25,15 @@ int vs_plat_canonical(const char *path, char *out, size_t len);
 int vs_plat_realpath(const char *path, char *out, size_t len);
 int vs_plat_setenv(const char *name, const char *value);
 
+/* Why argv[0] (searched in PATH as the launch searches it) would run
+ * without the shim although it starts: 1 with the reason in why (POSIX: a
+ * statically linked program has no loader to read LD_PRELOAD; one the
+ * loader runs in secure-execution mode, set-user-ID or set-group-ID for
+ * another user, ignores it; a 32-bit program cannot load the 64-bit
+ * shim), 0 when none is known (or the program is not found: the launch
+ * says so). */
+int vs_plat_launch_unreached(const char *prog, char *why, size_t len);
+
 /* Runs argv (argv[0] searched in PATH) with `shim` loaded. 0 with the
  * program's exit code in *exit_code once it ended (Windows; POSIX returns
  * only on failure), or -1 with the reason in why when it cannot be started

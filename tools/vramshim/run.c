@@ -133,6 +133,11 @@ int cmd_run(int argc, char **argv) {
   }
   if (tenant && vs_plat_setenv("VRAMSHIM_TENANT", tenant)) return EXIT_CANNOT_RUN;
   char why[1024];
+  /* It would start but never meet the shim: said, then run as asked (it may
+   * be a helper that uses no card; its memory is not counted if it does). */
+  if (vs_plat_launch_unreached(argv[i], why, sizeof why))
+    fprintf(stderr, "vramshim: run: warning: %s; it runs without vramshim (its card memory is neither counted nor "
+                    "limited)\n", why);
   int code = 0;
   if (vs_plat_launch(shim, argv + i, &code, why, sizeof why) == 0) return code;
   fprintf(stderr, "vramshim: run: %s\n", why);

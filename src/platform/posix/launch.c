@@ -2,11 +2,15 @@
 #include "file.h"
 #include "launch.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 const char vs_plat_shim_file[] = "libvramshim.so";
@@ -44,6 +48,86 @@ int vs_plat_realpath(const char *path, char *out, size_t len) {
 }
 
 int vs_plat_setenv(const char *name, const char *value) { return setenv(name, value, 1); }
+
+/* prog as execvp finds it: a name with a slash as given, else the first
+ * executable regular file of that name in PATH (its default when unset). */
+static int find_program(const char *prog, char *out, size_t len) {
+  struct stat st;
+  if (strchr(prog, '/')) {
+    snprintf(out, len, "%s", prog);
+    return 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  for (const char *p = path; *p;) {
+    const char *end = strchr(p, ':');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    /* An empty entry is the current folder, as for execvp. */
+    if (snprintf(out, len, "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog) < (int)len && stat(out, &st) == 0 &&
+        S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+      return 0;
+    p += n + (end ? 1 : 0);
+  }
+  return -1;
+}
+
+/* 1 where the ELF file at fd has a program interpreter (the dynamic
+ * loader), 0 where it has none (static), -1 where it cannot tell; *bits
+ * gets its class (32 or 64). */
+static int elf_dynamic(int fd, int *bits) {
+  unsigned char ident[EI_NIDENT];
+  if (pread(fd, ident, sizeof ident, 0) != (ssize_t)sizeof ident || memcmp(ident, ELFMAG, SELFMAG)) return -1;
+  uint64_t phoff;
+  unsigned phnum, phentsize;
+  if (ident[EI_CLASS] == ELFCLASS64) {
+    Elf64_Ehdr h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
+    phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
+    *bits = 64;
+  } else if (ident[EI_CLASS] == ELFCLASS32) {
+    Elf32_Ehdr h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
+    phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
+    *bits = 32;
+  } else {
+    return -1;
+  }
+  /* p_type is the first word of either class's program header. */
+  for (unsigned i = 0; i < phnum && i < 4096; i++) {
+    uint32_t type;
+    if (pread(fd, &type, sizeof type, (off_t)(phoff + (uint64_t)i * phentsize)) != (ssize_t)sizeof type) return -1;
+    if (type == PT_INTERP) return 1;
+  }
+  return 0;
+}
+
+int vs_plat_launch_unreached(const char *prog, char *why, size_t len) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (!prog || find_program(prog, path, sizeof path) || stat(path, &st)) return 0;
+  /* The bits change the process's ids (and so make the loader secure) only
+   * where the file system honours them. */
+  struct statvfs fs;
+  int suid = (st.st_mode & S_ISUID) && st.st_uid != geteuid(), sgid = (st.st_mode & S_ISGID) && st.st_gid != getegid();
+  if ((suid || sgid) && !(statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))) {
+    snprintf(why, len, "%s is set-%s-ID: the loader runs it in secure-execution mode, which ignores the shim in "
+             "LD_PRELOAD", path, suid ? "user" : "group");
+    return 1;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int bits = 0, dyn = elf_dynamic(fd, &bits);
+  close(fd);
+  if (dyn == 0) {
+    snprintf(why, len, "%s is statically linked: no dynamic loader reads LD_PRELOAD for it", path);
+    return 1;
+  }
+  if (dyn == 1 && bits == 32 && sizeof(void *) == 8) {
+    snprintf(why, len, "%s is a 32-bit program: the loader cannot load the 64-bit shim into it", path);
+    return 1;
+  }
+  return 0;
+}
 
 /* LD_PRELOAD = shim, then what was there (minus the shim itself: once is enough). */
 static int set_preload(const char *shim) {

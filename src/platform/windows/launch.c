@@ -72,6 +72,13 @@ int vs_plat_setenv(const char *name, const char *value) {
   return ok ? 0 : -1;
 }
 
+/* The launcher injects the shim into any program it can create; one it
+ * cannot (another architecture) fails there with its reason. */
+int vs_plat_launch_unreached(const char *prog, char *why, size_t len) {
+  (void)prog, (void)why, (void)len;
+  return 0;
+}
+
 int vs_plat_launch(const char *shim, char *const argv[], int *exit_code, char *why, size_t len) {
   wchar_t wshim_in[MAX_PATH], wshim[MAX_PATH];
   if (!MultiByteToWideChar(CP_UTF8, 0, shim, -1, wshim_in, MAX_PATH) ||
