@@ -71,9 +71,9 @@ static int find_program(const char *prog, char *out, size_t len) {
   return -1;
 }
 
-/* 1 where the ELF file at fd has a program interpreter (the dynamic
- * loader), 0 where it has none (static), -1 where it cannot tell; *bits
- * gets its class (32 or 64). */
+/* 1 where the ELF program at fd has a program interpreter (the dynamic
+ * loader), 0 where it has none (static), -1 where it cannot tell or it is
+ * no program (an object file, a core); *bits gets its class (32 or 64). */
 static int elf_dynamic(int fd, int *bits) {
   unsigned char ident[EI_NIDENT];
   if (pread(fd, ident, sizeof ident, 0) != (ssize_t)sizeof ident || memcmp(ident, ELFMAG, SELFMAG)) return -1;
@@ -82,11 +82,13 @@ static int elf_dynamic(int fd, int *bits) {
   if (ident[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr h;
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
+    if (h.e_type != ET_EXEC && h.e_type != ET_DYN) return -1;
     phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
     *bits = 64;
   } else if (ident[EI_CLASS] == ELFCLASS32) {
     Elf32_Ehdr h;
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
+    if (h.e_type != ET_EXEC && h.e_type != ET_DYN) return -1;
     phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
     *bits = 32;
   } else {
