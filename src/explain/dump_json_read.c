@@ -158,7 +158,9 @@ static int read_card(rd *r, const vs_json *jc, const char *path, vs_dump *d) {
       {"served_from_cache", &c->served_from_cache, 1},
       /* 1.1: absent from 1.0 dumps (nothing spilled) */
       {"spilled_bytes", &c->spilled_bytes, 1}, {"peak_spilled_bytes", &c->peak_spilled_bytes, 1},
-      {"spilled_count", &c->spilled_count, 1}};
+      {"spilled_count", &c->spilled_count, 1},
+      /* 1.3: absent before (no driver pool figures) */
+      {"pool_reserved_bytes", &c->pool_reserved_bytes, 1}, {"graph_reserved_bytes", &c->graph_reserved_bytes, 1}};
   for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
     if (get_u64(r, jc, path, figs[i].k, MAX_FIGURE, figs[i].v, figs[i].opt)) return -1;
 

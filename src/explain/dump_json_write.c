@@ -39,6 +39,8 @@ static void write_card(vs_jw *w, const vs_dump_card *c) {
   vs_jw_ku64(w, "spilled_bytes", c->spilled_bytes);           /* 1.1 */
   vs_jw_ku64(w, "peak_spilled_bytes", c->peak_spilled_bytes); /* 1.1 */
   vs_jw_ku64(w, "spilled_count", c->spilled_count);           /* 1.1 */
+  vs_jw_ku64(w, "pool_reserved_bytes", c->pool_reserved_bytes);   /* 1.3 */
+  vs_jw_ku64(w, "graph_reserved_bytes", c->graph_reserved_bytes); /* 1.3 */
 
   vs_jw_key(w, "driver_calls");
   vs_jw_object(w, VS_JSON_INLINE);

@@ -20,7 +20,8 @@
 #include <stdint.h>
 
 #define VS_DUMP_SCHEMA_MAJOR 1
-#define VS_DUMP_SCHEMA_MINOR 2   /* 1.1: spilled host bytes (on_limit = spill); 1.2: the tenant's overhead (issue 24) */
+/* 1.1: spilled host bytes (on_limit = spill); 1.2: the tenant's overhead (issue 24); 1.3: the driver's pools */
+#define VS_DUMP_SCHEMA_MINOR 3
 #define VS_DUMP_HIST_BUCKETS 48    /* same as VS_ARENA_HIST_BUCKETS */
 #define VS_DUMP_UNLIMITED UINT64_MAX /* tenant limit "none"; written as null */
 
@@ -63,6 +64,11 @@ typedef struct vs_dump_card {
   /* 1.1 (on_limit = spill): host bytes this process serves in place of
    * device memory; not in live/reserved, not in the memory map. */
   uint64_t spilled_bytes, peak_spilled_bytes, spilled_count;
+  /* 1.3: what the driver's pools reserve for this process on the card, as
+   * last read, charged to the tenant: its memory pools (whose blocks are
+   * also in live/reserved) and the graph memory pool (whose blocks are
+   * not: graphs' allocation nodes). */
+  uint64_t pool_reserved_bytes, graph_reserved_bytes;
   uint64_t hist_count[VS_DUMP_HIST_BUCKETS], hist_bytes[VS_DUMP_HIST_BUCKETS];
   size_t ncalls, nclasses, nregions, nsamples;
   vs_dump_counter *calls;          /* driver calls by name */

@@ -68,6 +68,11 @@ static void diff_card(FILE *out, const vs_dump_card *a, const vs_dump_card *b) {
           : b->external_fragmentation < a->external_fragmentation - 0.0005 ? "  down"
                                                                            : "");
   row_count(out, "regions", a->nregions, b->nregions);
+  /* 1.3: the driver's pools, where either side has them */
+  if (a->pool_reserved_bytes || b->pool_reserved_bytes)
+    row_bytes(out, "driver memory pools", a->pool_reserved_bytes, b->pool_reserved_bytes);
+  if (a->graph_reserved_bytes || b->graph_reserved_bytes)
+    row_bytes(out, "graph memory pool", a->graph_reserved_bytes, b->graph_reserved_bytes);
   if (a->reserved_bytes && b->reserved_bytes && a->live_bytes && b->live_bytes)
     fprintf(out, "  %-24s %12.3f -> %-12.3f\n", "reserved / live", (double)a->reserved_bytes / (double)a->live_bytes,
             (double)b->reserved_bytes / (double)b->live_bytes);

@@ -115,6 +115,13 @@ static void print_card(FILE *out, const vs_dump_card *c) {
   if (c->spilled_bytes || c->peak_spilled_bytes)
     fprintf(out, "  spilled     %10s to host memory in %llu blocks (peak %s)\n", vs_fmt_short(c->spilled_bytes, a, sizeof a),
             (unsigned long long)c->spilled_count, vs_fmt_short(c->peak_spilled_bytes, b, sizeof b));
+  /* The driver's pools: memory the process holds through the driver, charged to its tenant. */
+  if (c->pool_reserved_bytes)
+    fprintf(out, "  pools       %10s reserved by the driver's memory pools (their blocks are in live and reserved)\n",
+            vs_fmt_short(c->pool_reserved_bytes, a, sizeof a));
+  if (c->graph_reserved_bytes)
+    fprintf(out, "  graphs      %10s reserved by the graph memory pool for graphs' allocation nodes (not in reserved)\n",
+            vs_fmt_short(c->graph_reserved_bytes, a, sizeof a));
   if (c->requests)
     fprintf(out, "  requests    %llu, served from cache %.1f%%\n", (unsigned long long)c->requests,
             100.0 * (double)c->served_from_cache / (double)c->requests);

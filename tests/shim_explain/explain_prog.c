@@ -12,7 +12,13 @@
  *   explain_prog trace SEED N   N allocations and frees of mixed sizes (one
  *                               refused request among them); says
  *                               "peak PEAK events EVENTS"; exits (the trace
- *                               is flushed at exit) */
+ *                               is flushed at exit)
+ *   explain_prog pools PMIB GMIB  memory the driver's pools keep: a pool of
+ *                               its own (release threshold: keep all) that
+ *                               served PMIB and got it back, and a graph
+ *                               that allocated GMIB and freed it, launched
+ *                               once, beside 1 MiB of cuMemAlloc it holds;
+ *                               says "pooled PID", blocks like idle */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +71,46 @@ int main(int argc, char **argv) {
     block_on_stdin();
     for (int i = 0; i < n; i++) CHECK(cuMemFree(p[i]));
     free(p);
+    return 0;
+  }
+  if (!strcmp(argv[1], "pools") && argc == 4) {
+    uint64_t pmib = strtoull(argv[2], NULL, 0), gmib = strtoull(argv[3], NULL, 0);
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool;
+    CHECK(cuMemPoolCreate(&pool, &props));
+    cuuint64_t keep = UINT64_MAX;
+    CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CUdeviceptr held, p;
+    CHECK(cuMemAlloc(&held, 1 << 20));
+    CHECK(cuMemAllocFromPoolAsync(&p, pmib << 20, pool, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    memset(&a, 0, sizeof a);
+    a.poolProps = props;
+    a.bytesize = gmib << 20;
+    CUgraphNode alloc, fr;
+    CHECK(cuGraphAddMemAllocNode(&alloc, g, NULL, 0, &a));
+    CHECK(cuGraphAddMemFreeNode(&fr, g, &alloc, 1, a.dptr));
+    CUgraphExec e;
+    CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK(cuGraphLaunch(e, s));
+    CHECK(cuStreamSynchronize(s));
+    printf("pooled %d\n", (int)getpid());
+    fflush(stdout);
+    block_on_stdin();
+    CHECK(cuGraphExecDestroy(e));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuMemPoolDestroy(pool));
+    CHECK(cuMemFree(held));
     return 0;
   }
   if (!strcmp(argv[1], "refuse")) {

@@ -3,7 +3,7 @@
 
 usage: run_explain.py --prog P --tool T --preload LIB --sim-dir D --schema S
                       --work DIR --arena off|chunks|vmm TEST
-TEST: idle | refused | parallel | tenant | trace | signal | fork | errors
+TEST: idle | refused | parallel | tenant | trace | signal | fork | errors | pools
        (exit 77: skipped)
 
 Each test gets DIR/<test>-<arena>/ with its own config (ledger_dir,
@@ -375,11 +375,53 @@ def t_trace(env, v):
     print("vramshim-test: trace of %d events replays to the run's peak live %d bytes" % (events, peak))
 
 
+def t_pools(env, v):
+    """The driver's pools in a dump (1.3): a pool of the program's own that
+    keeps 8 MiB it served, and the graph pool that keeps the 4 MiB a graph
+    allocated and freed, beside 1 MiB held with cuMemAlloc; the tenant is
+    charged all three (the ledger's usage)."""
+    p, line = env.start(["pools", "8", "4"])
+    if line[0] != "pooled":
+        fail("pools: said %s" % line)
+    pid = int(line[1])
+    r = env.tool(["dump", "--pid", str(pid), "--json"])
+    if r.returncode != 0:
+        fail("vramshim dump --pid exited %d: %s\nlog:\n%s" % (r.returncode, r.stderr, env.read_log()))
+    d = json.loads(r.stdout)
+    c = check_dump(d, v, pid, MiB, 1, env.arenas())
+    if d["schema_version"] != "1.3":
+        fail("schema_version %s" % d["schema_version"])
+    pool, graph = c["pool_reserved_bytes"], c["graph_reserved_bytes"]
+    if not 8 * MiB <= pool <= 64 * MiB:
+        fail("pool_reserved_bytes %d, the pool keeps the 8 MiB it served" % pool)
+    if not 4 * MiB <= graph <= 64 * MiB:
+        fail("graph_reserved_bytes %d, the graph pool keeps the 4 MiB the graph used" % graph)
+    if c["arena"] == "off" and c["reserved_bytes"] != MiB:   # the pools' memory is not in it
+        fail("reserved_bytes %d: the program's one live MiB" % c["reserved_bytes"])
+    if c["tenant"]["usage"] < pool + graph + MiB:
+        fail("the tenant is charged %d, below the pools' %d + %d" % (c["tenant"]["usage"], pool, graph))
+    r2 = env.tool(["dump", "--pid", str(pid)])
+    if r2.returncode != 0 or not re.search(r"^  pools +\S+ MiB reserved by the driver's memory pools", r2.stdout, re.M) \
+            or not re.search(r"^  graphs +\S+ MiB reserved by the graph memory pool", r2.stdout, re.M):
+        fail("text view without the pools' lines:\n%s%s" % (r2.stdout, r2.stderr))
+    path = os.path.join(env.dir, "pools.json")
+    with open(path, "w") as f:
+        f.write(r.stdout)
+    r3 = env.tool(["dump", "--diff", path, path])
+    if r3.returncode != 0 or not re.search(r"^  driver memory pools +\S+ MiB -> \S+ MiB +\+0 B", r3.stdout, re.M) \
+            or not re.search(r"^  graph memory pool +\S+ MiB -> \S+ MiB", r3.stdout, re.M):
+        fail("the diff without the pools' rows:\n%s%s" % (r3.stdout, r3.stderr))
+    env.stop(p)
+    print("vramshim-test: pools: the program's pool keeps %d MiB, the graph pool %d MiB; tenant usage %d MiB"
+          % (pool // MiB, graph // MiB, c["tenant"]["usage"] // MiB))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("prog", "tool", "preload", "sim-dir", "schema", "work", "arena"):
         ap.add_argument("--" + k, required=True)
-    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace", "signal", "fork", "errors"])
+    ap.add_argument("test", choices=["idle", "refused", "parallel", "tenant", "trace", "signal", "fork", "errors",
+                                     "pools"])
     a = ap.parse_args()
     v = load_validator(a.schema)
     env = Env(a, a.test)

@@ -5,9 +5,11 @@
 #include "arena_glue.h"
 #include "driver_table.h"
 #include "file.h"
+#include "graph_charge.h"
 #include "guard.h"
 #include "observe_cards.h"
 #include "observe_dump.h"
+#include "pool_charge.h"
 #include "settings.h"
 
 #include <stdlib.h>
@@ -75,6 +77,8 @@ int vs_obs_build_dump(vs_dump *d, const char *reason, vs_obs_tenant_fn tenant_of
     free(allocs);
     vs_dump_card *c = d->ncards ? &d->cards[d->ncards - 1] : NULL;
     if (!c || c->index != card) continue;
+    c->pool_reserved_bytes = vs_pool_charged(card);
+    c->graph_reserved_bytes = vs_graph_mem_charged(card);
     vramshim_card_stats vst;
     if (vramshim_stats(card, &vst) == 0)
       for (int k = 0; k < VRAMSHIM_CALL_KINDS; k++)

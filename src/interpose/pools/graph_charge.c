@@ -38,6 +38,14 @@ static graph_tab g_graphs, g_execs;
 static uint64_t g_charged[NCARDS];
 static _Atomic int g_used[NCARDS];   /* a launch with allocation nodes happened on the card */
 
+uint64_t vs_graph_mem_charged(int card) {
+  if (card < 0 || card >= NCARDS) return 0;
+  pthread_mutex_lock(&g_lock);
+  uint64_t n = g_charged[card];
+  pthread_mutex_unlock(&g_lock);
+  return n;
+}
+
 static uint64_t round_up(uint64_t n) {
   uint64_t r = (n + GRAPH_ROUND - 1) / GRAPH_ROUND * GRAPH_ROUND;
   return r < n ? n : r;

@@ -44,5 +44,7 @@ void vs_graph_mem_refresh(const vs_real_table *real, int card);
  * is admitted like any other's. */
 void vs_graph_mem_captured(const vs_real_table *real, CUgraph graph);
 void vs_graph_mem_atfork_child(void);
+/* What the card's graph pool reserved at the last reading (0 before any). */
+uint64_t vs_graph_mem_charged(int card);
 
 #endif
