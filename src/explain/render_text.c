@@ -120,7 +120,8 @@ static void print_card(FILE *out, const vs_dump_card *c) {
     fprintf(out, "  pools       %10s reserved by the driver's memory pools (their blocks are in live and reserved)\n",
             vs_fmt_short(c->pool_reserved_bytes, a, sizeof a));
   if (c->graph_reserved_bytes)
-    fprintf(out, "  graphs      %10s reserved by the graph memory pool for graphs' allocation nodes (not in reserved)\n",
+    fprintf(out, "  graphs      %10s reserved by the graph memory pool for graphs' allocation nodes "
+                 "(not in reserved)\n",
             vs_fmt_short(c->graph_reserved_bytes, a, sizeof a));
   if (c->requests)
     fprintf(out, "  requests    %llu, served from cache %.1f%%\n", (unsigned long long)c->requests,

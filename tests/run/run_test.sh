@@ -58,11 +58,13 @@ open(sys.argv[1], 'wb').write(eh + ph)" "$tmp/elf32"
 chmod +x "$tmp/elf32"
 err=$(VRAMSHIM_LIBRARY="$shim_real" "$tool" run -- "$tmp/elf32" 2>&1)
 check "a 32-bit program: warned" warned "$tmp/elf32 is a 32-bit program" "$err"
-if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && [ "$(findmnt -no OPTIONS -T "$tmp" 2>/dev/null | grep -c nosuid)" = 0 ]; then
+nosuid=$(findmnt -no OPTIONS -T "$tmp" 2>/dev/null | grep -c nosuid)
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && [ "$nosuid" = 0 ]; then
   cp "$(type -P true)" "$tmp/sutrue" && chown nobody "$tmp/sutrue" && chmod u+s "$tmp/sutrue"
   err=$(VRAMSHIM_LIBRARY="$shim_real" "$tool" run -- "$tmp/sutrue" 2>&1)
   st=$?
-  check "a set-user-ID program of another user: warned" warned "$tmp/sutrue is set-user-ID: the loader runs it in secure" "$err"
+  check "a set-user-ID program of another user: warned" \
+    warned "$tmp/sutrue is set-user-ID: the loader runs it in secure" "$err"
   check "  and run as asked (0)" test $st = 0
 else
   echo "vramshim-test: not root (or $tmp is nosuid): the set-user-ID case skipped"

@@ -401,8 +401,9 @@ def t_pools(env, v):
     if c["tenant"]["usage"] < pool + graph + MiB:
         fail("the tenant is charged %d, below the pools' %d + %d" % (c["tenant"]["usage"], pool, graph))
     r2 = env.tool(["dump", "--pid", str(pid)])
-    if r2.returncode != 0 or not re.search(r"^  pools +\S+ MiB reserved by the driver's memory pools", r2.stdout, re.M) \
-            or not re.search(r"^  graphs +\S+ MiB reserved by the graph memory pool", r2.stdout, re.M):
+    pools_line = re.search(r"^  pools +\S+ MiB reserved by the driver's memory pools", r2.stdout, re.M)
+    graphs_line = re.search(r"^  graphs +\S+ MiB reserved by the graph memory pool", r2.stdout, re.M)
+    if r2.returncode != 0 or not pools_line or not graphs_line:
         fail("text view without the pools' lines:\n%s%s" % (r2.stdout, r2.stderr))
     path = os.path.join(env.dir, "pools.json")
     with open(path, "w") as f:
