@@ -851,7 +851,7 @@ static vs_tblock *least_need(vs_heap *h, vs_tlsf *t, uint64_t size, uint64_t ali
  * round"). */
 static uint64_t floor_step(vs_arena *a, uint64_t req, uint64_t held, uint64_t need, uint64_t step, int rented) {
   vs_heap *h = &a->heap;
-  uint64_t live = h->live_req + atomic_load_explicit(&a->slab_live, memory_order_relaxed) + req;
+  uint64_t live = vs_arena_live(a) + req;
   uint64_t w = decay_high(a);
   if (w > live) live = w;
   uint64_t to = live / 1000 * VS_GROW_TO;
