@@ -75,25 +75,26 @@ static int find_program(const char *prog, char *out, size_t len) {
  * loader), 0 where it has none (static), -1 where it cannot tell or it is
  * no program (an object file, a core); *bits gets its class (32 or 64). */
 static int elf_dynamic(int fd, int *bits) {
-  unsigned char ident[EI_NIDENT];
-  if (pread(fd, ident, sizeof ident, 0) != (ssize_t)sizeof ident || memcmp(ident, ELFMAG, SELFMAG)) return -1;
+  /* Both classes' headers begin with e_ident: one read serves either. */
+  union {
+    unsigned char ident[EI_NIDENT];
+    Elf64_Ehdr h64;
+    Elf32_Ehdr h32;
+  } u;
+  ssize_t got = pread(fd, &u, sizeof u, 0);
+  if (got < (ssize_t)EI_NIDENT || memcmp(u.ident, ELFMAG, SELFMAG)) return -1;
   uint64_t phoff;
-  unsigned phnum, phentsize;
-  if (ident[EI_CLASS] == ELFCLASS64) {
-    Elf64_Ehdr h;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
-    if (h.e_type != ET_EXEC && h.e_type != ET_DYN) return -1;
-    phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
+  unsigned phnum, phentsize, etype;
+  if (u.ident[EI_CLASS] == ELFCLASS64 && got >= (ssize_t)sizeof u.h64) {
+    etype = u.h64.e_type, phoff = u.h64.e_phoff, phnum = u.h64.e_phnum, phentsize = u.h64.e_phentsize;
     *bits = 64;
-  } else if (ident[EI_CLASS] == ELFCLASS32) {
-    Elf32_Ehdr h;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return -1;
-    if (h.e_type != ET_EXEC && h.e_type != ET_DYN) return -1;
-    phoff = h.e_phoff, phnum = h.e_phnum, phentsize = h.e_phentsize;
+  } else if (u.ident[EI_CLASS] == ELFCLASS32 && got >= (ssize_t)sizeof u.h32) {
+    etype = u.h32.e_type, phoff = u.h32.e_phoff, phnum = u.h32.e_phnum, phentsize = u.h32.e_phentsize;
     *bits = 32;
   } else {
     return -1;
   }
+  if (etype != ET_EXEC && etype != ET_DYN) return -1;
   /* p_type is the first word of either class's program header. */
   for (unsigned i = 0; i < phnum && i < 4096; i++) {
     uint32_t type;
