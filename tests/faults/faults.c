@@ -1343,6 +1343,10 @@ static int case_trim_stopped(const char *mode) {
   const char *vw[] = {"viewfree", "3072", NULL};
   CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
   kill(b, SIGSTOP);
+  /* Stopped before a asks: a signal is taken when the process next runs,
+   * and b's thread woken by the ask would answer it first. */
+  int bst = 0;
+  CHECK(waitpid(b, &bst, WUNTRACED) == b && WIFSTOPPED(bst), "%s: b is stopped", mode);
   const char *tw[] = {"try", "3072", "oom", NULL};
   CHECK(tp_wait(spawn("a", "a", NULL, tw)) == 0, "%s: a's 3 GiB is refused while b is stopped (a.err)", mode);
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_tenant(&g_snap, "b"), "snapshot");
