@@ -1329,6 +1329,19 @@ static int case_trim_wait(const char *mode) {
   return 0;
 }
 
+/* Until pid's published cache reaches want (its background thread
+ * publishes at its next tick, and may publish part of the frees first);
+ * the case stops after ms. */
+static void wait_published(pid_t pid, uint64_t want, int ms) {
+  uint64_t deadline = tp_now_ns() + (uint64_t)ms * 1000000u, got = 0;
+  struct timespec nap = {0, 10000000};
+  while (tp_snapshot(&g_snap) != 0 || !tp_proc(&g_snap, pid) || (got = tp_proc(&g_snap, pid)->cached) < want) {
+    CHECK(tp_now_ns() < deadline, "process %d published %llu MiB cached in %d ms (%llu wanted)", (int)pid,
+          (unsigned long long)(got / MiB), ms, (unsigned long long)(want / MiB));
+    nanosleep(&nap, NULL);
+  }
+}
+
 /* (23.13) A stopped process's cache is not free: b caches 2 GiB and is
  * stopped (SIGSTOP, as a paused container's cgroup freezer does). a's
  * 3 GiB is refused once b leaves the ask unanswered (300 ms); from then
@@ -1340,6 +1353,9 @@ static int case_trim_stopped(const char *mode) {
   cache_config(mode, "[tenant a]\non_limit = fail\n[tenant b]\n");
   const char *cw[] = {"cache", "2048", NULL};
   pid_t b = spawn_said("b", "b", NULL, cw, "cached");
+  /* The event names the cache as b last published it: all of it, where
+   * a tick that fell among b's frees published part. */
+  wait_published(b, 2048 * MiB, 5000);
   const char *vw[] = {"viewfree", "3072", NULL};
   CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
   kill(b, SIGSTOP);
