@@ -286,20 +286,9 @@ static int w_viewfree(int argc, char **argv) {
 /* ---- cases ---------------------------------------------------------------------- */
 static vs_ledger_snapshot g_snap __attribute__((unused));
 
-/* Every worker the orchestrator started, killed when it exits (a failed
- * CHECK must not leave workers holding the simulated card). */
-static pid_t g_kids[64];
-static int g_nkids;
-static void kill_kids(void) {
-  for (int i = 0; i < g_nkids; i++)
-    if (g_kids[i] > 0) kill(g_kids[i], SIGKILL);
-}
-static pid_t spawn(const char *tag, const char *tenant, const char *extra_env, const char *const *args) {
-  pid_t p = tp_spawn(tag, tenant, extra_env, args);
-  if (g_nkids < 64) g_kids[g_nkids++] = p;
-  return p;
-}
-#define tp_spawn spawn
+/* Workers: tp_spawn's, killed when the orchestrator exits unless reaped
+ * (a failed CHECK must not leave workers holding the simulated card, and a
+ * reaped worker's pid may be another process's by then). */
 
 static int wait_line(const char *file, const char *needle, int timeout_ms) {
   for (int t = 0; t < timeout_ms; t += 10) {
@@ -1175,7 +1164,7 @@ static int case_idle(const char *mode) {
  * line (a refusal the shim retried after a trim round says nothing). */
 static void served_unrefused(const char *tag, const char *tenant, const char *mib, const char *mode, const char *what) {
   const char *tr[] = {"try", mib, "ok", NULL};
-  int st = tp_wait(spawn(tag, tenant, NULL, tr));
+  int st = tp_wait(tp_spawn(tag, tenant, NULL, tr));
   char err[64];
   snprintf(err, sizeof err, "%s.err", tag);
   char *e = tp_read(err);
@@ -1223,7 +1212,7 @@ static void cache_config(const char *mode, const char *tenants) {
  * if it never does. */
 static pid_t spawn_said(const char *tag, const char *tenant, const char *extra_env, const char *const *args,
                         const char *line) {
-  pid_t p = spawn(tag, tenant, extra_env, args);
+  pid_t p = tp_spawn(tag, tenant, extra_env, args);
   char out[64];
   snprintf(out, sizeof out, "%s.out", tag);
   CHECK(wait_line(out, line, 20000) == 0, "%s never said '%s' (%s.err)", tag, line, tag);
@@ -1249,14 +1238,14 @@ static int case_trim_card(const char *mode) {
   CHECK(cached >= 2048 * MiB, "b holds its cache (%llu MiB)", (unsigned long long)(cached / MiB));
   /* c's own limit refuses: b's cache cannot help, b keeps it. */
   const char *over[] = {"try", "2048", "oom", NULL};
-  CHECK(tp_wait(spawn("c", "c", NULL, over)) == 0, "c's 2 GiB is refused by its 1 GiB limit (c.err)");
+  CHECK(tp_wait(tp_spawn("c", "c", NULL, over)) == 0, "c's 2 GiB is refused by its 1 GiB limit (c.err)");
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_proc(&g_snap, b)->held == cached,
         "%s: a refusal by c's own limit left b's cache alone (%llu MiB, was %llu)", mode,
         tp_proc(&g_snap, b) ? (unsigned long long)(tp_proc(&g_snap, b)->held / MiB) : 0ull,
         (unsigned long long)(cached / MiB));
   /* Contexts cost nothing in these tests (VRAMSIM_CONTEXT_OVERHEAD=0). */
   const char *vw[] = {"viewfree", "3072", NULL};
-  CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
+  CHECK(tp_wait(tp_spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_tenant(&g_snap, "b"), "snapshot");
   CHECK(tp_proc(&g_snap, b)->cached >= 2048 * MiB && tp_tenant(&g_snap, "b")->cached == tp_proc(&g_snap, b)->cached,
         "%s: the ledger shows b's cache (%llu MiB; tenant b %llu MiB)", mode,
@@ -1275,7 +1264,7 @@ static int case_trim_card(const char *mode) {
   /* A tenant that spills asks the caches before it spills: device memory. */
   pid_t b2 = spawn_said("b2", "b", NULL, cw, "cached");
   const char *td[] = {"trydev", "3072", NULL};
-  int st = tp_wait(spawn("s", "s", NULL, td));
+  int st = tp_wait(tp_spawn("s", "s", NULL, td));
   CHECK(st == 0, "%s: s's 3 GiB is device memory, b2 trimmed first (exit %d; s.err)", mode, st);
   stop(b2);
   return 0;
@@ -1296,7 +1285,7 @@ static int case_trim_driver(const char *mode) {
   const char *cw[] = {"cache", "1024", NULL};
   pid_t b = spawn_said("b", "b", NULL, cw, "cached");
   const char *pw[] = {"pitch", "1536", NULL};
-  int st = tp_wait(spawn("a", "a", NULL, pw));
+  int st = tp_wait(tp_spawn("a", "a", NULL, pw));
   CHECK(st == 0, "%s: a's 1.5 GiB pitched allocation is served once b trimmed (exit %d; a.err)", mode, st);
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b), "snapshot");
   SAY("%s: the driver refused 1.5 GiB beside an outsider's 2 GiB; b gave its cache back (holds %llu MiB), "
@@ -1304,7 +1293,7 @@ static int case_trim_driver(const char *mode) {
   stop(b);
   pid_t b2 = spawn_said("b2", "b", NULL, cw, "cached");
   const char *qw[] = {"poolalloc", "1536", NULL};
-  st = tp_wait(spawn("a2", "a", NULL, qw));
+  st = tp_wait(tp_spawn("a2", "a", NULL, qw));
   CHECK(st == 0, "%s: a2's 1.5 GiB from a driver pool is served once b2 trimmed (exit %d; a2.err)", mode, st);
   stop(b2);
   stop(out);
@@ -1357,14 +1346,14 @@ static int case_trim_stopped(const char *mode) {
    * a tick that fell among b's frees published part. */
   wait_published(b, 2048 * MiB, 5000);
   const char *vw[] = {"viewfree", "3072", NULL};
-  CHECK(tp_wait(spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
+  CHECK(tp_wait(tp_spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
   kill(b, SIGSTOP);
   /* Stopped before a asks: a signal is taken when the process next runs,
    * and b's thread woken by the ask would answer it first. */
   int bst = 0;
   CHECK(waitpid(b, &bst, WUNTRACED) == b && WIFSTOPPED(bst), "%s: b is stopped", mode);
   const char *tw[] = {"try", "3072", "oom", NULL};
-  CHECK(tp_wait(spawn("a", "a", NULL, tw)) == 0, "%s: a's 3 GiB is refused while b is stopped (a.err)", mode);
+  CHECK(tp_wait(tp_spawn("a", "a", NULL, tw)) == 0, "%s: a's 3 GiB is refused while b is stopped (a.err)", mode);
   CHECK(tp_snapshot(&g_snap) == 0 && tp_proc(&g_snap, b) && tp_tenant(&g_snap, "b"), "snapshot");
   uint64_t held = tp_proc(&g_snap, b)->held, cached = tp_proc(&g_snap, b)->cached;
   CHECK(held >= 2048 * MiB && cached == 0 && tp_tenant(&g_snap, "b")->cached == 0,
@@ -1397,7 +1386,7 @@ static int case_waiter_killed(const char *mode) {
   const char *hw[] = {"hold", "3072", NULL};
   pid_t h = spawn_said("h", "h", NULL, hw, "holding");
   const char *tw[] = {"try", "2048", "ok", NULL};
-  pid_t w = spawn("w", "w", NULL, tw);
+  pid_t w = tp_spawn("w", "w", NULL, tw);
   struct timespec nap = {0, 500000000};
   nanosleep(&nap, NULL);
   int st = 0;
@@ -1473,7 +1462,6 @@ int main(int argc, char **argv) {
   CHECK(argc >= 5, "case NAME WORKDIR TOOL [ARG]");
   const char *c = argv[2], *arg = argc > 5 ? argv[5] : "";
   g_tool = argv[4];
-  atexit(kill_kids);
   tp_workdir(argv[3]);
   int r = 1;
   if (!strcmp(c, "hoard")) r = case_hoard(arg);
