@@ -1,7 +1,8 @@
 /* Striped hash of live allocations (see tracker.h), on uthash. */
 #include "tracker.h"
 
-#include <pthread.h>
+#include "spinlock.h"
+
 #include <stdlib.h>
 
 typedef struct key {
@@ -54,7 +55,7 @@ typedef struct rec {
  * emptied: uthash frees an empty table and rebuilds it on the next insert,
  * which would cost a bucket-array allocation on every alloc/free pair. */
 typedef struct stripe {
-  pthread_mutex_t lock;
+  vs_spinlock lock;   /* held for a table operation only: see spinlock.h */
   rec *head;
   uint64_t count[VS_SPACES];
   /* One record kept from the last removal for the next insertion: an
@@ -64,7 +65,7 @@ typedef struct stripe {
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, {0}, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {VS_SPINLOCK_INIT, NULL, {0}, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
@@ -77,14 +78,14 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
   unsigned hv = (unsigned)mix;
   stripe *s = stripe_of(mix);
   int ret = 0;
-  pthread_mutex_lock(&s->lock);
+  vs_spin_lock(&s->lock);
   rec *r = s->spare;
   s->spare = NULL;
   if (!r) {
-    pthread_mutex_unlock(&s->lock);   /* malloc outside the stripe's lock */
+    vs_spin_unlock(&s->lock);   /* malloc outside the stripe's lock */
     r = malloc(sizeof *r);
     if (!r) return -1;
-    pthread_mutex_lock(&s->lock);
+    vs_spin_lock(&s->lock);
   }
   r->k = k;
   r->info = *info;
@@ -107,7 +108,7 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
   HASH_ADD_BYHASHVALUE(hh, s->head, k, sizeof(key), hv, r);
   if (t_oom) ret = -1;
   else s->count[space]++;
-  pthread_mutex_unlock(&s->lock);
+  vs_spin_unlock(&s->lock);
   if (ret == -1) free(r);   /* uthash did not link it */
   free(old);
   return ret;
@@ -118,7 +119,7 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
   uint64_t mix = key_mix(&k);
   stripe *s = stripe_of(mix);
   rec *r = NULL;
-  pthread_mutex_lock(&s->lock);
+  vs_spin_lock(&s->lock);
   HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
   if (r && (kind_mask & (1u << r->info.kind))) {
     HASH_DEL(s->head, r);
@@ -129,10 +130,10 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
   if (r && !s->spare) {
     if (out) *out = r->info;
     s->spare = r;
-    pthread_mutex_unlock(&s->lock);
+    vs_spin_unlock(&s->lock);
     return 0;
   }
-  pthread_mutex_unlock(&s->lock);
+  vs_spin_unlock(&s->lock);
   if (!r) return -1;
   if (out) *out = r->info;
   free(r);
@@ -144,19 +145,19 @@ int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
   uint64_t mix = key_mix(&k);
   stripe *s = stripe_of(mix);
   rec *r = NULL;
-  pthread_mutex_lock(&s->lock);
+  vs_spin_lock(&s->lock);
   HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
   if (r && out) *out = r->info;
-  pthread_mutex_unlock(&s->lock);
+  vs_spin_unlock(&s->lock);
   return r ? 0 : -1;
 }
 
 uint64_t vs_tracker_count(vs_space space) {
   uint64_t n = 0;
   for (int i = 0; i < VS_STRIPES; i++) {
-    pthread_mutex_lock(&g_stripes[i].lock);
+    vs_spin_lock(&g_stripes[i].lock);
     n += g_stripes[i].count[space];
-    pthread_mutex_unlock(&g_stripes[i].lock);
+    vs_spin_unlock(&g_stripes[i].lock);
   }
   return n;
 }
@@ -168,7 +169,7 @@ size_t vs_tracker_take_ctx(vs_space space, uint64_t ctx_id, unsigned kind_mask, 
   for (int i = 0; i < VS_STRIPES && !full; i++) {
     stripe *s = &g_stripes[i];
     rec *r, *tmp;
-    pthread_mutex_lock(&s->lock);
+    vs_spin_lock(&s->lock);
     HASH_ITER(hh, s->head, r, tmp) {
       if (r == &s->anchor || r->k.space != (uint64_t)space || r->info.ctx_id != ctx_id ||
           !(kind_mask & (1u << r->info.kind)))
@@ -188,18 +189,18 @@ size_t vs_tracker_take_ctx(vs_space space, uint64_t ctx_id, unsigned kind_mask, 
       s->count[space]--;
       free(r);
     }
-    pthread_mutex_unlock(&s->lock);
+    vs_spin_unlock(&s->lock);
   }
   *out = v;
   return n;
 }
 
 void vs_tracker_atfork_prepare(void) {
-  for (int i = 0; i < VS_STRIPES; i++) pthread_mutex_lock(&g_stripes[i].lock);
+  for (int i = 0; i < VS_STRIPES; i++) vs_spin_lock(&g_stripes[i].lock);
 }
 
 void vs_tracker_atfork_parent(void) {
-  for (int i = VS_STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&g_stripes[i].lock);
+  for (int i = VS_STRIPES - 1; i >= 0; i--) vs_spin_unlock(&g_stripes[i].lock);
 }
 
 void vs_tracker_atfork_child(void) {
@@ -215,6 +216,6 @@ void vs_tracker_atfork_child(void) {
     s->spare = NULL;
     for (int sp = 0; sp < VS_SPACES; sp++) s->count[sp] = 0;
     /* Held since prepare by the thread that forked, the only one here. */
-    pthread_mutex_unlock(&s->lock);
+    vs_spin_unlock(&s->lock);
   }
 }
