@@ -3,6 +3,7 @@
  * and a reference; beginnings and ends take the write lock. */
 #include "contexts.h"
 
+#include "barrier.h"
 #include "guard.h"
 
 #include <pthread.h>
@@ -47,6 +48,102 @@ static _Atomic int *my_refs(vs_ctx *c) {
 static void ref(vs_ctx *c) { atomic_fetch_add(my_refs(c), 1); }
 static void unref(vs_ctx *c) { atomic_fetch_sub(my_refs(c), 1); }
 
+/* The fast path's hold, without a locked instruction: each thread has a
+ * record of its own (hold), naming the one context it holds there and how
+ * often (only its owner writes it). The thread publishes the context in
+ * its record, then reads g_gen again with only a compiler barrier between;
+ * an unlink bumps g_gen and then passes the heavy barrier (barrier.h)
+ * before it reads the records, so as with the stripes either it sees the
+ * hold or the thread sees the bump. A second context at once, or a system
+ * without the heavy barrier, takes the stripes. Records are kept for the
+ * process's life on one list, reused after their thread exits (the walk of
+ * an end reads them all: one per thread that ever held at once). */
+typedef struct hold {
+  _Atomic(vs_ctx *) c;        /* NULL: nothing held here */
+  unsigned n;                 /* owner only: holds of c */
+  _Atomic int owned;          /* a live thread's */
+  struct hold *next;          /* written before the record is on the list, then never */
+} hold;
+static _Atomic(hold *) g_holds;
+static __thread hold *t_hold __attribute__((tls_model("initial-exec")));
+static pthread_once_t g_hold_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_hold_key;
+static _Atomic int g_hold_ok;   /* the heavy barrier works and the key exists (hold_init) */
+
+/* A thread that ends holding (a leak, as a stripe's count left raised
+ * would be) keeps its record. */
+static void hold_exit(void *p) {
+  hold *h = p;
+  if (!h->n) atomic_store_explicit(&h->owned, 0, memory_order_release);
+}
+static void hold_init(void) {
+  atomic_store(&g_hold_ok, vs_plat_heavy_barrier_init() && pthread_key_create(&g_hold_key, hold_exit) == 0);
+}
+/* After it every read of g_hold_ok is ordered after hold_init's write. */
+static int holds_on(void) {
+  pthread_once(&g_hold_once, hold_init);
+  return atomic_load(&g_hold_ok);
+}
+
+/* The calling thread's record (an exited thread's, else a new one), or NULL. */
+static hold *my_hold(void) {
+  if (__builtin_expect(t_hold != NULL, 1)) return t_hold;
+  if (!holds_on()) return NULL;
+  hold *h = atomic_load_explicit(&g_holds, memory_order_acquire);
+  for (; h; h = h->next) {
+    int free_one = 0;
+    if (!atomic_load_explicit(&h->owned, memory_order_relaxed) &&
+        atomic_compare_exchange_strong(&h->owned, &free_one, 1))
+      break;
+  }
+  if (!h) {
+    if (!(h = calloc(1, sizeof *h))) return NULL;
+    atomic_store_explicit(&h->owned, 1, memory_order_relaxed);
+    hold *head = atomic_load_explicit(&g_holds, memory_order_relaxed);
+    do h->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&g_holds, &head, h, memory_order_release, memory_order_relaxed));
+  }
+  if (pthread_setspecific(g_hold_key, h) != 0) {
+    atomic_store_explicit(&h->owned, 0, memory_order_release);
+    return NULL;
+  }
+  return t_hold = h;
+}
+
+/* 1: c held in the thread's record (published before the caller reads
+ * g_gen again); 0: the caller takes a stripe. */
+static int hold_take(vs_ctx *c) {
+  hold *h = my_hold();
+  if (!h) return 0;
+  if (h->n) {
+    if (atomic_load_explicit(&h->c, memory_order_relaxed) != c) return 0;
+    h->n++;
+    return 1;
+  }
+  /* The count first: a signal handler's hold on this thread in between
+   * finds the record busy and takes a stripe. */
+  h->n = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  atomic_store_explicit(&h->c, c, memory_order_relaxed);
+  atomic_signal_fence(memory_order_seq_cst);   /* the heavy barrier is the other half */
+  return 1;
+}
+
+/* 1: one hold of c given back from the thread's record. Release: what the
+ * thread did under the hold is seen by the end that reads NULL. */
+static int hold_drop(vs_ctx *c) {
+  hold *h = t_hold;
+  if (!h || !h->n || atomic_load_explicit(&h->c, memory_order_relaxed) != c) return 0;
+  if (--h->n == 0) atomic_store_explicit(&h->c, NULL, memory_order_release);
+  return 1;
+}
+
+static int held_by_threads(vs_ctx *c) {
+  for (hold *h = atomic_load_explicit(&g_holds, memory_order_acquire); h; h = h->next)
+    if (atomic_load_explicit(&h->c, memory_order_acquire) == c) return 1;
+  return 0;
+}
+
 /* Every stripe: a thread's hold is on its own stripe, taken before it reads
  * g_gen again (cached()), so a hold this sum misses is one whose thread sees
  * the unlink and lets go. */
@@ -60,6 +157,11 @@ static vs_ctx *cached(uint64_t handle, uint64_t id) {
   uint64_t gen = atomic_load(&g_gen);
   vs_ctx *c = t_last.c;
   if (!c || t_last.gen != gen || (handle ? c->handle != handle : c->id != id)) return NULL;
+  if (hold_take(c)) {
+    if (atomic_load_explicit(&g_gen, memory_order_relaxed) == gen) return c;
+    hold_drop(c);
+    return NULL;
+  }
   ref(c);
   if (atomic_load(&g_gen) == gen) return c;
   unref(c);
@@ -108,7 +210,9 @@ static vs_ctx *fresh(uint64_t handle, int card) {
  * requests in flight (one driver call each, or a wait under on_limit). */
 static void wait_refs(vs_ctx *c) {
   struct timespec ts = {0, 100000};
-  while (refs_held(c) > 0) nanosleep(&ts, NULL);
+  int holds = holds_on();
+  if (holds) vs_plat_heavy_barrier();   /* after unlink's bump of g_gen: see hold */
+  while (refs_held(c) > 0 || (holds && held_by_threads(c))) nanosleep(&ts, NULL);
 }
 
 /* The calling thread's current context, asked of the driver; NULL when
@@ -181,7 +285,7 @@ vs_ctx *vs_ctx_acquire_handle(uint64_t handle) {
 }
 
 void vs_ctx_put(vs_ctx *c) {
-  if (c) unref(c);
+  if (c && !hold_drop(c)) unref(c);
 }
 
 void vs_ctx_created(uint64_t handle, int card, vs_ctx **stale) {
@@ -314,6 +418,12 @@ void vs_ctx_atfork_child(void) {
   if (g_head && g_norphans < VS_FORK_ORPHANS) g_orphans[g_norphans++] = g_head;
   g_head = NULL;
   t_last.c = NULL;   /* the forking thread's; no other thread is here */
+  /* The heavy barrier's registration may not carry over: without it the
+   * child's threads take stripes (the forking thread's record is let go). */
+  if (atomic_load(&g_hold_ok) && !vs_plat_heavy_barrier_init()) {
+    atomic_store(&g_hold_ok, 0);
+    t_hold = NULL;
+  }
   atomic_fetch_add(&g_gen, 1);
   pthread_rwlock_t fresh_lock = PTHREAD_RWLOCK_INITIALIZER;
   memcpy(&g_lock, &fresh_lock, sizeof g_lock);

@@ -53,7 +53,9 @@ typedef struct vs_ctx {
    * to the tenant on `card`, given back once the driver has freed it. */
   uint64_t swept_charge;
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
-  /* Hooks working in this context right now: the sum of the stripes. A
+  /* Hooks working in this context right now: the sum of the stripes, and
+   * the threads' own hold records that name it (contexts.c: the fast path
+   * holds there without a locked instruction). A
    * thread counts on its own stripe (contexts.c), each stripe a cache line
    * or more from the others and from the fields above, which every hook
    * reads: threads working in one context do not pass a line between them. */
