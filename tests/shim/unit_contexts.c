@@ -124,10 +124,46 @@ static void churn_never_holds_an_ended_context(void **state) {
   assert_int_equal(atomic_load(&g_bad), 0);
 }
 
+/* ---- threads that come and go leave no hold behind ---------------------- */
+static void *brief(void *arg) {
+  uint64_t id = *(uint64_t *)arg;
+  for (int k = 0; k < 3; k++) {   /* the walk, then the fast path twice */
+    vs_ctx *c = vs_ctx_acquire_id(id);
+    assert_non_null(c);
+    vs_ctx_put(c);
+  }
+  return NULL;
+}
+
+static void exited_threads_hold_nothing(void **state) {
+  (void)state;
+  vs_ctx *stale = NULL;
+  vs_ctx_created(0x3000, 0, &stale);
+  vs_ctx *c = vs_ctx_acquire_handle(0x3000);
+  assert_non_null(c);
+  uint64_t id = c->id;
+  vs_ctx_put(c);
+  for (int wave = 0; wave < 50; wave++) {   /* records of exited threads are taken again */
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, brief, &id), 0);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  vs_ctx *ended = vs_ctx_unlink(0x3000, -1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_ptr_equal(ended, c);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  print_message("the end after 200 threads came and went took %.2f ms\n", ms);
+  assert_true(ms < 5000);   /* a hold left behind would keep it waiting for ever */
+  vs_ctx_free(ended);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(end_waits_for_fast_hold),
       cmocka_unit_test(churn_never_holds_an_ended_context),
+      cmocka_unit_test(exited_threads_hold_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,10 +70,14 @@ static pthread_once_t g_hold_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_hold_key;
 static _Atomic int g_hold_ok;   /* the heavy barrier works and the key exists (hold_init) */
 
-/* A thread that ends holding (a leak, as a stripe's count left raised
- * would be) keeps its record. */
+/* Runs on the exiting thread. A thread that ends holding (a leak, as a
+ * stripe's count left raised would be) keeps its record. The thread lets
+ * go of its pointer too: a hook in a later destructor of the same thread
+ * takes a record again (kept if no further round of destructors comes),
+ * never one another thread may have taken meanwhile. */
 static void hold_exit(void *p) {
   hold *h = p;
+  if (t_hold == h) t_hold = NULL;
   if (!h->n) atomic_store_explicit(&h->owned, 0, memory_order_release);
 }
 static void hold_init(void) {
