@@ -64,6 +64,17 @@ static int stripes_sum(vs_ctx *c) {
   return n;
 }
 
+/* A context begins under handle: its record, no reference kept. */
+static vs_ctx *begin(uint64_t handle) {
+  vs_ctx *stale = NULL;
+  vs_ctx_created(handle, 0, &stale);
+  assert_null(stale);
+  vs_ctx *c = vs_ctx_acquire_handle(handle);
+  assert_non_null(c);
+  vs_ctx_put(c);
+  return c;
+}
+
 /* ---- an end waits for a hold on the fast path -------------------------- */
 static uint64_t g_id;
 static _Atomic int g_held, g_put;
@@ -83,13 +94,8 @@ static void *holder(void *arg) {
 
 static void end_waits_for_fast_hold(void **state) {
   (void)state;
-  vs_ctx *stale = NULL;
-  vs_ctx_created(0x1000, 0, &stale);
-  assert_null(stale);
-  vs_ctx *c = vs_ctx_acquire_handle(0x1000);
-  assert_non_null(c);
+  vs_ctx *c = begin(0x1000);
   g_id = c->id;
-  vs_ctx_put(c);
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, holder, NULL), 0);
   while (!atomic_load(&g_held)) nap_ms(1);
@@ -137,12 +143,8 @@ static void churn_never_holds_an_ended_context(void **state) {
   for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&t[i], NULL, taker, NULL), 0);
   for (int r = 1; r <= ROUNDS; r++) {
     uint64_t handle = 0x2000 + (uint64_t)r;
-    vs_ctx *stale = NULL;
-    vs_ctx_created(handle, 0, &stale);
-    vs_ctx *c = vs_ctx_acquire_handle(handle);
-    assert_non_null(c);
+    vs_ctx *c = begin(handle);
     atomic_store(&g_cur_id, ((uint64_t)r << 32) | c->id);
-    vs_ctx_put(c);
     nap_ms(1);
     vs_ctx *ended = vs_ctx_unlink(handle, -1);
     assert_ptr_equal(ended, c);
@@ -169,12 +171,8 @@ static void *brief(void *arg) {
 
 static void exited_threads_hold_nothing(void **state) {
   (void)state;
-  vs_ctx *stale = NULL;
-  vs_ctx_created(0x3000, 0, &stale);
-  vs_ctx *c = vs_ctx_acquire_handle(0x3000);
-  assert_non_null(c);
+  vs_ctx *c = begin(0x3000);
   uint64_t id = c->id;
-  vs_ctx_put(c);
   for (int wave = 0; wave < 50; wave++) {   /* records of exited threads are taken again */
     pthread_t t[4];
     for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, brief, &id), 0);
