@@ -37,8 +37,8 @@ static inline int key_cmp(const void *a, const void *b) {
 static __thread int t_oom __attribute__((tls_model("initial-exec")));
 #include <uthash.h>
 
-/* Power of two. May change; 32 keeps the locks one thread holds across
- * fork well under what lock checkers (ThreadSanitizer: 64) follow. */
+/* Power of two. May change: the fork handlers take every stripe's lock
+ * (spin locks, which lock checkers do not follow as mutexes). */
 #define VS_STRIPES 32
 #define VS_STRIPE_BITS 5
 _Static_assert((1 << VS_STRIPE_BITS) == VS_STRIPES, "stripe bits");
