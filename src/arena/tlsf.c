@@ -45,9 +45,10 @@ static void list_insert(vs_tlsf *t, vs_tblock *b) {
   t->free_bytes += b->size;
 }
 
-static void list_remove(vs_tlsf *t, vs_tblock *b) {
+/* b leaves the list of the class of `size` (its size when it was listed). */
+static void list_remove_as(vs_tlsf *t, vs_tblock *b, uint64_t size) {
   int fl, sl;
-  mapping(b->size, &fl, &sl);
+  mapping(size, &fl, &sl);
   if (b->fprev) b->fprev->fnext = b->fnext;
   else t->lists[fl][sl] = b->fnext;
   if (b->fnext) b->fnext->fprev = b->fprev;
@@ -56,7 +57,32 @@ static void list_remove(vs_tlsf *t, vs_tblock *b) {
     t->sl_bitmap[fl] &= ~(1u << sl);
     if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~(1ull << fl);
   }
-  t->free_bytes -= b->size;
+  t->free_bytes -= size;
+}
+static void list_remove(vs_tlsf *t, vs_tblock *b) { list_remove_as(t, b, b->size); }
+
+/* b, listed at old_size, now has b->size: where list_remove_as and
+ * list_insert would leave it (the head of its new class's list), without
+ * their class and bitmap work when the class is the same. */
+static void list_relist(vs_tlsf *t, vs_tblock *b, uint64_t old_size) {
+  int fl, sl, nfl, nsl;
+  mapping(old_size, &fl, &sl);
+  mapping(b->size, &nfl, &nsl);
+  if (fl != nfl || sl != nsl) {
+    uint64_t size = b->size;
+    list_remove_as(t, b, old_size);
+    b->size = size;
+    list_insert(t, b);
+    return;
+  }
+  t->free_bytes += b->size - old_size;
+  if (!b->fprev) return;   /* the head already */
+  b->fprev->fnext = b->fnext;
+  if (b->fnext) b->fnext->fprev = b->fprev;
+  b->fprev = NULL;
+  b->fnext = t->lists[fl][sl];
+  b->fnext->fprev = b;
+  t->lists[fl][sl] = b;
 }
 
 void vs_tlsf_init(vs_tlsf *t) {
@@ -142,7 +168,33 @@ vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tbl
   return NULL;
 }
 
+/* The live block at the front of free block b, whose rest stays FREE under
+ * b's descriptor (the common case of take_at: no leading remainder): the
+ * free lists end as take_at's general case leaves them. */
+static vs_tblock *take_front(vs_tlsf *t, vs_tblock *b, uint64_t size) {
+  vs_tblock *u = desc_new(t);
+  if (!u) return NULL;
+  *u = (vs_tblock){.addr = b->addr, .size = size, .prev = b->prev, .next = b, .region = b->region,
+                   .state = VS_TB_LIVE};
+  if (b->prev) b->prev->next = u;
+  else b->region->first = u;
+  b->prev = u;
+  uint64_t old = b->size;
+  b->addr += size;
+  b->size -= size;
+  list_relist(t, b, old);
+  return u;
+}
+
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {
+  if (addr == b->addr && b->size > size) {
+    vs_tblock *u = take_front(t, b, size);
+    if (!u) return NULL;
+    HASH_ADD(hh, t->used, addr, sizeof(uint64_t), u);
+    t->used_bytes += size;
+    u->region->used += size;
+    return u;
+  }
   list_remove(t, b);
   if (addr > b->addr) {          /* leading remainder stays FREE */
     vs_tblock *lead = desc_new(t);
@@ -192,6 +244,27 @@ vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
   b->region->used -= b->size;
   b->state = VS_TB_FREE;
   vs_tblock *p = b->prev, *n = b->next;
+  int pf = p && p->state == VS_TB_FREE, nf = n && n->state == VS_TB_FREE;
+  /* One free neighbour (the common case): it takes b in, keeping its
+   * descriptor, and is listed where the general case below would list the
+   * merged block. */
+  if (pf != nf) {
+    vs_tblock *m = pf ? p : n;
+    uint64_t old = m->size;
+    if (nf) {
+      n->addr = b->addr;
+      n->prev = b->prev;
+      if (b->prev) b->prev->next = n;
+      else b->region->first = n;
+    } else {
+      p->next = n;
+      if (n) n->prev = p;
+    }
+    m->size += b->size;
+    desc_put(t, b);
+    list_relist(t, m, old);
+    return m;
+  }
   if (p && p->state == VS_TB_FREE) {   /* absorb b into p */
     list_remove(t, p);
     p->size += b->size;
