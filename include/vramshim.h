@@ -66,6 +66,14 @@ typedef struct vramshim_card_stats {
  * out is NULL. A card never touched reads as all zeros (card set). */
 int vramshim_stats(int card, vramshim_card_stats *out);
 
+/* What the driver's memory pools (cuMemPoolCreate's and the device's
+ * default pool, as cuMemAllocAsync uses them) and the card's graph memory
+ * pool (CUDA graphs' allocation nodes) reserve for this process on one
+ * card, as the shim last read it: the bytes its tenant is charged for them,
+ * beside reserved_bytes above. Either pointer may be NULL. Returns 0, or -1
+ * when card is out of range. */
+int vramshim_driver_pools(int card, uint64_t *pool_reserved_bytes, uint64_t *graph_reserved_bytes);
+
 /* Number of cards the shim has seen (highest ordinal touched + 1). */
 int vramshim_card_count(void);
 

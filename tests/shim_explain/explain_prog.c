@@ -18,8 +18,12 @@
  *                               served PMIB and got it back, and a graph
  *                               that allocated GMIB and freed it, launched
  *                               once, beside 1 MiB of cuMemAlloc it holds;
- *                               says "pooled PID", blocks like idle */
+ *                               says "pooled PID POOL GRAPH" (the bytes
+ *                               vramshim_driver_pools says for card 0,
+ *                               found with dlsym: -1 -1 without the shim),
+ *                               blocks like idle */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +108,17 @@ int main(int argc, char **argv) {
     CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
     CHECK(cuGraphLaunch(e, s));
     CHECK(cuStreamSynchronize(s));
-    printf("pooled %d\n", (int)getpid());
+    /* The public API's figures, found as a program that also runs without
+     * the shim would find them (vramshim.h). */
+    int (*pools_of)(int, uint64_t *, uint64_t *) =
+        (int (*)(int, uint64_t *, uint64_t *))dlsym(RTLD_DEFAULT, "vramshim_driver_pools");
+    long long api_pool = -1, api_graph = -1;
+    uint64_t pb = 0, gb = 0;
+    if (pools_of && pools_of(0, &pb, &gb) == 0) {
+      api_pool = (long long)pb;
+      api_graph = (long long)gb;
+    }
+    printf("pooled %d %lld %lld\n", (int)getpid(), api_pool, api_graph);
     fflush(stdout);
     block_on_stdin();
     CHECK(cuGraphExecDestroy(e));

@@ -379,7 +379,8 @@ def t_pools(env, v):
     """The driver's pools in a dump (1.3): a pool of the program's own that
     keeps 8 MiB it served, and the graph pool that keeps the 4 MiB a graph
     allocated and freed, beside 1 MiB held with cuMemAlloc; the tenant is
-    charged all three (the ledger's usage)."""
+    charged all three (the ledger's usage); the public API
+    (vramshim_driver_pools) says what the dump says."""
     p, line = env.start(["pools", "8", "4"])
     if line[0] != "pooled":
         fail("pools: said %s" % line)
@@ -400,6 +401,10 @@ def t_pools(env, v):
         fail("reserved_bytes %d: the program's one live MiB" % c["reserved_bytes"])
     if c["tenant"]["usage"] < pool + graph + MiB:
         fail("the tenant is charged %d, below the pools' %d + %d" % (c["tenant"]["usage"], pool, graph))
+    # The program's own view (vramshim_driver_pools, read before the dump;
+    # it has made no call since) says the same.
+    if (int(line[2]), int(line[3])) != (pool, graph):
+        fail("vramshim_driver_pools said pool %s graph %s, the dump %d and %d" % (line[2], line[3], pool, graph))
     r2 = env.tool(["dump", "--pid", str(pid)])
     pools_line = re.search(r"^  pools +\S+ MiB reserved by the driver's memory pools", r2.stdout, re.M)
     graphs_line = re.search(r"^  graphs +\S+ MiB reserved by the graph memory pool", r2.stdout, re.M)
