@@ -1318,19 +1318,6 @@ static int case_trim_wait(const char *mode) {
   return 0;
 }
 
-/* Until pid's published cache reaches want (its background thread
- * publishes at its next tick, and may publish part of the frees first);
- * the case stops after ms. */
-static void wait_published(pid_t pid, uint64_t want, int ms) {
-  uint64_t deadline = tp_now_ns() + (uint64_t)ms * 1000000u, got = 0;
-  struct timespec nap = {0, 10000000};
-  while (tp_snapshot(&g_snap) != 0 || !tp_proc(&g_snap, pid) || (got = tp_proc(&g_snap, pid)->cached) < want) {
-    CHECK(tp_now_ns() < deadline, "process %d published %llu MiB cached in %d ms (%llu wanted)", (int)pid,
-          (unsigned long long)(got / MiB), ms, (unsigned long long)(want / MiB));
-    nanosleep(&nap, NULL);
-  }
-}
-
 /* (23.13) A stopped process's cache is not free: b caches 2 GiB and is
  * stopped (SIGSTOP, as a paused container's cgroup freezer does). a's
  * 3 GiB is refused once b leaves the ask unanswered (300 ms); from then
@@ -1344,7 +1331,7 @@ static int case_trim_stopped(const char *mode) {
   pid_t b = spawn_said("b", "b", NULL, cw, "cached");
   /* The event names the cache as b last published it: all of it, where
    * a tick that fell among b's frees published part. */
-  wait_published(b, 2048 * MiB, 5000);
+  CHECK(tp_wait_cached(b, 2048 * MiB, 5000) == 0, "%s: b published its 2 GiB cache within 5 s", mode);
   const char *vw[] = {"viewfree", "3072", NULL};
   CHECK(tp_wait(tp_spawn("v", "a", NULL, vw)) == 0, "%s: a's view counts b's cache as free (v.out, v.err)", mode);
   kill(b, SIGSTOP);

@@ -201,17 +201,22 @@ const vs_snap_tenant *tp_tenant(const vs_ledger_snapshot *s, const char *name) {
   return NULL;
 }
 
-int tp_wait_held(int pid, uint64_t bytes, int timeout_ms) {
+/* Polls until pid's held bytes (or, with cached, its published cache)
+ * reach bytes. */
+static int wait_proc(int pid, uint64_t bytes, int timeout_ms, int cached) {
   static vs_ledger_snapshot s;
   for (uint64_t end = tp_now_ns() + (uint64_t)timeout_ms * 1000000ull; tp_now_ns() < end;) {
     if (tp_snapshot(&s) == 0) {
       const vs_snap_proc *p = tp_proc(&s, pid);
-      if (p && p->held >= bytes) return 0;
+      if (p && (cached ? p->cached : p->held) >= bytes) return 0;
     }
     tp_sleep_ms(5);
   }
   return -1;
 }
+
+int tp_wait_held(int pid, uint64_t bytes, int timeout_ms) { return wait_proc(pid, bytes, timeout_ms, 0); }
+int tp_wait_cached(int pid, uint64_t bytes, int timeout_ms) { return wait_proc(pid, bytes, timeout_ms, 1); }
 
 void tp_cuda_up(void) { t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent); }
 

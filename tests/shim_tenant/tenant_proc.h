@@ -56,6 +56,9 @@ const vs_snap_proc *tp_proc(const vs_ledger_snapshot *s, int pid);
 const vs_snap_tenant *tp_tenant(const vs_ledger_snapshot *s, const char *name);
 /* Polls until pid holds at least bytes on card 0 (or timeout_ms of wall time). */
 int tp_wait_held(int pid, uint64_t bytes, int timeout_ms);
+/* The same for the cache pid last published (its background thread
+ * publishes at its ticks, and may publish part of a run of frees first). */
+int tp_wait_cached(int pid, uint64_t bytes, int timeout_ms);
 
 /* ---- worker side ---------------------------------------------------------- */
 void tp_cuda_up(void);
