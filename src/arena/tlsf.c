@@ -69,9 +69,7 @@ static void list_relist(vs_tlsf *t, vs_tblock *b, uint64_t old_size) {
   mapping(old_size, &fl, &sl);
   mapping(b->size, &nfl, &nsl);
   if (fl != nfl || sl != nsl) {
-    uint64_t size = b->size;
     list_remove_as(t, b, old_size);
-    b->size = size;
     list_insert(t, b);
     return;
   }
@@ -170,7 +168,7 @@ vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tbl
 
 /* The live block at the front of free block b, whose rest stays FREE under
  * b's descriptor (the common case of take_at: no leading remainder): the
- * free lists end as take_at's general case leaves them. */
+ * free lists end as take_within leaves them. */
 static vs_tblock *take_front(vs_tlsf *t, vs_tblock *b, uint64_t size) {
   vs_tblock *u = desc_new(t);
   if (!u) return NULL;
@@ -186,15 +184,9 @@ static vs_tblock *take_front(vs_tlsf *t, vs_tblock *b, uint64_t size) {
   return u;
 }
 
-vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {
-  if (addr == b->addr && b->size > size) {
-    vs_tblock *u = take_front(t, b, size);
-    if (!u) return NULL;
-    HASH_ADD(hh, t->used, addr, sizeof(uint64_t), u);
-    t->used_bytes += size;
-    u->region->used += size;
-    return u;
-  }
+/* The general case: b leaves its list and becomes the taken block; what
+ * lies before addr and after addr + size stays FREE in blocks of its own. */
+static vs_tblock *take_within(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {
   list_remove(t, b);
   if (addr > b->addr) {          /* leading remainder stays FREE */
     vs_tblock *lead = desc_new(t);
@@ -218,6 +210,12 @@ vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t siz
     b->size = size;
     list_insert(t, tail);
   }
+  return b;
+}
+
+vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size) {
+  b = addr == b->addr && b->size > size ? take_front(t, b, size) : take_within(t, b, addr, size);
+  if (!b) return NULL;
   b->state = VS_TB_LIVE;
   b->req = 0;
   HASH_ADD(hh, t->used, addr, sizeof(uint64_t), b);
