@@ -9,7 +9,7 @@
  * per-run differences (the cost the shim adds); and the difference of the
  * fastest runs (less sensitive to a busy machine).
  *
- *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T]]
+ *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T] [--size S]]
  *
  * --arena: the cost of an alloc+free pair through the shim with the arena
  * off, chunks and vmm, against the driver directly, side by side, for a few
@@ -176,6 +176,10 @@ static void measure(const char *what, void (*op)(const fns *, int), int runs, in
 /* ---- --arena: alloc+free pairs by size, one process per arena mode ----- */
 static const size_t k_arena_sizes[] = {512, 4096, 300 << 10, 4 << 20};
 #define ARENA_NSIZES (sizeof k_arena_sizes / sizeof k_arena_sizes[0])
+/* --size S: only the row of that size (0: all rows), so a profiler run
+ * (perf, callgrind) on one child sees one path: the slabs' or the heap's. */
+static size_t g_only_size;
+static int size_skipped(size_t k) { return g_only_size && k_arena_sizes[k] != g_only_size; }
 
 /* ---- --threads: pairs on T threads at once --------------------------- */
 #define THREAD_LIVE 8
@@ -213,6 +217,7 @@ static double threads_rate(int nthreads, long rounds) {
 static void threads_child(int runs, int calls, int nthreads) {
   long rounds = calls / THREAD_LIVE > 1 ? calls / THREAD_LIVE : 1;
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    if (size_skipped(k)) continue;
     g_pair_size = k_arena_sizes[k];
     double *one = malloc(sizeof(double) * (size_t)runs), *all = malloc(sizeof(double) * (size_t)runs);
     threads_rate(1, rounds / 10 + 1);   /* warm */
@@ -229,6 +234,7 @@ static void threads_child(int runs, int calls, int nthreads) {
 /* In the child: one line per size, "SIZE DIRECT HOOKED" (medians, ns/pair). */
 static void arena_child(int runs, int calls) {
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    if (size_skipped(k)) continue;
     g_pair_size = k_arena_sizes[k];
     double *d = malloc(sizeof(double) * (size_t)runs), *h = malloc(sizeof(double) * (size_t)runs);
     time_runs(op_pair, runs, calls, d, h);
@@ -254,13 +260,15 @@ static int arena_table(const char *self, int runs, int calls, int nthreads, cons
     fprintf(f, "[global]\narena = %s\nledger_dir = %s/ledger\n", modes[m], dir);
     fclose(f);
     setenv("VRAMSHIM_CONFIG", conf, 1);
-    snprintf(cmd, sizeof cmd, "'%s' --arena-child --threads %d --runs %d --calls %d --shim '%s' --driver '%s'", self,
-             nthreads, runs, calls, shim_path, driver_path);
+    snprintf(cmd, sizeof cmd, "'%s' --arena-child --threads %d --runs %d --calls %d --size %zu --shim '%s' --driver '%s'",
+             self, nthreads, runs, calls, g_only_size, shim_path, driver_path);
     FILE *p = popen(cmd, "r");
     if (!p) return 2;
     size_t size;
     double d, h;
-    for (size_t k = 0; k < ARENA_NSIZES && fscanf(p, "%zu %lf %lf", &size, &d, &h) == 3; k++) {
+    for (size_t k = 0; k < ARENA_NSIZES; k++) {
+      if (size_skipped(k)) continue;
+      if (fscanf(p, "%zu %lf %lf", &size, &d, &h) != 3) break;
       if (m == 0 || nthreads > 1) direct_or_one[m][k] = d;
       hooked[m][k] = h;
     }
@@ -285,6 +293,7 @@ static int arena_table(const char *self, int runs, int calls, int nthreads, cons
     printf("%-10s %12s %12s %12s %12s\n", "size", "driver", "arena off", "arena chunks", "arena vmm");
   }
   for (size_t k = 0; k < ARENA_NSIZES; k++) {
+    if (size_skipped(k)) continue;
     char sz[32];
     size_t n = k_arena_sizes[k];
     if (n >= (1u << 20)) snprintf(sz, sizeof sz, "%zu MiB", n >> 20);
@@ -315,12 +324,19 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--arena")) arena = 1;
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc) g_only_size = (size_t)strtoull(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T]]\n");
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T] [--size S]]\n");
       return 2;
     }
   }
   if (runs < 1 || calls < 10 || nthreads < 1 || nthreads > 64) return 2;
+  size_t rows = 0;
+  for (size_t k = 0; k < ARENA_NSIZES; k++) rows += !size_skipped(k);
+  if (!rows) {
+    fprintf(stderr, "vramshim-bench: --size takes one of 512, 4096, 307200, 4194304\n");
+    return 2;
+  }
   /* Pairs per run: a twentieth of N, at least 10. */
   int pair_calls = calls / 20 > 10 ? calls / 20 : 10;
   if (arena) {
