@@ -42,20 +42,20 @@
 
 void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms) {
   if (!a) return;
-  pthread_mutex_lock(&a->heap.mu);
+  vs_lock_take(&a->heap.mu);
   a->decay_ns = decay_ms * 1000000ull;
-  pthread_mutex_unlock(&a->heap.mu);
+  vs_lock_give(&a->heap.mu);
 }
 
 void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx) {
   if (!a) return;
-  pthread_mutex_lock(&a->heap.mu);
+  vs_lock_take(&a->heap.mu);
   a->clock = now_ns;
   a->clock_ctx = ctx;
   memset(a->heap.dk_id, 0, sizeof a->heap.dk_id);
   a->heap.dk_cur = 0;
   a->heap.dk_next = vs_arena_now(a);
-  pthread_mutex_unlock(&a->heap.mu);
+  vs_lock_give(&a->heap.mu);
 }
 
 vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be) {
@@ -72,7 +72,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   a->cfg = *cfg;
   a->be = *be;
   pthread_mutex_init(&a->slab_mu, NULL);
-  pthread_mutex_init(&a->off_mu, NULL);
+  vs_lock_init(&a->off_mu);
   pthread_mutex_init(&a->lane_mu, NULL);
   vs_heap_init(a);
   vs_slab_classes(a);
@@ -89,7 +89,6 @@ void vs_arena_destroy(vs_arena *a) {
   vs_heap_fini(a);    /* returns every region and handle, live or not */
   vs_slab_fini(a);
   pthread_mutex_destroy(&a->slab_mu);
-  pthread_mutex_destroy(&a->off_mu);
   pthread_mutex_destroy(&a->lane_mu);
   vs_plat_aligned_free(a);
 }
@@ -249,9 +248,9 @@ uint64_t vs_arena_decay(vs_arena *a) {
   if (!a) return 0;
   /* Nothing beyond release_threshold (live bytes aside): the tick touches
    * nothing, so the arena's placement stays its callers' alone. */
-  pthread_mutex_lock(&a->heap.mu);
+  vs_lock_take(&a->heap.mu);
   uint64_t reserved = vs_heap_reserved(&a->heap);
-  pthread_mutex_unlock(&a->heap.mu);
+  vs_lock_give(&a->heap.mu);
   uint64_t live = vs_arena_live(a);
   if (reserved <= live || reserved - live <= a->cfg.release_threshold) return 0;
   uint64_t st = atomic_load(&a->stamped), seen = atomic_exchange(&a->tick_stamp, st);
@@ -299,9 +298,9 @@ int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size)
   int rc = vs_slab_lookup(a, addr, start, size);
   if (rc != 1) return rc;
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   rc = heap_lookup(h, addr, start, size);
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return rc;
 }
 
@@ -311,7 +310,7 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
   int rc = vs_slab_lookup(a, addr, &start, &size);
   if (rc == -1) return -1;
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   if (rc == 1) rc = heap_lookup(h, addr, &start, &size);   /* not a slab: the heap's */
   vs_hregion *r = rc ? NULL : vs_heap_region_of(h, start);
   if (r) {
@@ -319,7 +318,7 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
     if (offset) *offset = start - r->tr.base;
     if (vmm_backed) *vmm_backed = h->vmm;
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return r ? 0 : -1;
 }
 
@@ -327,7 +326,7 @@ int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piec
   uint64_t start, len;
   if (!a || !fn || size == 0 || vs_arena_lookup(a, addr, &start, &len) != 0 || addr + size > start + len) return -1;
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   vs_hregion *r = h->vmm ? vs_heap_region_of(h, addr) : NULL;
   int rc = r && addr + size <= r->tr.base + r->tr.size ? 0 : -1;
   uint64_t g0 = rc ? 0 : gran(h, &r->tr, addr), g1 = rc ? 0 : gran(h, &r->tr, addr + size - 1) + 1;
@@ -342,7 +341,7 @@ int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piec
     fn(user, va, n << h->gshift, x->id, va - x->va, x->size);
     g += n;
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return rc;
 }
 

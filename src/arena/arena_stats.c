@@ -49,7 +49,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
     st->class_size[c] = a->classes[c].size;
     for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       uint64_t run = 0;
       for (vs_slab *s = bin->slabs; s; s = s->next) {
         st->class_slots[c] += s->nslots;
@@ -67,11 +67,11 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
       waste += bin->waste;
       live_req += bin->live_req;
       requests += bin->requests;
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
   }
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   heap_extents(h, VS_HEAP_NT, st);
   st->reserved_bytes = vs_heap_reserved(h);
   /* Bytes of the heap's live user blocks: their requests plus their rounding
@@ -82,7 +82,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   live_req += h->live_req;
   requests += h->requests;
   waste += h->waste;
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   st->live_bytes = live_req;
   /* Small-object bytes reach the peak in steps of at most VS_LIVE_FOLD per bin. */
   st->peak_live_bytes = atomic_load(&a->peak_live);
@@ -262,10 +262,10 @@ static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       for (vs_slab *s = bin->slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
         if (!s->nlive) empty[n++] = s->base;
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
   qsort(empty, n, sizeof *empty, cmp_u64);
   return n;
@@ -275,9 +275,9 @@ uint64_t vs_arena_reclaimable(vs_arena *a) {
   if (!a) return 0;
   uint64_t empty[EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
-  pthread_mutex_lock(&a->heap.mu);
+  vs_lock_take(&a->heap.mu);
   uint64_t back = ladder_bytes(&a->heap, empty, nempty);
-  pthread_mutex_unlock(&a->heap.mu);
+  vs_lock_give(&a->heap.mu);
   return back;
 }
 
@@ -290,7 +290,7 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   memset(st.hist_count, 0, sizeof st.hist_count);
   memset(st.hist_bytes, 0, sizeof st.hist_bytes);
   st.largest_free = 0;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
   heap_extents(h, VS_HEAP_SMALL, &st);
   /* A growth is made in whole granules (VMM) or 512-byte units (a chunk of
@@ -303,7 +303,7 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
     uint64_t most = best > st.largest_free ? best : st.largest_free;
     best = runs_piece(h, best, most, empty, nempty);
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return best > st.largest_free ? best : st.largest_free;
 }
 
@@ -311,7 +311,7 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
 void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
   if (!a || !w) return;
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = hr(tr);
     vs_region_info ri = {.base = tr->base, .size = tr->size,
@@ -329,12 +329,12 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
       if (w->block) w->block(w->user, &ri, &bi);
     }
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int k = 0; k < VS_NBINS_ALL; k++) {
       vs_bin *bin = &a->classes[c].bins[k];
       uint64_t cs = a->classes[c].size;
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       for (vs_slab *s = bin->slabs; s; s = s->next) {
         vs_region_info ri = {.base = s->base, .size = VS_SLAB_SIZE, .kind = VS_REGION_SLAB, .class_size = cs};
         if (w->region) w->region(w->user, &ri);
@@ -356,7 +356,7 @@ void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
           i = j;
         }
       }
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
 }
 
@@ -377,10 +377,10 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   int rc = -1;
   /* Lock order: every bin (class, then bin), then the heap. */
   for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int k = 0; k < VS_NBINS; k++) pthread_mutex_lock(a->classes[c].bins[k].mu);
-  pthread_mutex_lock(&a->off_mu);   /* every off-lane bin's */
+    for (int k = 0; k < VS_NBINS; k++) vs_lock_take(a->classes[c].bins[k].mu);
+  vs_lock_take(&a->off_mu);   /* every off-lane bin's */
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   if (vs_heap_check(a, err, len)) goto out;
   uint64_t live = h->live_req, nslabs_all = 0;
   int64_t unfolded = 0;
@@ -445,9 +445,9 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   if (atomic_load(&a->sync_done) > atomic_load(&a->sync_started)) FAIL("arena: sync generations inverted");
   rc = 0;
 out:
-  pthread_mutex_unlock(&h->mu);
-  pthread_mutex_unlock(&a->off_mu);
+  vs_lock_give(&h->mu);
+  vs_lock_give(&a->off_mu);
   for (uint32_t c = a->nclasses; c-- > 0;)
-    for (int k = VS_NBINS; k-- > 0;) pthread_mutex_unlock(a->classes[c].bins[k].mu);
+    for (int k = VS_NBINS; k-- > 0;) vs_lock_give(a->classes[c].bins[k].mu);
   return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include "arena_types.h"
 #include "tlsf.h"
+#include "lock.h"
 
 /* ---- Tunables ------------------------------------------------------------
  * May change (docs/arena.md explains each; measured values in
@@ -139,7 +140,7 @@ typedef struct vs_hregion {
 
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
-  pthread_mutex_t mu;
+  vs_lock mu;
   vs_tlsf t[VS_HEAP_NT];            /* [0] also holds the slabs; [VS_HEAP_SMALL]: see above */
   int vmm;
   uint64_t G;
@@ -205,8 +206,8 @@ typedef struct vs_slab {
  * the bin's lock and counters, written on every allocation, must not share
  * a line with another thread's bin or with the class size everyone reads. */
 typedef struct vs_bin {
-  _Alignas(64) pthread_mutex_t own;
-  pthread_mutex_t *mu;      /* &own, or the arena's off_mu for an off-lane bin */
+  _Alignas(64) vs_lock own;
+  vs_lock *mu;              /* &own, or the arena's off_mu for an off-lane bin */
   int off_lane;             /* the class's off-lane bin: a free there always pends */
   uint32_t cls;
   vs_slab *slabs;           /* every slab of the bin */
@@ -241,7 +242,7 @@ struct vs_arena {
   vs_class classes[VS_ARENA_MAX_CLASSES];
   _Atomic(vs_pm_leaf *) pm[1u << VS_PM_TOP_BITS];
   pthread_mutex_t slab_mu;          /* slab descriptor pool */
-  pthread_mutex_t off_mu;           /* every off-lane bin's (VS_BIN_OFF_LANE) */
+  vs_lock off_mu;                   /* every off-lane bin's (VS_BIN_OFF_LANE) */
   vs_slab *spare_slabs;
   vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
   /* Shared counters, each on its own line; none is written on the small

@@ -55,7 +55,7 @@ static int vmm_fuller(void *ctx, const vs_tblock *a, const vs_tblock *b);
 int vs_heap_init(vs_arena *a) {
   vs_heap *h = &a->heap;
   memset(h, 0, sizeof *h);
-  pthread_mutex_init(&h->mu, NULL);
+  vs_lock_init(&h->mu);
   for (int k = 0; k < VS_HEAP_NT; k++) vs_tlsf_init(&h->t[k]);
   h->vmm = a->cfg.mode == VS_ARENA_VMM;
   h->G = h->vmm ? a->be.granule : VS_SLAB_SIZE;
@@ -692,7 +692,7 @@ static void release_check(vs_arena *a) {
 
 uint64_t vs_heap_trim_decayed(vs_arena *a) {
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   vs_heap_reclaim(a);
   /* A heap that made no allocation for a whole decay (the base one, not
    * the regret window: decay_regret) keeps only release_threshold: the
@@ -724,7 +724,7 @@ uint64_t vs_heap_trim_decayed(vs_arena *a) {
   uint64_t n = trim_locked(a, keep, by_decay);
   decay_released(a, n);
   h->trim_floor = vs_heap_cached(h);
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return n;
 }
 
@@ -939,7 +939,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   vs_tlsf *t = &h->t[k];
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   /* What the heap held before this request: a refusal gives back whatever
    * it grew by while trying (below, after `refused`). */
   const uint64_t held_before = vs_heap_reserved(h);
@@ -970,9 +970,9 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     if (need || !b) pressure_from_room(a, b ? need : size);
     uint64_t pend = atomic_load(&a->pend_total);
     if (need && !synced && !rented && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
-      pthread_mutex_unlock(&h->mu);
+      vs_lock_give(&h->mu);
       int did = vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, need));
-      pthread_mutex_lock(&h->mu);
+      vs_lock_take(&h->mu);
       synced = did;
       rented = !did;   /* grows instead; if the backend refuses, the sync after all (refused:) */
       continue;
@@ -989,9 +989,9 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     if ((need || !b) && !trimmed && h->slabs && a->idle_trim &&
         (atomic_load(&a->ordered) || atomic_load(&a->lane_pend))) {
       trimmed = 1;
-      pthread_mutex_unlock(&h->mu);
+      vs_lock_give(&h->mu);
       a->idle_trim(a);
-      pthread_mutex_lock(&h->mu);
+      vs_lock_take(&h->mu);
       continue;   /* the lock was dropped: b, p and need may be stale, even if nothing came back */
     }
     /* VMM: best fit would grow; the placement needing the least new
@@ -1143,9 +1143,9 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
      * before the ladder releases any cache. */
     if (rc == VS_BACKEND_OOM && rented && !synced) {
       h->pressure = 1;
-      pthread_mutex_unlock(&h->mu);
+      vs_lock_give(&h->mu);
       vs_arena_sync(a);
-      pthread_mutex_lock(&h->mu);
+      vs_lock_take(&h->mu);
       synced = 1;
       rc = 0;
       continue;
@@ -1156,11 +1156,11 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     /* The backend is full: from now on physical memory comes in small
      * handles (and without growth steps), so that it can be moved. */
     h->pressure = 1;
-    pthread_mutex_unlock(&h->mu);
+    vs_lock_give(&h->mu);
     /* In stream order nothing new is pending: no sync unless older frees are. */
     if (!atomic_load(&a->ordered) || atomic_load(&a->pend_total)) vs_arena_sync(a);
     if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
-    pthread_mutex_lock(&h->mu);
+    vs_lock_take(&h->mu);
     vs_heap_reclaim(a);
     if (k == 0 && ladder_futile(a, size)) { rc = VS_BACKEND_OOM; break; }
     trim_locked(a, 0, 0);
@@ -1177,7 +1177,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       trim_locked(a, cached > excess ? cached - excess : 0, 0);
     }
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return rc;
 }
 
@@ -1200,10 +1200,10 @@ int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr
 
 int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   vs_tblock *b = vs_heap_used(h, addr);
   if (!b || b->state != VS_TB_LIVE || (how != VS_FREE_INTERNAL && !b->req)) {
-    pthread_mutex_unlock(&h->mu);
+    vs_lock_give(&h->mu);
     return -1;
   }
   if (b->req) {
@@ -1226,27 +1226,27 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     h->pend_tail = b;
     atomic_fetch_add(&a->pend_total, b->size);
   }
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return 0;
 }
 
 uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
   vs_heap *h = &a->heap;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   vs_heap_reclaim(a);
   uint64_t n = trim_locked(a, keep, 0);
   h->trim_floor = vs_heap_cached(h);
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
   return n;
 }
 
 void vs_heap_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user) {
   vs_heap *h = &a->heap;
   if (!h->vmm) return;
-  pthread_mutex_lock(&h->mu);
+  vs_lock_take(&h->mu);
   for (uint32_t i = 0; i < h->nh; i++)
     if (h->h[i].used && h->h[i].mapped) fn(user, h->h[i].va, h->h[i].size);
-  pthread_mutex_unlock(&h->mu);
+  vs_lock_give(&h->mu);
 }
 
 void vs_heap_fini(vs_arena *a) {
@@ -1271,7 +1271,6 @@ void vs_heap_fini(vs_arena *a) {
     }
   }
   free(h->h);
-  pthread_mutex_destroy(&h->mu);
 }
 
 #define FAIL(...) do { snprintf(err, len, __VA_ARGS__); return -1; } while (0)

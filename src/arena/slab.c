@@ -58,7 +58,7 @@ void vs_slab_classes(vs_arena *a) {
     a->classes[n].size = s;
     for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[n].bins[b];
-      pthread_mutex_init(&bin->own, NULL);
+      vs_lock_init(&bin->own);
       bin->off_lane = b == VS_BIN_OFF_LANE;
       bin->mu = bin->off_lane ? &a->off_mu : &bin->own;
       bin->cls = n;
@@ -225,7 +225,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
   vs_bin *bin = off_lane ? &a->classes[cls].bins[VS_BIN_OFF_LANE] : my_bin(a, cls);
   int rc = 0, rented = 0;
   *fresh = 0;
-  pthread_mutex_lock(bin->mu);
+  vs_lock_take(bin->mu);
   vs_slab *s = bin->cur;
   if (!s || !s->nfree) {
     s = pick(bin);
@@ -245,9 +245,9 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
       /* Rather than grow, one sync makes every pending slot reusable --
        * unless the syncs made in place of growths are worth one already
        * (ski rental, core.c): then the new slab below grows the heap. */
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
       rented = !vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, VS_SLAB_SIZE));
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       if (!rented) {
         bin_reclaim(a, bin, 0);
         s = pick(bin);
@@ -257,14 +257,14 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
     /* Refused even after the heap's OOM ladder (slab_new's heap growth runs
      * it): the sync after all, and the bin's pending slots back. */
     if (!s && rented && rc == VS_BACKEND_OOM) {
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
       vs_arena_sync(a);
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       bin_reclaim(a, bin, 0);
       if ((s = pick(bin)) != NULL) rc = 0;
     }
     if (!s) {
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
       return rc;
     }
     vs_slab *old = bin->cur;
@@ -288,7 +288,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
   bin->requests++;
   bin->live_delta += (int64_t)req;
   if (bin->live_delta >= (int64_t)VS_LIVE_FOLD) { vs_arena_slab_live_add(a, bin->live_delta); bin->live_delta = 0; }
-  pthread_mutex_unlock(bin->mu);
+  vs_lock_give(bin->mu);
   *addr = s->base + (uint64_t)i * size;
   return 0;
 }
@@ -300,9 +300,9 @@ static vs_slab *lock_slab(vs_arena *a, uint64_t addr, vs_bin **out) {
     if (!s) return NULL;
     vs_bin *bin = __atomic_load_n(&s->bin, __ATOMIC_ACQUIRE);
     if (!bin) continue;   /* being released: the page map is about to say so */
-    pthread_mutex_lock(bin->mu);
+    vs_lock_take(bin->mu);
     if (vs_pm_get(a, addr) == s && __atomic_load_n(&s->bin, __ATOMIC_RELAXED) == bin) { *out = bin; return s; }
-    pthread_mutex_unlock(bin->mu);
+    vs_lock_give(bin->mu);
   }
 }
 
@@ -313,7 +313,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   uint64_t size = a->classes[s->cls].size, off = addr - s->base;
   uint32_t i = (uint32_t)(off / size);
   if (off % size || i >= s->nslots || !(s->live_bm[i / 64] & (1ull << (i % 64)))) {
-    pthread_mutex_unlock(bin->mu);
+    vs_lock_give(bin->mu);
     return -1;
   }
   s->live_bm[i / 64] &= ~(1ull << (i % 64));
@@ -339,7 +339,7 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered) {
   }
   /* Emptied in stream order: as bin_reclaim does with an emptied slab. */
   if (ordered && s->nlive == 0 && s->npend == 0 && s != bin->cur) retire_empty(a, bin, s);
-  pthread_mutex_unlock(bin->mu);
+  vs_lock_give(bin->mu);
   return 0;
 }
 
@@ -355,7 +355,7 @@ int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size) 
     *size = s->req[i];
     rc = 0;
   }
-  pthread_mutex_unlock(bin->mu);
+  vs_lock_give(bin->mu);
   return rc;
 }
 
@@ -364,9 +364,9 @@ uint64_t vs_slab_pending(vs_arena *a) {
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       n += bin->pend_bytes;
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
   return n;
 }
@@ -388,9 +388,9 @@ uint64_t vs_slab_trim(vs_arena *a) {
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      pthread_mutex_lock(bin->mu);
+      vs_lock_take(bin->mu);
       n += bin_trim(a, bin, 1);
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
   return n;
 }
@@ -406,16 +406,14 @@ uint64_t vs_slab_trim_idle(vs_arena *a) {
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      if (bin == tl_growing || pthread_mutex_trylock(bin->mu)) continue;
+      if (bin == tl_growing || !vs_lock_try(bin->mu)) continue;
       n += bin_trim(a, bin, 0);
-      pthread_mutex_unlock(bin->mu);
+      vs_lock_give(bin->mu);
     }
   return n;
 }
 
 void vs_slab_fini(vs_arena *a) {
-  for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS_ALL; b++) pthread_mutex_destroy(&a->classes[c].bins[b].own);
   for (uint32_t i = 0; i < (1u << VS_PM_TOP_BITS); i++) free(atomic_load(&a->pm[i]));
   for (vs_slab *s = a->all_slabs, *n; s; s = n) {
     n = s->all;

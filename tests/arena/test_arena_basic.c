@@ -424,10 +424,10 @@ static void arena_ladder_piece_bounds_retry(void **s) {
     random_steps(&f, live, &seed);
     vs_slab_trim(f.a);
     vs_heap *h = &f.a->heap;
-    pthread_mutex_lock(&h->mu);
+    vs_lock_take(&h->mu);
     vs_heap_reclaim(f.a);
     uint64_t piece = vs_heap_ladder_piece(h, room_of(&f));
-    pthread_mutex_unlock(&h->mu);
+    vs_lock_give(&h->mu);
     vs_arena_trim(f.a, 0);
     CHECK(f.a);
     if (piece < 8 * MiB || piece >= 512 * MiB) continue;
