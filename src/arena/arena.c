@@ -104,7 +104,7 @@ static int lane_ready(vs_arena *a, uint64_t l) { return l == 0 || vs_arena_ready
 /* The same for every lane free so far: an allocation off the lane may then take any FREE block. */
 static int lane_synced(vs_arena *a) { return lane_ready(a, atomic_load(&a->lane_pend)); }
 
-static int free_block(vs_arena *a, uint64_t addr, int ordered);
+static int free_block(vs_arena *a, uint64_t addr, int ordered, uint64_t size);
 
 /* Caller holds lane_mu: stream's entry in lane_waits, or -1. */
 static int lane_wait_of(vs_arena *a, uint64_t stream) {
@@ -152,7 +152,7 @@ static int settle_lane(vs_arena *a, uint64_t addr, uint64_t seen, uint64_t strea
   if (stream && a->be.order_after_lane && order_stream(a, stream, atomic_load(&a->lane_frees))) return VS_BACKEND_OK;
   vs_arena_sync(a);
   if (lane_ready(a, seen)) return VS_BACKEND_OK;
-  (void)free_block(a, addr, 1);   /* the sync failed: never handed out, so no use to wait for */
+  (void)free_block(a, addr, 1, 0);   /* the sync failed: never handed out, so no use to wait for */
   return VS_BACKEND_ERROR;
 }
 
@@ -227,8 +227,9 @@ int vs_arena_alloc_on(vs_arena *a, uint64_t size, uint64_t stream, uint64_t *add
   return alloc_block(a, size, addr, 1, stream);
 }
 
-static int free_block(vs_arena *a, uint64_t addr, int ordered) {
-  int rc = vs_slab_free(a, addr, ordered);
+/* size: the block's requested size where the caller knows it, else 0. */
+static int free_block(vs_arena *a, uint64_t addr, int ordered, uint64_t size) {
+  int rc = size > VS_SMALL_MAX ? 1 : vs_slab_free(a, addr, ordered);   /* no slab holds one this large */
   if (rc == 1) rc = vs_heap_free(a, addr, ordered ? VS_FREE_ORDERED : VS_FREE_PEND);
   /* Pending frees beyond both a batch and release_threshold are settled
    * here too, not only by the next allocation: a program that frees a
@@ -264,10 +265,12 @@ uint64_t vs_arena_decay(vs_arena *a) {
   return n + vs_heap_trim_decayed(a);
 }
 
-int vs_arena_free(vs_arena *a, uint64_t addr) { return a ? free_block(a, addr, atomic_load(&a->ordered)) : -1; }
+int vs_arena_free(vs_arena *a, uint64_t addr) { return vs_arena_free_sized(a, addr, 0, 0); }
+int vs_arena_free_lane(vs_arena *a, uint64_t addr) { return vs_arena_free_sized(a, addr, 0, 1); }
 
-int vs_arena_free_lane(vs_arena *a, uint64_t addr) {
+int vs_arena_free_sized(vs_arena *a, uint64_t addr, uint64_t size, int lane) {
   if (!a) return -1;
+  if (!lane) return free_block(a, addr, atomic_load(&a->ordered), size);
   /* Out of stream order the raise comes first: an allocation off the lane
    * that finds the block FREE then sees a lane free it must sync past
    * (the stamp also tells vs_arena_sync that a sync is worth making). */
@@ -275,7 +278,7 @@ int vs_arena_free_lane(vs_arena *a, uint64_t addr) {
     vs_atomic_raise(&a->lane_pend, vs_arena_stamp(a) + 1);
     atomic_fetch_add(&a->lane_frees, 1);
   }
-  return free_block(a, addr, 1);
+  return free_block(a, addr, 1, size);
 }
 
 /* Caller holds heap.mu: the live user allocation of the heap containing

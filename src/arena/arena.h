@@ -125,6 +125,10 @@ void vs_arena_forget_stream(vs_arena *a, uint64_t stream);
 int vs_arena_alloc(vs_arena *a, uint64_t size, uint64_t *addr);
 /* 0, or -1 when addr is not a live allocation of this arena (nothing changes). */
 int vs_arena_free(vs_arena *a, uint64_t addr);
+/* vs_arena_free (lane 0) or vs_arena_free_lane (lane 1) of a block its
+ * caller knows the requested size of (as allocated): a size above the slab
+ * classes' looks in the heap only, not first in the slabs' page map. */
+int vs_arena_free_sized(vs_arena *a, uint64_t addr, uint64_t size, int lane);
 /* Any address inside a live allocation: its own start and requested size.
  * 0 found, -1 not an arena allocation. */
 int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);

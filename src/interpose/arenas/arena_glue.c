@@ -351,10 +351,10 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, u
   return VS_MEM_DONE;
 }
 
-int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane) {
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, uint64_t size, int lane) {
   vs_arena *a = ctx ? atomic_load_explicit(&ctx->arena, memory_order_acquire) : NULL;
   if (!a) return -1;
-  return lane ? vs_arena_free_lane(a, addr) : vs_arena_free(a, addr);
+  return vs_arena_free_sized(a, addr, size, lane);
 }
 
 static void trim_ctx(vs_ctx *ctx, uint64_t keep_bytes) {

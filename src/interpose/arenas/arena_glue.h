@@ -23,9 +23,10 @@ int vs_arena_glue_alloc(vs_ctx *ctx, uint64_t size, int lane, uint64_t stream, u
 /* A stream was just made: no arena may take its handle for one already
  * ordered after its lane. */
 void vs_arena_glue_forget_stream(uint64_t stream);
-/* Returns a block of ctx's arena; lane 1: a cuMemFreeAsync on ctx's legacy
- * stream. 0 done, -1 not one of its blocks. */
-int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, int lane);
+/* Returns a block of ctx's arena, of `size` bytes as requested (its
+ * record's); lane 1: a cuMemFreeAsync on ctx's legacy stream. 0 done, -1
+ * not one of its blocks. */
+int vs_arena_glue_free(vs_ctx *ctx, uint64_t addr, uint64_t size, int lane);
 /* Gives every cached byte of ctx's arena back to the driver (one sync
  * first if blocks are pending). Called when another process waits. */
 void vs_arena_glue_trim(vs_ctx *ctx);

@@ -441,7 +441,7 @@ static int free_begin(vs_mem_op *op, vs_space space, unsigned kind_mask, uint64_
     vs_ctx *c = vs_ctx_acquire_id(op->rec.ctx_id);
     /* The lane is the legacy stream of the block's own context. */
     int lane = route == VS_ROUTE_LANE && vs_ctx_is_current(vs_driver_if_loaded(), c);
-    if (c && vs_arena_glue_free(c, key, lane) != 0)
+    if (c && vs_arena_glue_free(c, key, op->rec.size, lane) != 0)
       VS_ERROR("card %d: arena lost block 0x%llx; accounting kept", op->rec.card, (unsigned long long)key);
     /* No driver call counted: the backend counts the ones it makes. */
     vs_acct_request(op->rec.card, 0);
