@@ -33,6 +33,23 @@ static vs_tblock *desc_new(vs_tlsf *t) {
 }
 static void desc_put(vs_tlsf *t, vs_tblock *b) { b->next = t->spare; t->spare = b; }
 
+/* Every field but the used table's handle, which HASH_ADD fills when the
+ * block goes into the table and nothing reads before. Field by field: a
+ * compound literal zeroes the whole descriptor first (a `rep stos` of its
+ * 136 bytes, ~35 % of take_at's time on a heap allocation). */
+static void desc_fill(vs_tblock *d, uint64_t addr, uint64_t size, vs_tblock *prev, vs_tblock *next,
+                      vs_tregion *region, int state) {
+  d->addr = addr;
+  d->size = size;
+  d->prev = prev;
+  d->next = next;
+  d->fprev = d->fnext = NULL;
+  d->region = region;
+  d->stamp = 0;
+  d->req = 0;
+  d->state = state;
+}
+
 static void list_insert(vs_tlsf *t, vs_tblock *b) {
   int fl, sl;
   mapping(b->size, &fl, &sl);
@@ -103,7 +120,7 @@ void vs_tlsf_fini(vs_tlsf *t) {
 int vs_tlsf_add_region(vs_tlsf *t, vs_tregion *r) {
   vs_tblock *b = desc_new(t);
   if (!b) return -1;
-  *b = (vs_tblock){.addr = r->base, .size = r->size, .region = r, .state = VS_TB_FREE};
+  desc_fill(b, r->base, r->size, NULL, NULL, r, VS_TB_FREE);
   r->first = b;
   r->used = 0;
   r->ord = t->next_ord++;
@@ -172,8 +189,7 @@ vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tbl
 static vs_tblock *take_front(vs_tlsf *t, vs_tblock *b, uint64_t size) {
   vs_tblock *u = desc_new(t);
   if (!u) return NULL;
-  *u = (vs_tblock){.addr = b->addr, .size = size, .prev = b->prev, .next = b, .region = b->region,
-                   .state = VS_TB_LIVE};
+  desc_fill(u, b->addr, size, b->prev, b, b->region, VS_TB_LIVE);
   if (b->prev) b->prev->next = u;
   else b->region->first = u;
   b->prev = u;
@@ -191,8 +207,7 @@ static vs_tblock *take_within(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t 
   if (addr > b->addr) {          /* leading remainder stays FREE */
     vs_tblock *lead = desc_new(t);
     if (!lead) { list_insert(t, b); return NULL; }
-    *lead = (vs_tblock){.addr = b->addr, .size = addr - b->addr, .prev = b->prev, .next = b,
-                        .region = b->region, .state = VS_TB_FREE};
+    desc_fill(lead, b->addr, addr - b->addr, b->prev, b, b->region, VS_TB_FREE);
     if (b->prev) b->prev->next = lead;
     else b->region->first = lead;
     b->prev = lead;
@@ -203,8 +218,7 @@ static vs_tblock *take_within(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t 
   if (b->size > size) {          /* trailing remainder stays FREE */
     vs_tblock *tail = desc_new(t);
     if (!tail) { list_insert(t, b); return NULL; }
-    *tail = (vs_tblock){.addr = addr + size, .size = b->size - size, .prev = b, .next = b->next,
-                        .region = b->region, .state = VS_TB_FREE};
+    desc_fill(tail, addr + size, b->size - size, b, b->next, b->region, VS_TB_FREE);
     if (b->next) b->next->prev = tail;
     b->next = tail;
     b->size = size;
