@@ -1382,6 +1382,13 @@ uint64_t vs_ledger_spilled(const vs_ledger *h) {
 
 void vs_ledger_set_live(vs_ledger *h, uint64_t live) {
   if (!h || fd_of(h) < 0) return;
+  /* Unchanged (a program that asks cuMemGetInfo in a loop refreshes on
+   * every call): no lock to take. Read without the lock as the view reads
+   * the slot; a re-attach meanwhile costs at most one refresh, which the
+   * next change makes. */
+  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
+  int slot = h->slot;
+  if (slot >= 0 && VS_LOAD(&s->slots[slot].live) == live) return;
   /* Display only: skipped while a writer (or a re-attach) holds the handle. */
   if (pthread_mutex_trylock(&h->mu)) return;
   if (!h->exited) VS_STORE(&h->shm->slots[h->slot].live, live);
