@@ -39,7 +39,9 @@ static inline int vs_lock_try(vs_lock *l) {
                                                  memory_order_relaxed);
 }
 
-static inline void vs_lock_take_contended(vs_lock *l) {
+/* Out of line: the call sites (some sixty in the arena) keep only the
+ * fast path's compare-and-swap. */
+__attribute__((noinline, unused)) static void vs_lock_take_contended(vs_lock *l) {
   for (int spins = 0; spins < 100; spins++) {
     if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && vs_lock_try(l)) return;
 #if defined(__x86_64__) || defined(__i386__)
