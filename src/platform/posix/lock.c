@@ -10,4 +10,6 @@ void vs_plat_lock_sleep(_Atomic uint32_t *word, uint32_t value) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
 }
 
-void vs_plat_lock_wake(_Atomic uint32_t *word) { syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+void vs_plat_lock_wake(_Atomic uint32_t *word) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}

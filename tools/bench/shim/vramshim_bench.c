@@ -260,8 +260,9 @@ static int arena_table(const char *self, int runs, int calls, int nthreads, cons
     fprintf(f, "[global]\narena = %s\nledger_dir = %s/ledger\n", modes[m], dir);
     fclose(f);
     setenv("VRAMSHIM_CONFIG", conf, 1);
-    snprintf(cmd, sizeof cmd, "'%s' --arena-child --threads %d --runs %d --calls %d --size %zu --shim '%s' --driver '%s'",
-             self, nthreads, runs, calls, g_only_size, shim_path, driver_path);
+    snprintf(cmd, sizeof cmd,
+             "'%s' --arena-child --threads %d --runs %d --calls %d --size %zu --shim '%s' --driver '%s'", self,
+             nthreads, runs, calls, g_only_size, shim_path, driver_path);
     FILE *p = popen(cmd, "r");
     if (!p) return 2;
     size_t size;
@@ -326,7 +327,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
     else if (!strcmp(argv[i], "--size") && i + 1 < argc) g_only_size = (size_t)strtoull(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T] [--size S]]\n");
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] "
+                      "[--arena [--threads T] [--size S]]\n");
       return 2;
     }
   }
