@@ -78,6 +78,10 @@ typedef struct refusal_note {
   vs_refusal why;
 } refusal_note;
 static __thread refusal_note t_refused __attribute__((tls_model("initial-exec")));
+/* Charges this process made (admitted or forced), on any card: the view
+ * reads the books a second time only when one came between its first
+ * reading and its arenas' walk (see view()). */
+static _Atomic uint64_t g_charges;
 
 /* warn_at crossed: the session has logged the line and recorded the
  * event; the dump is written by observe's thread (this may run under the
@@ -196,6 +200,7 @@ CUresult vs_quota_charge(int card, uint64_t n) {
   }
   t->pending = 0;
   t->live_due = 1;
+  atomic_fetch_add_explicit(&g_charges, 1, memory_order_release);
   /* Refreshed again when the allocation is recorded; this one is what the
    * ledger keeps when the request fails after the growth was admitted (a
    * VMM handle created, then its mapping refused: the handle stays cached). */
@@ -315,7 +320,9 @@ int vs_quota_wait(int card, uint64_t n, uint64_t *deadline_ns) {
 
 void vs_quota_force(int card, uint64_t n) {
   vs_tenant_session *s = card_session(card);
-  if (s) vs_tenant_force(s, card, n);
+  if (!s) return;
+  vs_tenant_force(s, card, n);
+  atomic_fetch_add_explicit(&g_charges, 1, memory_order_release);
 }
 
 void vs_quota_uncharge(int card, uint64_t n) {
@@ -332,7 +339,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
                 uint64_t *total_bytes) {
   vs_tenant_session *s = card_session(card);
   if (!s) return VS_MEM_PASS;
-  uint64_t f = 0, tot = 0;
+  uint64_t f = 0, tot = 0, charges = atomic_load_explicit(&g_charges, memory_order_acquire);
   if (vs_tenant_view(s, card, 0, &f, &tot) != 0) return VS_MEM_PASS;
   /* Nothing reserved for others, no headroom, no limit: the tenant could
    * hold the whole card, and the driver's own total is the formula's. */
@@ -385,8 +392,14 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * arenas' walk, and freed before the walk, would count twice (in the
      * stale room and as cache to give back): the books read again lower
      * the answer by what the room fell meanwhile (one piece never moves
-     * by more than its room does). */
-    if (vs_tenant_view(s, card, 0, &after, NULL) == 0 && after < room) f = f > room - after ? f - (room - after) : 0;
+     * by more than its room does). Only where this process charged since
+     * the first reading: a growth counts (g_charges) before it reaches an
+     * arena, and the walk, under the arenas' locks, comes after anything
+     * it finds there. Other processes' charges meanwhile stay out of this
+     * answer, as those made just after it do. */
+    if (atomic_load_explicit(&g_charges, memory_order_acquire) != charges &&
+        vs_tenant_view(s, card, 0, &after, NULL) == 0 && after < room)
+      f = f > room - after ? f - (room - after) : 0;
     if (f > tot) f = tot;
     /* A pool grows by whole 2 MiB pieces (pool_charge.c): a cuMemAllocAsync
      * of a books' free that is no multiple of them was refused, where the
