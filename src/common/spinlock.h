@@ -15,6 +15,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "lock.h"   /* vs_cpu_pause */
+
 typedef struct vs_spinlock {
   _Atomic int held;
 } vs_spinlock;
@@ -31,9 +33,7 @@ static inline int vs_spin_trylock(vs_spinlock *l) {
 static inline void vs_spin_lock(vs_spinlock *l) {
   for (unsigned tries = 0; !vs_spin_trylock(l); tries++) {
     if (tries >= 64) sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-    else __builtin_ia32_pause();
-#endif
+    else vs_cpu_pause();
   }
 }
 

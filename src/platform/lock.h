@@ -30,6 +30,15 @@ void vs_plat_lock_sleep(_Atomic uint32_t *word, uint32_t value);
 /* Wakes one sleeper of the word, after it was changed. */
 void vs_plat_lock_wake(_Atomic uint32_t *word);
 
+/* A waiter's hint to the CPU between two looks at a lock word (x86's
+ * `pause`; nothing elsewhere). Also the tracker's spin lock's
+ * (src/common/spinlock.h). */
+static inline void vs_cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 static inline void vs_lock_init(vs_lock *l) { atomic_init(&l->word, 0); }
 
 /* 1 when taken. */
@@ -44,9 +53,7 @@ static inline int vs_lock_try(vs_lock *l) {
 __attribute__((noinline, unused)) static void vs_lock_take_contended(vs_lock *l) {
   for (int spins = 0; spins < 100; spins++) {
     if (atomic_load_explicit(&l->word, memory_order_relaxed) == 0 && vs_lock_try(l)) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    vs_cpu_pause();
   }
   /* From here the word says 2 whenever this thread may sleep on it, so the
    * holder's give back sees a sleeper to wake. */
