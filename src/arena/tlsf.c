@@ -277,7 +277,7 @@ vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
     list_relist(t, m, old);
     return m;
   }
-  if (p && p->state == VS_TB_FREE) {   /* absorb b into p */
+  if (pf) {   /* both free: absorb b into p */
     list_remove(t, p);
     p->size += b->size;
     p->next = n;
@@ -285,7 +285,7 @@ vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
     desc_put(t, b);
     b = p;
   }
-  if (n && n->state == VS_TB_FREE) {   /* absorb n into b */
+  if (nf) {   /* absorb n into b */
     list_remove(t, n);
     b->size += n->size;
     b->next = n->next;
