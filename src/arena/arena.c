@@ -249,7 +249,7 @@ uint64_t vs_arena_decay(vs_arena *a) {
   if (!a) return 0;
   /* Nothing beyond release_threshold (live bytes aside): the tick touches
    * nothing, so the arena's placement stays its callers' alone. */
-  vs_lock_take(&a->heap.mu);
+  vs_heap_lock(a);
   uint64_t reserved = vs_heap_reserved(&a->heap);
   vs_lock_give(&a->heap.mu);
   uint64_t live = vs_arena_live(a);

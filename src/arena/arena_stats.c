@@ -71,7 +71,7 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
     }
   }
   vs_heap *h = &a->heap;
-  vs_lock_take(&h->mu);
+  vs_heap_lock(a);
   heap_extents(h, VS_HEAP_NT, st);
   st->reserved_bytes = vs_heap_reserved(h);
   /* Bytes of the heap's live user blocks: their requests plus their rounding
@@ -275,7 +275,7 @@ uint64_t vs_arena_reclaimable(vs_arena *a) {
   if (!a) return 0;
   uint64_t empty[EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
-  vs_lock_take(&a->heap.mu);
+  vs_heap_lock(a);
   uint64_t back = ladder_bytes(&a->heap, empty, nempty);
   vs_lock_give(&a->heap.mu);
   return back;
@@ -290,7 +290,7 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   memset(st.hist_count, 0, sizeof st.hist_count);
   memset(st.hist_bytes, 0, sizeof st.hist_bytes);
   st.largest_free = 0;
-  vs_lock_take(&h->mu);
+  vs_heap_lock(a);
   /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
   heap_extents(h, VS_HEAP_SMALL, &st);
   /* A growth is made in whole granules (VMM) or 512-byte units (a chunk of
@@ -311,7 +311,7 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
 void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
   if (!a || !w) return;
   vs_heap *h = &a->heap;
-  vs_lock_take(&h->mu);
+  vs_heap_lock(a);
   VS_HEAP_REGIONS(h, tr) {
     vs_hregion *r = hr(tr);
     vs_region_info ri = {.base = tr->base, .size = tr->size,
@@ -436,7 +436,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
   uint64_t heap_slabs = 0;
   VS_HEAP_REGIONS(h, tr)
     for (vs_tblock *b = tr->first; b; b = b->next)
-      if (b->state == VS_TB_LIVE && !b->req) heap_slabs++;
+      if (b->state == VS_TB_LIVE && !b->req && b != h->parked) heap_slabs++;
   if (heap_slabs != nslabs_all) FAIL("arena: %llu slab blocks in the heap, %llu slabs", (unsigned long long)heap_slabs,
                                      (unsigned long long)nslabs_all);
   if (live != vs_arena_live(a) + (uint64_t)unfolded)

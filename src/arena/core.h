@@ -150,6 +150,11 @@ typedef struct vs_heap {
   uint32_t pool;                    /* unmapped handles (index + 1) */
   uint64_t pool_bytes, mapped_bytes, chunk_bytes;
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
+  /* A user block freed in stream order, not yet given to its TLSF (heap.c,
+   * park): LIVE with req 0, its bytes neither live nor pending. Only the
+   * next heap request of exactly its size takes it back; every other use of
+   * the heap frees it first (vs_heap_lock, vs_heap_reclaim). NULL: none. */
+  vs_tblock *parked;
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
                                      * handles, no steps, no rent (core.c reads it), moves */
@@ -359,7 +364,11 @@ void vs_heap_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t 
 uint64_t vs_heap_trim_decayed(vs_arena *a);                 /* beyond what decay keeps; no heap lock held */
 uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu */
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
-void vs_heap_reclaim(vs_arena *a);                           /* caller holds mu */
+/* Caller holds mu: the parked block freed, and pending blocks whose work is done. */
+void vs_heap_reclaim(vs_arena *a);
+/* Takes mu and frees the parked block: how every use of the heap but a
+ * request of the parked block's size and a free begins. */
+void vs_heap_lock(vs_arena *a);
 /* Caller holds mu; after the OOM ladder's sync and slab trim. At least the
  * largest request its retry could place with room bytes from the backend
  * and what its trim would release (VMM; UINT64_MAX in chunks mode). */

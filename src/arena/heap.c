@@ -656,7 +656,23 @@ static uint64_t release_slack(vs_arena *a) {
   return thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
 }
 
-void vs_heap_reclaim(vs_arena *a) {
+/* Caller holds mu: the parked block (vs_heap_free) freed as it would have
+ * been at its free: coalesced. Not looked at by release_check: it was
+ * parked only where that check had nothing to do. */
+static void settle_parked(vs_arena *a) {
+  vs_heap *h = &a->heap;
+  vs_tblock *b = h->parked;
+  if (__builtin_expect(!b, 1)) return;
+  h->parked = NULL;
+  vs_tlsf_release(tlsf_of(h, b), b);
+}
+
+void vs_heap_lock(vs_arena *a) {
+  vs_lock_take(&a->heap.mu);
+  settle_parked(a);
+}
+
+static void reclaim_pending(vs_arena *a) {
   vs_heap *h = &a->heap;
   int any = 0;
   while (h->pend_head && vs_arena_ready(a, h->pend_head->stamp)) {
@@ -669,6 +685,11 @@ void vs_heap_reclaim(vs_arena *a) {
     any = 1;
   }
   if (any) release_check(a);
+}
+
+void vs_heap_reclaim(vs_arena *a) {
+  settle_parked(a);
+  reclaim_pending(a);
 }
 
 /* Caller holds mu; memory just became free (reclaimed, or freed in stream
@@ -932,6 +953,54 @@ static int ladder_futile(vs_arena *a, uint64_t want) {
   return room != UINT64_MAX && vs_heap_ladder_piece(h, room) < want;
 }
 
+/* Caller holds mu: block b (size bytes) was just handed out for req bytes
+ * (0: a slab). */
+static void handed_out(vs_arena *a, vs_tblock *b, uint64_t size, uint64_t req) {
+  vs_heap *h = &a->heap;
+  b->req = req;
+  if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
+    uint64_t u = heap_used(h);
+    if (u > h->use_since) h->use_since = u;
+    if (u > h->dk_cur) decay_note(a, u, decay_now(a));
+  }
+  if (req) {
+    h->live_req += req; h->live_count++; h->waste += size - req; h->requests++;
+    vs_arena_heap_live_set(a, h->live_req);
+    if (size > h->req_max) h->req_max = size;
+  } else {
+    h->slabs++;
+  }
+}
+
+/* Caller holds mu. The parked block back to the program when this request
+ * (req bytes, size rounded, no extra alignment) is of exactly its size and
+ * the general path would place it there too: its free would have merged it
+ * with a FREE next neighbour into one hole H starting at its address (its
+ * previous neighbour is not FREE), and the TLSF's find would return H
+ * (vs_tlsf_find_would_take, exact where it says so); chunks mode's keep-out
+ * rule would not set H aside (a whole dedicated chunk, below); no pending
+ * block waits to be reclaimed first; and H's front is mapped (VMM: the block
+ * was live). Then 1, *addr (and *region) set: the merge at its free and the
+ * split now are skipped, placement unchanged. Else 0, the block freed
+ * (settle_parked) and the request left to the general path. */
+static int take_parked(vs_arena *a, vs_tlsf *t, uint64_t size, uint64_t req, uint64_t *addr,
+                       const vs_tregion **region) {
+  vs_heap *h = &a->heap;
+  vs_tblock *b = h->parked, *n = b->next && b->next->state == VS_TB_FREE ? b->next : NULL;
+  uint64_t hsize = b->size + (n ? n->size : 0);
+  if (b->size != size || tlsf_of(h, b) != t || h->pend_head || (b->prev && b->prev->state == VS_TB_FREE) ||
+      (!h->vmm && size <= VS_KEEP_OUT_MAX && hr(b->region)->dedicated && hsize == b->region->size) ||
+      !vs_tlsf_find_would_take(t, size, hsize, n)) {
+    settle_parked(a);
+    return 0;
+  }
+  h->parked = NULL;
+  handed_out(a, b, size, req);
+  *addr = b->addr;
+  if (region) *region = b->region;
+  return 1;
+}
+
 /* k: the TLSF (VS_HEAP_SMALL: small blocks without slabs, VMM only). */
 static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t align, int held_only,
                       uint64_t *addr, const vs_tregion **region) {
@@ -940,6 +1009,10 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   vs_tlsf *t = &h->t[k];
   vs_lock_take(&h->mu);
+  if (h->parked && req && !extra && take_parked(a, t, size, req, addr, region)) {
+    vs_lock_give(&h->mu);
+    return 0;
+  }
   /* What the heap held before this request: a refusal gives back whatever
    * it grew by while trying (below, after `refused`). */
   const uint64_t held_before = vs_heap_reserved(h);
@@ -1121,19 +1194,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     }
     b = vs_tlsf_take_at(t, b, p, size);
     if (!b) { rc = VS_BACKEND_ERROR; break; }
-    b->req = req;
-    if (a->decay_ns) {   /* a new high of this epoch: the clock says which epoch */
-      uint64_t u = heap_used(h);
-      if (u > h->use_since) h->use_since = u;
-      if (u > h->dk_cur) decay_note(a, u, decay_now(a));
-    }
-    if (req) {
-      h->live_req += req; h->live_count++; h->waste += size - req; h->requests++;
-      vs_arena_heap_live_set(a, h->live_req);
-      if (size > h->req_max) h->req_max = size;
-    } else {
-      h->slabs++;
-    }
+    handed_out(a, b, size, req);
     *addr = p;
     if (region) *region = b->region;
     break;
@@ -1202,7 +1263,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
   vs_heap *h = &a->heap;
   vs_lock_take(&h->mu);
   vs_tblock *b = vs_heap_used(h, addr);
-  if (!b || b->state != VS_TB_LIVE || (how != VS_FREE_INTERNAL && !b->req)) {
+  if (!b || b->state != VS_TB_LIVE || (how != VS_FREE_INTERNAL && !b->req) || b == h->parked) {
     vs_lock_give(&h->mu);
     return -1;
   }
@@ -1213,7 +1274,15 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     h->waste -= b->size - b->req;
     vs_arena_heap_live_set(a, h->live_req);
   }
-  if (how != VS_FREE_PEND) {
+  settle_parked(a);   /* one parked block at most: the older one goes first */
+  if (how == VS_FREE_ORDERED && vs_heap_cached(h) + b->size <= a->cfg.release_threshold + release_slack(a)) {
+    /* Freed in stream order, with the cache (this block's bytes counted)
+     * where release_check gives nothing back: parked, FREE when the heap
+     * is next used for anything but a request of its size. Beyond that,
+     * as any other free: the check may release memory now. */
+    b->req = 0;
+    h->parked = b;
+  } else if (how != VS_FREE_PEND) {
     int user = b->req != 0;
     if (!user) h->slabs--;
     vs_tlsf_release(tlsf_of(h, b), b);
@@ -1243,7 +1312,7 @@ uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
 void vs_heap_mappings(vs_arena *a, void (*fn)(void *user, uint64_t va, uint64_t size), void *user) {
   vs_heap *h = &a->heap;
   if (!h->vmm) return;
-  vs_lock_take(&h->mu);
+  vs_heap_lock(a);
   for (uint32_t i = 0; i < h->nh; i++)
     if (h->h[i].used && h->h[i].mapped) fn(user, h->h[i].va, h->h[i].size);
   vs_lock_give(&h->mu);
@@ -1327,6 +1396,8 @@ int vs_heap_check(vs_arena *a, char *err, size_t len) {
     if (!b->fnext && b != h->pend_tail) FAIL("heap: pending tail wrong");
   }
   if (fifo != pend || nf != npend) FAIL("heap: pending list and blocks disagree");
+  if (h->parked && (h->parked->state != VS_TB_LIVE || h->parked->req || vs_heap_used(h, h->parked->addr) != h->parked))
+    FAIL("heap: the parked block is not a used block without a request");
   if (pend != atomic_load(&a->pend_total)) FAIL("arena: pending total disagrees");
   return 0;
 }

@@ -15,6 +15,7 @@ static inline unsigned addr_hash(const void *key) {
 #include "tlsf.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,46 @@ static vs_tblock *scan_list(const vs_tlsf *t, vs_tblock *b, uint64_t size, int (
 }
 
 vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size) { return vs_tlsf_find_if(t, size, NULL); }
+
+/* A class's rank in the order vs_tlsf_find_if examines the classes. */
+static int class_rank(uint64_t size) {
+  int fl, sl;
+  mapping(size, &fl, &sl);
+  return fl * (int)VS_TLSF_SL + sl;
+}
+
+/* The rank of the first non-empty class after rank c, or INT_MAX. */
+static int next_rank(const vs_tlsf *t, int c) {
+  int fl = c / (int)VS_TLSF_SL, sl = c % (int)VS_TLSF_SL;
+  uint32_t slmap = sl + 1 < (int)VS_TLSF_SL ? t->sl_bitmap[fl] & (~0u << (sl + 1)) : 0;
+  if (slmap) return fl * (int)VS_TLSF_SL + __builtin_ctz(slmap);
+  uint64_t flmap = fl + 1 < VS_TLSF_FL ? t->fl_bitmap & (~0ull << (fl + 1)) : 0;
+  if (!flmap) return INT_MAX;
+  int f = __builtin_ctzll(flmap);
+  return f * (int)VS_TLSF_SL + __builtin_ctz(t->sl_bitmap[f]);
+}
+
+/* The case analysis, with S the FREE blocks now and S' = S without `gone`
+ * and with a block of hsize bytes (H) at the head of its class's list:
+ * find(S') examines the classes in rank order and answers from the first
+ * one whose scanned entries hold a fit; H always fits. `gone` alone in its
+ * list leaves every other list's scan window as it was. Then with
+ * b = find(S): no b, or b in a class above H's: no class up to H's holds
+ * a scanned fit in S' but H, which is alone among fits at its list's head.
+ * b == gone: the classes before gone's held no fit; gone's class empties;
+ * if no class from there up to H's holds blocks, H is alone in S' up to
+ * its own. Anything else: b (or a block ranked against H) may win. */
+int vs_tlsf_find_would_take(vs_tlsf *t, uint64_t size, uint64_t hsize, const vs_tblock *gone) {
+  if (gone && (gone->fprev || gone->fnext)) return 0;
+  int ch = class_rank(hsize);
+  vs_tblock *b = vs_tlsf_find(t, size);
+  if (!b) return 1;
+  if (b == gone) {
+    int cg = class_rank(gone->size);
+    return cg == ch || next_rank(t, cg) > ch;
+  }
+  return class_rank(b->size) > ch;
+}
 
 /* Its own class first (blocks of the same size are the common reuse), then
  * each non-empty class above it in turn: without `accept` the first of

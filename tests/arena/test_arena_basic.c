@@ -799,6 +799,63 @@ static void arena_tlsf_table_kept_when_empty(void **state) {
   vs_tlsf_fini(&t);
 }
 
+/* In stream order a freed heap block is parked (heap.c): the next request
+ * of its size gets it back without the TLSF's merge and split, and any
+ * other use of the heap frees it first. While parked it is no live block
+ * (a second free and a lookup refuse it), the invariants hold, and the
+ * stats count its bytes as free; a free of another block or a request of
+ * another size coalesces it, as its own free did before. */
+static void parked_block(vs_arena_mode mode) {
+  fixture f;
+  fx_open(&f, mode, UINT64_MAX, GiB);
+  vs_arena_set_stream_ordered(f.a, 1);
+  uint64_t x, y, again, big, start, len;
+  vs_space_counters c0, c1;
+  vs_arena_stats st;
+  assert_int_equal(vs_arena_alloc(f.a, 3 * MiB, &x), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 3 * MiB, &y), 0);
+  assert_int_equal(y, x + 3 * MiB);
+  for (int i = 0; i < 3; i++) {
+    vs_space_backend_counters(f.sb, &c0);
+    assert_int_equal(vs_arena_free(f.a, x), 0);
+    assert_non_null(f.a->heap.parked);
+    CHECK(f.a);
+    assert_int_equal(vs_arena_free(f.a, x), -1);
+    assert_int_equal(vs_arena_lookup(f.a, x, &start, &len), -1);
+    assert_int_equal(vs_arena_lookup(f.a, x + 100, &start, &len), -1);
+    assert_int_equal(vs_arena_alloc(f.a, 3 * MiB - 1000, &again), 0);   /* the same 512-byte rounding */
+    assert_int_equal(again, x);
+    assert_null(f.a->heap.parked);
+    assert_int_equal(vs_arena_lookup(f.a, x + 100, &start, &len), 0);
+    assert_int_equal(len, 3 * MiB - 1000);
+    assert_int_equal(vs_arena_free(f.a, x), 0);
+    assert_int_equal(vs_arena_alloc(f.a, 3 * MiB, &again), 0);
+    assert_int_equal(again, x);
+    vs_space_backend_counters(f.sb, &c1);
+    assert_int_equal(c1.chunk_alloc + c1.map + c1.phys_create, c0.chunk_alloc + c0.map + c0.phys_create);
+    CHECK(f.a);
+  }
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  vs_arena_get_stats(f.a, &st);   /* frees the parked block first */
+  assert_null(f.a->heap.parked);
+  assert_int_equal(st.live_bytes, 3 * MiB);
+  assert_int_equal(st.free_bytes, st.reserved_bytes - 3 * MiB);
+  assert_true(st.largest_free >= 3 * MiB);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_alloc(f.a, 3 * MiB, &again), 0);   /* freed, not parked: the TLSF's choice, x still */
+  assert_int_equal(again, x);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  assert_int_equal(vs_arena_free(f.a, y), 0);   /* x coalesced, y parked */
+  CHECK(f.a);
+  assert_int_equal(vs_arena_alloc(f.a, 6 * MiB, &big), 0);   /* y coalesced: one hole from x */
+  assert_int_equal(big, x);
+  CHECK(f.a);
+  assert_int_equal(vs_arena_free(f.a, big), 0);
+  fx_close(&f);
+}
+static void arena_parked_block_vmm(void **s) { (void)s; parked_block(VS_ARENA_VMM); }
+static void arena_parked_block_chunks(void **s) { (void)s; parked_block(VS_ARENA_CHUNKS); }
+
 /* vs_arena_one_piece: the largest single request the arena serves with the
  * backend's room. Whatever it says is granted in one allocation (at once,
  * with a block pinning its chunk or handle, and after random traffic); a
@@ -865,6 +922,7 @@ int main(void) {
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
       cmocka_unit_test(arena_one_piece_vmm), cmocka_unit_test(arena_one_piece_chunks),
+      cmocka_unit_test(arena_parked_block_vmm), cmocka_unit_test(arena_parked_block_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

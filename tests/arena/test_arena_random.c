@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arena_test_util.h"
+#include "core.h"
 
 typedef struct { uint64_t addr, size; } blk;
 
@@ -100,6 +101,75 @@ static void churn_ordered(vs_arena_mode mode, uint64_t capacity, int steps, uint
 
 static void churn(vs_arena_mode mode, uint64_t capacity, int steps, uint64_t seed) {
   churn_ordered(mode, capacity, steps, seed, 0);
+}
+
+/* The parked block (heap.c) changes no placement: two arenas run the same
+ * stream-ordered program, one of them asked for its stats after every free
+ * (which frees a parked block at once, so each request takes the general
+ * path), and every address they hand out and every backend count agree.
+ * Few sizes and a free often followed by a request of its size, as in a
+ * training step or a server's loop; on an unlimited and a limited backend
+ * (the OOM ladder). The fast path must have served some of the requests. */
+static void parking_keeps_placement(vs_arena_mode mode, uint64_t capacity, uint64_t seed) {
+  static const uint64_t sizes[] = {600 << 10, 3 * MiB, 3 * MiB + 4096, 9 * MiB, 24 * MiB, 64 * MiB, 96 * MiB};
+  enum { NS = sizeof sizes / sizeof sizes[0], MAXLIVE = 64, STEPS = 6000 };
+  fixture fa, fb;
+  fx_open(&fa, mode, capacity, 256 * MiB);
+  fx_open(&fb, mode, capacity, 256 * MiB);
+  vs_arena_set_stream_ordered(fa.a, 1);
+  vs_arena_set_stream_ordered(fb.a, 1);
+  blk live[MAXLIVE];
+  int n = 0, taken = 0;
+  uint64_t last_freed = 0;
+  vs_arena_stats st;
+  for (int step = 0; step < STEPS; step++) {
+    uint64_t r = rng_next(&seed);
+    if (n && (n == MAXLIVE || r % 100 < 48)) {
+      int k = (int)((r >> 16) % (uint64_t)n);
+      assert_int_equal(vs_arena_free(fa.a, live[k].addr), 0);
+      assert_int_equal(vs_arena_free(fb.a, live[k].addr), 0);
+      vs_arena_get_stats(fb.a, &st);
+      last_freed = live[k].size;
+      live[k] = live[--n];
+    } else {
+      uint64_t size = last_freed && r % 3 ? last_freed : sizes[(r >> 8) % NS], x, y;
+      const vs_tblock *parked = fa.a->heap.parked;
+      uint64_t at = parked ? parked->addr : 0;
+      int rx = vs_arena_alloc(fa.a, size, &x), ry = vs_arena_alloc(fb.a, size, &y);
+      assert_int_equal(rx, ry);
+      last_freed = 0;
+      if (rx) continue;
+      if (x != y) fail_msg("step %d: %llu B at 0x%llx, the general path placed it at 0x%llx", step,
+                           (unsigned long long)size, (unsigned long long)x, (unsigned long long)y);
+      if (parked && x == at && !fa.a->heap.parked) taken++;
+      live[n++] = (blk){x, size};
+    }
+    vs_space_counters ca, cb;
+    vs_space_backend_counters(fa.sb, &ca);
+    vs_space_backend_counters(fb.sb, &cb);
+    if (memcmp(&ca, &cb, sizeof ca)) fail_msg("step %d: the backends' counts differ", step);
+    if (step % 100 == 0) { CHECK(fa.a); CHECK(fb.a); }
+  }
+  print_message("  %d of the requests took the parked block\n", taken);
+  assert_true(taken > 20);
+  while (n) {
+    n--;
+    assert_int_equal(vs_arena_free(fa.a, live[n].addr), 0);
+    assert_int_equal(vs_arena_free(fb.a, live[n].addr), 0);
+  }
+  CHECK(fa.a);
+  fx_close(&fa);
+  fx_close(&fb);
+}
+static void arena_parking_keeps_placement_vmm(void **s) {
+  (void)s;
+  parking_keeps_placement(VS_ARENA_VMM, UINT64_MAX, 11);
+  parking_keeps_placement(VS_ARENA_VMM, 1 * GiB, 12);
+}
+static void arena_parking_keeps_placement_chunks(void **s) {
+  (void)s;
+  parking_keeps_placement(VS_ARENA_CHUNKS, UINT64_MAX, 13);
+  parking_keeps_placement(VS_ARENA_CHUNKS, 1 * GiB, 14);
 }
 
 static void arena_random_vmm(void **s) { (void)s; churn(VS_ARENA_VMM, UINT64_MAX, 10000, 1); }
@@ -232,6 +302,8 @@ int main(void) {
       cmocka_unit_test(arena_random_vmm_limited_ordered),
       cmocka_unit_test(arena_random_chunks_limited_ordered),
       cmocka_unit_test(arena_chunks_independent_of_driver_addresses),
+      cmocka_unit_test(arena_parking_keeps_placement_vmm),
+      cmocka_unit_test(arena_parking_keeps_placement_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
