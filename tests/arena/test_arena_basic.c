@@ -856,6 +856,60 @@ static void parked_block(vs_arena_mode mode) {
 static void arena_parked_block_vmm(void **s) { (void)s; parked_block(VS_ARENA_VMM); }
 static void arena_parked_block_chunks(void **s) { (void)s; parked_block(VS_ARENA_CHUNKS); }
 
+/* vs_tlsf_find_would_take against the TLSF itself: on random states (three
+ * regions, sizes from 512 B to 24 MiB, so lists both short and longer than
+ * the 32-entry scan), for a live block X whose previous neighbour is not
+ * FREE, whenever it answers 1 the block's release followed by a find of its
+ * size must return the hole starting at X's address. */
+static void arena_tlsf_find_would_take_exact(void **state) {
+  (void)state;
+  vs_tlsf t;
+  vs_tlsf_init(&t);
+  vs_tregion r[3] = {{.base = 1ull << 40, .size = 256 * MiB}, {.base = 2ull << 40, .size = 64 * MiB},
+                     {.base = 3ull << 40, .size = 512 * MiB}};
+  for (int i = 0; i < 3; i++) assert_int_equal(vs_tlsf_add_region(&t, &r[i]), 0);
+  enum { MAXLIVE = 600 };
+  vs_tblock *live[MAXLIVE];
+  int n = 0, yes = 0, asked = 0;
+  uint64_t seed = 99;
+  char err[200];
+  for (int step = 0; step < 40000; step++) {
+    uint64_t x = rng_next(&seed);
+    if (n && (n == MAXLIVE || x % 100 < 47)) {
+      int k = (int)((x >> 16) % (uint64_t)n);
+      vs_tblock *b = live[k];
+      live[k] = live[--n];
+      uint64_t addr = b->addr, size = b->size;
+      vs_tblock *nx = b->next && b->next->state == VS_TB_FREE ? b->next : NULL;
+      int ask = !(b->prev && b->prev->state == VS_TB_FREE);
+      int w = ask ? vs_tlsf_find_would_take(&t, size, size + (nx ? nx->size : 0), nx) : 0;
+      asked += ask;
+      vs_tlsf_release(&t, b);
+      if (w) {
+        yes++;
+        vs_tblock *f = vs_tlsf_find(&t, size);
+        if (!f || f->addr != addr)
+          fail_msg("step %d: said the find would take 0x%llx, it took 0x%llx", step, (unsigned long long)addr,
+                   (unsigned long long)(f ? f->addr : 0));
+      }
+    } else {
+      uint64_t size = 512 * (1 + (x >> 8) % ((x >> 40) % 4 == 0 ? 48 * 1024 : (x >> 40) % 4 == 1 ? 2048 : 16));
+      vs_tblock *b = vs_tlsf_find(&t, size);
+      if (!b) continue;
+      b = vs_tlsf_take_at(&t, b, b->addr, size);
+      assert_non_null(b);
+      b->req = size;
+      live[n++] = b;
+    }
+    if (step % 1000 == 0 && vs_tlsf_check(&t, err, sizeof err)) fail_msg("%s", err);
+  }
+  print_message("  %d of %d releases asked: the find would take the block's hole\n", yes, asked);
+  assert_true(yes > asked / 10);
+  while (n) vs_tlsf_release(&t, live[--n]);
+  for (int i = 0; i < 3; i++) vs_tlsf_remove_region(&t, &r[i]);
+  vs_tlsf_fini(&t);
+}
+
 /* vs_arena_one_piece: the largest single request the arena serves with the
  * backend's room. Whatever it says is granted in one allocation (at once,
  * with a block pinning its chunk or handle, and after random traffic); a
@@ -923,6 +977,7 @@ int main(void) {
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
       cmocka_unit_test(arena_one_piece_vmm), cmocka_unit_test(arena_one_piece_chunks),
       cmocka_unit_test(arena_parked_block_vmm), cmocka_unit_test(arena_parked_block_chunks),
+      cmocka_unit_test(arena_tlsf_find_would_take_exact),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
