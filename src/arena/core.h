@@ -151,9 +151,11 @@ typedef struct vs_heap {
   uint64_t pool_bytes, mapped_bytes, chunk_bytes;
   vs_tblock *pend_head, *pend_tail; /* FIFO through fnext; their bytes: the arena's pend_total */
   /* A user block freed in stream order, not yet given to its TLSF (heap.c,
-   * park): LIVE with req 0, its bytes neither live nor pending. Only the
-   * next heap request of exactly its size takes it back; every other use of
-   * the heap frees it first (vs_heap_lock, vs_heap_reclaim). NULL: none. */
+   * take_parked): LIVE with req 0, its bytes neither live nor pending. A
+   * heap request of exactly its size may take it back; whatever else
+   * places, frees, trims or reports the heap's blocks frees it first
+   * (vs_heap_lock, vs_heap_reclaim, vs_heap_free). Lookups take it for the
+   * freed memory it is; vs_arena_check sees it as it is. NULL: none. */
   vs_tblock *parked;
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
@@ -366,8 +368,9 @@ uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu *
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
 /* Caller holds mu: the parked block freed, and pending blocks whose work is done. */
 void vs_heap_reclaim(vs_arena *a);
-/* Takes mu and frees the parked block: how every use of the heap but a
- * request of the parked block's size and a free begins. */
+/* Takes mu and frees the parked block: how the stats, the walk, the decay
+ * tick and the VMM mapping list begin (the allocation, free and trim paths
+ * free it themselves). */
 void vs_heap_lock(vs_arena *a);
 /* Caller holds mu; after the OOM ladder's sync and slab trim. At least the
  * largest request its retry could place with room bytes from the backend

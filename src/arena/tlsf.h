@@ -107,10 +107,10 @@ vs_tblock *vs_tlsf_find(vs_tlsf *t, uint64_t size);
  * upward, the first class holding one (the same ranking within it). Costs
  * a walk over the non-empty classes that hold none. */
 vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tblock *));
-/* 1 when, were FREE block `gone` (NULL: none; else FREE) merged with a
- * block into one FREE block of hsize >= size bytes, vs_tlsf_find(t, size)
- * would return that block; 0 when it might not. Exact where it answers 1;
- * costs one find. */
+/* 1 when, were a block outside the lists released and merged with FREE
+ * block `gone` (NULL: alone) into one FREE block of hsize >= size bytes,
+ * vs_tlsf_find(t, size) would return that block; 0 when it might not.
+ * Exact where it answers 1; costs one find. */
 int vs_tlsf_find_would_take(vs_tlsf *t, uint64_t size, uint64_t hsize, const vs_tblock *gone);
 /* Carves [addr, addr+size) out of the FREE block b that contains it. */
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size);
