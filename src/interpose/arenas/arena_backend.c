@@ -35,6 +35,7 @@ static __thread CUresult t_last_error __attribute__((tls_model("initial-exec")))
 typedef struct region {
   uint64_t base, size;
   const void *owner;   /* the backend_card: a chunk of an ended context may be the driver's again */
+  int chunk;           /* a cuMemAlloc chunk (charged), not an address range */
   UT_hash_handle hh;
 } region;
 static region *g_regions;
@@ -100,12 +101,13 @@ static void fast_publish(void) {
 /* A base is in the table at most once: the driver can hand an ended
  * context's chunk address to another arena before the ended one has let go
  * of it (the newer owner wins; the older one's delete leaves it alone). */
-static void region_add(uint64_t base, uint64_t size, const void *owner) {
+static void region_add(uint64_t base, uint64_t size, const void *owner, int chunk) {
   region *r = malloc(sizeof *r), *old = NULL;
   if (!r) return;   /* only the double-free guard loses this range */
   r->base = base;
   r->size = size;
   r->owner = owner;
+  r->chunk = chunk;
   pthread_mutex_lock(&g_region_lock);
   HASH_FIND(hh, g_regions, &base, sizeof base, old);
   if (old) HASH_DEL(g_regions, old);
@@ -206,7 +208,7 @@ static int chunk_alloc(void *ctx, uint64_t size, uint64_t *addr) {
     return verdict(r);
   }
   vs_acct_reserved_add(c->card, size);
-  region_add((uint64_t)p, size, c);
+  region_add((uint64_t)p, size, c, 1);
   *addr = (uint64_t)p;
   return VS_BACKEND_OK;
 }
@@ -226,11 +228,12 @@ static int chunk_free(void *ctx, uint64_t addr, uint64_t size) {
   GUARDED(r, real->cuMemFree_v2((CUdeviceptr)addr));
   vs_acct_call(c->card, VRAMSHIM_CALL_MEM_FREE);
   if (r != CUDA_SUCCESS) {
-    /* Still the driver's to hold: keep it guarded and charged. */
+    /* Perhaps still the driver's to hold: kept guarded and charged until
+     * the context ends (vs_backend_free). */
     char b[32];
-    VS_WARN("card %d: the driver refused to free an arena chunk of %s at 0x%llx (error %d)", c->card,
-            vs_fmt_bytes(size, b, sizeof b), (unsigned long long)addr, (int)r);
-    region_add(addr, size, c);
+    VS_WARN("card %d: the driver refused to free an arena chunk of %s at 0x%llx (error %d); it stays charged "
+            "until its context ends", c->card, vs_fmt_bytes(size, b, sizeof b), (unsigned long long)addr, (int)r);
+    region_add(addr, size, c, 1);
     return verdict(r);
   }
   vs_acct_reserved_sub(c->card, size);
@@ -249,7 +252,7 @@ static int va_reserve(void *ctx, uint64_t size, uint64_t *va) {
     atomic_store(&c->va_failed, 1);
     return verdict(r);
   }
-  region_add((uint64_t)p, size, c);
+  region_add((uint64_t)p, size, c, 0);
   *va = (uint64_t)p;
   return VS_BACKEND_OK;
 }
@@ -261,7 +264,7 @@ static int va_free(void *ctx, uint64_t va, uint64_t size) {
   CUresult r;
   GUARDED(r, real->cuMemAddressFree((CUdeviceptr)va, (size_t)size));
   vs_acct_call(c->card, VRAMSHIM_CALL_ADDRESS_FREE);
-  if (r != CUDA_SUCCESS) region_add(va, size, c);
+  if (r != CUDA_SUCCESS) region_add(va, size, c, 0);
   return verdict(r);
 }
 
@@ -511,7 +514,39 @@ int vs_backend_va_failed(void *backend) { return atomic_load(&((backend_card *)b
 
 void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->ended, 1); }
 
-void vs_backend_free(void *backend) { free(backend); }
+/* Once the context has ended: what its arenas gave up while the driver
+ * refused to free it is gone too. A chunk whose free was refused stays
+ * charged and guarded (chunk_free: the driver may still hold it), but its
+ * arena forgets it; when the context ends, the driver has freed every
+ * chunk of it, so the books let those go here. Seen when a primary
+ * context's last release ended it in the driver and the background
+ * thread's trim freed one of its chunks before the shim saw the end
+ * (hooks_ctx.c learns that a release ended the context only after it):
+ * the chunk stayed charged for the rest of the process. */
+void vs_backend_free(void *backend) {
+  backend_card *c = backend;
+  if (c && atomic_load(&c->ended)) {
+    uint64_t bytes = 0;
+    region *r, *tmp;
+    pthread_mutex_lock(&g_region_lock);
+    HASH_ITER(hh, g_regions, r, tmp) {
+      if (r->owner != c) continue;
+      if (r->chunk) bytes += r->size;
+      HASH_DEL(g_regions, r);
+      free(r);
+    }
+    fast_publish();
+    pthread_mutex_unlock(&g_region_lock);
+    if (bytes) {
+      char b[32];
+      VS_INFO("card %d: %s of arena chunks the driver had refused to free went with their context", c->card,
+              vs_fmt_bytes(bytes, b, sizeof b));
+      vs_acct_reserved_sub(c->card, bytes);
+      vs_quota_uncharge(c->card, bytes);
+    }
+  }
+  free(backend);
+}
 
 /* Debug only: VRAMSHIM_DEBUG_UNSAFE_REUSE=1 makes sync return at once,
  * so freed blocks are reused while device work may still touch them. The
