@@ -518,11 +518,10 @@ void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->
  * refused to free it is gone too. A chunk whose free was refused stays
  * charged and guarded (chunk_free: the driver may still hold it), but its
  * arena forgets it; when the context ends, the driver has freed every
- * chunk of it, so the books let those go here. Seen when a primary
- * context's last release ended it in the driver and the background
- * thread's trim freed one of its chunks before the shim saw the end
- * (hooks_ctx.c learns that a release ended the context only after it):
- * the chunk stayed charged for the rest of the process. */
+ * chunk of it, so the books let those go here. Before, such a chunk stayed
+ * charged for the rest of the process (seen once in a storm test; a
+ * primary context's last release ends it in the driver before the hook
+ * learns so, and a trim in between meets a chunk already freed). */
 void vs_backend_free(void *backend) {
   backend_card *c = backend;
   if (c && atomic_load(&c->ended)) {
