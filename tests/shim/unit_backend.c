@@ -23,14 +23,7 @@
 #include "driver_table.h"
 #include "interpose.h"
 #include "quota.h"
-
-/* quota.c's exit check pulls in the platform's interposition (its dlsym
- * override and load-time constructor), which call back into the shim's
- * entry layer, not linked here: nothing to hook, nothing to start. */
-void *vs_shim_lookup(const char *name) { (void)name; return NULL; }
-void *vs_shim_hook_for(const char *name) { (void)name; return NULL; }
-void vs_shim_start(void) {}
-void vs_shim_exit(void) {}
+#include "unit_over_sim.h"
 
 #define MiB (1ull << 20)
 
@@ -86,19 +79,8 @@ static char g_dir[] = "/tmp/vs-unit-backend-XXXXXX";
 
 static int setup(void **s) {
   (void)s;
-  if (!mkdtemp(g_dir)) return -1;
-  char conf[96], path[128];
-  snprintf(conf, sizeof conf, "%s/vramshim.conf", g_dir);
-  FILE *f = fopen(conf, "w");
-  if (!f) return -1;
-  fprintf(f, "[global]\nledger_dir = %s/ledger\narena = chunks\n\n[tenant default]\nlimit = 1GiB\n", g_dir);
-  fclose(f);
-  setenv("VRAMSHIM_CONFIG", conf, 1);
-  snprintf(path, sizeof path, "%s/sim.state", g_dir);
-  setenv("VRAMSIM_STATE", path, 1);
-  setenv("VRAMSIM_CARDS", "8GiB", 1);
+  if (unit_over_sim_setup(g_dir, "chunks", "1GiB")) return -1;
   const vs_real_table *real = vs_driver();
-  if (!real || real->cuInit(0) != CUDA_SUCCESS) return -1;
   if (real->cuDevicePrimaryCtxRetain(&g_ctx, 0) != CUDA_SUCCESS || real->cuCtxPushCurrent_v2(g_ctx) != CUDA_SUCCESS)
     return -1;
   return vs_quota_open(0);
@@ -107,13 +89,10 @@ static int setup(void **s) {
 static int teardown(void **s) {
   (void)s;
   vs_driver()->cuDevicePrimaryCtxRelease_v2(0);
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return unit_over_sim_teardown(g_dir);
 }
 
 int main(void) {
-  setenv("VRAMSHIM_DRIVER", VS_SIM_LIBCUDA, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(refused_chunk_goes_with_its_context),
       cmocka_unit_test(live_context_keeps_its_books),

@@ -22,14 +22,7 @@
 #include "interpose.h"
 #include "quota.h"
 #include "served.h"
-
-/* quota.c's exit check pulls in the platform's interposition (its dlsym
- * override and load-time constructor), which call back into the shim's
- * entry layer, not linked here: nothing to hook, nothing to start. */
-void *vs_shim_lookup(const char *name) { (void)name; return NULL; }
-void *vs_shim_hook_for(const char *name) { (void)name; return NULL; }
-void vs_shim_start(void) {}
-void vs_shim_exit(void) {}
+#include "unit_over_sim.h"
 
 #define MiB (1ull << 20)
 #define LIMIT (1024 * MiB)
@@ -82,19 +75,7 @@ static char g_dir[] = "/tmp/vs-unit-view-XXXXXX";
 
 static int setup(void **s) {
   (void)s;
-  if (!mkdtemp(g_dir)) return -1;
-  char conf[96], path[128];
-  snprintf(conf, sizeof conf, "%s/vramshim.conf", g_dir);
-  FILE *f = fopen(conf, "w");
-  if (!f) return -1;
-  fprintf(f, "[global]\nledger_dir = %s/ledger\narena = off\n\n[tenant default]\nlimit = 1GiB\n", g_dir);
-  fclose(f);
-  setenv("VRAMSHIM_CONFIG", conf, 1);
-  snprintf(path, sizeof path, "%s/sim.state", g_dir);
-  setenv("VRAMSIM_STATE", path, 1);
-  setenv("VRAMSIM_CARDS", "8GiB", 1);
-  const vs_real_table *real = vs_driver();
-  if (!real || real->cuInit(0) != CUDA_SUCCESS) return -1;
+  if (unit_over_sim_setup(g_dir, "off", "1GiB")) return -1;
   static const vs_quota_cache walk = {walk_one_piece, walk_trim, walk_reclaimable};
   vs_quota_set_cache(&walk);
   return vs_quota_charge(0, LIVE) == CUDA_SUCCESS ? 0 : -1;
@@ -103,13 +84,10 @@ static int setup(void **s) {
 static int teardown(void **s) {
   (void)s;
   vs_quota_uncharge(0, LIVE);
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return unit_over_sim_teardown(g_dir);
 }
 
 int main(void) {
-  setenv("VRAMSHIM_DRIVER", VS_SIM_LIBCUDA, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(view_quiet),
       cmocka_unit_test(view_growth_during_walk),
