@@ -656,6 +656,13 @@ static uint64_t release_slack(vs_arena *a) {
   return thr / 8 > (64ull << 20) ? thr / 8 : (64ull << 20);
 }
 
+/* release_check's first test: with `cached` bytes cached it may give
+ * memory back (else it returns at once; vs_heap_free parks a block only
+ * there). */
+static int beyond_threshold(vs_arena *a, uint64_t cached) {
+  return cached > a->cfg.release_threshold + release_slack(a);
+}
+
 /* Caller holds mu: the parked block (vs_heap_free) freed as it would have
  * been at its free: coalesced. Not looked at by release_check: it was
  * parked only where that check had nothing to do. */
@@ -699,9 +706,9 @@ void vs_heap_reclaim(vs_arena *a) {
  * grew by the slack or an epoch passed. */
 static void release_check(vs_arena *a) {
   vs_heap *h = &a->heap;
-  uint64_t thr = a->cfg.release_threshold, slack = release_slack(a);
+  uint64_t slack = release_slack(a);
   uint64_t cached = vs_heap_cached(h);
-  if (cached <= thr + slack) return;
+  if (!beyond_threshold(a, cached)) return;
   uint64_t now = a->decay_ns ? decay_now(a) : 0;
   if (cached <= h->trim_floor + slack && now < h->dk_next) return;
   if (now + 1 < h->dk_next) h->dk_next = now;   /* a clock set back (a new trace clock) */
@@ -1275,7 +1282,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     vs_arena_heap_live_set(a, h->live_req);
   }
   settle_parked(a);   /* one parked block at most: the older one goes first */
-  if (how == VS_FREE_ORDERED && vs_heap_cached(h) + b->size <= a->cfg.release_threshold + release_slack(a)) {
+  if (how == VS_FREE_ORDERED && !beyond_threshold(a, vs_heap_cached(h) + b->size)) {
     /* Freed in stream order, with the cache (this block's bytes counted)
      * where release_check gives nothing back: parked, FREE when the heap
      * is next used for anything but a request of its size. Beyond that,
