@@ -1,7 +1,8 @@
 /* Unit tests of the context registry's references (contexts.c), linked
  * with the static interposer library (no driver involved): an end waits
  * for every hold, the fast path's per-thread holds included, and a thread
- * never holds a context whose end has returned. Labelled concurrent (TSan).
+ * never holds a context whose end has returned; a quiet context keeps the
+ * arenas' walks out, once the one inside has left. Labelled concurrent (TSan).
  *
  *   unit_contexts [deny-membarrier]
  *
@@ -189,6 +190,70 @@ static void exited_threads_hold_nothing(void **state) {
   vs_ctx_free(ended);
 }
 
+/* ---- a quiet context: walks stay out, and quiet waits for one inside ---- */
+static _Atomic int g_walk_in, g_walk_out, g_quiet_back;
+static vs_ctx *g_walked;
+
+static void *walker(void *arg) {
+  (void)arg;
+  vs_ctx *c = vs_ctx_acquire_id(g_walked->id);
+  assert_non_null(c);
+  assert_int_equal(vs_ctx_walk_enter(c), 1);
+  atomic_store(&g_walk_in, 1);
+  nap_ms(200);   /* a trim's driver call */
+  atomic_store(&g_walk_out, 1);
+  vs_ctx_walk_leave(c);
+  vs_ctx_put(c);
+  return NULL;
+}
+
+static void *quieter(void *arg) {
+  (void)arg;
+  vs_ctx *q = vs_ctx_quiet(0, 5);   /* dev 5's primary context */
+  assert_ptr_equal(q, g_walked);
+  atomic_store(&g_quiet_back, 1 + atomic_load(&g_walk_out));   /* 2: after the walk left */
+  return NULL;
+}
+
+static void quiet_keeps_walks_out(void **state) {
+  (void)state;
+  vs_ctx *stale = NULL;
+  vs_ctx_primary_retained(0x4000, 5, &stale);
+  assert_null(stale);
+  vs_ctx *c = vs_ctx_acquire_handle(0x4000);
+  assert_non_null(c);
+  g_walked = c;
+  assert_null(vs_ctx_quiet(0, 6));   /* no primary context of dev 6 */
+  /* vs_ctx_quiet returns only once the walk inside has left. */
+  pthread_t w, q;
+  assert_int_equal(pthread_create(&w, NULL, walker, NULL), 0);
+  while (!atomic_load(&g_walk_in)) nap_ms(1);
+  assert_int_equal(pthread_create(&q, NULL, quieter, NULL), 0);
+  nap_ms(50);
+  assert_int_equal(atomic_load(&g_quiet_back), 0);   /* still waiting for the walk */
+  pthread_join(w, NULL);
+  pthread_join(q, NULL);
+  assert_int_equal(atomic_load(&g_quiet_back), 2);
+  /* While quiet, no walk enters (and none stays counted); requests still hold it. */
+  assert_int_equal(vs_ctx_walk_enter(c), 0);
+  assert_int_equal(atomic_load(&c->walkers), 0);
+  vs_ctx *again = vs_ctx_acquire_id(c->id);
+  assert_ptr_equal(again, c);
+  vs_ctx_put(again);
+  /* The context lives on: walks come back. */
+  vs_ctx_unquiet(c);
+  assert_int_equal(vs_ctx_walk_enter(c), 1);
+  vs_ctx_walk_leave(c);
+  /* By handle too, for a regular context. */
+  vs_ctx *r = begin(0x5000);
+  assert_ptr_equal(vs_ctx_quiet(0x5000, -1), r);
+  assert_int_equal(vs_ctx_walk_enter(r), 0);
+  vs_ctx_unquiet(r);
+  vs_ctx_put(c);
+  vs_ctx_free(vs_ctx_unlink(0, 5));
+  vs_ctx_free(vs_ctx_unlink(0x5000, -1));
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "deny-membarrier")) {
     if (deny_membarrier() != 0) {
@@ -201,6 +266,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(end_waits_for_fast_hold),
       cmocka_unit_test(churn_never_holds_an_ended_context),
       cmocka_unit_test(exited_threads_hold_nothing),
+      cmocka_unit_test(quiet_keeps_walks_out),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

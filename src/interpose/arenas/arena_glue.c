@@ -364,6 +364,13 @@ static void trim_ctx(vs_ctx *ctx, uint64_t keep_bytes) {
 
 void vs_arena_glue_trim(vs_ctx *ctx) { trim_ctx(ctx, 0); }
 
+/* Which contexts a walk visits. Work a context can go without (giving
+ * memory back: trims, decay ticks, settles) stays out of a quiet one
+ * (contexts.h: the driver may be ending it, and its memory may be freed);
+ * work every arena must have done (opening mappings to a peer, a fence
+ * before a capture) visits them all. */
+typedef enum { EVERY_CONTEXT, NOT_QUIET } walk_kind;
+
 /* fn(c, user) on every context with an arena (on `card`, or on every card
  * when card < 0), each with a reference, outside the registry's lock.
  * Ids first, work after: fn may sync and call the driver, which must not
@@ -371,7 +378,7 @@ void vs_arena_glue_trim(vs_ctx *ctx) { trim_ctx(ctx, 0); }
  * contexts than the batch holds: the next walk skips those done (a context
  * made or ended between walks may be visited twice or not at all, which
  * every caller allows: trims, decay ticks, settles, opening to a peer). */
-static void each_ctx(int card, void (*fn)(vs_ctx *c, void *user), void *user) {
+static void each_ctx(int card, walk_kind walk, void (*fn)(vs_ctx *c, void *user), void *user) {
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return;
   uint64_t ids[32];
   size_t done = 0, n;
@@ -379,7 +386,10 @@ static void each_ctx(int card, void (*fn)(vs_ctx *c, void *user), void *user) {
     n = arena_ctx_ids(card, done, ids, sizeof ids / sizeof ids[0], NULL);
     for (size_t i = 0; i < n; i++) {
       vs_ctx *c = vs_ctx_acquire_id(ids[i]);
-      if (c) fn(c, user);
+      if (c && (walk == EVERY_CONTEXT || vs_ctx_walk_enter(c))) {
+        fn(c, user);
+        if (walk != EVERY_CONTEXT) vs_ctx_walk_leave(c);
+      }
       vs_ctx_put(c);
     }
     done += n;
@@ -398,7 +408,7 @@ static void settle_one(vs_ctx *c, void *user) {
   if (a) (void)vs_arena_settle(a);
 }
 
-void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) { each_ctx(card, trim_one, &keep_bytes); }
+void vs_arena_glue_trim_card(int card, uint64_t keep_bytes) { each_ctx(card, NOT_QUIET, trim_one, &keep_bytes); }
 
 /* Under the contexts' read lock, as the view's walk (each_ctx may visit a
  * context twice: a sum must not). */
@@ -421,19 +431,19 @@ static void trim_other(vs_ctx *c, void *user) {
 uint64_t vs_arena_glue_trim_others(vs_ctx *ctx) {
   if (!ctx || ctx->card < 0) return 0;
   trim_beside t = {ctx, 0};
-  each_ctx(ctx->card, trim_other, &t);
+  each_ctx(ctx->card, NOT_QUIET, trim_other, &t);
   return t.released;
 }
 
-void vs_arena_glue_decay(void) { each_ctx(-1, decay_one, NULL); }
+void vs_arena_glue_decay(void) { each_ctx(-1, NOT_QUIET, decay_one, NULL); }
 
-void vs_arena_glue_settle_all(void) { each_ctx(-1, settle_one, NULL); }
+void vs_arena_glue_settle_all(void) { each_ctx(-1, NOT_QUIET, settle_one, NULL); }
 
 static void fence_one(vs_ctx *c, void *user) {
   (void)user;
   vs_arena_fence(arena_of(c));
 }
-void vs_arena_glue_fence_all(void) { each_ctx(-1, fence_one, NULL); }
+void vs_arena_glue_fence_all(void) { each_ctx(-1, EVERY_CONTEXT, fence_one, NULL); }
 
 typedef struct open_to {
   int card, closed;
@@ -451,7 +461,7 @@ static void open_one(vs_ctx *c, void *user) {
 int vs_arena_glue_open_card(int card, int to) {
   if (to < 0 || to >= VRAMSHIM_MAX_CARDS) return 0;
   open_to o = {to, 0};
-  each_ctx(card, open_one, &o);
+  each_ctx(card, EVERY_CONTEXT, open_one, &o);
   return o.closed;
 }
 

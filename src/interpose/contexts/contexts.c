@@ -375,14 +375,46 @@ int vs_ctx_primary_released(int dev) {
   return left;
 }
 
+/* Under the lock (either): the live record of handle, or of primary_dev's
+ * primary context when primary_dev >= 0. */
+static vs_ctx *find_either(uint64_t handle, int primary_dev) {
+  if (primary_dev < 0) return find(handle);
+  vs_ctx *c = g_head;
+  while (c && !(c->primary && c->card == primary_dev)) c = c->next;
+  return c;
+}
+
+/* Dekker's handshake, both sides sequentially consistent: a walker raises
+ * walkers and then reads quiet; vs_ctx_quiet sets quiet and then reads
+ * walkers. Either the walker sees quiet and leaves, or vs_ctx_quiet sees
+ * it and waits for it to leave. */
+int vs_ctx_walk_enter(vs_ctx *c) {
+  atomic_fetch_add(&c->walkers, 1);
+  if (!atomic_load(&c->quiet)) return 1;
+  atomic_fetch_sub(&c->walkers, 1);
+  return 0;
+}
+
+void vs_ctx_walk_leave(vs_ctx *c) { atomic_fetch_sub(&c->walkers, 1); }
+
+vs_ctx *vs_ctx_quiet(uint64_t handle, int primary_dev) {
+  pthread_rwlock_rdlock(&g_lock);
+  vs_ctx *c = find_either(handle, primary_dev);
+  if (c) atomic_store(&c->quiet, 1);
+  pthread_rwlock_unlock(&g_lock);
+  /* A walk inside may be in a trim's driver call: a short wait. */
+  struct timespec ts = {0, 100000};
+  while (c && atomic_load(&c->walkers) > 0) nanosleep(&ts, NULL);
+  return c;
+}
+
+void vs_ctx_unquiet(vs_ctx *c) {
+  if (c) atomic_store(&c->quiet, 0);
+}
+
 vs_ctx *vs_ctx_unlink(uint64_t handle, int primary_dev) {
   pthread_rwlock_wrlock(&g_lock);
-  vs_ctx *c = NULL;
-  if (primary_dev >= 0) {
-    for (c = g_head; c && !(c->primary && c->card == primary_dev); c = c->next) {}
-  } else {
-    c = find(handle);
-  }
+  vs_ctx *c = find_either(handle, primary_dev);
   if (c) unlink_locked(c);
   pthread_rwlock_unlock(&g_lock);
   if (c) wait_refs(c);

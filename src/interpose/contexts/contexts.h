@@ -53,6 +53,10 @@ typedef struct vs_ctx {
    * to the tenant on `card`, given back once the driver has freed it. */
   uint64_t swept_charge;
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
+  /* Walks by other threads in this context's arena (vs_ctx_walk_enter) and
+   * whether they are kept out (vs_ctx_quiet): see there. */
+  _Atomic int walkers;
+  _Atomic int quiet;
   /* Hooks working in this context right now: the sum of the stripes, and
    * the threads' own hold records that name it (contexts.c: the fast path
    * holds there without a locked instruction). A
@@ -98,6 +102,24 @@ void vs_ctx_primary_lock(void);
 void vs_ctx_primary_unlock(void);
 /* Release seen: retains - 1; returns what is left. */
 int vs_ctx_primary_released(int dev);
+
+/* A walk over every context's arena (arena_glue.c: trims, decay ticks,
+ * settles; the work of threads that did not make the request at hand)
+ * enters a referenced context with vs_ctx_walk_enter, which is 0 while the
+ * context is quiet (then it stays out), and leaves with vs_ctx_walk_leave.
+ * vs_ctx_quiet keeps such walks out of the live record of handle (or of
+ * dev's primary one, handle 0 and dev >= 0) and returns once none is
+ * inside, so none calls the driver for that context's memory while the
+ * caller makes a call after which the driver may have ended it (a
+ * primary context's release: whether it was the last is known only after
+ * the call, when the driver has freed the memory and may hand its
+ * addresses out again). NULL when there is no such record. The record
+ * stays valid (records are never freed: vs_ctx_free); vs_ctx_unquiet lets
+ * walks in again when the context lives on. */
+int vs_ctx_walk_enter(vs_ctx *c);
+void vs_ctx_walk_leave(vs_ctx *c);
+vs_ctx *vs_ctx_quiet(uint64_t handle, int primary_dev);
+void vs_ctx_unquiet(vs_ctx *c);
 
 /* Takes the live record of handle (or dev's primary record, handle 0 and
  * dev >= 0) out of the registry and waits until no hook works in it. NULL

@@ -68,10 +68,12 @@ CUresult vs_hook_cuCtxAttach(CUcontext *pctx, unsigned int flags) {
 CUresult vs_hook_cuCtxDetach(CUcontext ctx) {
   VS_HOOK_ENTER(cuCtxDetach, (ctx));
   vs_guard_enter();
+  vs_ctx *quiet = ctx ? vs_ctx_quiet((uint64_t)(uintptr_t)ctx, -1) : NULL;
   CUresult r = real->cuCtxDetach(ctx);
   /* The driver destroys the context when its usage count reaches 0. */
   int ended = r == CUDA_SUCCESS && ctx && vs_ctx_detached((uint64_t)(uintptr_t)ctx);
   if (ended) vs_mem_ctx_end((uint64_t)(uintptr_t)ctx, -1);
+  else vs_ctx_unquiet(quiet);
   vs_guard_leave();
   if (ended) vs_footprint_ctx_ended((uint64_t)(uintptr_t)ctx, -1);
   return r;
@@ -132,12 +134,15 @@ static int primary_active(const vs_real_table *real, CUdevice dev, int retains_l
 }
 
 /* A reset ends the context for certain: let go of it first, as for a
- * destroy. Whether a release ends it is known only after the call. */
+ * destroy. Whether a release ends it is known only after the call: until
+ * then the context is quiet (contexts.h), so no other thread's trim frees
+ * its memory in the driver after the driver has freed it with the context. */
 #define RELEASE_BODY(name, reset)                                                  \
   VS_HOOK_ENTER(name, (dev));                                                      \
   vs_guard_enter();                                                                \
   vs_ctx_primary_lock();                                                           \
   vs_ctx *ending = (reset) ? vs_mem_ctx_ending(0, (int)dev) : NULL;                \
+  vs_ctx *quiet = (reset) ? NULL : vs_ctx_quiet(0, (int)dev);                      \
   CUresult r = real->name(dev);                                                    \
   int ended = 0;                                                                   \
   if (reset) {                                                                     \
@@ -148,6 +153,7 @@ static int primary_active(const vs_real_table *real, CUdevice dev, int retains_l
     ended = !primary_active(real, dev, left);                                      \
     if (ended) vs_mem_ctx_end(0, (int)dev);                                        \
   }                                                                                \
+  if (!ended) vs_ctx_unquiet(quiet);                                               \
   vs_ctx_primary_unlock();                                                         \
   vs_guard_leave();                                                                \
   if (ended) vs_footprint_ctx_ended(0, (int)dev);                                  \
