@@ -79,6 +79,7 @@ static int read_config(struct sim_config *c)
     c->map_offset = mo && strcmp(mo, "1") == 0;
     c->async_delay_us = env_u64("VRAMSIM_ASYNC_DELAY_US", 0);
     c->alloc_latency_us = env_u64("VRAMSIM_ALLOC_LATENCY_US", 0);
+    c->end_latency_us = env_u64("VRAMSIM_END_LATENCY_US", 0);
     /* VRAMSIM_CONTEXT_OVERHEAD: what each context takes of the card
      * (docs/sim.md, "Context overhead"); "0" turns it off. */
     c->context_overhead = SIM_DEFAULT_CONTEXT_OVERHEAD;

@@ -184,6 +184,8 @@ static CUresult primary_release(CUdevice dev, int reset)
     if (drop) {
         sim_sync_all();
         release_ctx_memory(c);
+        /* The rest of a teardown: the context is gone, the call not yet back. */
+        if (sim_cfg.end_latency_us) sim_sleep_us(sim_cfg.end_latency_us);
     }
     return CUDA_SUCCESS;
 }
@@ -323,6 +325,7 @@ static CUresult ctx_destroy(CUcontext ctx)
     depth = j;
     release_ctx_memory(c);
     sim_state_ctx_end(c->dev, sim_cfg.context_overhead);
+    if (sim_cfg.end_latency_us) sim_sleep_us(sim_cfg.end_latency_us);
     return CUDA_SUCCESS;
 }
 SIM_API CUresult cuCtxDestroy_v2(CUcontext ctx)

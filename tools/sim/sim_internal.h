@@ -57,6 +57,7 @@ struct sim_config {
     int map_offset;             /* cuMemMap honours a non-zero offset (VRAMSIM_MAP_OFFSET=1) */
     uint64_t async_delay_us;    /* before each async op on a stream worker */
     uint64_t alloc_latency_us;  /* per cuMemAlloc/Free/Create/Release */
+    uint64_t end_latency_us;    /* an ending call, after the context's memory is freed */
     uint64_t alloc_granule;     /* cuMemAlloc charge rounding */
     uint64_t context_overhead;  /* card memory each context takes (VRAMSIM_CONTEXT_OVERHEAD) */
 };
