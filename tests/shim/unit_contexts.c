@@ -244,11 +244,17 @@ static void quiet_keeps_walks_out(void **state) {
   vs_ctx_unquiet(c);
   assert_int_equal(vs_ctx_walk_enter(c), 1);
   vs_ctx_walk_leave(c);
-  /* By handle too, for a regular context. */
+  /* By handle too, for a regular context; two quiet calls at once (two
+   * threads detaching): walks stay out until both are done. */
   vs_ctx *r = begin(0x5000);
+  assert_ptr_equal(vs_ctx_quiet(0x5000, -1), r);
   assert_ptr_equal(vs_ctx_quiet(0x5000, -1), r);
   assert_int_equal(vs_ctx_walk_enter(r), 0);
   vs_ctx_unquiet(r);
+  assert_int_equal(vs_ctx_walk_enter(r), 0);
+  vs_ctx_unquiet(r);
+  assert_int_equal(vs_ctx_walk_enter(r), 1);
+  vs_ctx_walk_leave(r);
   vs_ctx_put(c);
   vs_ctx_free(vs_ctx_unlink(0, 5));
   vs_ctx_free(vs_ctx_unlink(0x5000, -1));

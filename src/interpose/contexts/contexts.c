@@ -400,7 +400,7 @@ void vs_ctx_walk_leave(vs_ctx *c) { atomic_fetch_sub(&c->walkers, 1); }
 vs_ctx *vs_ctx_quiet(uint64_t handle, int primary_dev) {
   pthread_rwlock_rdlock(&g_lock);
   vs_ctx *c = find_either(handle, primary_dev);
-  if (c) atomic_store(&c->quiet, 1);
+  if (c) atomic_fetch_add(&c->quiet, 1);
   pthread_rwlock_unlock(&g_lock);
   /* A walk inside may be in a trim's driver call: a short wait. */
   struct timespec ts = {0, 100000};
@@ -409,7 +409,7 @@ vs_ctx *vs_ctx_quiet(uint64_t handle, int primary_dev) {
 }
 
 void vs_ctx_unquiet(vs_ctx *c) {
-  if (c) atomic_store(&c->quiet, 0);
+  if (c) atomic_fetch_sub(&c->quiet, 1);
 }
 
 vs_ctx *vs_ctx_unlink(uint64_t handle, int primary_dev) {

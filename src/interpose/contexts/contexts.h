@@ -54,7 +54,8 @@ typedef struct vs_ctx {
   uint64_t swept_charge;
   struct vs_ctx *next, *prev;   /* the registry: a short list (a process has few contexts) */
   /* Walks by other threads in this context's arena (vs_ctx_walk_enter) and
-   * whether they are kept out (vs_ctx_quiet): see there. */
+   * the calls that keep them out (vs_ctx_quiet, a count: two threads
+   * detaching at once): see there. */
   _Atomic int walkers;
   _Atomic int quiet;
   /* Hooks working in this context right now: the sum of the stripes, and
@@ -114,8 +115,9 @@ int vs_ctx_primary_released(int dev);
  * primary context's release: whether it was the last is known only after
  * the call, when the driver has freed the memory and may hand its
  * addresses out again). NULL when there is no such record. The record
- * stays valid (records are never freed: vs_ctx_free); vs_ctx_unquiet lets
- * walks in again when the context lives on. */
+ * stays valid (records are never freed: vs_ctx_free); vs_ctx_unquiet ends
+ * that call's quiet when the context lives on (walks come back once no
+ * such call is left). */
 int vs_ctx_walk_enter(vs_ctx *c);
 void vs_ctx_walk_leave(vs_ctx *c);
 vs_ctx *vs_ctx_quiet(uint64_t handle, int primary_dev);
