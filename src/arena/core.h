@@ -157,6 +157,15 @@ typedef struct vs_heap {
    * (vs_heap_lock, vs_heap_reclaim, vs_heap_free). Lookups take it for the
    * freed memory it is; vs_arena_check sees it as it is. NULL: none. */
   vs_tblock *parked;
+  /* The last "yes" of take_parked's placement test (vs_tlsf_find_would_take)
+   * and what it read: the block and size asked, its TLSF's gen and the
+   * heap's map_gen then. A parked block taken back and parked again
+   * changes neither, so a loop of one size asks the TLSF once. */
+  struct {
+    const vs_tblock *b;
+    uint64_t size, tgen, mgen;
+  } parked_yes;
+  uint64_t map_gen;                 /* moves with every handle mapped or unmapped (VMM: what vmm_fuller reads) */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
                                      * handles, no steps, no rent (core.c reads it), moves */

@@ -170,6 +170,7 @@ static int map_handle(vs_arena *a, vs_hregion *r, uint32_t i, uint64_t va) {
   h->h[i].va = va;
   uint64_t g0 = gran(h, &r->tr, va), n = h->h[i].size / h->G;
   for (uint64_t g = g0; g < g0 + n; g++) r->gmap[g] = i + 1;
+  h->map_gen++;
   if (g0 + n > r->hiwater) r->hiwater = g0 + n;
   h->mapped_bytes += h->h[i].size;
   return 0;
@@ -183,6 +184,7 @@ static int unmap_handle(vs_arena *a, uint32_t i) {
   if (rc) return rc;
   uint64_t g0 = gran(h, &r->tr, x->va);
   for (uint64_t g = g0; g < g0 + x->size / h->G; g++) r->gmap[g] = 0;
+  h->map_gen++;
   x->mapped = 0;
   h->mapped_bytes -= x->size;
   pool_push(h, i);
@@ -995,11 +997,24 @@ static int take_parked(vs_arena *a, vs_tlsf *t, uint64_t size, uint64_t req, uin
   vs_heap *h = &a->heap;
   vs_tblock *b = h->parked, *n = b->next && b->next->state == VS_TB_FREE ? b->next : NULL;
   uint64_t hsize = b->size + (n ? n->size : 0);
+  /* The TLSF's answer is a function of its state (t->gen) and, in VMM
+   * mode, of the handles under its holes (map_gen): asked again only when
+   * either moved or another block or size is asked. (Every path that maps
+   * or unmaps settles the parked block first, which moves t->gen; map_gen
+   * keeps the rule true without leaning on that.) */
+  int known = h->parked_yes.b == b && h->parked_yes.size == size && h->parked_yes.tgen == t->gen &&
+              h->parked_yes.mgen == h->map_gen;
   if (b->size != size || tlsf_of(h, b) != t || h->pend_head || (b->prev && b->prev->state == VS_TB_FREE) ||
       (!h->vmm && size <= VS_KEEP_OUT_MAX && hr(b->region)->dedicated && hsize == b->region->size) ||
-      !vs_tlsf_find_would_take(t, size, hsize, n)) {
+      (!known && !vs_tlsf_find_would_take(t, size, hsize, n))) {
     settle_parked(a);
     return 0;
+  }
+  if (!known) {
+    h->parked_yes.b = b;
+    h->parked_yes.size = size;
+    h->parked_yes.tgen = t->gen;
+    h->parked_yes.mgen = h->map_gen;
   }
   h->parked = NULL;
   handed_out(a, b, size, req);

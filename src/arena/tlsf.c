@@ -53,6 +53,7 @@ static void desc_fill(vs_tblock *d, uint64_t addr, uint64_t size, vs_tblock *pre
 
 static void list_insert(vs_tlsf *t, vs_tblock *b) {
   int fl, sl;
+  t->gen++;
   mapping(b->size, &fl, &sl);
   b->fprev = NULL;
   b->fnext = t->lists[fl][sl];
@@ -66,6 +67,7 @@ static void list_insert(vs_tlsf *t, vs_tblock *b) {
 /* b leaves the list of the class of `size` (its size when it was listed). */
 static void list_remove_as(vs_tlsf *t, vs_tblock *b, uint64_t size) {
   int fl, sl;
+  t->gen++;
   mapping(size, &fl, &sl);
   if (b->fprev) b->fprev->fnext = b->fnext;
   else t->lists[fl][sl] = b->fnext;
@@ -84,6 +86,7 @@ static void list_remove(vs_tlsf *t, vs_tblock *b) { list_remove_as(t, b, b->size
  * their class and bitmap work when the class is the same. */
 static void list_relist(vs_tlsf *t, vs_tblock *b, uint64_t old_size) {
   int fl, sl, nfl, nsl;
+  t->gen++;
   mapping(old_size, &fl, &sl);
   mapping(b->size, &nfl, &nsl);
   if (fl != nfl || sl != nsl) {
@@ -276,6 +279,7 @@ vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t siz
   HASH_ADD(hh, t->used, addr, sizeof(uint64_t), b);
   t->used_bytes += b->size;
   b->region->used += b->size;
+  t->gen++;
   return b;
 }
 
@@ -295,6 +299,7 @@ vs_tblock *vs_tlsf_release(vs_tlsf *t, vs_tblock *b) {
   HASH_DELETE(hh, t->used, b);
   t->used_bytes -= b->size;
   b->region->used -= b->size;
+  t->gen++;
   b->state = VS_TB_FREE;
   vs_tblock *p = b->prev, *n = b->next;
   int pf = p && p->state == VS_TB_FREE, nf = n && n->state == VS_TB_FREE;

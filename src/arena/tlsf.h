@@ -63,6 +63,10 @@ typedef struct vs_tlsf {
   vs_tblock *spare;         /* descriptor freelist */
   uint64_t next_ord;        /* the next region's ord */
   uint64_t free_bytes, used_bytes;
+  /* Moves with every change a find can see: the free lists, a region's
+   * used bytes, the regions (so an answer found at one value holds while
+   * it stays; heap.c's parked block keeps one). */
+  uint64_t gen;
   /* Optional: >0 when FREE block a lies in fuller memory than b (the
    * owner's notion: a VMM heap ranks the physical handle under a hole).
    * NULL: the fuller region. */
