@@ -46,7 +46,7 @@ static void *asker(void *arg) {
   T_CU(cuCtxCreate(&c, NULL, 0, g_dev));
   atomic_store(&g_ready, 1);
   while (!atomic_load(&g_go)) nap_ms(1);
-  nap_ms(150);   /* inside the release's window (the sim sleeps 600 ms in it) */
+  nap_ms(500);   /* inside the release's window (the sim sleeps 1.5 s in it): a wide margin on a loaded machine */
   CUdeviceptr p = 0;
   g_res = cuMemAlloc(&p, g_ask);
   if (g_res == CUDA_SUCCESS) T_CU(cuMemFree(p));
