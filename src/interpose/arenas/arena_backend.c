@@ -519,9 +519,11 @@ void vs_backend_ended(void *backend) { atomic_store(&((backend_card *)backend)->
  * charged and guarded (chunk_free: the driver may still hold it), but its
  * arena forgets it; when the context ends, the driver has freed every
  * chunk of it, so the books let those go here. Before, such a chunk stayed
- * charged for the rest of the process (seen once in a storm test; a
+ * charged for the rest of the process (seen once in a storm test: a
  * primary context's last release ends it in the driver before the hook
- * learns so, and a trim in between meets a chunk already freed). */
+ * learns so, and a trim in between met a chunk already freed; other
+ * threads' trims now stay out of a context during that call, contexts.h
+ * vs_ctx_quiet, but a trim by the program's own thread may still). */
 void vs_backend_free(void *backend) {
   backend_card *c = backend;
   if (c && atomic_load(&c->ended)) {
