@@ -12,6 +12,7 @@ extern char **environ;
 #include "hami_env.h"
 #include "log.h"
 #include "plan.h"
+#include "proc.h"
 #include "procenv.h"
 
 struct vs_tenant_session {
@@ -29,10 +30,26 @@ struct vs_tenant_session {
   void *hook_arg;
 };
 
-vs_tenant_session *vs_tenant_init(const char *argv0) {
+/* Set in a fork child, never cleared: until a fork, no card's ledger can be
+ * inherited, and get() asks no ledger (a call per query: cuMemGetInfo
+ * makes about five). Registered when the first session is made, before it
+ * opens a card, so a child that inherits a session's ledger has it set. */
+static int g_forked;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void note_fork_child(void) { __atomic_store_n(&g_forked, 1, __ATOMIC_RELAXED); }
+static void watch_forks(void) { vs_plat_atfork(NULL, NULL, note_fork_child); }
+
+static vs_tenant_session *session_new(void) {
+  pthread_once(&g_fork_once, watch_forks);
   vs_tenant_session *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->lock, NULL);
+  return s;
+}
+
+vs_tenant_session *vs_tenant_init(const char *argv0) {
+  vs_tenant_session *s = session_new();
+  if (!s) return NULL;
   char err[VS_ERR_MAX];
   int r = vs_config_load_env(&s->cfg, err, sizeof err);
   if (r >= 0 && vs_config_resolve_ledger_dir(&s->cfg, 1, err, sizeof err)) r = -1;
@@ -63,9 +80,8 @@ vs_tenant_session *vs_tenant_init(const char *argv0) {
 }
 
 vs_tenant_session *vs_tenant_init_with(const vs_config *cfg, const char *tenant, int enforcing) {
-  vs_tenant_session *s = calloc(1, sizeof *s);
+  vs_tenant_session *s = session_new();
   if (!s) return NULL;
-  pthread_mutex_init(&s->lock, NULL);
   s->cfg = *cfg;
   s->enforcing = enforcing;
   snprintf(s->tenant, sizeof s->tenant, "%s", tenant && *tenant ? tenant : VS_DEFAULT_TENANT);
@@ -133,7 +149,7 @@ static vs_ledger *open_card_locked(vs_tenant_session *s, int card, const char *u
 static vs_ledger *get(vs_tenant_session *s, int card) {
   if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return NULL;
   vs_ledger *h = __atomic_load_n(&s->cards[card], __ATOMIC_ACQUIRE);
-  if (h && vs_ledger_inherited(h)) {
+  if (h && __builtin_expect(__atomic_load_n(&g_forked, __ATOMIC_RELAXED), 0) && vs_ledger_inherited(h)) {
     pthread_mutex_lock(&s->lock);
     h = open_card_locked(s, card, s->uuid[card], s->capacity[card]);
     pthread_mutex_unlock(&s->lock);
