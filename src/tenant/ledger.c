@@ -940,26 +940,31 @@ static uint64_t reserve_of(const vs_ledger *h, uint32_t t, uint32_t known) {
 }
 
 /* The sum of max(U_t, R_t) over the tenants below nt other than ours;
- * less_cache: U_t without what their processes' arenas would give back
- * when asked (the view). Relaxed atomic reads: the lock-free view uses it
- * too. */
-static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt, int less_cache) {
+ * with caches: U_t without what their processes' arenas would give back
+ * when asked (the view), and *caches the sum of those caches. Relaxed
+ * atomic reads: the lock-free view uses it too. */
+static uint64_t others_of(const vs_ledger *h, uint32_t known, uint32_t nt, uint64_t *caches) {
   const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
   uint32_t mine = __atomic_load_n(&h->tenant, __ATOMIC_RELAXED);
-  uint64_t others = 0;
+  uint64_t others = 0, cached = 0;
   for (uint32_t t = 0; t < nt; t++) {
     if (t == mine) continue;
     uint64_t u = VS_LOAD(&s->tenants[t].used), r = reserve_of(h, t, known);
-    if (less_cache) u = vs_sat_sub(u, VS_LOAD(&s->tenants[t].cached));
+    if (caches) {
+      uint64_t c = VS_LOAD(&s->tenants[t].cached);
+      u = vs_sat_sub(u, c);
+      cached = vs_sat_add(cached, c);
+    }
     others = vs_sat_add(others, u > r ? u : r);
   }
+  if (caches) *caches = cached;
   return others;
 }
 
 /* The rule, under the lock: 0 admitted, else the refusing condition. */
 static vs_refusal_kind evaluate_locked(const vs_ledger *h, uint64_t n, vs_refusal *why) {
   const vs_ledger_shm *s = h->shm;
-  uint64_t ua = s->tenants[h->tenant].used, others = others_of(h, h->known, h->known, 0);
+  uint64_t ua = s->tenants[h->tenant].used, others = others_of(h, h->known, h->known, NULL);
   uint64_t want = vs_sat_add(ua, n);
   vs_refusal_kind k = VS_REFUSE_NONE;
   if (want > h->limit) k = VS_REFUSE_LIMIT;
@@ -1308,15 +1313,6 @@ void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes) {
   leave_locked(h, s);
 }
 
-uint64_t vs_ledger_others_cache(const vs_ledger *h) {
-  if (!h || fd_of(h) < 0) return 0;
-  const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
-  uint32_t nt = VS_LOAD(&s->ntenants);
-  if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-  uint64_t sum = 0, own = VS_LOAD(&s->slots[h->slot].cache);
-  for (uint32_t t = 0; t < nt; t++) sum = vs_sat_add(sum, VS_LOAD(&s->tenants[t].cached));
-  return vs_sat_sub(sum, own);
-}
 
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
@@ -1491,8 +1487,9 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 }
 
 /* ---- View and reports -------------------------------------------------------- */
-void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
-  uint64_t total = h ? h->total : 0, avail = 0;
+void vs_ledger_view_caches(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes,
+                           uint64_t *others_cache) {
+  uint64_t total = h ? h->total : 0, avail = 0, their_caches = 0;
   if (h && fd_of(h) >= 0) {
     const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
@@ -1505,7 +1502,10 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
      * caller's `cached` (its arenas' own answer). */
     const vs_ledger_tenant *mine = &s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)];
     uint64_t ua = VS_LOAD(&mine->used), own = VS_LOAD(&s->slots[h->slot].cache),
-             theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, 1);
+             theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, &their_caches);
+    /* Other processes' caches, our tenant's included: as
+     * vs_ledger_others_cache, in the same reading. */
+    their_caches = vs_sat_sub(vs_sat_add(their_caches, theirs), own);
     ua = vs_sat_sub(ua, vs_sat_sub(theirs, own));
     uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
     uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
@@ -1515,6 +1515,17 @@ void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_
   uint64_t f = vs_sat_add(avail, cached);
   if (free_bytes) *free_bytes = f < total ? f : total;
   if (total_bytes) *total_bytes = total;
+  if (others_cache) *others_cache = their_caches;
+}
+
+void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
+  vs_ledger_view_caches(h, cached, free_bytes, total_bytes, NULL);
+}
+
+uint64_t vs_ledger_others_cache(vs_ledger *h) {
+  uint64_t c = 0;
+  vs_ledger_view_caches(h, 0, NULL, NULL, &c);
+  return c;
 }
 
 void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why) {

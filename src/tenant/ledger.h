@@ -90,6 +90,10 @@ void vs_ledger_report_refusal(vs_ledger *h, const vs_refusal *why);
  * process holds but does not use, e.g. its arena cache), at most total.
  * Takes no lock. */
 void vs_ledger_view(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
+/* The same, and *others_cache what vs_ledger_others_cache answers, from
+ * the same reading of the ledger (cuMemGetInfo needs both). */
+void vs_ledger_view_caches(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes,
+                           uint64_t *others_cache);
 
 /* Finds slots of dead processes and gives their usage back (an event per
  * process). Runs by itself on refusals, while waiting, and at most every
@@ -135,7 +139,7 @@ int vs_ledger_trim_others(vs_ledger *h, vs_trim_scope scope, uint64_t timeout_ms
  * when the figure changed. */
 void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes);
 /* The caches every other process on the card published (lock-free). */
-uint64_t vs_ledger_others_cache(const vs_ledger *h);
+uint64_t vs_ledger_others_cache(vs_ledger *h);
 int vs_ledger_trim_asked(vs_ledger *h, uint32_t *req);
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req);
 

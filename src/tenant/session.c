@@ -145,15 +145,21 @@ static vs_ledger *open_card_locked(vs_tenant_session *s, int card, const char *u
   return h;
 }
 
-/* The card's ledger when open (re-opened in a fork child). */
-static vs_ledger *get(vs_tenant_session *s, int card) {
+/* A fork child's first use of an inherited ledger: its own opened. */
+__attribute__((noinline, cold)) static vs_ledger *reopen_if_inherited(vs_tenant_session *s, int card, vs_ledger *h) {
+  if (!vs_ledger_inherited(h)) return h;
+  pthread_mutex_lock(&s->lock);
+  h = open_card_locked(s, card, s->uuid[card], s->capacity[card]);
+  pthread_mutex_unlock(&s->lock);
+  return h;
+}
+
+/* The card's ledger when open (re-opened in a fork child). Inline: every
+ * query of the books comes through here (cuMemGetInfo three times). */
+static inline vs_ledger *get(vs_tenant_session *s, int card) {
   if (!s || card < 0 || card >= VS_CFG_MAX_CARD_INDEX) return NULL;
   vs_ledger *h = __atomic_load_n(&s->cards[card], __ATOMIC_ACQUIRE);
-  if (h && __builtin_expect(__atomic_load_n(&g_forked, __ATOMIC_RELAXED), 0) && vs_ledger_inherited(h)) {
-    pthread_mutex_lock(&s->lock);
-    h = open_card_locked(s, card, s->uuid[card], s->capacity[card]);
-    pthread_mutex_unlock(&s->lock);
-  }
+  if (h && __builtin_expect(__atomic_load_n(&g_forked, __ATOMIC_RELAXED), 0)) return reopen_if_inherited(s, card, h);
   return h;
 }
 
@@ -249,7 +255,6 @@ int vs_tenant_trim_others(vs_tenant_session *s, int card, vs_trim_scope scope, u
   return vs_ledger_trim_others(get(s, card), scope, timeout_ms);
 }
 void vs_tenant_set_cache(vs_tenant_session *s, int card, uint64_t bytes) { vs_ledger_set_cache(get(s, card), bytes); }
-uint64_t vs_tenant_others_cache(vs_tenant_session *s, int card) { return vs_ledger_others_cache(get(s, card)); }
 int vs_tenant_trim_asked(vs_tenant_session *s, int card, uint32_t *req) { return vs_ledger_trim_asked(get(s, card), req); }
 void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req) { vs_ledger_trim_answer(get(s, card), req); }
 
@@ -278,9 +283,14 @@ int vs_tenant_held(vs_tenant_session *s, int card, uint64_t *held, uint64_t *ove
 }
 
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes) {
+  return vs_tenant_view_caches(s, card, cached, free_bytes, total_bytes, NULL);
+}
+
+int vs_tenant_view_caches(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes,
+                          uint64_t *total_bytes, uint64_t *others_cache) {
   vs_ledger *h = get(s, card);
   if (!h) return -1;
-  vs_ledger_view(h, cached, free_bytes, total_bytes);
+  vs_ledger_view_caches(h, cached, free_bytes, total_bytes, others_cache);
   return 0;
 }
 

@@ -98,6 +98,10 @@ void vs_tenant_drv_counted(vs_tenant_session *s, int card, uint64_t n);
 /* The tenant's view; returns 0 and fills free/total, or -1 when the card is
  * not enforced (the caller reports the driver's own numbers). */
 int vs_tenant_view(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes);
+/* The same, and *others_cache the caches the card's other processes
+ * published (vs_ledger_others_cache), from the same reading of the ledger. */
+int vs_tenant_view_caches(vs_tenant_session *s, int card, uint64_t cached, uint64_t *free_bytes,
+                          uint64_t *total_bytes, uint64_t *others_cache);
 /* Closes every card (gives back this process's slots). */
 void vs_tenant_fini(vs_tenant_session *s);
 /* Checks the card's ledger file (deleted, replaced, truncated, damaged: then
@@ -107,7 +111,6 @@ void vs_tenant_check(vs_tenant_session *s, int card);
  * process's published cache there. */
 int vs_tenant_trim_others(vs_tenant_session *s, int card, vs_trim_scope scope, uint64_t timeout_ms);
 void vs_tenant_set_cache(vs_tenant_session *s, int card, uint64_t bytes);
-uint64_t vs_tenant_others_cache(vs_tenant_session *s, int card);
 int vs_tenant_trim_asked(vs_tenant_session *s, int card, uint32_t *req);
 void vs_tenant_trim_answer(vs_tenant_session *s, int card, uint32_t req);
 /* At process exit: every card's slot is given back now (vs_ledger_exit). */

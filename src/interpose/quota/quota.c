@@ -339,8 +339,8 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
                 uint64_t *total_bytes) {
   vs_tenant_session *s = card_session(card);
   if (!s) return VS_MEM_PASS;
-  uint64_t f = 0, tot = 0, charges = atomic_load_explicit(&g_charges, memory_order_acquire);
-  if (vs_tenant_view(s, card, 0, &f, &tot) != 0) return VS_MEM_PASS;
+  uint64_t f = 0, tot = 0, theirs = 0, charges = atomic_load_explicit(&g_charges, memory_order_acquire);
+  if (vs_tenant_view_caches(s, card, 0, &f, &tot, &theirs) != 0) return VS_MEM_PASS;
   /* Nothing reserved for others, no headroom, no limit: the tenant could
    * hold the whole card, and the driver's own total is the formula's. */
   int whole_card = tot >= g_capacity[card];
@@ -368,13 +368,11 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
       }
     }
     /* Other processes' caches on the card are the driver's too once they
-     * give them back, which a refusal asks of them (vs_quota_wait). Summed
-     * only where the driver's free could bind: above the books' room it
-     * changes nothing below, and the sum walks every tenant. */
-    if (r == CUDA_SUCCESS && (uint64_t)df <= f) {
-      uint64_t theirs = vs_tenant_others_cache(s, card);
+     * give them back, which a refusal asks of them (vs_quota_wait): read
+     * with the books. They matter only where the driver's free could
+     * bind: above the books' room they change nothing below. */
+    if (r == CUDA_SUCCESS && (uint64_t)df <= f)
       df = (uint64_t)df + theirs < (uint64_t)df ? SIZE_MAX : (size_t)((uint64_t)df + theirs);
-    }
     /* The books bind (a limit, others' reservations): their room comes in
      * whole 2 MiB pieces (below). Where the driver's free binds, it stands
      * as the driver gives it. */
