@@ -404,7 +404,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * driver alone grants its own free (which moves by whole pages). */
     if (books_bind) f = f / VS_POOL_GROWTH_UNIT * VS_POOL_GROWTH_UNIT;
     *free_bytes = f;
-    vs_quota_refresh_live(card);
+    vs_tenant_set_live(s, card, vs_acct_live_bytes(card)); /* vs_quota_refresh_live: the card is open */
   }
   if (total_bytes) *total_bytes = tot;
   return VS_MEM_DONE;
