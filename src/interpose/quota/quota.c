@@ -138,19 +138,15 @@ static int identify(int card, uint64_t *capacity, char uuid[VS_NAME_MAX]) {
   return rc;
 }
 
-/* The session when the card is enforced (its ledger open), else NULL. */
-static vs_tenant_session *card_session(int card) {
-  if (card < 0 || card >= NCARDS) return NULL;
-  int st = atomic_load_explicit(&g_card[card], memory_order_acquire);
-  if (__builtin_expect(st == CARD_OPEN, 1)) return g_session;
-  if (st == CARD_OFF) return NULL;
+/* A card's first use: opens its ledger, or marks it not enforced. */
+__attribute__((noinline, cold)) static vs_tenant_session *open_card(int card) {
   vs_tenant_session *s = session();
   if (!s || !vs_tenant_enforcing(s)) {
     atomic_store(&g_card[card], CARD_OFF);
     return NULL;
   }
   pthread_mutex_lock(&g_open_lock);
-  st = atomic_load(&g_card[card]);
+  int st = atomic_load(&g_card[card]);
   if (st == CARD_UNKNOWN) {
     uint64_t cap = 0;
     char uuid[VS_NAME_MAX];
@@ -169,6 +165,15 @@ static vs_tenant_session *card_session(int card) {
   }
   pthread_mutex_unlock(&g_open_lock);
   return st == CARD_OPEN ? s : NULL;
+}
+
+/* The session when the card is enforced (its ledger open), else NULL.
+ * Inline: every charge, release and view asks it first. */
+static inline vs_tenant_session *card_session(int card) {
+  if (card < 0 || card >= NCARDS) return NULL;
+  int st = atomic_load_explicit(&g_card[card], memory_order_acquire);
+  if (__builtin_expect(st == CARD_OPEN, 1)) return g_session;
+  return st == CARD_OFF ? NULL : open_card(card);
 }
 
 /* The card's ledger is open (g_session and g_card_id[card] are then set):
