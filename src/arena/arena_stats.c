@@ -6,38 +6,44 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void hist_add(vs_arena_stats *st, uint64_t n) {
+/* A free extent of n bytes: the largest so far, and st's histogram when
+ * st is given. */
+static void extent_add(vs_arena_stats *st, uint64_t *largest, uint64_t n) {
   if (!n) return;
+  if (n > *largest) *largest = n;
+  if (!st) return;
   int k = vs_msb64(n);
   if (k >= VS_ARENA_HIST_BUCKETS) k = VS_ARENA_HIST_BUCKETS - 1;
   st->hist_count[k]++;
   st->hist_bytes[k] += n;
-  if (n > st->largest_free) st->largest_free = n;
 }
 
 /* Caller holds heap.mu. Free extents: FREE heap blocks of the first nt
  * tlsfs, in VMM mode only where physical memory is mapped under them;
  * pooled handles count as extents of their own size (they can be mapped
- * anywhere). */
-static void heap_extents(vs_heap *h, int nt, vs_arena_stats *st) {
+ * anywhere). Added to st's histogram when st is given; returns the
+ * largest. */
+static uint64_t heap_extents(vs_heap *h, int nt, vs_arena_stats *st) {
+  uint64_t largest = 0;
   for (int k = 0; k < nt; k++)
   for (vs_tregion *tr = h->t[k].regions; tr; tr = tr->rnext) {
     vs_hregion *r = hr(tr);
     for (vs_tblock *b = tr->first; b; b = b->next) {
       if (b->state != VS_TB_FREE) continue;
-      if (!h->vmm) { hist_add(st, b->size); continue; }
+      if (!h->vmm) { extent_add(st, &largest, b->size); continue; }
       uint64_t end = b->addr + b->size, top = tr->base + r->hiwater * h->G, run = 0;
       for (uint64_t at = b->addr; at < end && at < top;) {
         uint64_t g = gran(h, tr, at), gend = tr->base + (g + 1) * h->G;
         uint64_t piece = (gend < end ? gend : end) - at;
         if (r->gmap[g]) run += piece;
-        else { hist_add(st, run); run = 0; }
+        else { extent_add(st, &largest, run); run = 0; }
         at += piece;
       }
-      hist_add(st, run);
+      extent_add(st, &largest, run);
     }
   }
-  for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) hist_add(st, h->h[p - 1].size);
+  for (uint32_t p = h->pool; p; p = h->h[p - 1].pnext) extent_add(st, &largest, h->h[p - 1].size);
+  return largest;
 }
 
 void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
@@ -58,9 +64,9 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
         /* free slots as extents: runs of consecutive FREE slots */
         for (uint32_t i = 0; i < s->nslots; i++) {
           if (s->free_bm[i / 64] & (1ull << (i % 64))) run += a->classes[c].size;
-          else { hist_add(st, run); run = 0; }
+          else { extent_add(st, &st->largest_free, run); run = 0; }
         }
-        hist_add(st, run);
+        extent_add(st, &st->largest_free, run);
         run = 0;
       }
       slab_pend += bin->pend_bytes;
@@ -72,7 +78,8 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
   }
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
-  heap_extents(h, VS_HEAP_NT, st);
+  uint64_t heap_largest = heap_extents(h, VS_HEAP_NT, st);
+  if (heap_largest > st->largest_free) st->largest_free = heap_largest;
   st->reserved_bytes = vs_heap_reserved(h);
   /* Bytes of the heap's live user blocks: their requests plus their rounding
    * (vs_heap_check verifies both counters against the blocks). */
@@ -259,15 +266,14 @@ uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room) {
  * answer by a slab, as any later call would. */
 static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   size_t n = 0;
-  for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int k = 0; k < VS_NBINS_ALL; k++) {
-      vs_bin *bin = &a->classes[c].bins[k];
-      vs_lock_take(bin->mu);
-      for (vs_slab *s = bin->slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
-        if (!s->nlive) empty[n++] = s->base;
-      vs_lock_give(bin->mu);
-    }
-  qsort(empty, n, sizeof *empty, cmp_u64);
+  vs_bin *bin;
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
+    vs_lock_take(bin->mu);
+    for (vs_slab *s = bin->slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
+      if (!s->nlive) empty[n++] = s->base;
+    vs_lock_give(bin->mu);
+  }
+  if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
   return n;
 }
 
@@ -286,13 +292,9 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   uint64_t empty[EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
-  vs_arena_stats st;
-  memset(st.hist_count, 0, sizeof st.hist_count);
-  memset(st.hist_bytes, 0, sizeof st.hist_bytes);
-  st.largest_free = 0;
   vs_heap_lock(a);
   /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
-  heap_extents(h, VS_HEAP_SMALL, &st);
+  uint64_t largest_free = heap_extents(h, VS_HEAP_SMALL, NULL);
   /* A growth is made in whole granules (VMM) or 512-byte units (a chunk of
    * the request's own size when nothing larger is granted). */
   uint64_t back = ladder_bytes(h, empty, nempty), unit = h->vmm ? h->G : VS_TLSF_ALIGN;
@@ -300,11 +302,11 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   /* VMM: a request may also start on the free granules of a handle a live
    * block pins and go on over new ones. */
   if (h->vmm) {
-    uint64_t most = best > st.largest_free ? best : st.largest_free;
+    uint64_t most = best > largest_free ? best : largest_free;
     best = runs_piece(h, best, most, empty, nempty);
   }
   vs_lock_give(&h->mu);
-  return best > st.largest_free ? best : st.largest_free;
+  return best > largest_free ? best : largest_free;
 }
 
 /* ---- Walk ----------------------------------------------------------------- */
@@ -426,6 +428,10 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
       if (bin->spare && (bin->spare->nlive || bin->spare->npend || bin->spare->bin != bin || bin->spare == bin->cur))
         FAIL("slab: spare slab not empty or not the bin's");
       if (n != bin->nslabs) FAIL("slab: bin count %llu, listed %llu", (unsigned long long)bin->nslabs, (unsigned long long)n);
+      uint32_t bi = c * VS_NBINS_ALL + (uint32_t)k;
+      int in_use = (int)(atomic_load(&a->bins_in_use[bi / 64]) >> (bi % 64) & 1);
+      if (in_use != (n > 0))
+        FAIL("slab: class %u bin %d has %llu slabs, its in-use bit %d", c, k, (unsigned long long)n, in_use);
       if (blive != bin->live_req || bwaste != bin->waste || bpend != bin->pend_bytes)
         FAIL("slab: bin counters disagree with slots (class %u)", c);
       live += blive;

@@ -261,6 +261,12 @@ struct vs_arena {
   vs_lock off_mu;                   /* every off-lane bin's (VS_BIN_OFF_LANE) */
   vs_slab *spare_slabs;
   vs_slab *all_slabs;               /* every descriptor ever made (freed at destroy) */
+  /* Bit c * VS_NBINS_ALL + k: bin k of class c has a slab. Written under
+   * that bin's lock when its count leaves or reaches 0; read without locks
+   * by the walks over every bin (the view's empty slabs, trims), which
+   * lock only the bins it names. A slab added after the reading is one
+   * such a walk could have missed anyway: it visits bins one at a time. */
+  _Atomic uint64_t bins_in_use[(VS_ARENA_MAX_CLASSES * VS_NBINS_ALL + 63) / 64];
   /* Shared counters, each on its own line; none is written on the small
    * hot path (bins keep their own and fold live bytes in by the MiB). */
   _Alignas(64) _Atomic uint64_t sync_started;
@@ -403,6 +409,9 @@ int vs_slab_free(vs_arena *a, uint64_t addr, int ordered);   /* -1 not a slab sl
 int vs_slab_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size);  /* 0, -1, 1 */
 vs_slab *vs_pm_get(vs_arena *a, uint64_t addr);
 void vs_slab_fini(vs_arena *a);
+/* The next bin at or after index *i (c * VS_NBINS_ALL + k) that has a slab
+ * (bins_in_use), NULL past the last; *i is set to its index. */
+vs_bin *vs_slab_next_bin_in_use(vs_arena *a, uint32_t *i);
 uint64_t vs_slab_trim(vs_arena *a);                        /* empty slabs back to the heap */
 uint64_t vs_slab_trim_idle(vs_arena *a);                   /* try-locks only: safe under a bin lock */
 uint64_t vs_slab_pending(vs_arena *a);                     /* bytes of pending slots */

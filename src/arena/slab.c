@@ -126,6 +126,15 @@ static vs_bin *my_bin(vs_arena *a, int cls) {
   return &a->classes[cls].bins[tl_bin];
 }
 
+/* Caller holds bin->mu: the bin's bit in a->bins_in_use (core.h). */
+static void mark_in_use(vs_arena *a, const vs_bin *bin, int on) {
+  const vs_class *c = &a->classes[bin->cls];
+  uint32_t i = bin->cls * VS_NBINS_ALL + (uint32_t)(bin - c->bins);
+  uint64_t bit = 1ull << (i % 64);
+  if (on) atomic_fetch_or_explicit(&a->bins_in_use[i / 64], bit, memory_order_release);
+  else atomic_fetch_and_explicit(&a->bins_in_use[i / 64], ~bit, memory_order_release);
+}
+
 /* The bin this thread holds while the heap serves it a slab: the heap's
  * idle trim (vs_slab_trim_idle) skips it rather than try-lock it again. */
 static _Thread_local vs_bin *tl_growing __attribute__((tls_model("initial-exec")));
@@ -156,11 +165,11 @@ static vs_slab *slab_new(vs_arena *a, vs_bin *bin, int held_only, int *rc) {
   s->next = bin->slabs;
   if (bin->slabs) bin->slabs->prev = s;
   bin->slabs = s;
-  bin->nslabs++;
+  if (bin->nslabs++ == 0) mark_in_use(a, bin, 1);
   if (pm_set(a, base, s)) {
     bin->slabs = s->next;
     if (s->next) s->next->prev = NULL;
-    bin->nslabs--;
+    if (--bin->nslabs == 0) mark_in_use(a, bin, 0);
     vs_heap_free(a, base, VS_FREE_INTERNAL);
     *rc = VS_BACKEND_ERROR;
     return NULL;
@@ -176,7 +185,7 @@ static void slab_release(vs_arena *a, vs_bin *bin, vs_slab *s) {
   if (s->next) s->next->prev = s->prev;
   if (bin->cur == s) bin->cur = NULL;
   if (bin->spare == s) bin->spare = NULL;
-  bin->nslabs--;
+  if (--bin->nslabs == 0) mark_in_use(a, bin, 0);
   uint64_t base = s->base;
   __atomic_store_n(&s->bin, NULL, __ATOMIC_RELEASE);
   pthread_mutex_lock(&a->slab_mu);
@@ -383,15 +392,32 @@ static uint64_t bin_trim(vs_arena *a, vs_bin *bin, int reclaim) {
   return n;
 }
 
+vs_bin *vs_slab_next_bin_in_use(vs_arena *a, uint32_t *i) {
+  const uint32_t end = a->nclasses * VS_NBINS_ALL;
+  while (*i < end) {
+    uint32_t w = *i / 64;
+    uint64_t m = atomic_load_explicit(&a->bins_in_use[w], memory_order_acquire) & (~0ull << (*i % 64));
+    if (m) {
+      uint32_t at = w * 64 + (uint32_t)__builtin_ctzll(m);
+      if (at >= end) return NULL;
+      *i = at;
+      return &a->classes[at / VS_NBINS_ALL].bins[at % VS_NBINS_ALL];
+    }
+    *i = (w + 1) * 64;
+  }
+  return NULL;
+}
+
+/* A bin without slabs has nothing to trim: only the bins in use are
+ * locked. */
 uint64_t vs_slab_trim(vs_arena *a) {
   uint64_t n = 0;
-  for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS_ALL; b++) {
-      vs_bin *bin = &a->classes[c].bins[b];
-      vs_lock_take(bin->mu);
-      n += bin_trim(a, bin, 1);
-      vs_lock_give(bin->mu);
-    }
+  vs_bin *bin;
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
+    vs_lock_take(bin->mu);
+    n += bin_trim(a, bin, 1);
+    vs_lock_give(bin->mu);
+  }
   return n;
 }
 
@@ -403,13 +429,12 @@ uint64_t vs_slab_trim(vs_arena *a) {
  * busy now is in use anyway. */
 uint64_t vs_slab_trim_idle(vs_arena *a) {
   uint64_t n = 0;
-  for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int b = 0; b < VS_NBINS_ALL; b++) {
-      vs_bin *bin = &a->classes[c].bins[b];
-      if (bin == tl_growing || !vs_lock_try(bin->mu)) continue;
-      n += bin_trim(a, bin, 0);
-      vs_lock_give(bin->mu);
-    }
+  vs_bin *bin;
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
+    if (bin == tl_growing || !vs_lock_try(bin->mu)) continue;
+    n += bin_trim(a, bin, 0);
+    vs_lock_give(bin->mu);
+  }
   return n;
 }
 

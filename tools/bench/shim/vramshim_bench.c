@@ -9,7 +9,13 @@
  * per-run differences (the cost the shim adds); and the difference of the
  * fastest runs (less sensitive to a busy machine).
  *
- *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--arena [--threads T] [--size S]]
+ *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena]
+ *                  [--arena [--threads T] [--size S]]
+ *
+ * --view-arena: the cuMemGetInfo_v2 row is measured after one 4 KiB pair
+ * through the shim, so the context's arena exists and its cache counts in
+ * the view (a server's case); without it the row comes first, before any
+ * arena (the view's shortest path).
  *
  * --arena: the cost of an alloc+free pair through the shim with the arena
  * off, chunks and vmm, against the driver directly, side by side, for a few
@@ -314,7 +320,7 @@ static int arena_table(const char *self, int runs, int calls, int nthreads, cons
 }
 
 int main(int argc, char **argv) {
-  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0, nthreads = 1;
+  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0, nthreads = 1, view_arena = 0;
   const char *shim_path = VS_BENCH_SHIM, *driver_path = getenv("VRAMSHIM_DRIVER");
   if (!driver_path || !*driver_path) driver_path = VS_BENCH_DRIVER;
   for (int i = 1; i < argc; i++) {
@@ -323,11 +329,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--shim") && i + 1 < argc) shim_path = argv[++i];
     else if (!strcmp(argv[i], "--driver") && i + 1 < argc) driver_path = argv[++i];
     else if (!strcmp(argv[i], "--arena")) arena = 1;
+    else if (!strcmp(argv[i], "--view-arena")) view_arena = 1;
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
     else if (!strcmp(argv[i], "--size") && i + 1 < argc) g_only_size = (size_t)strtoull(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] "
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena] "
                       "[--arena [--threads T] [--size S]]\n");
       return 2;
     }
@@ -388,8 +395,13 @@ int main(int argc, char **argv) {
   printf("vramshim-bench: driver %s, shim %s\n", driver_path, shim_path);
   printf("vramshim-bench: %d runs x %d calls each, %ld CPUs online; medians in ns per call\n", runs, calls, cpus);
   printf("%-34s %10s %10s %10s %10s\n", "call", "direct", "hooked", "added", "min-min");
-  measure("cuMemGetInfo_v2", op_info, runs, calls);
   g_pair_size = 4096;
+  if (view_arena) {
+    op_pair(&g_hooked, 1);
+    measure("cuMemGetInfo_v2 (arena made)", op_info, runs, calls);
+  } else {
+    measure("cuMemGetInfo_v2", op_info, runs, calls);
+  }
   measure("cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)", op_pair, runs, pair_calls);
   measure("cuPointerGetAttribute", op_attr, runs, calls);
   measure("cuPointerGetAttributes (2)", op_attrs, runs, calls);
