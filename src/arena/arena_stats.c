@@ -261,9 +261,10 @@ uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room) {
 }
 
 /* Bases of the slabs without a live slot (their pending slots are free
- * after the ladder's sync), sorted; at most EMPTY_SLABS_MAX. Bins before the
- * heap (the lock order): a slab emptied or filled in between moves an
- * answer by a slab, as any later call would. */
+ * after the ladder's sync), sorted; at most EMPTY_SLABS_MAX. Only the bins
+ * with a slab (bins_in_use). Bins before the heap (the lock order): a slab
+ * emptied or filled in between moves an answer by a slab, as any later
+ * call would. */
 static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   size_t n = 0;
   vs_bin *bin;

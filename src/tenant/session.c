@@ -31,9 +31,11 @@ struct vs_tenant_session {
 };
 
 /* Set in a fork child, never cleared: until a fork, no card's ledger can be
- * inherited, and get() asks no ledger (a call per query: cuMemGetInfo
- * makes about five). Registered when the first session is made, before it
- * opens a card, so a child that inherits a session's ledger has it set. */
+ * inherited, and get() asks the ledger nothing (an out-of-line call per
+ * query). Registered when the first session is made, before it opens a
+ * card, so a child that inherits a session's ledger has it set. A child of
+ * a bare clone(2) runs no fork handler: it has neither this flag nor the
+ * ledger's closed handle (ledger.c), as before the flag. */
 static int g_forked;
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 static void note_fork_child(void) { __atomic_store_n(&g_forked, 1, __ATOMIC_RELAXED); }
