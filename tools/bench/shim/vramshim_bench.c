@@ -9,13 +9,16 @@
  * per-run differences (the cost the shim adds); and the difference of the
  * fastest runs (less sensitive to a busy machine).
  *
- *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena]
+ *   vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena [--view-live N]]
  *                  [--arena [--threads T] [--size S]]
  *
  * --view-arena: the cuMemGetInfo_v2 row is measured after one 4 KiB pair
  * through the shim, so the context's arena exists and its cache counts in
  * the view (a server's case); without it the row comes first, before any
- * arena (the view's shortest path).
+ * arena (the view's shortest path). --view-live N (with --view-arena): 2N
+ * blocks, 300 KiB and 4 KiB in turn, are allocated through the shim and
+ * every other pair freed, so that N stay live while the row is measured,
+ * with free holes between them in the heap (the view walks its blocks).
  *
  * --arena: the cost of an alloc+free pair through the shim with the arena
  * off, chunks and vmm, against the driver directly, side by side, for a few
@@ -320,7 +323,7 @@ static int arena_table(const char *self, int runs, int calls, int nthreads, cons
 }
 
 int main(int argc, char **argv) {
-  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0, nthreads = 1, view_arena = 0;
+  int runs = 41, calls = 20000, arena = 0, arena_child_mode = 0, nthreads = 1, view_arena = 0, view_live = 0;
   const char *shim_path = VS_BENCH_SHIM, *driver_path = getenv("VRAMSHIM_DRIVER");
   if (!driver_path || !*driver_path) driver_path = VS_BENCH_DRIVER;
   for (int i = 1; i < argc; i++) {
@@ -330,16 +333,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--driver") && i + 1 < argc) driver_path = argv[++i];
     else if (!strcmp(argv[i], "--arena")) arena = 1;
     else if (!strcmp(argv[i], "--view-arena")) view_arena = 1;
+    else if (!strcmp(argv[i], "--view-live") && i + 1 < argc) view_live = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--arena-child")) arena_child_mode = 1;
     else if (!strcmp(argv[i], "--size") && i + 1 < argc) g_only_size = (size_t)strtoull(argv[++i], NULL, 10);
     else {
-      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena] "
-                      "[--arena [--threads T] [--size S]]\n");
+      fprintf(stderr, "usage: vramshim-bench [--runs R] [--calls N] [--shim PATH] [--driver PATH] [--view-arena "
+                      "[--view-live N]] [--arena [--threads T] [--size S]]\n");
       return 2;
     }
   }
-  if (runs < 1 || calls < 10 || nthreads < 1 || nthreads > 64) return 2;
+  if (runs < 1 || calls < 10 || nthreads < 1 || nthreads > 64 || view_live < 0 || view_live > 100000) return 2;
   size_t rows = 0;
   for (size_t k = 0; k < ARENA_NSIZES; k++) rows += !size_skipped(k);
   if (!rows) {
@@ -398,7 +402,23 @@ int main(int argc, char **argv) {
   g_pair_size = 4096;
   if (view_arena) {
     op_pair(&g_hooked, 1);
-    measure("cuMemGetInfo_v2 (arena made)", op_info, runs, calls);
+    CUdeviceptr *held = view_live ? calloc(2 * (size_t)view_live, sizeof *held) : NULL;
+    if (view_live && !held) return 2;
+    for (int i = 0; i < 2 * view_live; i++)
+      if (g_hooked.alloc(&held[i], i % 2 ? 4096 : 300 << 10) != CUDA_SUCCESS) held[i] = 0;
+    for (int i = 0; i < 2 * view_live; i += 4) {   /* holes: every second block of each size */
+      if (held[i]) g_hooked.fr(held[i]);
+      if (i + 1 < 2 * view_live && held[i + 1]) g_hooked.fr(held[i + 1]);
+      held[i] = 0;
+      if (i + 1 < 2 * view_live) held[i + 1] = 0;
+    }
+    char row[64];
+    if (view_live) snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena, %d live)", view_live);
+    else snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena made)");
+    measure(row, op_info, runs, calls);
+    for (int i = 0; i < 2 * view_live; i++)
+      if (held[i]) g_hooked.fr(held[i]);
+    free(held);
   } else {
     measure("cuMemGetInfo_v2", op_info, runs, calls);
   }
