@@ -25,6 +25,15 @@ static void extent_add(vs_arena_stats *st, uint64_t *largest, uint64_t n) {
  * largest. */
 static uint64_t heap_extents(vs_heap *h, int nt, vs_arena_stats *st) {
   uint64_t largest = 0;
+  if (!st && !h->vmm) {
+    /* Chunks: every FREE block is an extent and lies in its TLSF's lists
+     * (vs_tlsf_check): no walk over the blocks. */
+    for (int k = 0; k < nt; k++) {
+      uint64_t n = vs_tlsf_largest_free(&h->t[k]);
+      if (n > largest) largest = n;
+    }
+    return largest;
+  }
   for (int k = 0; k < nt; k++)
   for (vs_tregion *tr = h->t[k].regions; tr; tr = tr->rnext) {
     vs_hregion *r = hr(tr);

@@ -283,6 +283,16 @@ vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t siz
   return b;
 }
 
+uint64_t vs_tlsf_largest_free(const vs_tlsf *t) {
+  if (!t->fl_bitmap) return 0;
+  int fl = 63 - __builtin_clzll(t->fl_bitmap);
+  int sl = 31 - __builtin_clz(t->sl_bitmap[fl]);
+  uint64_t most = 0;
+  for (const vs_tblock *f = t->lists[fl][sl]; f; f = f->fnext)
+    if (f->size > most) most = f->size;
+  return most;
+}
+
 vs_tblock *vs_tlsf_used(vs_tlsf *t, uint64_t addr) {
   vs_tblock *b;
   HASH_FIND(hh, t->used, &addr, sizeof(uint64_t), b);

@@ -116,6 +116,9 @@ vs_tblock *vs_tlsf_find_if(vs_tlsf *t, uint64_t size, int (*accept)(const vs_tbl
  * vs_tlsf_find(t, size) would return that block; 0 when it might not.
  * Exact where it answers 1; costs one find. */
 int vs_tlsf_find_would_take(vs_tlsf *t, uint64_t size, uint64_t hsize, const vs_tblock *gone);
+/* The size of the largest FREE block, 0 without one: a walk of the highest
+ * non-empty list alone (a larger class never holds a smaller block). */
+uint64_t vs_tlsf_largest_free(const vs_tlsf *t);
 /* Carves [addr, addr+size) out of the FREE block b that contains it. */
 vs_tblock *vs_tlsf_take_at(vs_tlsf *t, vs_tblock *b, uint64_t addr, uint64_t size);
 /* LIVE/PENDING block by start address. */

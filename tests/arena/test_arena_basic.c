@@ -860,7 +860,8 @@ static void arena_parked_block_chunks(void **s) { (void)s; parked_block(VS_ARENA
  * regions, sizes from 512 B to 24 MiB, so lists both short and longer than
  * the 32-entry scan), for a live block X whose previous neighbour is not
  * FREE, whenever it answers 1 the block's release followed by a find of its
- * size must return the hole starting at X's address. */
+ * size must return the hole starting at X's address. And at every step
+ * vs_tlsf_largest_free is the largest FREE block of a walk. */
 static void arena_tlsf_find_would_take_exact(void **state) {
   (void)state;
   vs_tlsf t;
@@ -902,6 +903,14 @@ static void arena_tlsf_find_would_take_exact(void **state) {
       live[n++] = b;
     }
     if (step % 1000 == 0 && vs_tlsf_check(&t, err, sizeof err)) fail_msg("%s", err);
+    /* vs_tlsf_largest_free against a walk of every block. */
+    uint64_t most = 0;
+    for (int i = 0; i < 3; i++)
+      for (vs_tblock *b = r[i].first; b; b = b->next)
+        if (b->state == VS_TB_FREE && b->size > most) most = b->size;
+    if (vs_tlsf_largest_free(&t) != most)
+      fail_msg("step %d: largest free %llu, the blocks say %llu", step, (unsigned long long)vs_tlsf_largest_free(&t),
+               (unsigned long long)most);
   }
   print_message("  %d of %d releases asked: the find would take the block's hole\n", yes, asked);
   assert_true(yes > asked / 10);
