@@ -188,9 +188,14 @@ int vs_quota_card_id(int card, char out[VS_NAME_MAX]) {
   return 0;
 }
 
+/* The process's live bytes on an open card (s its session) to the
+ * ledger's display column. */
+static inline void publish_live(vs_tenant_session *s, int card) {
+  vs_tenant_set_live(s, card, vs_acct_live_bytes(card));
+}
+
 void vs_quota_refresh_live(int card) {
-  if (!is_open(card)) return;
-  vs_tenant_set_live(g_session, card, vs_acct_live_bytes(card));
+  if (is_open(card)) publish_live(g_session, card);
 }
 
 CUresult vs_quota_charge(int card, uint64_t n) {
@@ -409,7 +414,7 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * driver alone grants its own free (which moves by whole pages). */
     if (books_bind) f = f / VS_POOL_GROWTH_UNIT * VS_POOL_GROWTH_UNIT;
     *free_bytes = f;
-    vs_tenant_set_live(s, card, vs_acct_live_bytes(card)); /* vs_quota_refresh_live: the card is open */
+    publish_live(s, card);   /* the card is open: no is_open to ask */
   }
   if (total_bytes) *total_bytes = tot;
   return VS_MEM_DONE;
