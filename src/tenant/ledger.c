@@ -1313,7 +1313,6 @@ void vs_ledger_set_cache(vs_ledger *h, uint64_t bytes) {
   leave_locked(h, s);
 }
 
-
 void vs_ledger_trim_answer(vs_ledger *h, uint32_t req) {
   vs_ledger_shm *s = h ? enter(h) : NULL;
   if (!s) return;
