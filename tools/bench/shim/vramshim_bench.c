@@ -406,12 +406,11 @@ int main(int argc, char **argv) {
     if (view_live && !held) return 2;
     for (int i = 0; i < 2 * view_live; i++)
       if (g_hooked.alloc(&held[i], i % 2 ? 4096 : 300 << 10) != CUDA_SUCCESS) held[i] = 0;
-    for (int i = 0; i < 2 * view_live; i += 4) {   /* holes: every second block of each size */
-      if (held[i]) g_hooked.fr(held[i]);
-      if (i + 1 < 2 * view_live && held[i + 1]) g_hooked.fr(held[i + 1]);
-      held[i] = 0;
-      if (i + 1 < 2 * view_live) held[i + 1] = 0;
-    }
+    for (int i = 0; i < 2 * view_live; i++)   /* holes: every other pair */
+      if (i % 4 < 2 && held[i]) {
+        g_hooked.fr(held[i]);
+        held[i] = 0;
+      }
     char row[64];
     if (view_live) snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena, %d live)", view_live);
     else snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena made)");
