@@ -287,22 +287,52 @@ static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   return n;
 }
 
+/* Caller holds heap.mu. Whether k is the answer for room and empty with
+ * the heap as it is now (vs_view_kept). */
+static int kept_holds(const vs_heap *h, const vs_view_kept *k, uint64_t room, const uint64_t *empty, size_t nempty) {
+  if (!k->valid || k->room != room || k->mgen != h->map_gen || k->pgen != h->pend_gen ||
+      k->pool_bytes != h->pool_bytes || k->nempty != nempty)
+    return 0;
+  for (int i = 0; i < VS_HEAP_NT; i++)
+    if (k->tgen[i] != h->t[i].gen) return 0;
+  return !nempty || !memcmp(k->empty, empty, nempty * sizeof *empty);
+}
+
+/* Caller holds heap.mu. Keeps answer with what it was read from (not with
+ * more empty slabs than k holds). */
+static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const uint64_t *empty, size_t nempty,
+                       uint64_t answer) {
+  k->valid = nempty <= VS_VIEW_KEPT_EMPTY;
+  if (!k->valid) return;
+  for (int i = 0; i < VS_HEAP_NT; i++) k->tgen[i] = h->t[i].gen;
+  k->mgen = h->map_gen;
+  k->pgen = h->pend_gen;
+  k->pool_bytes = h->pool_bytes;
+  k->room = room;
+  k->answer = answer;
+  k->nempty = (uint32_t)nempty;
+  if (nempty) memcpy(k->empty, empty, nempty * sizeof *empty);
+}
+
 uint64_t vs_arena_reclaimable(vs_arena *a) {
   if (!a) return 0;
   uint64_t empty[EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
+  vs_heap *h = &a->heap;
   vs_heap_lock(a);
-  uint64_t back = ladder_bytes(&a->heap, empty, nempty);
-  vs_lock_give(&a->heap.mu);
+  uint64_t back;
+  if (kept_holds(h, &h->kept_back, 0, empty, nempty)) {
+    back = h->kept_back.answer;
+  } else {
+    back = ladder_bytes(h, empty, nempty);
+    kept_store(h, &h->kept_back, 0, empty, nempty, back);
+  }
+  vs_lock_give(&h->mu);
   return back;
 }
 
-uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
-  if (!a) return room;
-  uint64_t empty[EMPTY_SLABS_MAX];
-  size_t nempty = empty_slabs(a, empty);
-  vs_heap *h = &a->heap;
-  vs_heap_lock(a);
+/* Caller holds heap.mu. vs_arena_one_piece's walk. */
+static uint64_t one_piece_walk(vs_heap *h, uint64_t room, const uint64_t *empty, size_t nempty) {
   /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
   uint64_t largest_free = heap_extents(h, VS_HEAP_SMALL, NULL);
   /* A growth is made in whole granules (VMM) or 512-byte units (a chunk of
@@ -315,8 +345,24 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
     uint64_t most = best > largest_free ? best : largest_free;
     best = runs_piece(h, best, most, empty, nempty);
   }
-  vs_lock_give(&h->mu);
   return best > largest_free ? best : largest_free;
+}
+
+uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
+  if (!a) return room;
+  uint64_t empty[EMPTY_SLABS_MAX];
+  size_t nempty = empty_slabs(a, empty);
+  vs_heap *h = &a->heap;
+  vs_heap_lock(a);
+  uint64_t best;
+  if (kept_holds(h, &h->kept_piece, room, empty, nempty)) {
+    best = h->kept_piece.answer;
+  } else {
+    best = one_piece_walk(h, room, empty, nempty);
+    kept_store(h, &h->kept_piece, room, empty, nempty, best);
+  }
+  vs_lock_give(&h->mu);
+  return best;
 }
 
 /* ---- Walk ----------------------------------------------------------------- */

@@ -138,6 +138,24 @@ typedef struct vs_hregion {
   uint64_t ngran, hiwater; /* VMM: granules; 1 + highest mapped granule ever */
 } vs_hregion;
 
+/* Empty slabs a kept view answer compares (more: the answer is not kept). */
+#define VS_VIEW_KEPT_EMPTY 32
+
+/* One of the view's answers (arena_stats.c: vs_arena_one_piece,
+ * vs_arena_reclaimable) and what its walk read: the TLSFs' gens (free
+ * lists, regions, blocks taken and released), the heap's map_gen (handles
+ * mapped and unmapped), pend_gen (blocks made PENDING), the pool's bytes
+ * (a handle leaves the pool unmapped without a map_gen move; one enters it
+ * only by an unmap), the room asked and the empty slabs. The walk is a
+ * function of those alone, so while they stay the answer does: a program
+ * asking cuMemGetInfo in a loop pays one walk, not one per call. */
+typedef struct vs_view_kept {
+  int valid;
+  uint64_t tgen[VS_HEAP_NT], mgen, pgen, pool_bytes, room, answer;
+  uint32_t nempty;
+  uint64_t empty[VS_VIEW_KEPT_EMPTY];
+} vs_view_kept;
+
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   vs_lock mu;
@@ -166,6 +184,8 @@ typedef struct vs_heap {
     uint64_t size, tgen, mgen;
   } parked_yes;
   uint64_t map_gen;                 /* moves with every handle mapped or unmapped (VMM: what vmm_fuller reads) */
+  uint64_t pend_gen;                /* moves with every block made PENDING (vs_view_kept) */
+  vs_view_kept kept_piece, kept_back;   /* vs_arena_one_piece's and vs_arena_reclaimable's (under mu) */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
                                      * handles, no steps, no rent (core.c reads it), moves */

@@ -1311,6 +1311,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
     if (user) release_check(a);   /* freed in stream order: as a reclaim would */
   } else {
     vs_tlsf_pend(tlsf_of(h, b), b, vs_arena_stamp(a));
+    h->pend_gen++;
     b->fnext = NULL;
     if (h->pend_tail) h->pend_tail->fnext = b;
     else h->pend_head = b;

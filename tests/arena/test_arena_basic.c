@@ -964,6 +964,106 @@ static void one_piece(vs_arena_mode mode) {
   fx_close(&f);
 }
 
+/* The view's kept answers (vs_view_kept): after every single step of
+ * random traffic (allocations of every layer, frees that pend, park or
+ * release, syncs, trims), vs_arena_one_piece and vs_arena_reclaimable
+ * answer as a fresh walk does; and with nothing changed they answer from
+ * what they kept (a sentinel put in its place comes back) without a walk. */
+static void view_kept(vs_arena_mode mode, int ordered) {
+  fixture f;
+  fx_open(&f, mode, 512 * MiB, 64 * MiB);
+  vs_arena_set_stream_ordered(f.a, ordered);
+  vs_heap *h = &f.a->heap;
+  uint64_t live[64] = {0}, seed = 61 + (uint64_t)ordered, rooms[3] = {0, 64 * MiB, 0};
+  int kept = 0;
+  for (int step = 0; step < 4000; step++) {
+    uint64_t k = rng_next(&seed) % 100;
+    int j = (int)(rng_next(&seed) % 64);
+    if (k < 3) {
+      vs_arena_synced_to(f.a, vs_arena_sync_ticket(f.a));
+    } else if (k < 4) {
+      vs_arena_trim(f.a, rng_next(&seed) % 2 ? 0 : 32 * MiB);
+    } else if (live[j]) {
+      assert_int_equal(vs_arena_free(f.a, live[j]), 0);
+      live[j] = 0;
+    } else {
+      uint64_t c = rng_next(&seed) % 10, size = c < 6 ? 1 + rng_next(&seed) % (64 << 10)
+                                              : c < 9 ? (64 << 10) + rng_next(&seed) % (8 * MiB)
+                                                      : 8 * MiB + rng_next(&seed) % (48 * MiB);
+      if (vs_arena_alloc(f.a, size, &live[j]) != 0) live[j] = 0;
+    }
+    rooms[2] = room_of(&f);
+    uint64_t room = rooms[rng_next(&seed) % 3];
+    if (h->kept_piece.valid && h->kept_piece.room == room) kept++;
+    uint64_t piece = vs_arena_one_piece(f.a, room), back = vs_arena_reclaimable(f.a);
+    h->kept_piece.valid = h->kept_back.valid = 0;
+    uint64_t walked_piece = vs_arena_one_piece(f.a, room), walked_back = vs_arena_reclaimable(f.a);
+    if (piece != walked_piece || back != walked_back)
+      fail_msg("step %d: kept piece %llu back %llu, walked %llu and %llu", step, (unsigned long long)piece,
+               (unsigned long long)back, (unsigned long long)walked_piece, (unsigned long long)walked_back);
+    if (step % 97 == 0) CHECK(f.a);
+  }
+  assert_true(kept > 100);
+  free_slots(&f, live);
+  memset(live, 0, sizeof live);
+  vs_arena_synced_to(f.a, vs_arena_sync_ticket(f.a));
+  vs_arena_trim(f.a, 0);
+  /* A slab emptied changes no heap counter: the kept answer compares the
+   * empty slabs themselves (the slab's memory is reclaimable once empty). */
+  if (mode == VS_ARENA_VMM) fx_hot_class(f.a, 4096);
+  uint64_t x;
+  assert_int_equal(vs_arena_alloc(f.a, 4096, &x), 0);
+  uint64_t before = vs_arena_reclaimable(f.a);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  uint64_t after = vs_arena_reclaimable(f.a);
+  h->kept_back.valid = 0;
+  assert_int_equal(after, vs_arena_reclaimable(f.a));
+  assert_true(after > before);
+  /* Nothing changed: the kept answers, not a walk. */
+  uint64_t room = room_of(&f);
+  (void)vs_arena_one_piece(f.a, room);
+  (void)vs_arena_reclaimable(f.a);
+  assert_true(h->kept_piece.valid && h->kept_back.valid);
+  h->kept_piece.answer = 12345;
+  h->kept_back.answer = 678;
+  assert_int_equal(vs_arena_one_piece(f.a, room), 12345);
+  assert_int_equal(vs_arena_reclaimable(f.a), 678);
+  assert_int_not_equal(vs_arena_one_piece(f.a, room + 2 * MiB), 12345);   /* another room: walked */
+  h->kept_piece.valid = h->kept_back.valid = 0;
+  fx_close(&f);
+}
+
+/* As many empty slabs as when the answer was kept, other ones: one class's
+ * slab live again and another's emptied (neither moves a heap counter)
+ * moves VMM's piece, and the kept answer with it. */
+static void view_kept_other_empty_slab(void) {
+  fixture f;
+  fx_open(&f, VS_ARENA_VMM, 512 * MiB, 64 * MiB);
+  fx_hot_class(f.a, 4096);
+  fx_hot_class(f.a, 8192);
+  uint64_t x, y;
+  assert_int_equal(vs_arena_alloc(f.a, 4096, &x), 0);
+  assert_int_equal(vs_arena_alloc(f.a, 8192, &y), 0);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  uint64_t one = vs_arena_one_piece(f.a, 0);
+  assert_int_equal(vs_arena_alloc(f.a, 4096, &x), 0);
+  assert_int_equal(vs_arena_free(f.a, y), 0);
+  uint64_t other = vs_arena_one_piece(f.a, 0);
+  f.a->heap.kept_piece.valid = 0;
+  assert_int_equal(other, vs_arena_one_piece(f.a, 0));
+  assert_int_not_equal(one, other);
+  assert_int_equal(vs_arena_free(f.a, x), 0);
+  fx_close(&f);
+}
+
+static void arena_view_kept_vmm(void **s) {
+  (void)s;
+  view_kept(VS_ARENA_VMM, 0);
+  view_kept(VS_ARENA_VMM, 1);
+  view_kept_other_empty_slab();
+}
+static void arena_view_kept_chunks(void **s) { (void)s; view_kept(VS_ARENA_CHUNKS, 0); view_kept(VS_ARENA_CHUNKS, 1); }
+
 static void arena_one_piece_vmm(void **s) { (void)s; one_piece(VS_ARENA_VMM); }
 static void arena_one_piece_chunks(void **s) { (void)s; one_piece(VS_ARENA_CHUNKS); }
 
@@ -985,6 +1085,7 @@ int main(void) {
       cmocka_unit_test(arena_climb_grows_further), cmocka_unit_test(arena_growth_to_floor_level),
       cmocka_unit_test(arena_tlsf_table_kept_when_empty),
       cmocka_unit_test(arena_one_piece_vmm), cmocka_unit_test(arena_one_piece_chunks),
+      cmocka_unit_test(arena_view_kept_vmm), cmocka_unit_test(arena_view_kept_chunks),
       cmocka_unit_test(arena_parked_block_vmm), cmocka_unit_test(arena_parked_block_chunks),
       cmocka_unit_test(arena_tlsf_find_would_take_exact),
   };
