@@ -185,7 +185,6 @@ typedef struct vs_heap {
   } parked_yes;
   uint64_t map_gen;                 /* moves with every handle mapped or unmapped (VMM: what vmm_fuller reads) */
   uint64_t pend_gen;                /* moves with every block made PENDING (vs_view_kept) */
-  vs_view_kept kept_piece, kept_back;   /* vs_arena_one_piece's and vs_arena_reclaimable's (under mu) */
   uint64_t live_req, live_count, waste;   /* user blocks only (not slabs) */
   _Atomic int pressure;             /* set by the OOM ladder or a nearly full card (heap.c): smaller
                                      * handles, no steps, no rent (core.c reads it), moves */
@@ -211,6 +210,9 @@ typedef struct vs_heap {
   uint64_t dk_mult, dk_rel;
   uint64_t idle_req, idle_since;    /* vs_heap_trim_decayed: `requests` when it last changed, and when */
   uint64_t use_since;               /* decay: highest heap use since decay_keep last looked (no clock read) */
+  /* vs_arena_one_piece's and vs_arena_reclaimable's (under mu); last, away
+   * from the fields the pair touches. */
+  vs_view_kept kept_piece, kept_back;
 } vs_heap;
 
 /* v rounded up to a multiple of a. */
