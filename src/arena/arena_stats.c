@@ -427,6 +427,32 @@ static int popcount_words(const uint64_t *w, uint32_t n) {
   return c;
 }
 
+/* Caller holds every bin's lock and the heap's. A kept view answer whose
+ * key still holds is what a walk says now (vs_view_kept). */
+static int kept_check(vs_arena *a, char *err, size_t len) {
+  vs_heap *h = &a->heap;
+  uint64_t empty[EMPTY_SLABS_MAX];
+  size_t n = 0;
+  for (uint32_t c = 0; c < a->nclasses; c++)
+    for (int k = 0; k < VS_NBINS_ALL; k++)
+      for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
+        if (!s->nlive) empty[n++] = s->base;
+  if (n > VS_VIEW_KEPT_EMPTY) return 0;   /* nothing kept with so many */
+  if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
+  const vs_view_kept *p = &h->kept_piece, *b = &h->kept_back;
+  if (kept_holds(h, p, p->room, empty, n) && one_piece_walk(h, p->room, empty, n) != p->answer) {
+    snprintf(err, len, "arena: kept one piece %llu for room %llu, a walk says %llu", (unsigned long long)p->answer,
+             (unsigned long long)p->room, (unsigned long long)one_piece_walk(h, p->room, empty, n));
+    return -1;
+  }
+  if (kept_holds(h, b, 0, empty, n) && ladder_bytes(h, empty, n) != b->answer) {
+    snprintf(err, len, "arena: kept reclaimable %llu, a walk says %llu", (unsigned long long)b->answer,
+             (unsigned long long)ladder_bytes(h, empty, n));
+    return -1;
+  }
+  return 0;
+}
+
 int vs_arena_check(vs_arena *a, char *err, size_t len) {
   char dummy[8];
   if (!err || !len) { err = dummy; len = sizeof dummy; }
@@ -503,6 +529,7 @@ int vs_arena_check(vs_arena *a, char *err, size_t len) {
                                      (unsigned long long)nslabs_all);
   if (live != vs_arena_live(a) + (uint64_t)unfolded)
     FAIL("arena: live bytes %llu, blocks say %llu", (unsigned long long)vs_arena_live(a), (unsigned long long)live);
+  if (kept_check(a, err, len)) goto out;
   if (vs_heap_reserved(h) > atomic_load(&a->peak_reserved)) FAIL("arena: reserved above its peak");
   if (atomic_load(&a->sync_done) > atomic_load(&a->sync_started)) FAIL("arena: sync generations inverted");
   rc = 0;

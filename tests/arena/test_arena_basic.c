@@ -996,12 +996,12 @@ static void view_kept(vs_arena_mode mode, int ordered) {
     uint64_t room = rooms[rng_next(&seed) % 3];
     if (h->kept_piece.valid && h->kept_piece.room == room) kept++;
     uint64_t piece = vs_arena_one_piece(f.a, room), back = vs_arena_reclaimable(f.a);
+    if (step % 97 == 0) CHECK(f.a);   /* the checker walks for the kept answers too */
     h->kept_piece.valid = h->kept_back.valid = 0;
     uint64_t walked_piece = vs_arena_one_piece(f.a, room), walked_back = vs_arena_reclaimable(f.a);
     if (piece != walked_piece || back != walked_back)
       fail_msg("step %d: kept piece %llu back %llu, walked %llu and %llu", step, (unsigned long long)piece,
                (unsigned long long)back, (unsigned long long)walked_piece, (unsigned long long)walked_back);
-    if (step % 97 == 0) CHECK(f.a);
   }
   assert_true(kept > 100);
   free_slots(&f, live);
@@ -1029,7 +1029,15 @@ static void view_kept(vs_arena_mode mode, int ordered) {
   assert_int_equal(vs_arena_one_piece(f.a, room), 12345);
   assert_int_equal(vs_arena_reclaimable(f.a), 678);
   assert_int_not_equal(vs_arena_one_piece(f.a, room + 2 * MiB), 12345);   /* another room: walked */
+  /* A kept answer a walk contradicts: the checker finds it. */
+  char why[160];
+  assert_int_equal(vs_arena_check(f.a, why, sizeof why), -1);
+  assert_non_null(strstr(why, "kept reclaimable 678"));
+  h->kept_piece.answer = 12345;
+  assert_int_equal(vs_arena_check(f.a, why, sizeof why), -1);
+  assert_non_null(strstr(why, "kept one piece 12345"));
   h->kept_piece.valid = h->kept_back.valid = 0;
+  CHECK(f.a);
   fx_close(&f);
 }
 
