@@ -117,9 +117,6 @@ void vs_arena_get_stats(vs_arena *a, vs_arena_stats *st) {
 }
 
 /* ---- One piece ------------------------------------------------------------- */
-/* An empty slab stays in its bin only as the bin's current or spare one
- * (vs_arena_check's invariant): at most two per bin. */
-#define EMPTY_SLABS_MAX (2 * VS_ARENA_MAX_CLASSES * VS_NBINS_ALL)
 
 static int cmp_u64(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -270,7 +267,7 @@ uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room) {
 }
 
 /* Bases of the slabs without a live slot (their pending slots are free
- * after the ladder's sync), sorted; at most EMPTY_SLABS_MAX. Only the bins
+ * after the ladder's sync), sorted; at most VS_EMPTY_SLABS_MAX. Only the bins
  * with a slab (bins_in_use). Bins before the heap (the lock order): a slab
  * emptied or filled in between moves an answer by a slab, as any later
  * call would. */
@@ -279,7 +276,7 @@ static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   vs_bin *bin;
   for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
     vs_lock_take(bin->mu);
-    for (vs_slab *s = bin->slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
+    for (vs_slab *s = bin->slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
       if (!s->nlive) empty[n++] = s->base;
     vs_lock_give(bin->mu);
   }
@@ -298,12 +295,10 @@ static int kept_holds(const vs_heap *h, const vs_view_kept *k, uint64_t room, co
   return !nempty || !memcmp(k->empty, empty, nempty * sizeof *empty);
 }
 
-/* Caller holds heap.mu. Keeps answer with what it was read from (not with
- * more empty slabs than k holds). */
+/* Caller holds heap.mu. Keeps answer with what it was read from. */
 static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const uint64_t *empty, size_t nempty,
                        uint64_t answer) {
-  k->valid = nempty <= VS_VIEW_KEPT_EMPTY;
-  if (!k->valid) return;
+  k->valid = 1;
   for (int i = 0; i < VS_HEAP_NT; i++) k->tgen[i] = h->t[i].gen;
   k->mgen = h->map_gen;
   k->pgen = h->pend_gen;
@@ -316,7 +311,7 @@ static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const u
 
 uint64_t vs_arena_reclaimable(vs_arena *a) {
   if (!a) return 0;
-  uint64_t empty[EMPTY_SLABS_MAX];
+  uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
@@ -350,7 +345,7 @@ static uint64_t one_piece_walk(vs_heap *h, uint64_t room, const uint64_t *empty,
 
 uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   if (!a) return room;
-  uint64_t empty[EMPTY_SLABS_MAX];
+  uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
@@ -431,13 +426,12 @@ static int popcount_words(const uint64_t *w, uint32_t n) {
  * key still holds is what a walk says now (vs_view_kept). */
 static int kept_check(vs_arena *a, char *err, size_t len) {
   vs_heap *h = &a->heap;
-  uint64_t empty[EMPTY_SLABS_MAX];
+  uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t n = 0;
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int k = 0; k < VS_NBINS_ALL; k++)
-      for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < EMPTY_SLABS_MAX; s = s->next)
+      for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
         if (!s->nlive) empty[n++] = s->base;
-  if (n > VS_VIEW_KEPT_EMPTY) return 0;   /* nothing kept with so many */
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
   const vs_view_kept *p = &h->kept_piece, *b = &h->kept_back;
   if (kept_holds(h, p, p->room, empty, n) && one_piece_walk(h, p->room, empty, n) != p->answer) {

@@ -138,22 +138,26 @@ typedef struct vs_hregion {
   uint64_t ngran, hiwater; /* VMM: granules; 1 + highest mapped granule ever */
 } vs_hregion;
 
-/* Empty slabs a kept view answer compares (more: the answer is not kept). */
-#define VS_VIEW_KEPT_EMPTY 32
+/* The most empty slabs the view reads (arena_stats.c, empty_slabs): an
+ * empty slab stays in its bin only as its current or spare one, so at most
+ * two per bin; slabs holding only pending slots count too, and past this
+ * many are left out. */
+#define VS_EMPTY_SLABS_MAX (2 * VS_ARENA_MAX_CLASSES * VS_NBINS_ALL)
 
 /* One of the view's answers (arena_stats.c: vs_arena_one_piece,
  * vs_arena_reclaimable) and what its walk read: the TLSFs' gens (free
  * lists, regions, blocks taken and released), the heap's map_gen (handles
  * mapped and unmapped), pend_gen (blocks made PENDING), the pool's bytes
  * (a handle leaves the pool unmapped without a map_gen move; one enters it
- * only by an unmap), the room asked and the empty slabs. The walk is a
+ * only by an unmap), the room asked and the empty slabs (all of those the
+ * view reads, so no workload falls back to a walk per call). The walk is a
  * function of those alone, so while they stay the answer does: a program
  * asking cuMemGetInfo in a loop pays one walk, not one per call. */
 typedef struct vs_view_kept {
   int valid;
   uint64_t tgen[VS_HEAP_NT], mgen, pgen, pool_bytes, room, answer;
   uint32_t nempty;
-  uint64_t empty[VS_VIEW_KEPT_EMPTY];
+  uint64_t empty[VS_EMPTY_SLABS_MAX];
 } vs_view_kept;
 
 /* Medium and large allocations: TLSF over the regions, one lock. */

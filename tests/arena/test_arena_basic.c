@@ -1064,13 +1064,44 @@ static void view_kept_other_empty_slab(void) {
   fx_close(&f);
 }
 
+/* Many empty slabs (each class's bin left with an empty current and an
+ * empty spare slab): the answer is kept all the same. */
+static void view_kept_many_empty_slabs(void) {
+  fixture f;
+  fx_open(&f, VS_ARENA_CHUNKS, 512 * MiB, 64 * MiB);
+  uint64_t *p = calloc(VS_SLAB_SIZE / 512 + 1, sizeof *p);
+  assert_non_null(p);
+  for (uint64_t size = 512; size <= VS_SMALL_MAX; size += size / 8 > 512 ? size / 8 : 512) {
+    uint64_t n = VS_SLAB_SIZE / size + 1;   /* one slab full and one more block: two slabs */
+    for (uint64_t i = 0; i < n; i++) assert_int_equal(vs_arena_alloc(f.a, size, &p[i]), 0);
+    for (uint64_t i = 0; i < n; i++) assert_int_equal(vs_arena_free(f.a, p[i]), 0);
+  }
+  free(p);
+  int empties = 0;
+  for (uint32_t c = 0; c < f.a->nclasses; c++)
+    for (int k = 0; k < VS_NBINS_ALL; k++)
+      for (vs_slab *sl = f.a->classes[c].bins[k].slabs; sl; sl = sl->next) empties += !sl->nlive;
+  assert_true(empties > 32);
+  uint64_t room = room_of(&f), piece = vs_arena_one_piece(f.a, room);
+  f.a->heap.kept_piece.answer = 12345;
+  assert_int_equal(vs_arena_one_piece(f.a, room), 12345);
+  f.a->heap.kept_piece.valid = 0;
+  assert_int_equal(vs_arena_one_piece(f.a, room), piece);
+  fx_close(&f);
+}
+
 static void arena_view_kept_vmm(void **s) {
   (void)s;
   view_kept(VS_ARENA_VMM, 0);
   view_kept(VS_ARENA_VMM, 1);
   view_kept_other_empty_slab();
 }
-static void arena_view_kept_chunks(void **s) { (void)s; view_kept(VS_ARENA_CHUNKS, 0); view_kept(VS_ARENA_CHUNKS, 1); }
+static void arena_view_kept_chunks(void **s) {
+  (void)s;
+  view_kept(VS_ARENA_CHUNKS, 0);
+  view_kept(VS_ARENA_CHUNKS, 1);
+  view_kept_many_empty_slabs();
+}
 
 static void arena_one_piece_vmm(void **s) { (void)s; one_piece(VS_ARENA_VMM); }
 static void arena_one_piece_chunks(void **s) { (void)s; one_piece(VS_ARENA_CHUNKS); }
