@@ -81,6 +81,7 @@ vs_arena *vs_arena_create(const vs_arena_config *cfg, const vs_arena_backend *be
   a->decay_ns = VS_ARENA_DECAY_DEFAULT_MS * 1000000ull;
   a->heap.dk_next = vs_arena_now(a);
   atomic_init(&a->tick_stamp, VS_TICK_NEVER);
+  a->kept = calloc(2, sizeof *a->kept);
   return a;
 }
 
@@ -90,6 +91,7 @@ void vs_arena_destroy(vs_arena *a) {
   vs_slab_fini(a);
   pthread_mutex_destroy(&a->slab_mu);
   pthread_mutex_destroy(&a->lane_mu);
+  free(a->kept);
   vs_plat_aligned_free(a);
 }
 

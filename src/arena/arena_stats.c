@@ -316,11 +316,12 @@ uint64_t vs_arena_reclaimable(vs_arena *a) {
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
   uint64_t back;
-  if (kept_holds(h, &h->kept_back, 0, empty, nempty)) {
-    back = h->kept_back.answer;
+  vs_view_kept *k = a->kept ? &a->kept[1] : NULL;
+  if (k && kept_holds(h, k, 0, empty, nempty)) {
+    back = k->answer;
   } else {
     back = ladder_bytes(h, empty, nempty);
-    kept_store(h, &h->kept_back, 0, empty, nempty, back);
+    if (k) kept_store(h, k, 0, empty, nempty, back);
   }
   vs_lock_give(&h->mu);
   return back;
@@ -350,11 +351,12 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
   uint64_t best;
-  if (kept_holds(h, &h->kept_piece, room, empty, nempty)) {
-    best = h->kept_piece.answer;
+  vs_view_kept *k = a->kept ? &a->kept[0] : NULL;
+  if (k && kept_holds(h, k, room, empty, nempty)) {
+    best = k->answer;
   } else {
     best = one_piece_walk(h, room, empty, nempty);
-    kept_store(h, &h->kept_piece, room, empty, nempty, best);
+    if (k) kept_store(h, k, room, empty, nempty, best);
   }
   vs_lock_give(&h->mu);
   return best;
@@ -433,7 +435,8 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
       for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
         if (!s->nlive) empty[n++] = s->base;
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
-  const vs_view_kept *p = &h->kept_piece, *b = &h->kept_back;
+  if (!a->kept) return 0;
+  const vs_view_kept *p = &a->kept[0], *b = &a->kept[1];
   if (kept_holds(h, p, p->room, empty, n) && one_piece_walk(h, p->room, empty, n) != p->answer) {
     snprintf(err, len, "arena: kept one piece %llu for room %llu, a walk says %llu", (unsigned long long)p->answer,
              (unsigned long long)p->room, (unsigned long long)one_piece_walk(h, p->room, empty, n));

@@ -973,7 +973,6 @@ static void view_kept(vs_arena_mode mode, int ordered) {
   fixture f;
   fx_open(&f, mode, 512 * MiB, 64 * MiB);
   vs_arena_set_stream_ordered(f.a, ordered);
-  vs_heap *h = &f.a->heap;
   uint64_t live[64] = {0}, seed = 61 + (uint64_t)ordered, rooms[3] = {0, 64 * MiB, 0};
   int kept = 0;
   for (int step = 0; step < 4000; step++) {
@@ -994,10 +993,10 @@ static void view_kept(vs_arena_mode mode, int ordered) {
     }
     rooms[2] = room_of(&f);
     uint64_t room = rooms[rng_next(&seed) % 3];
-    if (h->kept_piece.valid && h->kept_piece.room == room) kept++;
+    if (f.a->kept[0].valid && f.a->kept[0].room == room) kept++;
     uint64_t piece = vs_arena_one_piece(f.a, room), back = vs_arena_reclaimable(f.a);
     if (step % 97 == 0) CHECK(f.a);   /* the checker walks for the kept answers too */
-    h->kept_piece.valid = h->kept_back.valid = 0;
+    f.a->kept[0].valid = f.a->kept[1].valid = 0;
     uint64_t walked_piece = vs_arena_one_piece(f.a, room), walked_back = vs_arena_reclaimable(f.a);
     if (piece != walked_piece || back != walked_back)
       fail_msg("step %d: kept piece %llu back %llu, walked %llu and %llu", step, (unsigned long long)piece,
@@ -1016,16 +1015,16 @@ static void view_kept(vs_arena_mode mode, int ordered) {
   uint64_t before = vs_arena_reclaimable(f.a);
   assert_int_equal(vs_arena_free(f.a, x), 0);
   uint64_t after = vs_arena_reclaimable(f.a);
-  h->kept_back.valid = 0;
+  f.a->kept[1].valid = 0;
   assert_int_equal(after, vs_arena_reclaimable(f.a));
   assert_true(after > before);
   /* Nothing changed: the kept answers, not a walk. */
   uint64_t room = room_of(&f);
   (void)vs_arena_one_piece(f.a, room);
   (void)vs_arena_reclaimable(f.a);
-  assert_true(h->kept_piece.valid && h->kept_back.valid);
-  h->kept_piece.answer = 12345;
-  h->kept_back.answer = 678;
+  assert_true(f.a->kept[0].valid && f.a->kept[1].valid);
+  f.a->kept[0].answer = 12345;
+  f.a->kept[1].answer = 678;
   assert_int_equal(vs_arena_one_piece(f.a, room), 12345);
   assert_int_equal(vs_arena_reclaimable(f.a), 678);
   assert_int_not_equal(vs_arena_one_piece(f.a, room + 2 * MiB), 12345);   /* another room: walked */
@@ -1033,10 +1032,10 @@ static void view_kept(vs_arena_mode mode, int ordered) {
   char why[160];
   assert_int_equal(vs_arena_check(f.a, why, sizeof why), -1);
   assert_non_null(strstr(why, "kept reclaimable 678"));
-  h->kept_piece.answer = 12345;
+  f.a->kept[0].answer = 12345;
   assert_int_equal(vs_arena_check(f.a, why, sizeof why), -1);
   assert_non_null(strstr(why, "kept one piece 12345"));
-  h->kept_piece.valid = h->kept_back.valid = 0;
+  f.a->kept[0].valid = f.a->kept[1].valid = 0;
   CHECK(f.a);
   fx_close(&f);
 }
@@ -1057,7 +1056,7 @@ static void view_kept_other_empty_slab(void) {
   assert_int_equal(vs_arena_alloc(f.a, 4096, &x), 0);
   assert_int_equal(vs_arena_free(f.a, y), 0);
   uint64_t other = vs_arena_one_piece(f.a, 0);
-  f.a->heap.kept_piece.valid = 0;
+  f.a->kept[0].valid = 0;
   assert_int_equal(other, vs_arena_one_piece(f.a, 0));
   assert_int_not_equal(one, other);
   assert_int_equal(vs_arena_free(f.a, x), 0);
@@ -1083,9 +1082,9 @@ static void view_kept_many_empty_slabs(void) {
       for (vs_slab *sl = f.a->classes[c].bins[k].slabs; sl; sl = sl->next) empties += !sl->nlive;
   assert_true(empties > 32);
   uint64_t room = room_of(&f), piece = vs_arena_one_piece(f.a, room);
-  f.a->heap.kept_piece.answer = 12345;
+  f.a->kept[0].answer = 12345;
   assert_int_equal(vs_arena_one_piece(f.a, room), 12345);
-  f.a->heap.kept_piece.valid = 0;
+  f.a->kept[0].valid = 0;
   assert_int_equal(vs_arena_one_piece(f.a, room), piece);
   fx_close(&f);
 }
