@@ -427,6 +427,7 @@ static int popcount_words(const uint64_t *w, uint32_t n) {
 /* Caller holds every bin's lock and the heap's. A kept view answer whose
  * key still holds is what a walk says now (vs_view_kept). */
 static int kept_check(vs_arena *a, char *err, size_t len) {
+  if (!a->kept) return 0;
   vs_heap *h = &a->heap;
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t n = 0;
@@ -435,7 +436,6 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
       for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
         if (!s->nlive) empty[n++] = s->base;
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
-  if (!a->kept) return 0;
   const vs_view_kept *p = &a->kept[0], *b = &a->kept[1];
   if (kept_holds(h, p, p->room, empty, n) && one_piece_walk(h, p->room, empty, n) != p->answer) {
     snprintf(err, len, "arena: kept one piece %llu for room %llu, a walk says %llu", (unsigned long long)p->answer,
