@@ -309,24 +309,6 @@ static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const u
   if (nempty) memcpy(k->empty, empty, nempty * sizeof *empty);
 }
 
-uint64_t vs_arena_reclaimable(vs_arena *a) {
-  if (!a) return 0;
-  uint64_t empty[VS_EMPTY_SLABS_MAX];
-  size_t nempty = empty_slabs(a, empty);
-  vs_heap *h = &a->heap;
-  vs_heap_lock(a);
-  uint64_t back;
-  vs_view_kept *k = a->kept ? &a->kept[1] : NULL;
-  if (k && kept_holds(h, k, 0, empty, nempty)) {
-    back = k->answer;
-  } else {
-    back = ladder_bytes(h, empty, nempty);
-    if (k) kept_store(h, k, 0, empty, nempty, back);
-  }
-  vs_lock_give(&h->mu);
-  return back;
-}
-
 /* Caller holds heap.mu. vs_arena_one_piece's walk. */
 static uint64_t one_piece_walk(vs_heap *h, uint64_t room, const uint64_t *empty, size_t nempty) {
   /* Not VMM's small blocks' tlsf: it serves no request above VS_SMALL_MAX. */
@@ -344,23 +326,36 @@ static uint64_t one_piece_walk(vs_heap *h, uint64_t room, const uint64_t *empty,
   return best > largest_free ? best : largest_free;
 }
 
-uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) {
-  if (!a) return room;
+static uint64_t reclaim_walk(vs_heap *h, uint64_t room, const uint64_t *empty, size_t nempty) {
+  (void)room;
+  return ladder_bytes(h, empty, nempty);
+}
+
+/* The view's two walks, by their index in a->kept. */
+typedef uint64_t (*view_walk)(vs_heap *h, uint64_t room, const uint64_t *empty, size_t nempty);
+static const view_walk k_view_walks[2] = {one_piece_walk, reclaim_walk};
+static const char *const k_view_names[2] = {"one piece", "reclaimable"};
+
+/* Walk `which`'s answer for room: the kept one while its key holds. */
+static uint64_t kept_or_walk(vs_arena *a, int which, uint64_t room) {
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
-  uint64_t best;
-  vs_view_kept *k = a->kept ? &a->kept[0] : NULL;
+  vs_view_kept *k = a->kept ? &a->kept[which] : NULL;
+  uint64_t n;
   if (k && kept_holds(h, k, room, empty, nempty)) {
-    best = k->answer;
+    n = k->answer;
   } else {
-    best = one_piece_walk(h, room, empty, nempty);
-    if (k) kept_store(h, k, room, empty, nempty, best);
+    n = k_view_walks[which](h, room, empty, nempty);
+    if (k) kept_store(h, k, room, empty, nempty, n);
   }
   vs_lock_give(&h->mu);
-  return best;
+  return n;
 }
+
+uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) { return a ? kept_or_walk(a, 0, room) : room; }
+uint64_t vs_arena_reclaimable(vs_arena *a) { return a ? kept_or_walk(a, 1, 0) : 0; }
 
 /* ---- Walk ----------------------------------------------------------------- */
 void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
@@ -436,16 +431,14 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
       for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
         if (!s->nlive) empty[n++] = s->base;
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
-  const vs_view_kept *p = &a->kept[0], *b = &a->kept[1];
-  if (kept_holds(h, p, p->room, empty, n) && one_piece_walk(h, p->room, empty, n) != p->answer) {
-    snprintf(err, len, "arena: kept one piece %llu for room %llu, a walk says %llu", (unsigned long long)p->answer,
-             (unsigned long long)p->room, (unsigned long long)one_piece_walk(h, p->room, empty, n));
-    return -1;
-  }
-  if (kept_holds(h, b, 0, empty, n) && ladder_bytes(h, empty, n) != b->answer) {
-    snprintf(err, len, "arena: kept reclaimable %llu, a walk says %llu", (unsigned long long)b->answer,
-             (unsigned long long)ladder_bytes(h, empty, n));
-    return -1;
+  for (int w = 0; w < 2; w++) {
+    const vs_view_kept *k = &a->kept[w];
+    uint64_t walked;
+    if (kept_holds(h, k, k->room, empty, n) && (walked = k_view_walks[w](h, k->room, empty, n)) != k->answer) {
+      snprintf(err, len, "arena: kept %s %llu for room %llu, a walk says %llu", k_view_names[w],
+               (unsigned long long)k->answer, (unsigned long long)k->room, (unsigned long long)walked);
+      return -1;
+    }
   }
   return 0;
 }
