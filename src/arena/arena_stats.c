@@ -266,6 +266,14 @@ uint64_t vs_heap_ladder_piece(vs_heap *h, uint64_t room) {
   return best;
 }
 
+/* Caller holds bin->mu. The bases of bin's slabs without a live slot,
+ * appended to empty[0..n); the new count, at most VS_EMPTY_SLABS_MAX. */
+static inline size_t bin_empty_slabs(const vs_bin *bin, uint64_t *empty, size_t n) {
+  for (const vs_slab *s = bin->slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
+    if (!s->nlive) empty[n++] = s->base;
+  return n;
+}
+
 /* Bases of the slabs without a live slot (their pending slots are free
  * after the ladder's sync), sorted; at most VS_EMPTY_SLABS_MAX. Only the bins
  * with a slab (bins_in_use). Bins before the heap (the lock order): a slab
@@ -276,8 +284,7 @@ static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   vs_bin *bin;
   for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
     vs_lock_take(bin->mu);
-    for (vs_slab *s = bin->slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
-      if (!s->nlive) empty[n++] = s->base;
+    n = bin_empty_slabs(bin, empty, n);
     vs_lock_give(bin->mu);
   }
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
@@ -426,10 +433,8 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
   vs_heap *h = &a->heap;
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t n = 0;
-  for (uint32_t c = 0; c < a->nclasses; c++)
-    for (int k = 0; k < VS_NBINS_ALL; k++)
-      for (vs_slab *s = a->classes[c].bins[k].slabs; s && n < VS_EMPTY_SLABS_MAX; s = s->next)
-        if (!s->nlive) empty[n++] = s->base;
+  vs_bin *bin;   /* every lock held: the view's reading without its locking */
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) n = bin_empty_slabs(bin, empty, n);
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
   for (int w = 0; w < 2; w++) {
     const vs_view_kept *k = &a->kept[w];
