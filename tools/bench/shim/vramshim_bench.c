@@ -411,8 +411,12 @@ int main(int argc, char **argv) {
         g_hooked.fr(held[i]);
         held[i] = 0;
       }
+    int live = 0;
+    for (int i = 0; i < 2 * view_live; i++) live += held[i] != 0;
+    if (live < view_live)   /* the card's room ran out: the row names the blocks it had */
+      fprintf(stderr, "vramshim-bench: %d of %d blocks live (the others were refused)\n", live, view_live);
     char row[64];
-    if (view_live) snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena, %d live)", view_live);
+    if (view_live) snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena, %d live)", live);
     else snprintf(row, sizeof row, "cuMemGetInfo_v2 (arena made)");
     measure(row, op_info, runs, calls);
     for (int i = 0; i < 2 * view_live; i++)
