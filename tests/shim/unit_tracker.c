@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,70 @@ static void stale_record_is_returned(void **state) {
   assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), 1);
   assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, 0x1000, ~0u, &stale), 0);
   assert_int_equal(stale.size, 200);
+}
+
+/* A removed record stays linked, dead, until its key comes back or another
+ * removal in its stripe takes its place (tracker.c): against a model of
+ * what is live, over random steps on few keys (so keys come back, and dead
+ * records meet their stripe's next removal), no lookup, removal, count or
+ * context sweep may see a removed key, and a key inserted again is fresh,
+ * never stale. */
+#define MODEL_KEYS 96
+static void removed_records_stay_removed(void **state) {
+  (void)state;
+  struct {
+    int live;
+    vs_alloc_info info;
+  } m[MODEL_KEYS] = {{0}};
+  uint64_t rng = 0x9e3779b97f4a7c15ULL, live = 0;
+  for (int step = 0; step < 40000; step++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    int k = (int)(rng % MODEL_KEYS), op = (int)((rng >> 32) % 8);
+    uint64_t key = 0x7f0000000000ULL + (uint64_t)k * 4096;
+    vs_alloc_info out;
+    if (op < 4) {   /* insert: fresh (0) unless the model holds it (stale, 1) */
+      vs_alloc_info a = {key, (uint64_t)step + 1, 0, 0, 0, 0, (uint64_t)(k % 3) + 1, 0, 0};
+      int r = vs_tracker_insert(VS_SPACE_DEVPTR, &a, &out);
+      assert_int_equal(r, m[k].live ? 1 : 0);
+      if (r == 1) assert_int_equal(out.size, m[k].info.size);
+      else live++;
+      m[k].live = 1;
+      m[k].info = a;
+    } else if (op < 7) {
+      int r = vs_tracker_remove(VS_SPACE_DEVPTR, key, ~0u, &out);
+      assert_int_equal(r, m[k].live ? 0 : -1);
+      if (r == 0) {
+        assert_int_equal(out.size, m[k].info.size);
+        m[k].live = 0;
+        live--;
+      }
+    } else {
+      int r = vs_tracker_find(VS_SPACE_DEVPTR, key, &out);
+      assert_int_equal(r, m[k].live ? 0 : -1);
+      if (r == 0) assert_int_equal(out.size, m[k].info.size);
+    }
+    assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), live);
+    if (step % 5000 == 4999) {   /* a context's sweep takes its live records only */
+      uint64_t ctx = (uint64_t)(step / 5000 % 3) + 1;
+      vs_alloc_info *v = NULL;
+      size_t n = vs_tracker_take_ctx(VS_SPACE_DEVPTR, ctx, ~0u, &v), want = 0;
+      for (int i = 0; i < MODEL_KEYS; i++) {
+        if (!m[i].live || m[i].info.ctx_id != ctx) continue;
+        want++;
+        int found = 0;
+        for (size_t j = 0; j < n; j++) found += v[j].key == m[i].info.key && v[j].size == m[i].info.size;
+        assert_int_equal(found, 1);
+        m[i].live = 0;
+        live--;
+      }
+      assert_int_equal(n, want);
+      free(v);
+    }
+  }
+  for (int i = 0; i < MODEL_KEYS; i++)
+    if (m[i].live)
+      assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, m[i].info.key, ~0u, NULL), 0);
+  assert_int_equal(vs_tracker_count(VS_SPACE_DEVPTR), 0);
 }
 
 static void fork_child_drops_everything(void **state) {
@@ -110,6 +175,15 @@ static void *churn(void *arg) {
     if (vs_tracker_remove(VS_SPACE_DEVPTR, base + i * 512, ~0u, NULL) != 0) return (void *)3;
     vs_acct_live_sub(0, 512);
   }
+  /* One address allocated and freed again and again (a slab slot): its
+   * record revived in place, while other threads do the same in the same
+   * stripes. */
+  for (uint64_t i = 0; i < PER_THREAD; i++) {
+    vs_alloc_info a = {base + (i % 3) * 512, 512, 0, 0, 0, 0, 0, 0, 0}, out;
+    if (vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL) != 0) return (void *)4;
+    if (vs_tracker_remove(VS_SPACE_DEVPTR, a.key, ~0u, &out) != 0 || out.key != a.key) return (void *)5;
+    if (vs_tracker_find(VS_SPACE_DEVPTR, a.key, NULL) != -1) return (void *)6;
+  }
   return NULL;
 }
 
@@ -135,6 +209,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(insert_find_remove),
       cmocka_unit_test(stale_record_is_returned),
+      cmocka_unit_test(removed_records_stay_removed),
       cmocka_unit_test(fork_child_drops_everything),
       cmocka_unit_test(counters_and_peak),
       cmocka_unit_test(threads_keep_exact_counts),

@@ -58,19 +58,35 @@ typedef struct stripe {
   vs_spinlock lock;   /* held for a table operation only: see spinlock.h */
   rec *head;
   uint64_t count[VS_SPACES];
-  /* One record kept from the last removal for the next insertion: an
+  /* The last record removed stays linked, dead (no lookup sees it), so the
+   * next insertion of its key revives it in place: a program that frees a
+   * block and gets the same address back (a slab slot, the heap's parked
+   * block) makes no table insertion or deletion. Removing another record
+   * unlinks the dead one first, so at most one is dead per stripe. */
+  rec *dead;
+  /* One unlinked record kept for the next insertion of another key: an
    * allocation and its free then make no malloc/free of their own. At most
-   * one per stripe, so the memory it keeps is bounded. */
+   * one per stripe, so the memory the two keep is bounded. */
   rec *spare;
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {VS_SPINLOCK_INIT, NULL, {0}, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {VS_SPINLOCK_INIT, NULL, {0}, NULL, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
 
 static stripe *stripe_of(uint64_t mix) { return &g_stripes[mix >> (64 - VS_STRIPE_BITS)]; }
+
+/* The anchor is linked before the first record: see stripe. */
+static void ensure_anchor(stripe *s) {
+  if (s->head) return;
+  s->anchor.k.value = 0;
+  s->anchor.k.space = VS_SPACES;
+  t_oom = 0;
+  HASH_ADD(hh, s->head, k, sizeof(key), &s->anchor);
+  if (t_oom) s->head = NULL;   /* no table: the record gets the same chance */
+}
 
 int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *stale) {
   key k = {info->key, (uint64_t)space};
@@ -78,26 +94,40 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
   unsigned hv = (unsigned)mix;
   stripe *s = stripe_of(mix);
   int ret = 0;
+  rec *r = NULL, *old = NULL;
   vs_spin_lock(&s->lock);
-  rec *r = s->spare;
-  s->spare = NULL;
-  if (!r) {
-    vs_spin_unlock(&s->lock);   /* malloc outside the stripe's lock */
+  for (;;) {
+    HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), hv, old);
+    if (old && old == s->dead) {   /* its own key's dead record: revived */
+      s->dead = NULL;
+      old->info = *info;
+      s->count[space]++;
+      if (r && !s->spare) {
+        s->spare = r;
+        r = NULL;
+      }
+      vs_spin_unlock(&s->lock);
+      if (r) free(r);   /* free(NULL) is a call too, on the hot path */
+      return 0;
+    }
+    if (!r) {
+      r = s->spare;
+      s->spare = NULL;
+    }
+    if (!r && s->dead) {
+      r = s->dead;
+      s->dead = NULL;
+      HASH_DEL(s->head, r);
+    }
+    if (r) break;
+    vs_spin_unlock(&s->lock);   /* malloc outside the stripe's lock, then look again */
     r = malloc(sizeof *r);
     if (!r) return -1;
     vs_spin_lock(&s->lock);
   }
   r->k = k;
   r->info = *info;
-  if (!s->head) {
-    s->anchor.k.value = 0;
-    s->anchor.k.space = VS_SPACES;
-    t_oom = 0;
-    HASH_ADD(hh, s->head, k, sizeof(key), &s->anchor);
-    if (t_oom) s->head = NULL;   /* no table: the record below gets the same chance */
-  }
-  rec *old = NULL;
-  HASH_FIND_BYHASHVALUE(hh, s->head, &r->k, sizeof(key), hv, old);
+  ensure_anchor(s);
   if (old) {
     HASH_DEL(s->head, old);
     s->count[space]--;
@@ -121,22 +151,23 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
   rec *r = NULL;
   vs_spin_lock(&s->lock);
   HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
-  if (r && (kind_mask & (1u << r->info.kind))) {
-    HASH_DEL(s->head, r);
-    s->count[space]--;
-  } else {
-    r = NULL;
-  }
-  if (r && !s->spare) {
-    if (out) *out = r->info;
-    s->spare = r;
+  if (!r || r == s->dead || !(kind_mask & (1u << r->info.kind))) {
     vs_spin_unlock(&s->lock);
-    return 0;
+    return -1;
+  }
+  s->count[space]--;
+  if (out) *out = r->info;
+  rec *gone = s->dead;   /* the previous dead record is unlinked: one per stripe */
+  s->dead = r;
+  if (gone) {
+    HASH_DEL(s->head, gone);
+    if (!s->spare) {
+      s->spare = gone;
+      gone = NULL;
+    }
   }
   vs_spin_unlock(&s->lock);
-  if (!r) return -1;
-  if (out) *out = r->info;
-  free(r);
+  if (gone) free(gone);
   return 0;
 }
 
@@ -147,6 +178,7 @@ int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
   rec *r = NULL;
   vs_spin_lock(&s->lock);
   HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
+  if (r == s->dead) r = NULL;
   if (r && out) *out = r->info;
   vs_spin_unlock(&s->lock);
   return r ? 0 : -1;
@@ -171,7 +203,7 @@ size_t vs_tracker_take_ctx(vs_space space, uint64_t ctx_id, unsigned kind_mask, 
     rec *r, *tmp;
     vs_spin_lock(&s->lock);
     HASH_ITER(hh, s->head, r, tmp) {
-      if (r == &s->anchor || r->k.space != (uint64_t)space || r->info.ctx_id != ctx_id ||
+      if (r == &s->anchor || r == s->dead || r->k.space != (uint64_t)space || r->info.ctx_id != ctx_id ||
           !(kind_mask & (1u << r->info.kind)))
         continue;
       if (n == cap) {
@@ -212,6 +244,7 @@ void vs_tracker_atfork_child(void) {
       if (r != &s->anchor) free(r);
     }
     s->head = NULL;
+    s->dead = NULL;   /* freed with the table above */
     free(s->spare);
     s->spare = NULL;
     for (int sp = 0; sp < VS_SPACES; sp++) s->count[sp] = 0;
