@@ -140,7 +140,7 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
   else s->count[space]++;
   vs_spin_unlock(&s->lock);
   if (ret == -1) free(r);   /* uthash did not link it */
-  free(old);
+  if (old) free(old);   /* a new key has none: no call to free(NULL) */
   return ret;
 }
 
