@@ -387,6 +387,75 @@ static void procs(void)
     CHECK(fr == fr0, "after the hammering children: free %zu, want %zu", fr, fr0);
 }
 
+/* cuMemMap and cuMemAlloc while other threads of the process take and
+ * give back address space (a program's heap, a ledger's file mapping, the
+ * shim's own threads): every map lands where it was asked, every large
+ * allocation on 2 MiB. The sim maps into a reservation by giving its piece
+ * back and mapping the view there, and places an allocation by finding a
+ * free aligned range and mapping there (os_windows.c); a range another
+ * thread took in between made 4 % of the maps fail with
+ * CUDA_ERROR_OUT_OF_MEMORY (measured under Wine 8 before the sim took its
+ * ranges from the top of the address space). */
+static volatile LONG race_stop;
+static DWORD WINAPI race_taker(LPVOID arg)
+{
+    (void)arg;
+    unsigned x = 12345;
+    while (!race_stop) {
+        x = x * 1103515245u + 12345u;
+        SIZE_T n = (SIZE_T)(1 + (x >> 16) % 64) << 16;   /* 64 KiB .. 4 MiB */
+        void *p = VirtualAlloc(NULL, n, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        HANDLE s = CreateFileMappingA(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE, 0, 65536, NULL);
+        void *v = s ? MapViewOfFile(s, FILE_MAP_ALL_ACCESS, 0, 0, 65536) : NULL;
+        if (v) UnmapViewOfFile(v);
+        if (s) CloseHandle(s);
+        if (p) VirtualFree(p, 0, MEM_RELEASE);
+    }
+    return 0;
+}
+
+static void vmm_race(void)
+{
+    setup();
+    CUmemAllocationProp pr = prop0();
+    const size_t g = 2 * MiB, slots = 64;
+    CUdeviceptr va = 0;
+    CU(cuMemAddressReserve(&va, slots * g, 0, 0, 0), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h;
+    CU(cuMemCreate(&h, g, &pr, 0), CUDA_SUCCESS);
+    HANDLE t[2];
+    for (int i = 0; i < 2; i++) t[i] = CreateThread(NULL, 0, race_taker, NULL, 0, NULL);
+    int failed = 0, unmapped_not = 0, allocs_failed = 0, misaligned = 0, rounds = 4000;
+    CUresult first = CUDA_SUCCESS;
+    for (int i = 0; i < rounds; i++) {
+        CUdeviceptr at = va + (CUdeviceptr)((i * 7) % slots) * g;
+        CUresult r = cuMemMap(at, g, 0, h, 0);
+        if (r != CUDA_SUCCESS) {
+            if (!failed++) first = r;
+            continue;
+        }
+        if (cuMemUnmap(at, g) != CUDA_SUCCESS) unmapped_not++;
+        /* and an allocation of 2 MiB or more starts on 2 MiB, as the driver's */
+        CUdeviceptr p = 0;
+        if (cuMemAlloc(&p, 4 * MiB) != CUDA_SUCCESS) {
+            allocs_failed++;
+            continue;
+        }
+        if (p % g) misaligned++;
+        if (cuMemFree(p) != CUDA_SUCCESS) allocs_failed++;
+    }
+    race_stop = 1;
+    WaitForMultipleObjects(2, t, TRUE, INFINITE);
+    for (int i = 0; i < 2; i++) CloseHandle(t[i]);
+    CHECK(failed == 0, "%d of %d maps failed (the first with %d) while another thread took address space", failed,
+          rounds, (int)first);
+    CHECK(unmapped_not == 0, "%d unmaps failed", unmapped_not);
+    CHECK(allocs_failed == 0 && misaligned == 0, "%d allocations or frees failed, %d of %d not on 2 MiB",
+          allocs_failed, misaligned, rounds);
+    CU(cuMemRelease(h), CUDA_SUCCESS);
+    CU(cuMemAddressFree(va, slots * g), CUDA_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -394,12 +463,13 @@ int main(int argc, char **argv)
     if (strcmp(what, "hammer") == 0) return hammer();
     if (strcmp(what, "basic") == 0) basic();
     else if (strcmp(what, "vmm") == 0) vmm();
+    else if (strcmp(what, "vmm_race") == 0) vmm_race();
     else if (strcmp(what, "novmm") == 0) novmm();
     else if (strcmp(what, "ipc") == 0) ipc();
     else if (strcmp(what, "streams") == 0) streams();
     else if (strcmp(what, "procs") == 0) procs();
     else {
-        fprintf(stderr, "usage: sim_win basic|vmm|novmm|ipc|streams|procs\n");
+        fprintf(stderr, "usage: sim_win basic|vmm|vmm_race|novmm|ipc|streams|procs\n");
         return 2;
     }
     printf("%s: %d failed\n", what, failures);
