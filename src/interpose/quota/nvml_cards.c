@@ -3,6 +3,8 @@
 
 #include "nvml_cards.h"
 
+#include "accounting.h"
+
 #include "driver_table.h"
 #include "guard.h"
 #include "log.h"
@@ -121,10 +123,35 @@ static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
   return r != NVML_SUCCESS ? -1 : found;
 }
 
-/* The last measurement per card, and the lock that orders measurements
- * (the background thread and the context hooks both measure). */
-static uint64_t g_last_want[MAX_CARDS];
+/* The last measurement per card (what NVML said the process holds, what
+ * the shim counted), and the lock that orders measurements (the
+ * background thread and the context hooks both measure). */
+static vs_footprint_reading g_last[MAX_CARDS];
 static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A measurement taken while a driver call is in flight is off for an
+ * instant: the driver holds memory the shim no longer counts (a free
+ * credited before the driver's free returns) or does not count yet (a VMM
+ * growth between its cuMemCreate and the arena's record of it), or the
+ * other way round. So the overhead moves only where two measurements in a
+ * row saw the same state: the driver's figure and the shim's unchanged,
+ * and no driver call that can change them returned from the first
+ * measurement's start to the second's end. A call in flight at both would
+ * have to be one call spanning them. Taking the smaller of two differing
+ * excesses was not enough: a growth in flight at two readings in a row
+ * charged 2 MiB for a while, in one of about 60 runs of a replay under Wine,
+ * whose driver calls are slow, and moved the smallest card it found
+ * (docs/windows.md, "Reruns"). A context's own measurement (at_ctx) counts
+ * at once: its memory appeared with the context, and a program may size
+ * itself by free memory next. */
+uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_reading *now, uint64_t overhead,
+                           int at_ctx) {
+  uint64_t want = now->used > now->counted ? now->used - now->counted : 0;
+  if (at_ctx) return want;
+  int same = now->calls != VS_FOOTPRINT_NOT_QUIET && now->calls == last->calls && now->used == last->used &&
+             now->counted == last->counted;
+  return same ? want : overhead;
+}
 
 /* The footprint by NVML. at_ctx: a context just began or ended on the
  * card; its footprint is then charged at once, so a program that sizes
@@ -137,24 +164,19 @@ static int refresh(int card, int at_ctx) {
   uint64_t held = 0, overhead = 0, used = 0;
   if (card < 0 || card >= MAX_CARDS) return -1;
   pthread_mutex_lock(&g_refresh_lock);
+  uint64_t calls = vs_acct_memory_calls(card);
   int rc = vs_quota_held(card, &held, &overhead) != 0 ? -1 : nvml_used_by_me(card, &used, at_ctx);
   if (rc != 0) {
     pthread_mutex_unlock(&g_refresh_lock);
     return rc;
   }
-  uint64_t counted = held - overhead;
-  uint64_t want = used > counted ? used - counted : 0;
-  /* A measurement taken while the driver holds memory the shim no longer
-   * (or not yet) counts (a free credited before the driver's free returns,
-   * an allocation in flight) is high for an instant: a rise is charged only
-   * as far as two measurements in a row agree; a fall at once. */
-  if (at_ctx) g_last_want[card] = want;
-  uint64_t apply = want > overhead && g_last_want[card] < want ? (g_last_want[card] > overhead ? g_last_want[card] : overhead)
-                                                               : want;
-  g_last_want[card] = want;
+  if (vs_acct_memory_calls(card) != calls) calls = VS_FOOTPRINT_NOT_QUIET;
+  vs_footprint_reading now = {.used = used, .counted = held - overhead, .calls = calls};
+  uint64_t apply = vs_footprint_rule(&g_last[card], &now, overhead, at_ctx);
+  g_last[card] = now;
   if (apply != overhead) {
     VS_DEBUG("card %d: NVML says this process holds %llu bytes, the shim counted %llu: %llu charged to the "
-             "tenant as overhead", card, (unsigned long long)used, (unsigned long long)counted,
+             "tenant as overhead", card, (unsigned long long)used, (unsigned long long)now.counted,
              (unsigned long long)apply);
     vs_quota_set_overhead(card, apply);
   }
@@ -330,7 +352,7 @@ void vs_footprint_ctx_ended(uint64_t handle, int card) {
 void vs_nvml_cards_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
   pthread_mutex_init(&g_refresh_lock, NULL);
-  memset(g_last_want, 0, sizeof g_last_want);
+  memset(g_last, 0, sizeof g_last);
   /* the child has no context of its own: the parent's are not its footprint */
   g_nctx = 0;
   memset(g_took, 0, sizeof g_took);

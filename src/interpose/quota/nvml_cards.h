@@ -36,5 +36,21 @@ void vs_footprint_refresh_all(void);
 void vs_footprint_ctx_begun(int card, uint64_t handle, int primary);
 void vs_footprint_ctx_ended(uint64_t handle, int card);
 
+/* One measurement of the footprint: what NVML said the process holds on
+ * the card, what the shim counted there (its charge less the overhead),
+ * and the stamp of the driver calls that can change either
+ * (vs_acct_memory_calls), VS_FOOTPRINT_NOT_QUIET when one returned while
+ * it was taken. */
+#define VS_FOOTPRINT_NOT_QUIET UINT64_MAX
+typedef struct vs_footprint_reading {
+  uint64_t used, counted, calls;
+} vs_footprint_reading;
+/* The overhead after measurement now, with last the one before it and
+ * overhead the one charged: used - counted where the two saw the same
+ * quiet state (or at_ctx: a context's own measurement), else overhead
+ * unchanged (vs_footprint_refresh's rule; exposed for its unit test). */
+uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_reading *now, uint64_t overhead,
+                           int at_ctx);
+
 void vs_nvml_cards_atfork_child(void);
 #endif

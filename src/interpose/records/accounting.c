@@ -130,6 +130,19 @@ void vs_acct_call(int card, vramshim_driver_call call) {
   if (card_of(card) && (int)call >= 0 && call < VRAMSHIM_CALL_KINDS) count(card, T_CALLS + (int)call, 1);
 }
 
+uint64_t vs_acct_memory_calls(int card) {
+  if (!card_of(card)) return 0;
+  static const vramshim_driver_call kinds[] = {
+      VRAMSHIM_CALL_MEM_ALLOC,   VRAMSHIM_CALL_MEM_ALLOC_MANAGED, VRAMSHIM_CALL_MEM_FREE,
+      VRAMSHIM_CALL_MEM_ALLOC_ASYNC, VRAMSHIM_CALL_MEM_FREE_ASYNC, VRAMSHIM_CALL_MEM_CREATE,
+      VRAMSHIM_CALL_MEM_RELEASE, VRAMSHIM_CALL_MEM_MAP,        VRAMSHIM_CALL_MEM_UNMAP,
+      VRAMSHIM_CALL_IPC_OPEN,    VRAMSHIM_CALL_IPC_CLOSE};
+  uint64_t n[VRAMSHIM_CALL_KINDS], sum = 0;
+  vs_tally_sums(&g_counts, (uint32_t)(card * K + T_CALLS), VRAMSHIM_CALL_KINDS, n);
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) sum += n[kinds[i]];
+  return sum;
+}
+
 void vs_acct_reset(void) {
   /* Only the forking thread exists in the child: plain stores are enough. */
   memset(g_cards, 0, sizeof g_cards);

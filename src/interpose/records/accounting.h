@@ -35,6 +35,10 @@ void vs_acct_pool_reset_high(int card);
 void vs_acct_request(int card, int is_alloc);     /* alloc_requests / free_requests */
 void vs_acct_failed(int card);
 void vs_acct_call(int card, vramshim_driver_call call);
+/* The driver calls made so far on card that can change what the process
+ * holds there (allocations, frees, VMM physical memory and mappings, IPC
+ * opens and closes): a stamp that moves with each one that returned. */
+uint64_t vs_acct_memory_calls(int card);
 
 void vs_acct_reset(void);   /* fork child: every counter back to zero */
 
