@@ -25,6 +25,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A failure of this file's approximations, not the driver's behaviour: said
+ * on stderr once per process and kind, so that a refusal it causes is not
+ * taken for the card's. */
+enum { NOTE_MAP, NOTE_RESERVE, NOTE_UNALIGNED, NOTE_KINDS };
+static void os_note(int kind, const char *what)
+{
+    static volatile LONG said[NOTE_KINDS];
+    if (!InterlockedExchange(&said[kind], 1))
+        fprintf(stderr, "vramshim: sim: %s (Windows without placeholders, docs/windows.md; said once per process)\n",
+                what);
+}
+
 /* ---- processes ---- */
 int32_t sim_os_pid(void) { return (int32_t)GetCurrentProcessId(); }
 
@@ -207,6 +219,8 @@ void *sim_os_obj_map(sim_os_obj o, size_t len, size_t align)
         void *v = MapViewOfFileEx((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len, (void *)a);
         if (v) return v;
     }
+    if (align > 65536)
+        os_note(NOTE_UNALIGNED, "an allocation's aligned range was taken 16 times in a row; it starts on 64 KiB only");
     return MapViewOfFile((HANDLE)o, FILE_MAP_ALL_ACCESS, 0, 0, len);
 }
 
@@ -238,6 +252,8 @@ void *sim_os_reserve(uintptr_t hint, size_t size, size_t align)
         if (!a) return NULL;
         if (reserve_at(a, size)) return (void *)a;
     }
+    os_note(NOTE_RESERVE, "cuMemAddressReserve: a free aligned range was taken 16 times in a row; answering "
+                          "CUDA_ERROR_OUT_OF_MEMORY");
     return NULL;
 }
 
@@ -275,13 +291,8 @@ int sim_os_map_fixed(void *addr, size_t size, sim_os_obj o, size_t off)
     if (v == addr && VirtualProtect(addr, size, PAGE_NOACCESS, &old)) return 0;
     if (v) UnmapViewOfFile(v);
     reserve_at(a, size);
-    /* Not the driver's behaviour but this approximation's: said once per
-     * process, so that a refusal it causes is not taken for the card's. */
-    static volatile LONG said;
-    if (!InterlockedExchange(&said, 1))
-        fprintf(stderr, "vramshim: sim: cuMemMap at %p: the address was taken by another allocation of this process "
-                        "between the sim's release and its mapping (VMM without placeholders, docs/windows.md); "
-                        "answering CUDA_ERROR_OUT_OF_MEMORY (said once per process)\n", addr);
+    os_note(NOTE_MAP, "cuMemMap: the address was taken by another allocation of this process between the sim's "
+                      "release and its mapping; answering CUDA_ERROR_OUT_OF_MEMORY");
     return -1;
 }
 
