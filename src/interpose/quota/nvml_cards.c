@@ -139,11 +139,11 @@ static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
  * measurement's start to the second's end. A call in flight at both would
  * have to be one call spanning them. Taking the smaller of two differing
  * excesses was not enough: a growth in flight at two readings in a row
- * charged 2 MiB for a while, in one of about 60 runs of a replay under Wine,
- * whose driver calls are slow, and moved the smallest card it found
- * (docs/windows.md, "Reruns"). A context's own measurement (at_ctx) counts
- * at once: its memory appeared with the context, and a program may size
- * itself by free memory next. */
+ * charged 2 MiB for a while (in 1 of 80 runs of a replay's child under
+ * Wine, whose driver calls are slow), likely what moved the smallest card
+ * that replay found (docs/windows.md, "Reruns"). A context's own
+ * measurement (at_ctx) counts at once: its memory appeared with the
+ * context, and a program may size itself by free memory next. */
 uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_reading *now, uint64_t overhead,
                            int at_ctx) {
   uint64_t want = now->used > now->counted ? now->used - now->counted : 0;
