@@ -13,17 +13,7 @@
 #include <cmocka.h>
 
 #include "nvml_cards.h"
-
-/* quota.c's exit check pulls in the platform's interposition, which calls
- * back into the shim's entry layer, not linked here (as unit_over_sim.h). */
-void *vs_shim_lookup(const char *name);
-void *vs_shim_hook_for(const char *name);
-void vs_shim_start(void);
-void vs_shim_exit(void);
-void *vs_shim_lookup(const char *name) { (void)name; return NULL; }
-void *vs_shim_hook_for(const char *name) { (void)name; return NULL; }
-void vs_shim_start(void) {}
-void vs_shim_exit(void) {}
+#include "unit_entry_stubs.h"
 
 #define MiB (1ull << 20)
 

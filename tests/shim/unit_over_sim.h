@@ -10,13 +10,7 @@
 
 #include "driver_table.h"
 
-/* quota.c's exit check pulls in the platform's interposition (its dlsym
- * override and load-time constructor), which call back into the shim's
- * entry layer, not linked here: nothing to hook, nothing to start. */
-void *vs_shim_lookup(const char *name) { (void)name; return NULL; }
-void *vs_shim_hook_for(const char *name) { (void)name; return NULL; }
-void vs_shim_start(void) {}
-void vs_shim_exit(void) {}
+#include "unit_entry_stubs.h"
 
 /* dir: a mkdtemp template, made here. The config: a ledger in dir, `arena`
  * as given, the default tenant limited to `limit` (a config value); one
