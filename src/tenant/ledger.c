@@ -32,6 +32,19 @@
 #define WAIT_SLICE_MS 100             /* a waiter re-checks for the dead this often */
 #define FILE_CHECK_NS 100000000ull    /* the file is checked for deletion/replacement this often */
 
+/* The books' part of the view (vs_ledger_view_caches), kept with what it
+ * was read from: the mapping (epoch), the ledger's seq (every change of a
+ * field the view reads is a write section: ledger_shm.h), and the
+ * process's own map of reservations (known, reuses_seen). A program that
+ * asks cuMemGetInfo in a loop reads it back instead of summing every
+ * tenant again. ver is a seqlock of its own: odd while one thread writes
+ * it; readers that see it odd or moved compute afresh. */
+typedef struct view_kept {
+  uint32_t ver;
+  uint64_t seq_epoch, known_reuses;   /* the key: seq << 32 | epoch, known << 32 | reuses_seen */
+  uint64_t avail, their_caches;       /* the answer, before the caller's own cache */
+} view_kept;
+
 struct vs_ledger {
   int fd;                       /* -1 in a fork child */
   vs_ledger_shm *shm;           /* changes on re-attach (atomic loads where read without mu) */
@@ -60,6 +73,10 @@ struct vs_ledger {
   int64_t reserve_of[VS_LEDGER_TENANTS]; /* R_t from our plan; -1: not in it, use the ledger's */
   uint32_t known;               /* reserve_of[] is filled for tenants below this */
   uint32_t reuses_seen;         /* shm->tenant_reuses when reserve_of[] was filled */
+  /* Bumped after every change of shm, tenant or slot (attach, a failed
+   * re-attach's restore): the view's kept answer names the mapping by it. */
+  uint32_t epoch;
+  view_kept kept;
   vs_ledger_hook hook;
   uint64_t last_refusal_log_ns, refusals_unlogged;
   char tenant_name[VS_NAME_MAX];
@@ -90,6 +107,11 @@ static void atfork_child(void) {
 static void register_atfork(void) { vs_plat_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
 uint64_t vs_ledger_self_start_time(void) { return vs_plat_self_start_time(); }
+
+/* After a change of h->shm, h->tenant or h->slot, once the handle's fields
+ * say one mapping again: the view's kept answer (view_kept) is not read
+ * back across it. */
+static void view_moved(vs_ledger *h) { __atomic_fetch_add(&h->epoch, 1, __ATOMIC_RELEASE); }
 
 /* ---- Seqlock and lock ------------------------------------------------------ */
 static void write_begin(vs_ledger_shm *s) {
@@ -613,6 +635,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   __atomic_store_n(&h->fd, fd, __ATOMIC_RELAXED); /* read without mu (fd_of) */
   h->slot = -1;
   __atomic_store_n(&h->shm, s, __ATOMIC_RELEASE);
+  view_moved(h);
 
   uint64_t start_time = vs_ledger_self_start_time(); /* reads /proc: not under the lock */
   if (lock_shm(s, h->fd, h->slot)) {
@@ -636,6 +659,7 @@ static int attach(vs_ledger *h, uint64_t carry, char *err, size_t errlen) {
   __atomic_store_n(&h->tenant, (uint32_t)t, __ATOMIC_RELAXED);
   __atomic_store_n(&h->known, 0, __ATOMIC_RELEASE);  /* tenant indexes are the new file's */
   __atomic_store_n(&h->reuses_seen, s->tenant_reuses, __ATOMIC_RELAXED);
+  view_moved(h);
   /* The newest process's plan is what status shows; each process still
    * enforces its own (see refresh_map_locked). Entries first: creating one
    * is a write section of its own, and sections do not nest. */
@@ -710,6 +734,7 @@ fail:
   close(fd);
   __atomic_store_n(&h->fd, old_fd, __ATOMIC_RELAXED);
   __atomic_store_n(&h->shm, old_shm, __ATOMIC_RELEASE);
+  view_moved(h);
   return -1;
 }
 
@@ -821,6 +846,7 @@ static void reattach(vs_ledger *h, const char *why) {
   if (attach(h, h->mine_held, err, sizeof err)) {
     h->slot = old_slot;
     __atomic_store_n(&h->tenant, old_tenant, __ATOMIC_RELAXED);
+    view_moved(h);
     h->next_check_ns = vs_clock_ns(CLOCK_MONOTONIC_COARSE) + 10 * FILE_CHECK_NS; /* do not retry at every call */
     if (!h->reattach_failed++)
       VS_WARN("ledger %s/%s was %s, and re-attaching failed: %s; this process keeps counting in the old one "
@@ -1486,30 +1512,75 @@ void vs_ledger_set_test_hook(vs_ledger *h, vs_ledger_hook hook) {
 }
 
 /* ---- View and reports -------------------------------------------------------- */
+/* The books' part of the view from the ledger as it is (relaxed reads,
+ * without the lock): what the tenant could still be granted, and the other
+ * processes' caches (ours is the caller's). */
+static void view_books(const vs_ledger *h, const vs_ledger_shm *s, uint32_t known, uint64_t *avail,
+                       uint64_t *their_caches) {
+  /* An entry changed name since reserve_of[] was filled: the ledger's values until the next refresh. */
+  if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
+  uint32_t nt = VS_LOAD(&s->ntenants);
+  if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
+  /* Other processes' caches count as free: a refusal they could cover
+   * asks them for it first (vs_ledger_trim_others). */
+  const vs_ledger_tenant *mine = &s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)];
+  uint64_t caches = 0, ua = VS_LOAD(&mine->used), own = VS_LOAD(&s->slots[h->slot].cache),
+           theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, &caches);
+  /* Other processes' caches, our tenant's included: as
+   * vs_ledger_others_cache, in the same reading. */
+  *their_caches = vs_sat_sub(vs_sat_add(caches, theirs), own);
+  ua = vs_sat_sub(ua, vs_sat_sub(theirs, own));
+  uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
+  uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
+  uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
+  *avail = by_limit < by_card ? by_limit : by_card;
+}
+
+/* The kept answer for key (a, b), if it is the one kept: 1 and *avail,
+ * *theirs set. */
+static int kept_read(vs_ledger *h, uint64_t a, uint64_t b, uint64_t *avail, uint64_t *theirs) {
+  view_kept *k = &h->kept;
+  uint32_t v = __atomic_load_n(&k->ver, __ATOMIC_ACQUIRE);
+  if (v & 1) return 0;
+  uint64_t ka = __atomic_load_n(&k->seq_epoch, __ATOMIC_RELAXED), kb = __atomic_load_n(&k->known_reuses,
+                                                                                         __ATOMIC_RELAXED);
+  *avail = __atomic_load_n(&k->avail, __ATOMIC_RELAXED);
+  *theirs = __atomic_load_n(&k->their_caches, __ATOMIC_RELAXED);
+  VS_FENCE(__ATOMIC_ACQUIRE);
+  return ka == a && kb == b && __atomic_load_n(&k->ver, __ATOMIC_RELAXED) == v;
+}
+
+/* Keeps an answer read at key (a, b); skipped while another thread keeps one. */
+static void kept_write(vs_ledger *h, uint64_t a, uint64_t b, uint64_t avail, uint64_t theirs) {
+  view_kept *k = &h->kept;
+  uint32_t v = __atomic_load_n(&k->ver, __ATOMIC_RELAXED);
+  if ((v & 1) || !__atomic_compare_exchange_n(&k->ver, &v, v + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  VS_FENCE(__ATOMIC_RELEASE);
+  __atomic_store_n(&k->seq_epoch, a, __ATOMIC_RELAXED);
+  __atomic_store_n(&k->known_reuses, b, __ATOMIC_RELAXED);
+  __atomic_store_n(&k->avail, avail, __ATOMIC_RELAXED);
+  __atomic_store_n(&k->their_caches, theirs, __ATOMIC_RELAXED);
+  __atomic_store_n(&k->ver, v + 2, __ATOMIC_RELEASE);
+}
+
 void vs_ledger_view_caches(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes,
                            uint64_t *others_cache) {
   uint64_t total = h ? h->total : 0, avail = 0, their_caches = 0;
   if (h && fd_of(h) >= 0) {
+    uint32_t epoch = __atomic_load_n(&h->epoch, __ATOMIC_ACQUIRE);
     const vs_ledger_shm *s = __atomic_load_n(&h->shm, __ATOMIC_ACQUIRE);
     uint32_t known = __atomic_load_n(&h->known, __ATOMIC_ACQUIRE); /* later tenants: ledger values */
-    /* An entry changed name since reserve_of[] was filled: the ledger's values until the next refresh. */
-    if (VS_LOAD(&s->tenant_reuses) != __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED)) known = 0;
-    uint32_t nt = VS_LOAD(&s->ntenants);
-    if (nt > VS_LEDGER_TENANTS) nt = VS_LEDGER_TENANTS;
-    /* Other processes' caches count as free: a refusal they could cover
-     * asks them for it first (vs_ledger_trim_others). Ours is the
-     * caller's `cached` (its arenas' own answer). */
-    const vs_ledger_tenant *mine = &s->tenants[__atomic_load_n(&h->tenant, __ATOMIC_RELAXED)];
-    uint64_t ua = VS_LOAD(&mine->used), own = VS_LOAD(&s->slots[h->slot].cache),
-             theirs = VS_LOAD(&mine->cached), others = others_of(h, known, nt, &their_caches);
-    /* Other processes' caches, our tenant's included: as
-     * vs_ledger_others_cache, in the same reading. */
-    their_caches = vs_sat_sub(vs_sat_add(their_caches, theirs), own);
-    ua = vs_sat_sub(ua, vs_sat_sub(theirs, own));
-    uint64_t by_limit = h->limit > ua ? h->limit - ua : 0;
-    uint64_t taken = vs_sat_add(vs_sat_add(ua, others), h->plan.headroom);
-    uint64_t by_card = h->plan.capacity > taken ? h->plan.capacity - taken : 0;
-    avail = by_limit < by_card ? by_limit : by_card;
+    uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    uint64_t a = (uint64_t)seq << 32 | epoch,
+             b = (uint64_t)known << 32 | __atomic_load_n(&h->reuses_seen, __ATOMIC_RELAXED);
+    if ((seq & 1) || !kept_read(h, a, b, &avail, &their_caches)) {
+      view_books(h, s, known, &avail, &their_caches);
+      /* Kept only when no write section ran meanwhile (seq) and the
+       * handle still names the same mapping (epoch). */
+      VS_FENCE(__ATOMIC_ACQUIRE);
+      if (!(seq & 1) && VS_LOAD(&s->seq) == seq && __atomic_load_n(&h->epoch, __ATOMIC_RELAXED) == epoch)
+        kept_write(h, a, b, avail, their_caches);
+    }
   }
   uint64_t f = vs_sat_add(avail, cached);
   if (free_bytes) *free_bytes = f < total ? f : total;

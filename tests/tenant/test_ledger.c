@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +131,53 @@ static void view_formula(void **state) {
     }
   }
   for (int i = 0; i < 4; i++) vs_ledger_close(h[i]);
+}
+
+/* The file at g_dir/card-0.ledger, mapped (the test's own view of it). */
+static vs_ledger_shm *map_ledger(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/card-0.ledger", g_dir);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  void *m = mmap(NULL, sizeof(vs_ledger_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(m != MAP_FAILED);
+  return m;
+}
+
+/* The view's kept answer (ledger.c, view_kept) is not read back across a
+ * re-attach, even where the new file's seq is the number the old one had
+ * when the answer was kept (a new file goes through its own write
+ * sections): the answer names its mapping (epoch). */
+static void view_kept_across_reattach(void **state) {
+  (void)state;
+  vs_plan plan;
+  tt_make_plan(&plan, conf, 1000);
+  vs_ledger *a = open_as(&plan, "a"), *b = open_as(&plan, "b");
+  assert_int_equal(vs_ledger_charge(a, 100, NULL), 0);
+  assert_int_equal(vs_ledger_charge(b, 200, NULL), 0);
+  uint64_t before, f, t;
+  vs_ledger_view(a, 0, &before, &t);   /* kept */
+  vs_ledger_shm *old = map_ledger();
+  uint32_t seq = old->seq;
+  assert_int_equal(seq & 1, 0);
+  old->damaged = 1;                     /* every process moves to a new file */
+  assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);
+  assert_int_equal(vs_ledger_charge(b, 1, NULL), 0);
+  assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);   /* a's map now names b's new entry too */
+  munmap(old, sizeof *old);
+  vs_ledger_shm *now = map_ledger();
+  assert_int_equal(now->damaged, 0);
+  now->seq = seq;                       /* as if its writes had come to the same count */
+  vs_ledger_view(a, 0, &f, &t);
+  assert_int_not_equal(f, before);      /* a holds 2 more, b 1 more */
+  now->seq = seq + 2;                   /* a write section: the view is read afresh */
+  uint64_t fresh;
+  vs_ledger_view(a, 0, &fresh, &t);
+  assert_int_equal(f, fresh);
+  munmap(now, sizeof *now);
+  vs_ledger_close(a);
+  vs_ledger_close(b);
 }
 
 static void events_and_snapshot(void **state) {
@@ -547,6 +595,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(rule_and_numbers, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(view_formula, tt_ledger_setup, tt_ledger_teardown),
+      cmocka_unit_test_setup_teardown(view_kept_across_reattach, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(events_and_snapshot, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(spill_accounting, tt_ledger_setup, tt_ledger_teardown),
       cmocka_unit_test_setup_teardown(overhead_accounting, tt_ledger_setup, tt_ledger_teardown),
