@@ -414,7 +414,6 @@ static int view(int card, const uint64_t *drv_free, const uint64_t *drv_total, u
      * driver alone grants its own free (which moves by whole pages). */
     if (books_bind) f = f / VS_POOL_GROWTH_UNIT * VS_POOL_GROWTH_UNIT;
     *free_bytes = f;
-    publish_live(s, card);   /* the card is open: no is_open to ask */
   }
   if (total_bytes) *total_bytes = tot;
   return VS_MEM_DONE;
