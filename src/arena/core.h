@@ -158,11 +158,21 @@ typedef struct vs_view_kept {
   uint64_t tgen[VS_HEAP_NT], mgen, pgen, pool_bytes, room, answer;
   uint32_t nempty;
   uint64_t empty[VS_EMPTY_SLABS_MAX];
+  /* The same answer for the look without a lock (arena_stats.c,
+   * kept_fast), with a coarser key: the heap's change count, the sum of
+   * the change counts of the bins in use, the arena's bins_moved (each
+   * moves with every take of its lock for a change: vs_heap_take,
+   * vs_bin_take), all as they were when the key above was read. While none
+   * has moved, nothing the walk reads has. ver: odd while written (under
+   * the heap's lock), 0 before the first. */
+  _Atomic uint32_t ver;
+  _Atomic uint64_t f_room, f_answer, f_heap, f_bins, f_moved;
 } vs_view_kept;
 
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   vs_lock mu;
+  _Atomic uint64_t changes;         /* takes of mu for a change (vs_heap_take) */
   vs_tlsf t[VS_HEAP_NT];            /* [0] also holds the slabs; [VS_HEAP_SMALL]: see above */
   int vmm;
   uint64_t G;
@@ -255,6 +265,7 @@ typedef struct vs_bin {
   vs_slab *pend;            /* slabs with pending slots */
   uint64_t nslabs, live_req, waste, pend_bytes, requests;   /* live slots: the slabs' nlive */
   int64_t live_delta;       /* live bytes not yet folded into the arena's total */
+  _Atomic uint64_t changes; /* takes of mu for a change (vs_bin_take) */
   char pad[64];
 } vs_bin;
 
@@ -290,6 +301,7 @@ struct vs_arena {
    * lock only the bins it names. A slab added after the reading is one
    * such a walk could have missed anyway: it visits bins one at a time. */
   _Atomic uint64_t bins_in_use[(VS_ARENA_MAX_CLASSES * VS_NBINS_ALL + 63) / 64];
+  _Atomic uint64_t bins_moved;      /* moves with every bit of bins_in_use set or cleared */
   /* Shared counters, each on its own line; none is written on the small
    * hot path (bins keep their own and fold live bytes in by the MiB). */
   _Alignas(64) _Atomic uint64_t sync_started;
@@ -412,10 +424,30 @@ uint64_t vs_heap_reserved(vs_heap *h);                      /* caller holds mu *
 uint64_t vs_heap_cached(vs_heap *h);                        /* caller holds mu */
 /* Caller holds mu: the parked block freed, and pending blocks whose work is done. */
 void vs_heap_reclaim(vs_arena *a);
-/* Takes mu and frees the parked block: how the stats, the walk, the decay
- * tick and the VMM mapping list begin (the allocation, free and trim paths
- * free it themselves). */
+/* Takes mu and frees the parked block: how the stats, the walks (the
+ * view's among them), the decay tick and the VMM mapping list begin (the
+ * allocation, free and trim paths free it themselves). These read: the
+ * heap's change count stays. Freeing the parked block changes the heap's
+ * blocks but not what the view answers: a block is parked by a free, a
+ * take for a change, and the view keeps no answer while one is parked (it
+ * frees it first). */
 void vs_heap_lock(vs_arena *a);
+
+/* A change count's move by the holder of its lock (one writer: no locked
+ * instruction). */
+static inline void vs_count_change(_Atomic uint64_t *c) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+/* Every take of the heap's or a bin's lock but the view's walks' is for a
+ * change: its count moves (vs_view_kept's look without a lock). */
+static inline void vs_heap_take(vs_heap *h) {
+  vs_lock_take(&h->mu);
+  vs_count_change(&h->changes);
+}
+static inline void vs_bin_take(vs_bin *bin) {
+  vs_lock_take(bin->mu);
+  vs_count_change(&bin->changes);
+}
 /* Caller holds mu; after the OOM ladder's sync and slab trim. At least the
  * largest request its retry could place with room bytes from the backend
  * and what its trim would release (VMM; UINT64_MAX in chunks mode). */
