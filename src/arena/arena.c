@@ -303,7 +303,7 @@ int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size)
   int rc = vs_slab_lookup(a, addr, start, size);
   if (rc != 1) return rc;
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_lock_take(&h->mu);   /* a reading: no change to count */
   rc = heap_lookup(h, addr, start, size);
   vs_lock_give(&h->mu);
   return rc;
@@ -315,7 +315,7 @@ int vs_arena_placement(vs_arena *a, uint64_t addr, uint64_t *chunk_base, uint64_
   int rc = vs_slab_lookup(a, addr, &start, &size);
   if (rc == -1) return -1;
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_lock_take(&h->mu);   /* a reading */
   if (rc == 1) rc = heap_lookup(h, addr, &start, &size);   /* not a slab: the heap's */
   vs_hregion *r = rc ? NULL : vs_heap_region_of(h, start);
   if (r) {
@@ -331,7 +331,7 @@ int vs_arena_vmm_pieces(vs_arena *a, uint64_t addr, uint64_t size, vs_arena_piec
   uint64_t start, len;
   if (!a || !fn || size == 0 || vs_arena_lookup(a, addr, &start, &len) != 0 || addr + size > start + len) return -1;
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_lock_take(&h->mu);   /* a reading */
   vs_hregion *r = h->vmm ? vs_heap_region_of(h, addr) : NULL;
   int rc = r && addr + size <= r->tr.base + r->tr.size ? 0 : -1;
   uint64_t g0 = rc ? 0 : gran(h, &r->tr, addr), g1 = rc ? 0 : gran(h, &r->tr, addr + size - 1) + 1;

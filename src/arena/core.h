@@ -438,8 +438,9 @@ void vs_heap_lock(vs_arena *a);
 static inline void vs_count_change(_Atomic uint64_t *c) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
-/* Every take of the heap's or a bin's lock but the view's walks' is for a
- * change: its count moves (vs_view_kept's look without a lock). */
+/* Every take of the heap's or a bin's lock for a change moves its count
+ * (vs_view_kept's look without a lock); readings (the view's walks, stats,
+ * lookups, checks) take the lock plainly. */
 static inline void vs_heap_take(vs_heap *h) {
   vs_lock_take(&h->mu);
   vs_count_change(&h->changes);

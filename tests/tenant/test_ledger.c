@@ -164,7 +164,7 @@ static void view_kept_across_reattach(void **state) {
   old->damaged = 1;                     /* every process moves to a new file */
   assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);
   assert_int_equal(vs_ledger_charge(b, 1, NULL), 0);
-  assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);   /* a's map now names b's new entry too */
+  assert_int_equal(vs_ledger_charge(a, 1, NULL), 0);   /* after b's re-attach, in the new file */
   munmap(old, sizeof *old);
   vs_ledger_shm *now = map_ledger();
   assert_int_equal(now->damaged, 0);
