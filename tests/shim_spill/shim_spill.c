@@ -172,8 +172,8 @@ static int w_ctxspill(const char *arena) {
   CHECK(cuMemAlloc(&a, 192 * MiB) == CUDA_SUCCESS, "the device block");
   CHECK(cuMemAlloc(&b, 320 * MiB) == CUDA_SUCCESS, "the block over the limit");
   CHECK(mem_type(b) == CU_MEMORYTYPE_HOST, "spilled");
-  /* A third, freed: with an arena it is kept (spill.h: at most a quarter
-   * of the live spilled bytes), and goes with the context too. */
+  /* A third, freed: with an arena it is kept (spill.h: at most the live
+   * spilled bytes), and goes with the context too. */
   CUdeviceptr k;
   CHECK(cuMemAlloc(&k, 70 * MiB) == CUDA_SUCCESS && mem_type(k) == CU_MEMORYTYPE_HOST, "a 70 MiB block to host");
   uint64_t host_frees = vramsim_calls("cuMemFreeHost");

@@ -29,7 +29,6 @@
 #define NCARDS VRAMSHIM_MAX_CARDS
 #define EPISODE_LOG_EVERY_NS 10000000000ull  /* one episode line per 10 s per process and card */
 #define REFUSAL_LOG_EVERY_NS 10000000000ull  /* one "MAX reached" line per 10 s per process and card */
-#define VS_SPILL_KEEP_DIV 4                  /* kept bytes at most live spilled bytes / this, per card */
 
 typedef struct spill_block {
   uint64_t dptr;   /* what the program holds: the key */
@@ -246,14 +245,19 @@ static int reuse(int card, uint64_t ctx_id, uint64_t size, uint64_t *addr) {
 }
 
 /* Under g_lock, for a live block just out of the table: kept (1) when its
- * context's arena gave a stamp and it fits in a quarter of the card's live
- * spilled bytes after this free; the oldest kept blocks make room for it
+ * context's arena gave a stamp and it fits in the card's room for kept
+ * bytes: the live spilled bytes after this free, and no more than MAX less
+ * them (the pinned host memory the process holds for spilling, live and
+ * kept, stays within MAX). The oldest kept blocks make room for it
  * (*evicted, for release_kept): sizes the program asked for long ago clog
- * the room otherwise (the demo's spill phase: 2,462 host allocations
- * without eviction, 1,726 with it; 3,691 keeping none). */
+ * the room otherwise. The demo's spill phase (300 steps, 3,691 spilled
+ * requests): 3,691 host allocations keeping none; 2,462 with a quarter of
+ * the live bytes and no eviction, 1,726 with eviction; 591 with the live
+ * bytes (peak pinned 1,641 -> 2,263 MiB; docs/config.md, "Kept blocks"). */
 static int keep(spill_block *b, uint64_t stamp, spill_block **evicted) {
   int card = b->card;
-  uint64_t live = g_live_bytes[card] - b->size, room = live / VS_SPILL_KEEP_DIV;
+  uint64_t live = g_live_bytes[card] - b->size, max = vs_quota_spill_max(card), room = max > live ? max - live : 0;
+  if (live < room) room = live;
   if (!live || b->size > room) return 0;
   while (g_kept_bytes[card] + b->size > room) {
     spill_block **pp = &g_kept[card];

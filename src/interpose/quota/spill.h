@@ -42,13 +42,15 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
  * relaxed load while this process has no spilled block.
  *
  * Kept blocks: a block whose context has an arena (which knows when the
- * device is done with memory freed now: vs_spill_settle) is kept, still
- * the tenant's spilled bytes, while the process's kept bytes on the card
- * stay within its live spilled bytes; a spilled request in the same
- * context of its size or up to a fifth less takes it again once the device
- * is done with it (a sync made if none came since). Kept blocks go back to the host when the
- * process's last live spilled block on the card is freed (the episode
- * ends), when MAX would refuse a new spill, and with their context. */
+ * device is done with memory freed now: vs_spill_settle) is kept (its
+ * bytes leave the ledger's spilled bytes, and count again when it serves)
+ * while the process's kept bytes on the card stay within its live spilled
+ * bytes and, with them, within MAX; a spilled request in the same context
+ * of its size or up to a fifth less takes it again once the device is done
+ * with it (a sync made if none came since). Kept blocks go back to the
+ * host when the process's last live spilled block on the card is freed
+ * (the episode ends), when MAX would refuse a new spill, and with their
+ * context. */
 int vs_spill_free(uint64_t addr, CUresult *res);
 
 /* What the arenas offer (arenas/arena_glue.c; they lie above, src/LAYERS):
