@@ -577,6 +577,49 @@ static int case_reuse(const char *arena) {
   return 0;
 }
 
+/* Kept blocks within MAX (spill.h), under a 64 MiB limit with 56 MiB on the
+ * device and spill:300MiB: 100 and 60 MiB spilled, the 60 freed and kept
+ * (room: the 100 live); 120 MiB spilled (no kept block fits it): 280 MiB
+ * pinned; 30 MiB spilled next (the kept 60 does not fit it either): the
+ * kept block goes back to the host, or the process would pin 310 MiB.
+ * Then freed blocks are kept only up to the live bytes. */
+static int w_keepmax(void) {
+  tp_cuda_up();
+  CUdeviceptr dev, a, b, c, d;
+  CHECK(cuMemAlloc(&dev, 56 * MiB) == CUDA_SUCCESS && mem_type(dev) == CU_MEMORYTYPE_DEVICE, "56 MiB on the device");
+  CHECK(cuMemAlloc(&a, 100 * MiB) == CUDA_SUCCESS && mem_type(a) == CU_MEMORYTYPE_HOST, "100 MiB spilled");
+  CHECK(cuMemAlloc(&b, 60 * MiB) == CUDA_SUCCESS && mem_type(b) == CU_MEMORYTYPE_HOST, "60 MiB spilled");
+  uint64_t frees = vramsim_calls("cuMemFreeHost");
+  CHECK(cuMemFree(b) == CUDA_SUCCESS && vramsim_calls("cuMemFreeHost") == frees, "the 60 MiB freed and kept");
+  CHECK(cuMemAlloc(&c, 120 * MiB) == CUDA_SUCCESS && mem_type(c) == CU_MEMORYTYPE_HOST && c != b, "120 MiB spilled");
+  CHECK(vramsim_calls("cuMemFreeHost") == frees, "the kept block stays: 280 MiB pinned");
+  CHECK(cuMemAlloc(&d, 30 * MiB) == CUDA_SUCCESS && mem_type(d) == CU_MEMORYTYPE_HOST, "30 MiB spilled");
+  CHECK(vramsim_calls("cuMemFreeHost") == frees + 1, "the kept block back to the host (%llu host frees)",
+        (unsigned long long)(vramsim_calls("cuMemFreeHost") - frees));
+  /* Kept at most the live bytes: the 120 MiB kept (130 live after it),
+   * the 100 MiB not (30 live after it). */
+  frees = vramsim_calls("cuMemFreeHost");
+  CHECK(cuMemFree(c) == CUDA_SUCCESS && vramsim_calls("cuMemFreeHost") == frees, "the 120 MiB freed and kept");
+  CHECK(cuMemFree(a) == CUDA_SUCCESS && vramsim_calls("cuMemFreeHost") == frees + 1,
+        "the 100 MiB back to the host, more than the live bytes (%llu host frees)",
+        (unsigned long long)(vramsim_calls("cuMemFreeHost") - frees));
+  CHECK(cuMemFree(d) == CUDA_SUCCESS, "the last spilled block freed");
+  CHECK(vramsim_calls("cuMemFreeHost") == vramsim_calls("cuMemHostAlloc"), "all host memory back");
+  CHECK(cuMemFree(dev) == CUDA_SUCCESS, "free");
+  return 0;
+}
+
+static int case_keepmax(const char *arena) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", arena);
+  tp_config(global, "[tenant s]\nlimit = 64MiB\non_limit = spill:300MiB\n");
+  const char *args[] = {"keepmax", NULL};
+  pid_t w = tp_spawn("keepmax", "s", NULL, args);
+  CHECK(tp_wait(w) == 0, "the keepmax worker passed");
+  SAY("arena %s: the kept spilled blocks and the live ones stay within MAX", arena);
+  return 0;
+}
+
 /* The driver refuses (a process without the shim holds most of the card;
  * the ledger does not see it): the request is spilled all the same. */
 static int case_driver(const char *tool) {
@@ -620,6 +663,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "threads")) return w_threads();
     if (!strcmp(m, "ctxspill") && argc >= 3) return w_ctxspill(argv[2]);
     if (!strcmp(m, "reuse") && argc >= 3) return w_reuse(argv[2]);
+    if (!strcmp(m, "keepmax")) return w_keepmax();
     CHECK(0, "unknown worker %s", m);
   }
   CHECK(argc >= 6, "case NAME ARENA WORKDIR TOOL");
@@ -630,6 +674,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[2], "threads")) r = case_threads(argv[3]);
   else if (!strcmp(argv[2], "ctxend")) r = case_ctxend(argv[3]);
   else if (!strcmp(argv[2], "reuse")) r = case_reuse(argv[3]);
+  else if (!strcmp(argv[2], "keepmax")) r = case_keepmax(argv[3]);
   else CHECK(0, "unknown case %s", argv[2]);
   if (r == 0) SAY("PASS %s %s", argv[2], argv[3]);
   return r;

@@ -254,18 +254,29 @@ static int reuse(int card, uint64_t ctx_id, uint64_t size, uint64_t *addr) {
  * requests): 3,691 host allocations keeping none; 2,462 with a quarter of
  * the live bytes and no eviction, 1,726 with eviction; 591 with the live
  * bytes (peak pinned 1,641 -> 2,263 MiB; docs/config.md, "Kept blocks"). */
-static int keep(spill_block *b, uint64_t stamp, spill_block **evicted) {
-  int card = b->card;
-  uint64_t live = g_live_bytes[card] - b->size, max = vs_quota_spill_max(card), room = max > live ? max - live : 0;
-  if (live < room) room = live;
-  if (!live || b->size > room) return 0;
-  while (g_kept_bytes[card] + b->size > room) {
+/* Under g_lock: the room for kept bytes on card with live spilled bytes live. */
+static uint64_t keep_room(int card, uint64_t live) {
+  uint64_t max = vs_quota_spill_max(card), room = max > live ? max - live : 0;
+  return live < room ? live : room;
+}
+
+/* Under g_lock: the oldest kept blocks out of card's list (onto *evicted,
+ * for release_kept) until want more bytes fit in room. */
+static void evict_kept(int card, uint64_t want, uint64_t room, spill_block **evicted) {
+  while (g_kept[card] && g_kept_bytes[card] + want > room) {
     spill_block **pp = &g_kept[card];
     while ((*pp)->kept_next) pp = &(*pp)->kept_next;
     spill_block *old = unlink_kept(card, pp);
     old->kept_next = *evicted;
     *evicted = old;
   }
+}
+
+static int keep(spill_block *b, uint64_t stamp, spill_block **evicted) {
+  int card = b->card;
+  uint64_t live = g_live_bytes[card] - b->size, room = keep_room(card, live);
+  if (!live || b->size > room) return 0;
+  evict_kept(card, b->size, room, evicted);
   g_live_bytes[card] = live;
   b->stamp = stamp;
   b->kept_next = g_kept[card];
@@ -325,7 +336,7 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
   }
   table_add(b);
   g_live_bytes[card] += size;
-  spill_block *ended = old ? live_gone(old->card, old->size) : NULL;
+  spill_block *ended = old ? live_gone(old->card, old->size) : NULL, *evicted = NULL;
   /* A kept block at this address was freed behind the shim's back too:
    * its record goes, never to be handed out. */
   for (int i = 0; i < NCARDS; i++)
@@ -334,6 +345,8 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
         free(unlink_kept(i, pp));
         break;
       }
+  /* More live bytes: less room under MAX for the kept ones. */
+  evict_kept(card, 0, keep_room(card, g_live_bytes[card]), &evicted);
   pthread_mutex_unlock(&g_lock);
   if (old) {
     count(old->card, old->dptr, old->req, -1);
@@ -341,6 +354,7 @@ int vs_spill_alloc(int card, uint64_t ctx_id, uint64_t size, int by_driver, uint
     free(old);
   }
   release_kept(ended);
+  release_kept(evicted);
   count(card, b->dptr, size, +1);
   vs_quota_settle();
   if (note.episode) log_episode(card, size, by_driver, &note);
