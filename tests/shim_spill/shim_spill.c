@@ -335,6 +335,13 @@ static void tool_out(const char *tool, const char *args, const char *out) {
   CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* The config of a case: the arena mode and the tenants' sections. */
+static void config_in(const char *arena, const char *tenants) {
+  char global[64];
+  snprintf(global, sizeof global, "arena = %s\n", arena);
+  tp_config(global, tenants);
+}
+
 static int case_spill(const char *arena, const char *tool) {
   char global[64];
   snprintf(global, sizeof global, "arena = %s\ntimeline_interval = 100ms\n", arena);
@@ -454,9 +461,7 @@ static int case_spill(const char *arena, const char *tool) {
 }
 
 static int case_threads(const char *arena) {
-  char global[64];
-  snprintf(global, sizeof global, "arena = %s\n", arena);
-  tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
+  config_in(arena, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
   const char *w[] = {"threads", NULL};
   pid_t a = tp_spawn("threads", "s", NULL, w);
   CHECK(wait_line("threads.out", "done", TP_EVENTUALLY_MS, a) == 0, "the threads finished");
@@ -479,9 +484,7 @@ static int case_threads(const char *arena) {
 /* A context that ends holding a spilled block: the driver frees the host
  * memory with the context, and the tenant's spilled bytes go with it. */
 static int case_ctxend(const char *arena) {
-  char global[64];
-  snprintf(global, sizeof global, "arena = %s\n", arena);
-  tp_config(global, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
+  config_in(arena, "[tenant s]\nlimit = 256MiB\non_limit = spill:1GiB\n");
   const char *w[] = {"ctxspill", arena, NULL};
   pid_t a = tp_spawn("ctxspill", "s", NULL, w);
   CHECK(wait_line("ctxspill.out", "spilled", TP_EVENTUALLY_MS, a) == 0, "a block spilled in its own context");
@@ -563,9 +566,7 @@ static int w_reuse(const char *arena) {
 }
 
 static int case_reuse(const char *arena) {
-  char global[64];
-  snprintf(global, sizeof global, "arena = %s\n", arena);
-  tp_config(global, "[tenant s]\nlimit = 64MiB\non_limit = spill:1GiB\n");
+  config_in(arena, "[tenant s]\nlimit = 64MiB\non_limit = spill:1GiB\n");
   const char *args[] = {"reuse", arena, NULL};
   pid_t w = tp_spawn("reuse", "s", "VRAMSIM_ASYNC_DELAY_US=20000", args);
   CHECK(tp_wait(w) == 0, "the reuse worker passed");
@@ -610,9 +611,7 @@ static int w_keepmax(void) {
 }
 
 static int case_keepmax(const char *arena) {
-  char global[64];
-  snprintf(global, sizeof global, "arena = %s\n", arena);
-  tp_config(global, "[tenant s]\nlimit = 64MiB\non_limit = spill:300MiB\n");
+  config_in(arena, "[tenant s]\nlimit = 64MiB\non_limit = spill:300MiB\n");
   const char *args[] = {"keepmax", NULL};
   pid_t w = tp_spawn("keepmax", "s", NULL, args);
   CHECK(tp_wait(w) == 0, "the keepmax worker passed");
