@@ -244,16 +244,6 @@ static int reuse(int card, uint64_t ctx_id, uint64_t size, uint64_t *addr) {
   return 1;
 }
 
-/* Under g_lock, for a live block just out of the table: kept (1) when its
- * context's arena gave a stamp and it fits in the card's room for kept
- * bytes: the live spilled bytes after this free, and no more than MAX less
- * them (the pinned host memory the process holds for spilling, live and
- * kept, stays within MAX). The oldest kept blocks make room for it
- * (*evicted, for release_kept): sizes the program asked for long ago clog
- * the room otherwise. The demo's spill phase (300 steps, 3,691 spilled
- * requests): 3,691 host allocations keeping none; 2,462 with a quarter of
- * the live bytes and no eviction, 1,726 with eviction; 591 with the live
- * bytes (peak pinned 1,641 -> 2,263 MiB; docs/config.md, "Kept blocks"). */
 /* Under g_lock: the room for kept bytes on card with live spilled bytes live. */
 static uint64_t keep_room(int card, uint64_t live) {
   uint64_t max = vs_quota_spill_max(card), room = max > live ? max - live : 0;
@@ -272,6 +262,16 @@ static void evict_kept(int card, uint64_t want, uint64_t room, spill_block **evi
   }
 }
 
+/* Under g_lock, for a live block just out of the table: kept (1) when its
+ * context's arena gave a stamp and it fits in the card's room for kept
+ * bytes: the live spilled bytes after this free, and no more than MAX less
+ * them (the pinned host memory the process holds for spilling, live and
+ * kept, stays within MAX). The oldest kept blocks make room for it
+ * (*evicted, for release_kept): sizes the program asked for long ago clog
+ * the room otherwise. The demo's spill phase (300 steps, 3,691 spilled
+ * requests): 3,691 host allocations keeping none; 2,462 with a quarter of
+ * the live bytes and no eviction, 1,726 with eviction; 591 with the live
+ * bytes (peak pinned 1,641 -> 2,263 MiB; docs/config.md, "Kept blocks"). */
 static int keep(spill_block *b, uint64_t stamp, spill_block **evicted) {
   int card = b->card;
   uint64_t live = g_live_bytes[card] - b->size, room = keep_room(card, live);
