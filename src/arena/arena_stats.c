@@ -487,10 +487,12 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t n = 0;
   vs_bin *bin;   /* every lock held: the view's reading without its locking */
-  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) n = bin_empty_slabs(bin, empty, n);
+  uint64_t bins = 0;   /* the lock-free key's sum over the same bins */
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
+    n = bin_empty_slabs(bin, empty, n);
+    bins += atomic_load(&bin->changes);
+  }
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
-  uint64_t bins = 0;
-  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) bins += atomic_load(&bin->changes);
   for (int w = 0; w < 2; w++) {
     const vs_view_kept *k = &a->kept[w];
     uint64_t walked;
