@@ -42,14 +42,14 @@
 
 void vs_arena_set_decay(vs_arena *a, uint64_t decay_ms) {
   if (!a) return;
-  vs_heap_take(&a->heap);
+  vs_heap_take(a);
   a->decay_ns = decay_ms * 1000000ull;
   vs_lock_give(&a->heap.mu);
 }
 
 void vs_arena_set_clock(vs_arena *a, uint64_t (*now_ns)(void *ctx), void *ctx) {
   if (!a) return;
-  vs_heap_take(&a->heap);
+  vs_heap_take(a);
   a->clock = now_ns;
   a->clock_ctx = ctx;
   memset(a->heap.dk_id, 0, sizeof a->heap.dk_id);
@@ -303,7 +303,7 @@ int vs_arena_lookup(vs_arena *a, uint64_t addr, uint64_t *start, uint64_t *size)
   int rc = vs_slab_lookup(a, addr, start, size);
   if (rc != 1) return rc;
   vs_heap *h = &a->heap;
-  vs_lock_take(&h->mu);   /* a reading: no change to count */
+  vs_lock_take(&h->mu);   /* a reading */
   rc = heap_lookup(h, addr, start, size);
   vs_lock_give(&h->mu);
   return rc;

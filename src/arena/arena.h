@@ -16,6 +16,7 @@
 #ifndef VS_ARENA_H
 #define VS_ARENA_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -197,6 +198,12 @@ uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room);
  * chunk or handle no live block pins once pending blocks are synced and
  * empty slabs returned. */
 uint64_t vs_arena_reclaimable(vs_arena *a);
+/* A word of the caller's that the arena clears (an atomic read-modify-
+ * write) wherever its own kept answers stop standing: the first change
+ * after a view's walk (core.h, vs_view_stale). What lets a caller keep an
+ * answer built on vs_arena_one_piece without asking the arena each time
+ * (the shim's view of a card). Set before the arena is shared; NULL: none. */
+void vs_arena_set_watch(vs_arena *a, _Atomic uint32_t *word);
 
 /* Memory map walk, for dumps: each region (slab, TLSF chunk, VMM range,
  * dedicated chunk) then its blocks in address order. */

@@ -1,6 +1,7 @@
 /* Introspection: stats, the memory-map walk and the invariant checker. */
 #include "arena.h"
 #include "core.h"
+#include "fence.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,20 +280,15 @@ static inline size_t bin_empty_slabs(const vs_bin *bin, uint64_t *empty, size_t 
  * with a slab (bins_in_use). Bins before the heap (the lock order): a slab
  * emptied or filled in between moves an answer by a slab, as any later
  * call would. */
-static size_t empty_slabs(vs_arena *a, uint64_t *empty, uint64_t *changes, uint64_t *moved) {
+static size_t empty_slabs(vs_arena *a, uint64_t *empty) {
   size_t n = 0;
   vs_bin *bin;
-  /* The key of the look without a lock (kept_fast): bins_moved before the
-   * bins are visited, each bin's change count under its lock. */
-  uint64_t sum = 0;
-  *moved = atomic_load_explicit(&a->bins_moved, memory_order_acquire);
   for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
-    vs_lock_take(bin->mu);   /* a reading: no change to count */
-    sum += atomic_load_explicit(&bin->changes, memory_order_relaxed);
+    vs_lock_take(bin->mu);   /* a reading */
+    bin->viewed = 1;         /* its next change ends the kept answers (core.h) */
     n = bin_empty_slabs(bin, empty, n);
     vs_lock_give(bin->mu);
   }
-  *changes = sum;
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
   return n;
 }
@@ -308,20 +304,17 @@ static int kept_holds(const vs_heap *h, const vs_view_kept *k, uint64_t room, co
   return !nempty || !memcmp(k->empty, empty, nempty * sizeof *empty);
 }
 
-/* Caller holds heap.mu. Keeps answer with what it was read from, the key
- * of kept_fast too (bins, moved: empty_slabs'). A release store of every
- * field after ver's odd one: a reader that sees one of them new sees ver
- * moved (kept_fast). */
+/* Caller holds heap.mu. Keeps answer with what it was read from; and for
+ * the look without a lock (kept_fast), when `fresh` (this walk began its
+ * write section: kept_or_walk), as its f_ fields, the section ended. */
 static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const uint64_t *empty, size_t nempty,
-                       uint64_t answer, uint64_t bins, uint64_t moved) {
-  uint32_t v = atomic_load_explicit(&k->ver, memory_order_relaxed);
-  atomic_store_explicit(&k->ver, v + 1, memory_order_relaxed);
-  atomic_store_explicit(&k->f_room, room, memory_order_release);
-  atomic_store_explicit(&k->f_answer, answer, memory_order_release);
-  atomic_store_explicit(&k->f_heap, atomic_load_explicit(&h->changes, memory_order_relaxed), memory_order_release);
-  atomic_store_explicit(&k->f_bins, bins, memory_order_release);
-  atomic_store_explicit(&k->f_moved, moved, memory_order_release);
-  atomic_store_explicit(&k->ver, v + 2, memory_order_release);
+                       uint64_t answer, uint32_t fresh) {
+  if (fresh) {
+    VS_FENCE(__ATOMIC_RELEASE);   /* the odd ver before the fields */
+    atomic_store_explicit(&k->f_room, room, memory_order_relaxed);
+    atomic_store_explicit(&k->f_answer, answer, memory_order_relaxed);
+    atomic_store_explicit(&k->ver, fresh + 1, memory_order_release);
+  }
   k->valid = 1;
   for (int i = 0; i < VS_HEAP_NT; i++) k->tgen[i] = h->t[i].gen;
   k->mgen = h->map_gen;
@@ -360,62 +353,66 @@ typedef uint64_t (*view_walk)(vs_heap *h, uint64_t room, const uint64_t *empty, 
 static const view_walk k_view_walks[2] = {one_piece_walk, reclaim_walk};
 static const char *const k_view_names[2] = {"one piece", "reclaimable"};
 
-/* `which`'s kept answer for room without a lock: 1 with *out while no
- * take of the heap's lock or of a bin's for a change came after its key
- * was read, and no bin came into or out of use (each of those counts
- * moves, never back; vs_view_kept). A program asking cuMemGetInfo in a
- * loop takes no lock then. Acquire loads of the fields: a write that began
- * before one of them was read shows as ver moved. */
+/* `which`'s kept answer for room without a lock: 1 with *out while its
+ * bit in view_fresh stands (no change since its walk began: core.h,
+ * vs_view_stale) and no walk keeps another meanwhile (ver). A program
+ * asking cuMemGetInfo in a loop takes no lock then. */
 static int kept_fast(vs_arena *a, int which, uint64_t room, uint64_t *out) {
   vs_view_kept *k = &a->kept[which];
   uint32_t v = atomic_load_explicit(&k->ver, memory_order_acquire);
-  if ((v & 1) || !v || atomic_load_explicit(&k->f_room, memory_order_acquire) != room) return 0;
-  uint64_t answer = atomic_load_explicit(&k->f_answer, memory_order_acquire),
-           heap = atomic_load_explicit(&k->f_heap, memory_order_acquire),
-           bins = atomic_load_explicit(&k->f_bins, memory_order_acquire),
-           moved = atomic_load_explicit(&k->f_moved, memory_order_acquire);
-  if (atomic_load_explicit(&k->ver, memory_order_relaxed) != v ||
-      atomic_load_explicit(&a->heap.changes, memory_order_acquire) != heap ||
-      atomic_load_explicit(&a->bins_moved, memory_order_acquire) != moved)
-    return 0;
-  /* The bins in use, as vs_slab_next_bin_in_use finds them, a word at a time. */
-  uint64_t sum = 0;
-  const uint32_t end = a->nclasses * VS_NBINS_ALL;
-  for (uint32_t w = 0; w * 64 < end; w++)
-    for (uint64_t m = atomic_load_explicit(&a->bins_in_use[w], memory_order_acquire); m; m &= m - 1) {
-      uint32_t at = w * 64 + (uint32_t)__builtin_ctzll(m);
-      if (at >= end) break;
-      sum += atomic_load_explicit(&a->classes[at / VS_NBINS_ALL].bins[at % VS_NBINS_ALL].changes,
-                                  memory_order_acquire);
-    }
-  if (sum != bins) return 0;
+  if ((v & 1) || !v || atomic_load_explicit(&k->f_room, memory_order_relaxed) != room) return 0;
+  uint64_t answer = atomic_load_explicit(&k->f_answer, memory_order_relaxed);
+  /* Acquire: a bit set by a later walk (after a later ver's odd store)
+   * shows that ver below. */
+  if (!(atomic_load_explicit(&a->view_fresh, memory_order_acquire) & (1u << which))) return 0;
+  VS_FENCE(__ATOMIC_ACQUIRE);
+  if (atomic_load_explicit(&k->ver, memory_order_relaxed) != v) return 0;
   *out = answer;
   return 1;
+}
+
+/* One walk at a time keeps an answer for the look without a lock: its
+ * write section (ver odd) from before its bit is set until the answer is
+ * stored, so that an answer read before a change can never be stored
+ * after another walk set the bit anew. Returns the odd ver, or 0 where
+ * another walk keeps one now (this one answers without keeping). */
+static uint32_t fresh_begin(vs_view_kept *k) {
+  uint32_t v = atomic_load_explicit(&k->ver, memory_order_relaxed);
+  if ((v & 1) || !atomic_compare_exchange_strong_explicit(&k->ver, &v, v + 1, memory_order_acq_rel,
+                                                          memory_order_relaxed))
+    return 0;
+  return v + 1;
 }
 
 /* Walk `which`'s answer for room: the kept one while its key holds. */
 static uint64_t kept_or_walk(vs_arena *a, int which, uint64_t room) {
   uint64_t n;
   if (a->kept && kept_fast(a, which, room, &n)) return n;
-  uint64_t empty[VS_EMPTY_SLABS_MAX], bins = 0, moved = 0;
-  size_t nempty = empty_slabs(a, empty, &bins, &moved);
+  vs_view_kept *k = a->kept ? &a->kept[which] : NULL;
+  uint32_t fresh = k ? fresh_begin(k) : 0;
+  /* Before the walk reads anything: a change after this clears it. */
+  if (fresh) atomic_fetch_or_explicit(&a->view_fresh, 1u << which, memory_order_acq_rel);
+  uint64_t empty[VS_EMPTY_SLABS_MAX];
+  size_t nempty = empty_slabs(a, empty);
   vs_heap *h = &a->heap;
   vs_heap_lock(a);
-  vs_view_kept *k = a->kept ? &a->kept[which] : NULL;
+  h->viewed = 1;
   if (k && kept_holds(h, k, room, empty, nempty)) {
     n = k->answer;
   } else {
     n = k_view_walks[which](h, room, empty, nempty);
   }
-  /* Also where the key held: the look without a lock reads its own key,
-   * which changes that left the answer as it was have moved. */
-  if (k) kept_store(h, k, room, empty, nempty, n, bins, moved);
+  if (k) kept_store(h, k, room, empty, nempty, n, fresh);
   vs_lock_give(&h->mu);
   return n;
 }
 
 uint64_t vs_arena_one_piece(vs_arena *a, uint64_t room) { return a ? kept_or_walk(a, 0, room) : room; }
 uint64_t vs_arena_reclaimable(vs_arena *a) { return a ? kept_or_walk(a, 1, 0) : 0; }
+
+void vs_arena_set_watch(vs_arena *a, _Atomic uint32_t *word) {
+  if (a) a->watch = word;
+}
 
 /* ---- Walk ----------------------------------------------------------------- */
 void vs_arena_walk(vs_arena *a, const vs_arena_walker *w) {
@@ -487,11 +484,7 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   size_t n = 0;
   vs_bin *bin;   /* every lock held: the view's reading without its locking */
-  uint64_t bins = 0;   /* the lock-free key's sum over the same bins */
-  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
-    n = bin_empty_slabs(bin, empty, n);
-    bins += atomic_load(&bin->changes);
-  }
+  for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) n = bin_empty_slabs(bin, empty, n);
   if (n > 1) qsort(empty, n, sizeof *empty, cmp_u64);
   for (int w = 0; w < 2; w++) {
     const vs_view_kept *k = &a->kept[w];
@@ -501,11 +494,10 @@ static int kept_check(vs_arena *a, char *err, size_t len) {
                (unsigned long long)k->answer, (unsigned long long)k->room, (unsigned long long)walked);
       return -1;
     }
-    /* The look without a lock: an answer its key still gives is a walk's. */
+    /* The look without a lock: an answer that still stands is a walk's. */
     uint32_t v = atomic_load(&k->ver);
     uint64_t room = atomic_load(&k->f_room);
-    if (v && !(v & 1) && atomic_load(&k->f_heap) == atomic_load(&h->changes) && atomic_load(&k->f_bins) == bins &&
-        atomic_load(&k->f_moved) == atomic_load(&a->bins_moved) &&
+    if (v && !(v & 1) && (atomic_load(&a->view_fresh) & (1u << w)) &&
         (walked = k_view_walks[w](h, room, empty, n)) != atomic_load(&k->f_answer)) {
       snprintf(err, len, "arena: kept %s %llu for room %llu (read without a lock), a walk says %llu",
                k_view_names[w], (unsigned long long)atomic_load(&k->f_answer), (unsigned long long)room,

@@ -159,20 +159,18 @@ typedef struct vs_view_kept {
   uint32_t nempty;
   uint64_t empty[VS_EMPTY_SLABS_MAX];
   /* The same answer for the look without a lock (arena_stats.c,
-   * kept_fast), with a coarser key: the heap's change count, the sum of
-   * the change counts of the bins in use, the arena's bins_moved (each
-   * moves with every take of its lock for a change: vs_heap_take,
-   * vs_bin_take), all as they were when the key above was read. While none
-   * has moved, nothing the walk reads has. ver: odd while written (under
-   * the heap's lock), 0 before the first. */
+   * kept_fast): it stands while the arena's view_fresh keeps this answer's
+   * bit, which its walk set before reading and every change since has
+   * cleared (vs_heap_take, vs_bin_take). ver: odd while one walk keeps an
+   * answer (no other keeps meanwhile), 0 before the first. */
   _Atomic uint32_t ver;
-  _Atomic uint64_t f_room, f_answer, f_heap, f_bins, f_moved;
+  _Atomic uint64_t f_room, f_answer;
 } vs_view_kept;
 
 /* Medium and large allocations: TLSF over the regions, one lock. */
 typedef struct vs_heap {
   vs_lock mu;
-  _Atomic uint64_t changes;         /* takes of mu for a change (vs_heap_take) */
+  int viewed;                       /* a view's walk read the heap since its last change (under mu) */
   vs_tlsf t[VS_HEAP_NT];            /* [0] also holds the slabs; [VS_HEAP_SMALL]: see above */
   int vmm;
   uint64_t G;
@@ -265,7 +263,7 @@ typedef struct vs_bin {
   vs_slab *pend;            /* slabs with pending slots */
   uint64_t nslabs, live_req, waste, pend_bytes, requests;   /* live slots: the slabs' nlive */
   int64_t live_delta;       /* live bytes not yet folded into the arena's total */
-  _Atomic uint64_t changes; /* takes of mu for a change (vs_bin_take) */
+  int viewed;               /* a view's walk read the bin since its last change (under mu) */
   char pad[64];
 } vs_bin;
 
@@ -301,7 +299,10 @@ struct vs_arena {
    * lock only the bins it names. A slab added after the reading is one
    * such a walk could have missed anyway: it visits bins one at a time. */
   _Atomic uint64_t bins_in_use[(VS_ARENA_MAX_CLASSES * VS_NBINS_ALL + 63) / 64];
-  _Atomic uint64_t bins_moved;      /* moves with every bit of bins_in_use set or cleared */
+  /* Bit w: a->kept[w]'s answer stands (vs_view_kept). Its own line: read
+   * by each view without a lock, written only by a view's walk and by the
+   * first change after one. */
+  _Alignas(64) _Atomic uint32_t view_fresh;
   /* Shared counters, each on its own line; none is written on the small
    * hot path (bins keep their own and fold live bytes in by the MiB). */
   _Alignas(64) _Atomic uint64_t sync_started;
@@ -361,6 +362,7 @@ struct vs_arena {
    * its end, made the slab pair 4-7 % slower with no instruction more (the
    * arena's size moves where the allocator places it). */
   vs_view_kept *kept;
+  _Atomic uint32_t *watch;          /* cleared with view_fresh (vs_arena_set_watch) */
 };
 
 /* core.c (below slab.c and heap.c; uses neither) */
@@ -427,27 +429,40 @@ void vs_heap_reclaim(vs_arena *a);
 /* Takes mu and frees the parked block: how the stats, the walks (the
  * view's among them), the decay tick and the VMM mapping list begin (the
  * allocation, free and trim paths free it themselves). These read: the
- * heap's change count stays. Freeing the parked block changes the heap's
+ * kept view answers stand (vs_view_stale). Freeing the parked block changes the heap's
  * blocks but not what the view answers: a block is parked by a free, a
  * take for a change, and the view keeps no answer while one is parked (it
  * frees it first). */
 void vs_heap_lock(vs_arena *a);
 
-/* A change count's move by the holder of its lock (one writer: no locked
- * instruction). */
-static inline void vs_count_change(_Atomic uint64_t *c) {
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+/* Every take of the heap's or a bin's lock for a change comes through
+ * these (readings -- the view's walks, stats, lookups, checks -- take the
+ * lock plainly). The first change after a view's walk read the structure
+ * clears the arena's view_fresh: the kept answers (vs_view_kept) no longer
+ * stand. Without a view since, one plain load of the holder's own line.
+ *
+ * Why that suffices: a view sets its bit before its walk and marks each
+ * structure viewed under that structure's lock. A change that comes after
+ * the walk's visit finds the mark and clears the bit, later than it was
+ * set; one that comes before is in what the walk read. A clear is a
+ * read-modify-write, so that a view's setting of its bit reads every
+ * earlier clear in one release sequence (what vs_slab's bins_in_use
+ * relies on: slab.c, mark_in_use). */
+static inline void vs_view_stale(vs_arena *a) {
+  atomic_fetch_and_explicit(&a->view_fresh, 0, memory_order_acq_rel);
+  if (a->watch) atomic_fetch_and_explicit(a->watch, 0, memory_order_acq_rel);
 }
-/* Every take of the heap's or a bin's lock for a change moves its count
- * (vs_view_kept's look without a lock); readings (the view's walks, stats,
- * lookups, checks) take the lock plainly. */
-static inline void vs_heap_take(vs_heap *h) {
-  vs_lock_take(&h->mu);
-  vs_count_change(&h->changes);
+static inline void vs_heap_take(vs_arena *a) {
+  vs_lock_take(&a->heap.mu);
+  if (a->heap.viewed) a->heap.viewed = 0, vs_view_stale(a);
 }
-static inline void vs_bin_take(vs_bin *bin) {
+/* Caller holds bin->mu, taken for a change (vs_bin_take, or a try-lock). */
+static inline void vs_bin_changing(vs_arena *a, vs_bin *bin) {
+  if (bin->viewed) bin->viewed = 0, vs_view_stale(a);
+}
+static inline void vs_bin_take(vs_arena *a, vs_bin *bin) {
   vs_lock_take(bin->mu);
-  vs_count_change(&bin->changes);
+  vs_bin_changing(a, bin);
 }
 /* Caller holds mu; after the OOM ladder's sync and slab trim. At least the
  * largest request its retry could place with room bytes from the backend

@@ -722,7 +722,7 @@ static void release_check(vs_arena *a) {
 
 uint64_t vs_heap_trim_decayed(vs_arena *a) {
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_heap_take(a);
   vs_heap_reclaim(a);
   /* A heap that made no allocation for a whole decay (the base one, not
    * the regret window: decay_regret) keeps only release_threshold: the
@@ -1030,7 +1030,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
   int synced = 0, laddered = 0, trimmed = 0, rented = 0, rc = 0, kept_out = 0;
   uint64_t extra = align > VS_TLSF_ALIGN ? align - VS_TLSF_ALIGN : 0;
   vs_tlsf *t = &h->t[k];
-  vs_heap_take(h);
+  vs_heap_take(a);
   if (h->parked && req && !extra && take_parked(a, t, size, req, addr, region)) {
     vs_lock_give(&h->mu);
     return 0;
@@ -1067,7 +1067,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     if (need && !synced && !rented && pend * VS_SYNC_FRAC >= need && (!h->vmm || pend >= VS_SYNC_MIN_VMM)) {
       vs_lock_give(&h->mu);
       int did = vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, need));
-      vs_heap_take(h);
+      vs_heap_take(a);
       synced = did;
       rented = !did;   /* grows instead; if the backend refuses, the sync after all (refused:) */
       continue;
@@ -1086,7 +1086,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       trimmed = 1;
       vs_lock_give(&h->mu);
       a->idle_trim(a);
-      vs_heap_take(h);
+      vs_heap_take(a);
       continue;   /* the lock was dropped: b, p and need may be stale, even if nothing came back */
     }
     /* VMM: best fit would grow; the placement needing the least new
@@ -1228,7 +1228,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
       h->pressure = 1;
       vs_lock_give(&h->mu);
       vs_arena_sync(a);
-      vs_heap_take(h);
+      vs_heap_take(a);
       synced = 1;
       rc = 0;
       continue;
@@ -1243,7 +1243,7 @@ static int heap_alloc(vs_arena *a, int k, uint64_t size, uint64_t req, uint64_t 
     /* In stream order nothing new is pending: no sync unless older frees are. */
     if (!atomic_load(&a->ordered) || atomic_load(&a->pend_total)) vs_arena_sync(a);
     if (req && a->ladder_trim) a->ladder_trim(a);   /* empty slabs back (slab.c, wired by arena.c) */
-    vs_heap_take(h);
+    vs_heap_take(a);
     vs_heap_reclaim(a);
     if (k == 0 && ladder_futile(a, size)) { rc = VS_BACKEND_OOM; break; }
     trim_locked(a, 0, 0);
@@ -1283,7 +1283,7 @@ int vs_heap_alloc_small(vs_arena *a, uint64_t size, uint64_t req, uint64_t *addr
 
 int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_heap_take(a);
   vs_tblock *b = vs_heap_used(h, addr);
   if (!b || b->state != VS_TB_LIVE || (how != VS_FREE_INTERNAL && !b->req) || b == h->parked) {
     vs_lock_give(&h->mu);
@@ -1324,7 +1324,7 @@ int vs_heap_free(vs_arena *a, uint64_t addr, int how) {
 
 uint64_t vs_heap_trim(vs_arena *a, uint64_t keep) {
   vs_heap *h = &a->heap;
-  vs_heap_take(h);
+  vs_heap_take(a);
   vs_heap_reclaim(a);
   uint64_t n = trim_locked(a, keep, 0);
   h->trim_floor = vs_heap_cached(h);

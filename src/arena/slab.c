@@ -133,12 +133,12 @@ static void mark_in_use(vs_arena *a, const vs_bin *bin, int on) {
   uint64_t bit = 1ull << (i % 64);
   if (on) atomic_fetch_or_explicit(&a->bins_in_use[i / 64], bit, memory_order_release);
   else atomic_fetch_and_explicit(&a->bins_in_use[i / 64], ~bit, memory_order_release);
-  /* Bins' locks differ: a locked add (a bin comes into or out of use
-   * seldom: its first slab, its last). The heap's count moves too, but
-   * after: a slab leaving its bin reaches the heap only after this, and
-   * the view's sum over the bins in use would be over other bins in
-   * between (the look without a lock: arena_stats.c, kept_fast). */
-  atomic_fetch_add_explicit(&a->bins_moved, 1, memory_order_release);
+  /* A bin that comes into use after a view read the bitmap was not
+   * walked, and its viewed mark may be old: the kept answers end here,
+   * after the bit (a view that sets its bit after this clear reads the
+   * clear, and the bit, before its walk: core.h, vs_view_stale). Seldom:
+   * a bin's first slab, its last. */
+  vs_view_stale(a);
 }
 
 /* The bin this thread holds while the heap serves it a slab: the heap's
@@ -240,7 +240,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
   vs_bin *bin = off_lane ? &a->classes[cls].bins[VS_BIN_OFF_LANE] : my_bin(a, cls);
   int rc = 0, rented = 0;
   *fresh = 0;
-  vs_bin_take(bin);
+  vs_bin_take(a, bin);
   vs_slab *s = bin->cur;
   if (!s || !s->nfree) {
     s = pick(bin);
@@ -262,7 +262,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
        * (ski rental, core.c): then the new slab below grows the heap. */
       vs_lock_give(bin->mu);
       rented = !vs_arena_sync_or_grow(a, vs_heap_growth_bytes(a, VS_SLAB_SIZE));
-      vs_bin_take(bin);
+      vs_bin_take(a, bin);
       if (!rented) {
         bin_reclaim(a, bin, 0);
         s = pick(bin);
@@ -274,7 +274,7 @@ int vs_slab_alloc(vs_arena *a, int cls, uint64_t req, uint64_t *addr, int off_la
     if (!s && rented && rc == VS_BACKEND_OOM) {
       vs_lock_give(bin->mu);
       vs_arena_sync(a);
-      vs_bin_take(bin);
+      vs_bin_take(a, bin);
       bin_reclaim(a, bin, 0);
       if ((s = pick(bin)) != NULL) rc = 0;
     }
@@ -315,7 +315,7 @@ static vs_slab *lock_slab(vs_arena *a, uint64_t addr, vs_bin **out) {
     if (!s) return NULL;
     vs_bin *bin = __atomic_load_n(&s->bin, __ATOMIC_ACQUIRE);
     if (!bin) continue;   /* being released: the page map is about to say so */
-    vs_bin_take(bin);
+    vs_bin_take(a, bin);
     if (vs_pm_get(a, addr) == s && __atomic_load_n(&s->bin, __ATOMIC_RELAXED) == bin) { *out = bin; return s; }
     vs_lock_give(bin->mu);
   }
@@ -379,7 +379,7 @@ uint64_t vs_slab_pending(vs_arena *a) {
   for (uint32_t c = 0; c < a->nclasses; c++)
     for (int b = 0; b < VS_NBINS_ALL; b++) {
       vs_bin *bin = &a->classes[c].bins[b];
-      vs_lock_take(bin->mu);   /* a reading: no change to count */
+      vs_lock_take(bin->mu);   /* a reading */
       n += bin->pend_bytes;
       vs_lock_give(bin->mu);
     }
@@ -420,7 +420,7 @@ uint64_t vs_slab_trim(vs_arena *a) {
   uint64_t n = 0;
   vs_bin *bin;
   for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
-    vs_bin_take(bin);
+    vs_bin_take(a, bin);
     n += bin_trim(a, bin, 1);
     vs_lock_give(bin->mu);
   }
@@ -438,7 +438,7 @@ uint64_t vs_slab_trim_idle(vs_arena *a) {
   vs_bin *bin;
   for (uint32_t i = 0; (bin = vs_slab_next_bin_in_use(a, &i)); i++) {
     if (bin == tl_growing || !vs_lock_try(bin->mu)) continue;
-    vs_count_change(&bin->changes);
+    vs_bin_changing(a, bin);
     n += bin_trim(a, bin, 0);
     vs_lock_give(bin->mu);
   }

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "fence.h"
 #include "filelock.h" /* vs_ledger_slot_alive */
 #include "plat_types.h" /* vs_plat_xlock */
 
@@ -184,14 +185,7 @@ typedef struct vs_ledger_shm {
 /* Relaxed atomic access to fields read without the lock. */
 #define VS_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define VS_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-/* The seqlock's fences. gcc refuses __atomic_thread_fence under
- * -fsanitize=thread (-Wtsan): a full barrier there (stronger, and TSan does
- * not model fences anyway). */
-#if defined(__SANITIZE_THREAD__)
-#define VS_FENCE(order) __sync_synchronize()
-#else
-#define VS_FENCE(order) __atomic_thread_fence(order)
-#endif
+/* The seqlock's fences: VS_FENCE (fence.h). */
 
 /* "card-<id>.ledger" with id reduced to [A-Za-z0-9_-]; 0 or -1 if too long. */
 int vs_ledger_file_name(const char *card_id, char *out, size_t len);

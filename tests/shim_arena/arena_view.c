@@ -8,6 +8,7 @@
  *   arena_view MODE threads the view asked again and again beside three threads
  *                           allocating and freeing, 2,000 times each at least
  *                           (ThreadSanitizer runs it)
+ *   arena_view MODE ended   the card's only arena ends (check 6 alone)
  *
  * Checks, each with cuMemAlloc of exactly the free memory:
  *  1. first, before the arena exists: granted; free + 2 MiB refused;
@@ -17,7 +18,14 @@
  *     ending with free memory taken in one piece: granted every round, and
  *     then in two pieces (the first a whole number of 2 MiB pages): granted;
  *  4. beside a second context on the card that cached 200 MiB it freed:
- *     granted (its cache given back), and free + 2 MiB refused.
+ *     granted (its cache given back), and free + 2 MiB refused;
+ *  5. the same where that context's arena was made after the view was last
+ *     asked and the books' room has come back to what it was then (a
+ *     cuMemCreate handle released meanwhile): the shim keeps the card's
+ *     answer while its arena does not change, and an arena made ends it;
+ *  6. (ended) the card's only arena, another context's with 200 MiB cached,
+ *     ends with its context and a handle of 200 MiB is made, so that the
+ *     books' room is what it was: granted, and free + 2 MiB refused.
  * A refused "free" allocation is the failure users reported against a peer:
  * the view counted cache a live block pins (HEAD before this test: 30 of
  * 30 rounds refused in chunks and vmm modes). */
@@ -66,6 +74,45 @@ static void not_more(const char *when) {
   CUresult r = cuMemAlloc(&p, f + 2 * MiB);
   T_CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "%s: free %zu + 2 MiB granted (%d): the view is low by a granule or more",
           when, f, (int)r);
+}
+
+/* A VMM handle of n bytes on card 0 (the books count it, the arenas do
+ * not hold it). */
+static CUmemGenericAllocationHandle handle_of(size_t n) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  CUmemGenericAllocationHandle h = 0;
+  T_CU(cuMemCreate(&h, n, &prop, 0));
+  return h;
+}
+
+/* A context of card 0's whose arena caches 200 MiB it freed. */
+static CUcontext context_caching(void) {
+  CUdevice dev;
+  CUcontext c;
+  T_CU(cuDeviceGet(&dev, 0));
+  T_CU(cuCtxCreate(&c, NULL, 0, dev));
+  CUdeviceptr o = 0;
+  T_CU(cuMemAlloc(&o, 200 * MiB));
+  T_CU(cuMemFree(o));
+  return c;
+}
+
+/* 6: ctx has no arena of its own (nor makes one here: only views). */
+static void arena_ended(CUcontext ctx) {
+  CUcontext other = context_caching();
+  T_CU(cuCtxSetCurrent(ctx));
+  size_t before = view_free();
+  T_CHECK(view_free() == before, "the view moved without a change");
+  T_CU(cuCtxDestroy(other));
+  T_CU(cuCtxSetCurrent(ctx));
+  CUmemGenericAllocationHandle h = handle_of(200 * MiB);
+  take_free("the only arena ended, the room as before");
+  not_more("the only arena ended, the room as before");
+  T_CU(cuMemRelease(h));
 }
 
 /* threads: three threads allocate and free at random (each its own xorshift
@@ -142,7 +189,7 @@ static void views_beside_threads(CUcontext ctx) {
 }
 
 int main(int argc, char **argv) {
-  T_CHECK(argc == 3, "usage: arena_view MODE card|limit|threads");
+  T_CHECK(argc == 3, "usage: arena_view MODE card|limit|threads|ended");
   t_shim();
   T_CU(cuInit(0));
   CUcontext ctx;
@@ -150,6 +197,11 @@ int main(int argc, char **argv) {
   T_CU(cuCtxSetCurrent(ctx));
   if (!strcmp(argv[2], "threads")) {
     views_beside_threads(ctx);
+    return 0;
+  }
+  if (!strcmp(argv[2], "ended")) {
+    arena_ended(ctx);
+    T_SAY("%s ended: free memory is one allocation's worth in every check", argv[1]);
     return 0;
   }
 
@@ -194,16 +246,24 @@ int main(int argc, char **argv) {
   /* 4. A second context on the card caches what it freed: the current
    * context's free memory counts it, and an allocation of it is served
    * (the second context's arena gives its cache back). */
-  CUdevice dev;
-  CUcontext other;
-  T_CU(cuDeviceGet(&dev, 0));
-  T_CU(cuCtxCreate(&other, NULL, 0, dev));
-  CUdeviceptr o = 0;
-  T_CU(cuMemAlloc(&o, 200 * MiB));
-  T_CU(cuMemFree(o));
+  CUcontext other = context_caching();
   T_CU(cuCtxSetCurrent(ctx));
   take_free("another context's cache");
   not_more("another context's cache");
+  T_CU(cuCtxDestroy(other));
+  T_CU(cuCtxSetCurrent(ctx));
+
+  /* 5. The view asked (and kept) with a 200 MiB handle held; then another
+   * context's arena is made with 200 MiB cached and the handle released:
+   * the books' room is as it was. */
+  CUmemGenericAllocationHandle h = handle_of(200 * MiB);
+  (void)view_free();
+  (void)view_free();
+  other = context_caching();
+  T_CU(cuMemRelease(h));
+  T_CU(cuCtxSetCurrent(ctx));
+  not_more("an arena made since, the room as before");
+  take_free("an arena made since, the room as before");
   T_CU(cuCtxDestroy(other));
   T_CU(cuCtxSetCurrent(ctx));
   T_SAY("%s %s: free memory is one allocation's worth in every check", argv[1], argv[2]);

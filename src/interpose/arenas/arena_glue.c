@@ -5,6 +5,7 @@
 
 #include "arena_backend.h"
 #include "driver_table.h"
+#include "fence.h"
 #include "guard.h"
 #include "log.h"
 #include "quota.h"
@@ -28,6 +29,22 @@ static int g_said[VRAMSHIM_MAX_CARDS];             /* the mode was logged for th
  * taken as ordered there (stream_order.h). Set with g_state. */
 static int g_coherent[VRAMSHIM_MAX_CARDS];
 static _Atomic int g_any;   /* some context has an arena: range lookups need to look */
+
+/* Each card's one piece (the view's free memory) kept while it has one
+ * arena, for a program asking cuMemGetInfo in a loop: answered without the
+ * registry's lock or the arena. It stands while `fresh` does, which the
+ * walk that kept it set before it began and which is cleared by the
+ * arena's first change after its walk (vs_arena_set_watch) and by an
+ * arena made (publish); and while no context record has been unlinked
+ * since (unlinks: an arena ends only after its context's unlink). ver:
+ * odd while one walk keeps an answer, 0 before the first. Its own line
+ * per card. */
+typedef struct {
+  _Alignas(64) _Atomic uint32_t ver;
+  _Atomic uint32_t fresh;
+  _Atomic uint64_t room, answer, unlinks;
+} card_view;
+static card_view g_view[VRAMSHIM_MAX_CARDS];
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define DEFAULT_RELEASE_THRESHOLD (1ull << 30)
@@ -141,7 +158,10 @@ void vs_arena_glue_offer(void) {
 static void publish(vs_ctx *ctx, vs_arena *a) {
   offer_once();
   vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);
+  if (ctx->card >= 0 && ctx->card < VRAMSHIM_MAX_CARDS) vs_arena_set_watch(a, &g_view[ctx->card].fresh);
   atomic_store(&ctx->arena, a);
+  /* After the store: a walk that begins after this clear sees the arena. */
+  if (ctx->card >= 0 && ctx->card < VRAMSHIM_MAX_CARDS) atomic_fetch_and(&g_view[ctx->card].fresh, 0);
   if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
 }
 
@@ -588,13 +608,61 @@ static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t others) {
   return vs_arena_one_piece(a, r < room ? UINT64_MAX : r);
 }
 
+/* The card's kept one piece for room, if it stands: 1 and *out. */
+static int view_kept(int card, uint64_t room, uint64_t *out) {
+  card_view *k = &g_view[card];
+  uint32_t v = atomic_load_explicit(&k->ver, memory_order_acquire);
+  if ((v & 1) || !v || atomic_load_explicit(&k->room, memory_order_relaxed) != room) return 0;
+  uint64_t answer = atomic_load_explicit(&k->answer, memory_order_relaxed),
+           unlinks = atomic_load_explicit(&k->unlinks, memory_order_relaxed);
+  /* Acquire: fresh set by a later walk (after a later ver's odd store)
+   * shows that ver below. */
+  if (!atomic_load_explicit(&k->fresh, memory_order_acquire) || vs_ctx_unlinks() != unlinks) return 0;
+  VS_FENCE(__ATOMIC_ACQUIRE);
+  if (atomic_load_explicit(&k->ver, memory_order_relaxed) != v) return 0;
+  *out = answer;
+  return 1;
+}
+
+/* One walk at a time keeps the card's answer: from before fresh is set
+ * until the answer is stored, so that an answer read before a change is
+ * never stored after another walk set fresh anew. The odd ver, or 0 where
+ * another walk keeps one now. */
+static uint32_t view_begin(int card) {
+  card_view *k = &g_view[card];
+  uint32_t v = atomic_load_explicit(&k->ver, memory_order_relaxed);
+  if ((v & 1) ||
+      !atomic_compare_exchange_strong_explicit(&k->ver, &v, v + 1, memory_order_acq_rel, memory_order_relaxed))
+    return 0;
+  /* Before the walk reads anything: a change after this clears it. */
+  atomic_fetch_or_explicit(&k->fresh, 1, memory_order_acq_rel);
+  return v + 1;
+}
+
+/* Ends view_begin's section; kept is 1 where `answer` came from the
+ * card's one arena (what view_kept may answer), 0 otherwise. */
+static void view_end(int card, uint32_t odd, int kept, uint64_t room, uint64_t answer, uint64_t unlinks) {
+  card_view *k = &g_view[card];
+  if (!kept) atomic_fetch_and_explicit(&k->fresh, 0, memory_order_acq_rel);
+  VS_FENCE(__ATOMIC_RELEASE);   /* the odd ver before the fields */
+  atomic_store_explicit(&k->room, room, memory_order_relaxed);
+  atomic_store_explicit(&k->answer, answer, memory_order_relaxed);
+  atomic_store_explicit(&k->unlinks, unlinks, memory_order_relaxed);
+  atomic_store_explicit(&k->ver, odd + 1, memory_order_release);
+}
+
 uint64_t vs_arena_glue_one_piece(int card, uint64_t room) {
   uint64_t bytes = first_growth(card, room);
   if (!atomic_load_explicit(&g_any, memory_order_relaxed)) return bytes;
+  uint64_t kept_bytes;
+  int viewable = card >= 0 && card < VRAMSHIM_MAX_CARDS;
+  if (viewable && view_kept(card, room, &kept_bytes)) return kept_bytes;
+  uint32_t odd = viewable ? view_begin(card) : 0;
   int n = 0;
   vs_arena *last = NULL, *cur_arena = NULL;
   uint64_t total = 0;
   vs_ctx_read_lock();
+  uint64_t unlinks = vs_ctx_unlinks();   /* under the lock: none unlinked while it is held */
   for (vs_ctx *c = vs_ctx_next(NULL); c; c = vs_ctx_next(c)) {
     vs_arena *a = card_arena(c, card);
     if (a) n++, last = a;
@@ -629,6 +697,7 @@ uint64_t vs_arena_glue_one_piece(int card, uint64_t room) {
       }
     }
   }
+  if (odd) view_end(card, odd, n == 1, room, bytes, unlinks);
   vs_ctx_read_unlock();
   return bytes;
 }
@@ -664,7 +733,11 @@ int vs_arena_glue_is_vmm(int card) {
 void vs_arena_glue_atfork_child(void) {
   /* The parent's arenas hang off its contexts, which the child does not
    * have (vs_ctx_atfork_child keeps them reachable, never used). */
-  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) atomic_store(&g_state[c], CARD_UNKNOWN);
+  for (int c = 0; c < VRAMSHIM_MAX_CARDS; c++) {
+    atomic_store(&g_state[c], CARD_UNKNOWN);
+    atomic_store(&g_view[c].fresh, 0);
+    atomic_store(&g_view[c].ver, 0);   /* a walk of the parent's may have been inside */
+  }
   atomic_store(&g_any, 0);
   pthread_mutex_init(&g_create_lock, NULL);
   vs_stream_order_atfork_child();

@@ -185,6 +185,8 @@ static vs_ctx *find(uint64_t handle) {
   return NULL;
 }
 
+uint64_t vs_ctx_unlinks(void) { return atomic_load_explicit(&g_gen, memory_order_acquire); }
+
 /* Under the write lock. */
 static void link(vs_ctx *c) {
   c->prev = NULL;
