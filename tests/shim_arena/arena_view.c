@@ -117,7 +117,10 @@ static void arena_ended(CUcontext ctx) {
 
 /* threads: three threads allocate and free at random (each its own xorshift
  * stream) while the main thread asks for the view again and again: the
- * view walks the arena under its locks (ThreadSanitizer runs this). */
+ * view walks the arena under its locks (ThreadSanitizer runs this). A
+ * fourth makes a context on the card, allocates and frees in it and ends
+ * it, again and again: the card's kept answer (one arena, then two, then
+ * one) is made, ended and kept anew meanwhile. */
 typedef struct worker {
   CUcontext ctx;
   uint64_t rng;
@@ -149,27 +152,48 @@ static void *churn(void *p) {
   return NULL;
 }
 
+static void *contexts_come_and_go(void *p) {
+  worker *w = p;
+  CUdevice dev;
+  if (cuDeviceGet(&dev, 0) != CUDA_SUCCESS) w->failed = 1;
+  while (!w->failed && !atomic_load(w->stop)) {
+    CUcontext c;
+    CUdeviceptr d = 0;
+    if (cuCtxCreate(&c, NULL, 0, dev) != CUDA_SUCCESS) {
+      w->failed = 1;
+      break;
+    }
+    if (cuMemAlloc(&d, 512 + (size_t)(xorshift(&w->rng) >> 40) % (24 * MiB)) == CUDA_SUCCESS &&
+        cuMemFree(d) != CUDA_SUCCESS)
+      w->failed = 1;
+    if (cuCtxDestroy(c) != CUDA_SUCCESS) w->failed = 1;
+    atomic_fetch_add(&w->ops, 1);
+  }
+  return NULL;
+}
+
 static void views_beside_threads(CUcontext ctx) {
   _Atomic int stop = 0;
-  worker w[3];
-  pthread_t th[3];
-  for (int i = 0; i < 3; i++) {
+  worker w[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
     w[i].ctx = ctx;
     w[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
     w[i].stop = &stop;
     atomic_init(&w[i].ops, 0);
     w[i].failed = 0;
-    T_CHECK(pthread_create(&th[i], NULL, churn, &w[i]) == 0, "thread");
+    T_CHECK(pthread_create(&th[i], NULL, i < 3 ? churn : contexts_come_and_go, &w[i]) == 0, "thread");
   }
-  /* Views until every thread made 2,000 allocations or frees (at most 20 s
-   * on a slow machine), at least 3,000 of them. */
+  /* Views until every thread made 2,000 allocations or frees and the
+   * fourth 100 contexts (at most 20 s on a slow machine), at least 3,000
+   * of them. */
   size_t lo = (size_t)-1, hi = 0, t = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int views = 0;
   for (;; views++) {
     int done = views >= 3000;
-    for (int i = 0; i < 3; i++) done = done && atomic_load(&w[i].ops) >= 2000;
+    for (int i = 0; i < 4; i++) done = done && atomic_load(&w[i].ops) >= (i < 3 ? 2000 : 100);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (done || t1.tv_sec - t0.tv_sec > 20) break;
     size_t f = 0;
@@ -179,13 +203,16 @@ static void views_beside_threads(CUcontext ctx) {
     if (f > hi) hi = f;
   }
   atomic_store(&stop, 1);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     T_CHECK(pthread_join(th[i], NULL) == 0, "join");
     T_CHECK(!w[i].failed, "thread %d: a free or its context failed", i);
   }
   take_free("after the threads");
-  T_SAY("%d views beside three threads' %d, %d and %d allocations and frees: free from %zu to %zu of %zu", views,
-        atomic_load(&w[0].ops), atomic_load(&w[1].ops), atomic_load(&w[2].ops), lo, hi, t);
+  not_more("after the threads");
+  T_SAY("%d views beside three threads' %d, %d and %d allocations and frees and %d contexts made and ended: "
+        "free from %zu to %zu of %zu",
+        views, atomic_load(&w[0].ops), atomic_load(&w[1].ops), atomic_load(&w[2].ops), atomic_load(&w[3].ops), lo, hi,
+        t);
 }
 
 int main(int argc, char **argv) {
