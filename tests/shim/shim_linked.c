@@ -141,11 +141,7 @@ static void stream_ordered(void) {
 }
 
 static void vmm(void) {
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  CUmemAllocationProp prop = t_device_prop(0);
   size_t gran = 0;
   if (!cuMemGetAllocationGranularity ||
       cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !gran) {

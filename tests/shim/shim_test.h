@@ -77,6 +77,17 @@ static inline sim_api t_sim(void *handle) {
   return s;
 }
 
+/* Pinned device memory on card dev: the VMM allocation property the tests
+ * make their handles with. */
+static inline CUmemAllocationProp t_device_prop(int dev) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  return prop;
+}
+
 static inline vramshim_card_stats t_stats(const shim_api *s, int card) {
   vramshim_card_stats st;
   T_CHECK(s->stats(card, &st) == 0, "vramshim_stats(%d)", card);

@@ -44,11 +44,7 @@ static void expect(CUdeviceptr p, size_t n, unsigned char seed, const char *what
 int main(void) {
   CUcontext ctx = t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
   (void)ctx;
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  CUmemAllocationProp prop = t_device_prop(0);
   size_t g = 0;
   if (!cuMemGetAllocationGranularity ||
       cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !g) {

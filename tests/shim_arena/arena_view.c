@@ -79,11 +79,7 @@ static void not_more(const char *when) {
 /* A VMM handle of n bytes on card 0 (the books count it, the arenas do
  * not hold it). */
 static CUmemGenericAllocationHandle handle_of(size_t n) {
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = 0;
+  CUmemAllocationProp prop = t_device_prop(0);
   CUmemGenericAllocationHandle h = 0;
   T_CU(cuMemCreate(&h, n, &prop, 0));
   return h;
