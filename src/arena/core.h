@@ -429,10 +429,10 @@ void vs_heap_reclaim(vs_arena *a);
 /* Takes mu and frees the parked block: how the stats, the walks (the
  * view's among them), the decay tick and the VMM mapping list begin (the
  * allocation, free and trim paths free it themselves). These read: the
- * kept view answers stand (vs_view_stale). Freeing the parked block changes the heap's
- * blocks but not what the view answers: a block is parked by a free, a
- * take for a change, and the view keeps no answer while one is parked (it
- * frees it first). */
+ * kept view answers stand (vs_view_stale). Freeing the parked block
+ * changes the heap's blocks but not what the view answers: a block is
+ * parked by a free, a take for a change, and the view keeps no answer
+ * while one is parked (it frees it first). */
 void vs_heap_lock(vs_arena *a);
 
 /* Every take of the heap's or a bin's lock for a change comes through
@@ -446,8 +446,8 @@ void vs_heap_lock(vs_arena *a);
  * the walk's visit finds the mark and clears the bit, later than it was
  * set; one that comes before is in what the walk read. A clear is a
  * read-modify-write, so that a view's setting of its bit reads every
- * earlier clear in one release sequence (what vs_slab's bins_in_use
- * relies on: slab.c, mark_in_use). */
+ * earlier clear in one release sequence (what the bins-in-use bitmap's
+ * clear relies on: slab.c, mark_in_use). */
 static inline void vs_view_stale(vs_arena *a) {
   atomic_fetch_and_explicit(&a->view_fresh, 0, memory_order_acq_rel);
   if (a->watch) atomic_fetch_and_explicit(a->watch, 0, memory_order_acq_rel);

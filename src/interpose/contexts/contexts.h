@@ -132,11 +132,12 @@ void vs_ctx_free(vs_ctx *c);
 /* Walks: under vs_ctx_read_lock, vs_ctx_next(NULL) is the first live
  * record, vs_ctx_next(c) the one after c, NULL at the end. */
 void vs_ctx_read_lock(void);
-/* Moves with every record unlinked (before its walkers can miss it): an
- * answer built by a walk stands only while this has not moved. */
-uint64_t vs_ctx_unlinks(void);
 void vs_ctx_read_unlock(void);
 vs_ctx *vs_ctx_next(vs_ctx *c);
+/* Moves with every record unlinked (under the write lock, before its
+ * walkers can miss it): an answer built by a walk stands only while this
+ * has not moved. */
+uint64_t vs_ctx_unlinks(void);
 
 /* fork: the child has no contexts (CUDA does not survive fork); the
  * parent's records are kept reachable, never used, and never walked (no fork
