@@ -1,7 +1,7 @@
 /* Introspection: stats, the memory-map walk and the invariant checker. */
 #include "arena.h"
 #include "core.h"
-#include "fence.h"
+#include "kept.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,10 +310,9 @@ static int kept_holds(const vs_heap *h, const vs_view_kept *k, uint64_t room, co
 static void kept_store(const vs_heap *h, vs_view_kept *k, uint64_t room, const uint64_t *empty, size_t nempty,
                        uint64_t answer, uint32_t fresh) {
   if (fresh) {
-    VS_FENCE(__ATOMIC_RELEASE);   /* the odd ver before the fields */
     atomic_store_explicit(&k->f_room, room, memory_order_relaxed);
     atomic_store_explicit(&k->f_answer, answer, memory_order_relaxed);
-    atomic_store_explicit(&k->ver, fresh + 1, memory_order_release);
+    vs_kept_end(&k->ver, fresh);
   }
   k->valid = 1;
   for (int i = 0; i < VS_HEAP_NT; i++) k->tgen[i] = h->t[i].gen;
@@ -359,29 +358,15 @@ static const char *const k_view_names[2] = {"one piece", "reclaimable"};
  * asking cuMemGetInfo in a loop takes no lock then. */
 static int kept_fast(vs_arena *a, int which, uint64_t room, uint64_t *out) {
   vs_view_kept *k = &a->kept[which];
-  uint32_t v = atomic_load_explicit(&k->ver, memory_order_acquire);
-  if ((v & 1) || !v || atomic_load_explicit(&k->f_room, memory_order_relaxed) != room) return 0;
+  uint32_t v = vs_kept_read(&k->ver);
+  if (!v || atomic_load_explicit(&k->f_room, memory_order_relaxed) != room) return 0;
   uint64_t answer = atomic_load_explicit(&k->f_answer, memory_order_relaxed);
   /* Acquire: a bit set by a later walk (after a later ver's odd store)
    * shows that ver below. */
-  if (!(atomic_load_explicit(&a->view_fresh, memory_order_acquire) & (1u << which))) return 0;
-  VS_FENCE(__ATOMIC_ACQUIRE);
-  if (atomic_load_explicit(&k->ver, memory_order_relaxed) != v) return 0;
+  if (!(atomic_load_explicit(&a->view_fresh, memory_order_acquire) & (1u << which)) || !vs_kept_still(&k->ver, v))
+    return 0;
   *out = answer;
   return 1;
-}
-
-/* One walk at a time keeps an answer for the look without a lock: its
- * write section (ver odd) from before its bit is set until the answer is
- * stored, so that an answer read before a change can never be stored
- * after another walk set the bit anew. Returns the odd ver, or 0 where
- * another walk keeps one now (this one answers without keeping). */
-static uint32_t fresh_begin(vs_view_kept *k) {
-  uint32_t v = atomic_load_explicit(&k->ver, memory_order_relaxed);
-  if ((v & 1) || !atomic_compare_exchange_strong_explicit(&k->ver, &v, v + 1, memory_order_acq_rel,
-                                                          memory_order_relaxed))
-    return 0;
-  return v + 1;
 }
 
 /* Walk `which`'s answer for room: the kept one while its key holds. */
@@ -389,7 +374,11 @@ static uint64_t kept_or_walk(vs_arena *a, int which, uint64_t room) {
   uint64_t n;
   if (a->kept && kept_fast(a, which, room, &n)) return n;
   vs_view_kept *k = a->kept ? &a->kept[which] : NULL;
-  uint32_t fresh = k ? fresh_begin(k) : 0;
+  /* One walk at a time keeps an answer for the look without a lock: from
+   * before its bit is set until the answer is stored, so that an answer
+   * read before a change is never stored after another walk set the bit
+   * anew; another walk meanwhile answers without keeping. */
+  uint32_t fresh = k ? vs_kept_begin(&k->ver) : 0;
   /* Before the walk reads anything: a change after this clears it. */
   if (fresh) atomic_fetch_or_explicit(&a->view_fresh, 1u << which, memory_order_acq_rel);
   uint64_t empty[VS_EMPTY_SLABS_MAX];

@@ -15,6 +15,7 @@
 #include "dir.h"
 #include "file.h"
 #include "filelock.h"
+#include "kept.h"
 #include "ledger_shm.h"
 #include "log.h"
 #include "map_guard.h"
@@ -40,7 +41,7 @@
  * tenant again. ver is a seqlock of its own: odd while one thread writes
  * it; readers that see it odd or moved compute afresh. */
 typedef struct view_kept {
-  uint32_t ver;
+  _Atomic uint32_t ver;               /* vs_kept_begin and its kin (kept.h) */
   uint64_t seq_epoch, known_reuses;   /* the key: seq << 32 | epoch, known << 32 | reuses_seen */
   uint64_t avail, their_caches;       /* the answer, before the caller's own cache */
 } view_kept;
@@ -1540,27 +1541,25 @@ static void view_books(const vs_ledger *h, const vs_ledger_shm *s, uint32_t know
  * *theirs set. */
 static int kept_read(vs_ledger *h, uint64_t a, uint64_t b, uint64_t *avail, uint64_t *theirs) {
   view_kept *k = &h->kept;
-  uint32_t v = __atomic_load_n(&k->ver, __ATOMIC_ACQUIRE);
-  if (v & 1) return 0;
+  uint32_t v = vs_kept_read(&k->ver);
+  if (!v) return 0;
   uint64_t ka = __atomic_load_n(&k->seq_epoch, __ATOMIC_RELAXED), kb = __atomic_load_n(&k->known_reuses,
                                                                                          __ATOMIC_RELAXED);
   *avail = __atomic_load_n(&k->avail, __ATOMIC_RELAXED);
   *theirs = __atomic_load_n(&k->their_caches, __ATOMIC_RELAXED);
-  VS_FENCE(__ATOMIC_ACQUIRE);
-  return ka == a && kb == b && __atomic_load_n(&k->ver, __ATOMIC_RELAXED) == v;
+  return vs_kept_still(&k->ver, v) && ka == a && kb == b;
 }
 
 /* Keeps an answer read at key (a, b); skipped while another thread keeps one. */
 static void kept_write(vs_ledger *h, uint64_t a, uint64_t b, uint64_t avail, uint64_t theirs) {
   view_kept *k = &h->kept;
-  uint32_t v = __atomic_load_n(&k->ver, __ATOMIC_RELAXED);
-  if ((v & 1) || !__atomic_compare_exchange_n(&k->ver, &v, v + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
-  VS_FENCE(__ATOMIC_RELEASE);
+  uint32_t odd = vs_kept_begin(&k->ver);
+  if (!odd) return;
   __atomic_store_n(&k->seq_epoch, a, __ATOMIC_RELAXED);
   __atomic_store_n(&k->known_reuses, b, __ATOMIC_RELAXED);
   __atomic_store_n(&k->avail, avail, __ATOMIC_RELAXED);
   __atomic_store_n(&k->their_caches, theirs, __ATOMIC_RELAXED);
-  __atomic_store_n(&k->ver, v + 2, __ATOMIC_RELEASE);
+  vs_kept_end(&k->ver, odd);
 }
 
 void vs_ledger_view_caches(vs_ledger *h, uint64_t cached, uint64_t *free_bytes, uint64_t *total_bytes,

@@ -5,8 +5,8 @@
 
 #include "arena_backend.h"
 #include "driver_table.h"
-#include "fence.h"
 #include "guard.h"
+#include "kept.h"
 #include "log.h"
 #include "quota.h"
 #include "served.h"
@@ -611,15 +611,15 @@ static uint64_t piece_beside(vs_arena *a, uint64_t room, uint64_t others) {
 /* The card's kept one piece for room, if it stands: 1 and *out. */
 static int view_kept(int card, uint64_t room, uint64_t *out) {
   card_view *k = &g_view[card];
-  uint32_t v = atomic_load_explicit(&k->ver, memory_order_acquire);
-  if ((v & 1) || !v || atomic_load_explicit(&k->room, memory_order_relaxed) != room) return 0;
+  uint32_t v = vs_kept_read(&k->ver);
+  if (!v || atomic_load_explicit(&k->room, memory_order_relaxed) != room) return 0;
   uint64_t answer = atomic_load_explicit(&k->answer, memory_order_relaxed),
            unlinks = atomic_load_explicit(&k->unlinks, memory_order_relaxed);
   /* Acquire: fresh set by a later walk (after a later ver's odd store)
    * shows that ver below. */
-  if (!atomic_load_explicit(&k->fresh, memory_order_acquire) || vs_ctx_unlinks() != unlinks) return 0;
-  VS_FENCE(__ATOMIC_ACQUIRE);
-  if (atomic_load_explicit(&k->ver, memory_order_relaxed) != v) return 0;
+  if (!atomic_load_explicit(&k->fresh, memory_order_acquire) || vs_ctx_unlinks() != unlinks ||
+      !vs_kept_still(&k->ver, v))
+    return 0;
   *out = answer;
   return 1;
 }
@@ -629,14 +629,10 @@ static int view_kept(int card, uint64_t room, uint64_t *out) {
  * never stored after another walk set fresh anew. The odd ver, or 0 where
  * another walk keeps one now. */
 static uint32_t view_begin(int card) {
-  card_view *k = &g_view[card];
-  uint32_t v = atomic_load_explicit(&k->ver, memory_order_relaxed);
-  if ((v & 1) ||
-      !atomic_compare_exchange_strong_explicit(&k->ver, &v, v + 1, memory_order_acq_rel, memory_order_relaxed))
-    return 0;
+  uint32_t odd = vs_kept_begin(&g_view[card].ver);
   /* Before the walk reads anything: a change after this clears it. */
-  atomic_fetch_or_explicit(&k->fresh, 1, memory_order_acq_rel);
-  return v + 1;
+  if (odd) atomic_fetch_or_explicit(&g_view[card].fresh, 1, memory_order_acq_rel);
+  return odd;
 }
 
 /* Ends view_begin's section; kept is 1 where `answer` came from the
@@ -644,11 +640,10 @@ static uint32_t view_begin(int card) {
 static void view_end(int card, uint32_t odd, int kept, uint64_t room, uint64_t answer, uint64_t unlinks) {
   card_view *k = &g_view[card];
   if (!kept) atomic_fetch_and_explicit(&k->fresh, 0, memory_order_acq_rel);
-  VS_FENCE(__ATOMIC_RELEASE);   /* the odd ver before the fields */
   atomic_store_explicit(&k->room, room, memory_order_relaxed);
   atomic_store_explicit(&k->answer, answer, memory_order_relaxed);
   atomic_store_explicit(&k->unlinks, unlinks, memory_order_relaxed);
-  atomic_store_explicit(&k->ver, odd + 1, memory_order_release);
+  vs_kept_end(&k->ver, odd);
 }
 
 uint64_t vs_arena_glue_one_piece(int card, uint64_t room) {
