@@ -154,14 +154,15 @@ void vs_arena_glue_offer(void) {
  * a is published, and looked at again after, so that an arena published
  * while the process leaves stream order is either walked by the leaver or
  * sees the flag down here (no block of it has been handed out yet). Caller
- * holds g_create_lock. */
+ * holds g_create_lock; ctx's card is one of VRAMSHIM_MAX_CARDS
+ * (vs_arena_glue_alloc, the only way here, asks). */
 static void publish(vs_ctx *ctx, vs_arena *a) {
   offer_once();
   vs_arena_set_stream_ordered(a, vs_stream_order_on() && !g_coherent[ctx->card]);
-  if (ctx->card >= 0 && ctx->card < VRAMSHIM_MAX_CARDS) vs_arena_set_watch(a, &g_view[ctx->card].fresh);
+  vs_arena_set_watch(a, &g_view[ctx->card].fresh);
   atomic_store(&ctx->arena, a);
   /* After the store: a walk that begins after this clear sees the arena. */
-  if (ctx->card >= 0 && ctx->card < VRAMSHIM_MAX_CARDS) atomic_fetch_and(&g_view[ctx->card].fresh, 0);
+  atomic_fetch_and(&g_view[ctx->card].fresh, 0);
   if (vs_arena_stream_ordered(a) && !vs_stream_order_on()) vs_arena_set_stream_ordered(a, 0);
 }
 
