@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_CARDS 64
 #define MAX_PROCS 1024
@@ -130,28 +131,62 @@ static vs_footprint_reading g_last[MAX_CARDS];
 static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A measurement taken while a driver call is in flight is off for an
- * instant: the driver holds memory the shim no longer counts (a free
- * credited before the driver's free returns) or does not count yet (a VMM
- * growth between its cuMemCreate and the arena's record of it), or the
- * other way round. So the overhead moves only where two measurements in a
- * row saw the same state: the driver's figure and the shim's unchanged,
- * and no driver call that can change them returned from the first
- * measurement's start to the second's end. A call in flight at both would
- * have to be one call spanning them. Taking the smaller of two differing
- * excesses was not enough: a growth in flight at two readings in a row
- * charged 2 MiB for a while (in 1 of 80 runs of a replay's child under
- * Wine, whose driver calls are slow), likely what moved the smallest card
- * that replay found (docs/windows.md, "Reruns"). A context's own
- * measurement (at_ctx) counts at once: its memory appeared with the
- * context, and a program may size itself by free memory next. */
+ * instant: the driver holds memory the shim no longer counts or does not
+ * count yet, or the other way round. So the overhead moves only where two
+ * measurements in a row saw the same state: the driver's figure and the
+ * shim's unchanged, and none of them moved (no driver call that can change
+ * them returned, the count and the bytes charged the same across it). A
+ * call in flight at both would have to be one call spanning them. Taking
+ * the smaller of two differing excesses was not enough: a growth in flight
+ * at two readings in a row charged 2 MiB for a while (in 1 of 80 runs of a
+ * replay's child under Wine, whose driver calls are slow), likely what
+ * moved the smallest card that replay found (docs/windows.md, "Reruns").
+ * A context's own measurement (at_ctx) counts at once: its memory appeared
+ * with the context, and a program may size itself by free memory next. It
+ * counts what surely is overhead: the shim charges before it asks the
+ * driver for memory and gives back after the driver freed it, so only a
+ * charge made during the measurement can be on the card in NVML's figure
+ * and not in the count read before it, and the bytes charged meanwhile
+ * (window) bound it. Counted whole, another thread's allocation in flight
+ * was charged as this process's overhead until two quiet readings undid
+ * it (3 to 72 MiB and more, at a context begun or ended beside threads
+ * allocating: shim_truth_storm_threads_ctx_*). */
 uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_reading *now, uint64_t overhead,
                            int at_ctx) {
   uint64_t want = now->used > now->counted ? now->used - now->counted : 0;
-  if (at_ctx) return want;
+  if (at_ctx) return want > now->window ? want - now->window : 0;
   int same = now->calls != VS_FOOTPRINT_NOT_QUIET && now->calls == last->calls && now->used == last->used &&
              now->counted == last->counted;
   return same ? want : overhead;
 }
+
+/* One measurement: NVML's figure between two readings of the shim's count,
+ * with the driver calls and the bytes charged read around them (in this
+ * order: a charge whose allocation NVML's figure holds was added to the
+ * bytes charged before the second reading of them). calls is
+ * VS_FOOTPRINT_NOT_QUIET where anything moved across it. Caller holds
+ * g_refresh_lock, the only lock the overhead moves under. 0, or
+ * nvml_used_by_me's 1 or -1 (-1 too when the card's ledger is not open). */
+static int measure(int card, int may_load, vs_footprint_reading *now, uint64_t *overhead) {
+  uint64_t calls = vs_acct_memory_calls(card), charged = vs_quota_charged_bytes(card);
+  uint64_t held = 0, held_after = 0, overhead_after = 0, used = 0;
+  if (vs_quota_held(card, &held, overhead) != 0) return -1;
+  int rc = nvml_used_by_me(card, &used, may_load);
+  if (rc != 0) return rc;
+  uint64_t window = vs_quota_charged_bytes(card) - charged;
+  if (vs_quota_held(card, &held_after, &overhead_after) != 0) return -1;
+  int quiet = window == 0 && held_after == held && overhead_after == *overhead && vs_acct_memory_calls(card) == calls;
+  now->used = used;
+  now->counted = held - *overhead;
+  now->calls = quiet ? calls : VS_FOOTPRINT_NOT_QUIET;
+  now->window = window;
+  return 0;
+}
+
+/* A context's own measurement is taken again while something moved across
+ * it (other threads allocating through the driver), at most this many
+ * times 100 us apart, so that it counts the whole overhead where it can. */
+#define CTX_MEASURE_TRIES 8
 
 /* The footprint by NVML. at_ctx: a context just began or ended on the
  * card; its footprint is then charged at once, so a program that sizes
@@ -161,23 +196,27 @@ uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_
  * this process (its PID namespace); -1 NVML missing or the card's ledger
  * not open. Either way but 0 the overhead stands. */
 static int refresh(int card, int at_ctx) {
-  uint64_t held = 0, overhead = 0, used = 0;
+  uint64_t overhead = 0;
+  vs_footprint_reading now;
   if (card < 0 || card >= MAX_CARDS) return -1;
   pthread_mutex_lock(&g_refresh_lock);
-  uint64_t calls = vs_acct_memory_calls(card);
-  int rc = vs_quota_held(card, &held, &overhead) != 0 ? -1 : nvml_used_by_me(card, &used, at_ctx);
+  int rc;
+  for (int tries = 1;; tries++) {
+    rc = measure(card, at_ctx, &now, &overhead);
+    if (rc != 0 || !at_ctx || now.calls != VS_FOOTPRINT_NOT_QUIET || tries == CTX_MEASURE_TRIES) break;
+    struct timespec pause = {0, 100000};
+    nanosleep(&pause, NULL);
+  }
   if (rc != 0) {
     pthread_mutex_unlock(&g_refresh_lock);
     return rc;
   }
-  if (vs_acct_memory_calls(card) != calls) calls = VS_FOOTPRINT_NOT_QUIET;
-  vs_footprint_reading now = {.used = used, .counted = held - overhead, .calls = calls};
   uint64_t apply = vs_footprint_rule(&g_last[card], &now, overhead, at_ctx);
   g_last[card] = now;
   if (apply != overhead) {
-    VS_DEBUG("card %d: NVML says this process holds %llu bytes, the shim counted %llu: %llu charged to the "
-             "tenant as overhead", card, (unsigned long long)used, (unsigned long long)now.counted,
-             (unsigned long long)apply);
+    VS_DEBUG("card %d: NVML says this process holds %llu bytes, the shim counted %llu (%llu charged while "
+             "measured): %llu charged to the tenant as overhead", card, (unsigned long long)now.used,
+             (unsigned long long)now.counted, (unsigned long long)now.window, (unsigned long long)apply);
     vs_quota_set_overhead(card, apply);
   }
   pthread_mutex_unlock(&g_refresh_lock);

@@ -37,18 +37,20 @@ void vs_footprint_ctx_begun(int card, uint64_t handle, int primary);
 void vs_footprint_ctx_ended(uint64_t handle, int card);
 
 /* One measurement of the footprint: what NVML said the process holds on
- * the card, what the shim counted there (its charge less the overhead),
- * and the stamp of the driver calls that can change either
- * (vs_acct_memory_calls), VS_FOOTPRINT_NOT_QUIET when one returned while
- * it was taken. */
+ * the card, what the shim counted there (its charge less the overhead,
+ * read before NVML's figure), the stamp of the driver calls that can
+ * change either (vs_acct_memory_calls), VS_FOOTPRINT_NOT_QUIET when one
+ * returned, the count moved or bytes were charged while it was taken, and
+ * the bytes charged meanwhile (window). */
 #define VS_FOOTPRINT_NOT_QUIET UINT64_MAX
 typedef struct vs_footprint_reading {
-  uint64_t used, counted, calls;
+  uint64_t used, counted, calls, window;
 } vs_footprint_reading;
 /* The overhead after measurement now, with last the one before it and
  * overhead the one charged: used - counted where the two saw the same
- * quiet state (or at_ctx: a context's own measurement), else overhead
- * unchanged (vs_footprint_refresh's rule; exposed for its unit test). */
+ * quiet state, else overhead unchanged; at_ctx (a context's own
+ * measurement): at once, less the bytes charged while it was taken
+ * (vs_footprint_refresh's rule; exposed for its unit test). */
 uint64_t vs_footprint_rule(const vs_footprint_reading *last, const vs_footprint_reading *now, uint64_t overhead,
                            int at_ctx);
 

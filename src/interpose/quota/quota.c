@@ -82,6 +82,11 @@ static __thread refusal_note t_refused __attribute__((tls_model("initial-exec"))
  * reads the books a second time only when one came between its first
  * reading and its arenas' walk (see view()). */
 static _Atomic uint64_t g_charges;
+/* Bytes this process charged on each card (admitted or forced), never
+ * lowered: a measurement of the footprint counts what was charged while it
+ * read (vs_quota_charged_bytes). Added after the ledger's add, before the
+ * caller asks the driver. */
+static _Atomic uint64_t g_charged_bytes[NCARDS];
 
 /* warn_at crossed: the session has logged the line and recorded the
  * event; the dump is written by observe's thread (this may run under the
@@ -210,6 +215,7 @@ CUresult vs_quota_charge(int card, uint64_t n) {
   }
   t->pending = 0;
   t->live_due = 1;
+  atomic_fetch_add_explicit(&g_charged_bytes[card], n, memory_order_release);
   atomic_fetch_add_explicit(&g_charges, 1, memory_order_release);
   /* Refreshed again when the allocation is recorded; this one is what the
    * ledger keeps when the request fails after the growth was admitted (a
@@ -332,6 +338,7 @@ void vs_quota_force(int card, uint64_t n) {
   vs_tenant_session *s = card_session(card);
   if (!s) return;
   vs_tenant_force(s, card, n);
+  atomic_fetch_add_explicit(&g_charged_bytes[card], n, memory_order_release);
   atomic_fetch_add_explicit(&g_charges, 1, memory_order_release);
 }
 
@@ -426,6 +433,10 @@ int vs_quota_view(int card, uint64_t *free_bytes, uint64_t *total_bytes) {
 int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64_t *free_bytes,
                          uint64_t *total_bytes) {
   return view(card, &drv_free, &drv_total, free_bytes, total_bytes);
+}
+
+uint64_t vs_quota_charged_bytes(int card) {
+  return card >= 0 && card < NCARDS ? atomic_load_explicit(&g_charged_bytes[card], memory_order_acquire) : 0;
 }
 
 int vs_quota_open(int card) { return card_session(card) ? 0 : -1; }

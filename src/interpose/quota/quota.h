@@ -99,6 +99,10 @@ int vs_quota_view_driver(int card, uint64_t drv_free, uint64_t drv_total, uint64
  * ledger is not open. vs_quota_set_overhead charges the new overhead (or
  * gives back the difference). */
 int vs_quota_held(int card, uint64_t *held, uint64_t *overhead);
+/* The bytes this process has charged on card since it began (admitted or
+ * forced; never lowered by a give-back): a measurement's two readings of
+ * it bound what was charged in between. */
+uint64_t vs_quota_charged_bytes(int card);
 /* Opens the card's ledger now if the card is enforced (it is otherwise
  * opened by the first charge or view): 0 when open, -1 when not enforced. */
 int vs_quota_open(int card);
