@@ -930,7 +930,7 @@ typedef struct tstorm {
  * kinds are those charged before the driver is asked and given back after
  * it freed them; a driver pool's reserved memory (async) is settled from
  * the pool's own figure after the fact, so a measurement may see it either
- * way (docs/nvml.md, "Transients"). */
+ * way (docs/nvml.md, "A context's own measurement counts at once"). */
 static int g_contexts;
 
 static void *storm_thread(void *arg) {
@@ -986,7 +986,7 @@ static void check_overhead(int card, const char *after) {
 }
 
 /* While the threads run: contexts begun and ended on card 0, each measured
- * at once (docs/nvml.md, "Transients") while the threads' charges move. */
+ * at once while the threads' charges move. */
 static void contexts_meanwhile(CUcontext ctx) {
   for (int k = 0; k < 3; k++) {
     CUcontext c;
