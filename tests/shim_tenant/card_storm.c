@@ -216,15 +216,6 @@ static void sync_all(void) {
   }
 }
 
-static CUmemAllocationProp vmm_prop(int dev) {
-  CUmemAllocationProp p;
-  memset(&p, 0, sizeof p);
-  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = dev;
-  return p;
-}
-
 /* A graph of one allocation of `bytes` on dev, freed by a free node of the
  * graph (free_it) or kept, launched on s and gone (the graph and its
  * executable graph; a kept allocation outlives them). The launch's answer;
@@ -277,7 +268,7 @@ static CUresult take(item *it) {
   case K_POOL: it->s = g_stream; return cuMemAllocFromPoolAsync(&it->p, it->size, g_pool, g_stream);
   case K_VMM: {
     size_t gran = 0;
-    CUmemAllocationProp p = vmm_prop(it->dev);
+    CUmemAllocationProp p = t_device_prop(it->dev);
     r = cuMemGetAllocationGranularity(&gran, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r == CUDA_ERROR_NOT_SUPPORTED) return r;   /* a card without VMM */
     STORM_CHECK(r == CUDA_SUCCESS, "gran");

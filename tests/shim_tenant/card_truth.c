@@ -656,7 +656,7 @@ static CUdeviceptr map_rw(CUmemGenericAllocationHandle h, uint64_t size) {
 static int w_vmmlife(void) {
   tp_cuda_up();
   uint64_t free0 = view_free();
-  CUmemAllocationProp p = host_prop(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+  CUmemAllocationProp p = t_device_prop(0);
   /* 1. created, mapped and released at once: alive until unmapped */
   CUmemGenericAllocationHandle a, b, c, r1;
   CHECK(cuMemCreate(&a, 32 * MiB, &p, 0) == CUDA_SUCCESS, "create 32 MiB");
