@@ -29,10 +29,14 @@ usage: nvml_test.py CASE WORKDIR SHIM SIM_DIR NVML_PROG VRAMSHIM_TOOL
              measured. In the end the ledger equals what the sim's NVML
              says again. A process outside the shim that holds memory on
              the card is not charged to anybody.
-  unlisted   the same with the sim's NVML present but listing every pid
-             as N + pid (VRAMSIM_NVML_PID_BASE), as a host's NVML does for
-             a container with its own PID namespace: the shim does not find
-             itself there and measures each context as without NVML.
+  unlisted   the sim's NVML present but listing every pid as N + pid
+             (VRAMSIM_NVML_PID_BASE), as a host's NVML does for a container
+             with its own PID namespace: each process finds the pid NVML
+             lists it under at its first context (the one that appeared),
+             so its context is charged at once by NVML's figure (not
+             pending, as without NVML), and the ledger equals what NVML
+             says the four processes hold; the outsider is charged to
+             nobody.
 """
 import json
 import os
@@ -308,19 +312,46 @@ def ledger_meets_nvml(config, pids):
         time.sleep(0.5)
 
 
-def case_fallback(unlisted=False):
+def case_unlisted():
+    import shutil
+    shutil.rmtree(os.path.join(WORK, "ledger"), ignore_errors=True)   # a card nobody measured yet
+    config = write_config("8GiB")
+    outsider = holder(env(False, overhead="300MiB"), 500)
+    e = env(True, config, overhead="300MiB", tenant="app")
+    # NVML is there but reports pids the processes do not see as theirs
+    # (a host's NVML seen from a container with its own PID namespace)
+    base = 1000000
+    e["VRAMSIM_NVML_PID_BASE"] = str(base)
+    log = os.path.join(WORK, "unlisted-first.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    first = holder(dict(e, VRAMSHIM_LOG="info,file:" + log), 100)
+    # found in NVML's list at its first context: measured at once, though
+    # the card has no reading yet (the way without NVML would wait for one)
+    card, t = tenant_of(status_json(config), "app")
+    check(t and t["used"] == 400 * MiB and t["overhead"] == 300 * MiB,
+          "the first process is charged its context at once, by NVML's figure (%r)" % t)
+    with open(log) as f:
+        said = f.read()
+    check("as pid %d" % (base + first.pid) in said, "its log names the pid NVML lists it under (%d)" % (base + first.pid))
+    procs = [first] + [holder(e, 100) for _ in range(3)]
+    pids = sorted(p.pid for p in procs)
+    card, t, nvml_sum = ledger_meets_nvml(config, pids)
+    check(t["used"] == nvml_sum == 4 * 400 * MiB,
+          "ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
+    check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
+          % t["overhead"])
+    release(procs + [outsider])
+
+
+def case_fallback():
     import shutil
     shutil.rmtree(os.path.join(WORK, "ledger"), ignore_errors=True)   # a card nobody measured yet
     config = write_config("8GiB")
     # a program outside the shim holding 500 MiB (and a context) on the card
     outsider = holder(env(False, overhead="300MiB"), 500)
     e = env(True, config, overhead="300MiB", tenant="app")
-    if unlisted:
-        # NVML is there but reports pids the processes do not see as theirs
-        # (a host's NVML seen from a container with its own PID namespace)
-        e["VRAMSIM_NVML_PID_BASE"] = "1000000"
-    else:
-        e["VRAMSHIM_NVML"] = os.path.join(WORK, "no-such-libnvidia-ml.so.1")
+    e["VRAMSHIM_NVML"] = os.path.join(WORK, "no-such-libnvidia-ml.so.1")
     first = holder(e, 100)
     # alone on the card, the first process has no reading to measure its context against
     card, t = tenant_of(status_json(config), "app")
@@ -358,5 +389,5 @@ def case_fallback(unlisted=False):
 
 os.makedirs(WORK, exist_ok=True)
 {"clients": case_clients, "server": case_server, "footprint": case_footprint, "fallback": case_fallback,
- "unlisted": lambda: case_fallback(unlisted=True)}[CASE]()
+ "unlisted": case_unlisted}[CASE]()
 print("PASS " + CASE)

@@ -80,6 +80,38 @@ static void a_context_counts_no_charge_made_meanwhile(void **state) {
   assert_int_equal(vs_footprint_rule(&ctx, &ctx, 300 * MiB, 0), 300 * MiB);
 }
 
+/* Which pid NVML lists this process under, from its lists just before and
+ * just after the process's first context began (vs_footprint_identity). */
+static void found_by_its_first_context(void **state) {
+  (void)state;
+  int foreign = -1;
+  /* on the host: its own pid appears */
+  unsigned b1[] = {700, 800}, a1[] = {700, 800, 4242};
+  assert_int_equal(vs_footprint_identity(b1, 2, a1, 3, 4242, &foreign), 4242);
+  assert_false(foreign);
+  /* a container: NVML's pids are the host's; the one that appeared is this process */
+  unsigned a2[] = {700, 1004242, 800};
+  assert_int_equal(vs_footprint_identity(b1, 2, a2, 3, 42, &foreign), 1004242);
+  assert_false(foreign);
+  /* its own pid is another process's on the host: listed before its context */
+  unsigned b3[] = {700, 42}, a3[] = {700, 42, 1000042};
+  assert_int_equal(vs_footprint_identity(b3, 2, a3, 3, 42, &foreign), 1000042);
+  assert_true(foreign);
+  /* ... and with no new pid, that pid is still not taken for this process */
+  assert_int_equal(vs_footprint_identity(b3, 2, b3, 2, 42, &foreign), 0);
+  assert_true(foreign);
+  /* two began a context in the same moment: which one is this cannot be told */
+  unsigned a4[] = {700, 800, 1000042, 1000043};
+  assert_int_equal(vs_footprint_identity(b1, 2, a4, 4, 42, &foreign), 0);
+  assert_false(foreign);
+  /* a process that ended meanwhile, and one listed twice, change nothing */
+  unsigned a5[] = {800, 1000042, 1000042};
+  assert_int_equal(vs_footprint_identity(b1, 2, a5, 3, 42, &foreign), 1000042);
+  /* NVML lists nobody (a MIG instance's processes are not on its parent card) */
+  assert_int_equal(vs_footprint_identity(NULL, 0, NULL, 0, 42, &foreign), 0);
+  assert_false(foreign);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(steady_state_is_charged),
@@ -87,6 +119,7 @@ int main(void) {
       cmocka_unit_test(a_call_between_readings_charges_nothing),
       cmocka_unit_test(a_context_counts_at_once),
       cmocka_unit_test(a_context_counts_no_charge_made_meanwhile),
+      cmocka_unit_test(found_by_its_first_context),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 /* ---- cuCtxCreate (v1 .. v4): the new context is current on this thread -- */
 #define CREATE_BODY(name, args)                                                    \
   VS_HOOK_ENTER(name, args);                                                       \
+  vs_footprint_ctx_begins((int)dev);                                               \
   vs_guard_enter();                                                                \
   CUresult r = real->name args;                                                    \
   if (r == CUDA_SUCCESS && pctx && *pctx) vs_mem_ctx_begin((uint64_t)(uintptr_t)*pctx, (int)dev, 0); \
@@ -114,6 +115,7 @@ CUresult vs_hook_cuCtxDisablePeerAccess(CUcontext peerContext) {
  * all released; a reset always ends it. */
 CUresult vs_hook_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   VS_HOOK_ENTER(cuDevicePrimaryCtxRetain, (pctx, dev));
+  vs_footprint_ctx_begins((int)dev);
   vs_guard_enter();
   vs_ctx_primary_lock();
   CUresult r = real->cuDevicePrimaryCtxRetain(pctx, dev);

@@ -78,57 +78,138 @@ int vs_nvml_card_uuid(int card, char out[96]) {
   return 0;
 }
 
-/* The bytes NVML says this process holds on card: 0 with *used, 1 when NVML
- * does not list it there (no context; or a PID namespace NVML does not
- * see into), -1 when NVML is missing. */
-static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
+/* Orders every reading of NVML's process lists and every change of the
+ * overhead (vs_quota_set_overhead) this file makes. */
+static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The processes NVML lists on card: their pids and bytes into the static
+ * buffers below, *n of them; 0, or -1 when NVML is missing or refuses.
+ * Every version has pid and usedGpuMemory first; v2 and v3 share a
+ * layout. Static buffers, used under g_refresh_lock (every caller holds
+ * it): no allocation on the background thread once a second, so a fork of
+ * the program never finds that thread inside malloc (an allocator that is
+ * not fork-safe, as ASan's before LLVM 17, would then block the child). */
+static unsigned g_pids[MAX_PROCS];
+static unsigned long long g_used[MAX_PROCS];
+static int nvml_procs(int card, int may_load, unsigned *n) {
   const vs_nvml_table *t = vs_nvml_for_shim(may_load);
   char uuid[96];
   nvmlDevice_t d;
+  *n = 0;
   if (!t || !t->nvmlDeviceGetHandleByUUID || vs_nvml_card_uuid(card, uuid) != 0) return -1;
   if (t->nvmlDeviceGetHandleByUUID(uuid, &d) != NVML_SUCCESS) return -1;
-  /* every version has pid and usedGpuMemory first; v2 and v3 share a layout.
-   * Static buffers, used under g_refresh_lock (every caller holds it): no
-   * allocation on the background thread once a second, so a fork of the
-   * program never finds that thread inside malloc (an allocator that is not
-   * fork-safe, as ASan's before LLVM 17, would then block the child). */
   static union {
     nvmlProcessInfo_t v3[MAX_PROCS];
     nvmlProcessInfo_v1_t v1[MAX_PROCS];
   } buf;
-  unsigned n = MAX_PROCS, pid = (unsigned)vs_plat_pid();
+  unsigned got = MAX_PROCS;
   nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
-  int found = 1;
   if (t->nvmlDeviceGetComputeRunningProcesses_v3 || t->nvmlDeviceGetComputeRunningProcesses_v2) {
-    nvmlProcessInfo_t *procs = buf.v3;
-    r = t->nvmlDeviceGetComputeRunningProcesses_v3 ? t->nvmlDeviceGetComputeRunningProcesses_v3(d, &n, procs)
+    r = t->nvmlDeviceGetComputeRunningProcesses_v3 ? t->nvmlDeviceGetComputeRunningProcesses_v3(d, &got, buf.v3)
                                                    : t->nvmlDeviceGetComputeRunningProcesses_v2(
-                                                         d, &n, (nvmlProcessInfo_v2_t *)procs);
-    for (unsigned i = 0; r == NVML_SUCCESS && i < n; i++)
-      if (procs[i].pid == pid) {
-        /* Windows under WDDM reports no per-process figure */
-        found = procs[i].usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE ? 1 : 0;
-        *used = procs[i].usedGpuMemory;
-        break;
-      }
+                                                         d, &got, (nvmlProcessInfo_v2_t *)buf.v3);
+    for (unsigned i = 0; r == NVML_SUCCESS && i < got && i < MAX_PROCS; i++)
+      g_pids[i] = buf.v3[i].pid, g_used[i] = buf.v3[i].usedGpuMemory;
   } else if (t->nvmlDeviceGetComputeRunningProcesses) {
-    nvmlProcessInfo_v1_t *v1 = buf.v1;
-    r = t->nvmlDeviceGetComputeRunningProcesses(d, &n, v1);
-    for (unsigned i = 0; r == NVML_SUCCESS && i < n; i++)
-      if (v1[i].pid == pid) {
-        found = v1[i].usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE ? 1 : 0;
-        *used = v1[i].usedGpuMemory;
-        break;
-      }
+    r = t->nvmlDeviceGetComputeRunningProcesses(d, &got, buf.v1);
+    for (unsigned i = 0; r == NVML_SUCCESS && i < got && i < MAX_PROCS; i++)
+      g_pids[i] = buf.v1[i].pid, g_used[i] = buf.v1[i].usedGpuMemory;
   }
-  return r != NVML_SUCCESS ? -1 : found;
+  if (r != NVML_SUCCESS) return -1;
+  *n = got < MAX_PROCS ? got : MAX_PROCS;
+  return 0;
+}
+
+/* ---- which pid NVML lists this process under ------------------------------
+ * NVML names processes by their pids on the host. A process in a container
+ * with its own PID namespace (a Kubernetes pod's) has another pid there,
+ * and its own pid may even be some other process's on the host. So the
+ * shim finds itself once, at its first context: the pids NVML lists on the
+ * card just before the context begins and just after (the process holds
+ * no context before it, so it is not in the first list; the driver lists a
+ * context's process from its creation on). vs_footprint_identity's rule;
+ * under g_refresh_lock. */
+static unsigned g_me;                 /* the pid NVML lists this process under; 0: not known */
+static int g_me_foreign;              /* this process's own pid is another process's in NVML's lists */
+static _Atomic int g_ctx_seen;        /* a context of this process began: no more first-context lists */
+static int g_before_card = -1;        /* the card of the list taken before a first context, or -1 */
+static unsigned g_before[MAX_PROCS], g_nbefore;
+
+static int listed(const unsigned *pids, unsigned n, unsigned pid) {
+  for (unsigned i = 0; i < n; i++)
+    if (pids[i] == pid) return 1;
+  return 0;
+}
+
+unsigned vs_footprint_identity(const unsigned *before, unsigned nb, const unsigned *after, unsigned na, unsigned own,
+                               int *own_foreign) {
+  *own_foreign = listed(before, nb, own);
+  if (!*own_foreign && listed(after, na, own)) return own;
+  unsigned found = 0;
+  for (unsigned i = 0; i < na; i++) {
+    if (listed(before, nb, after[i]) || after[i] == found) continue;
+    if (found) return 0;   /* two began at once: which is this one cannot be told */
+    found = after[i];
+  }
+  return found;
+}
+
+void vs_footprint_ctx_begins(int card) {
+  if (card < 0 || card >= MAX_CARDS || atomic_load(&g_ctx_seen)) return;
+  fill();
+  if (!vs_nvml_for_shim(1)) return;
+  pthread_mutex_lock(&g_refresh_lock);
+  unsigned n = 0;
+  if (!g_me && nvml_procs(card, 1, &n) == 0) {
+    memcpy(g_before, g_pids, n * sizeof *g_pids);
+    g_nbefore = n;
+    g_before_card = card;
+  }
+  pthread_mutex_unlock(&g_refresh_lock);
+}
+
+/* Caller holds g_refresh_lock; a context of this process just began on
+ * card. Compares NVML's list now with the one vs_footprint_ctx_begins took
+ * on the card before it, once. */
+static void identify(int card) {
+  int first = !atomic_exchange(&g_ctx_seen, 1);
+  unsigned n = 0;
+  if (!first || g_me || g_before_card != card || nvml_procs(card, 1, &n) != 0) {
+    g_before_card = -1;
+    return;
+  }
+  g_before_card = -1;
+  unsigned own = (unsigned)vs_plat_pid();
+  g_me = vs_footprint_identity(g_before, g_nbefore, g_pids, n, own, &g_me_foreign);
+  if (g_me && g_me != own)
+    VS_INFO("NVML lists this process (pid %u here) as pid %u: a PID namespace of its own; its footprint is read "
+            "under that pid (docs/nvml.md)", own, g_me);
+  else if (!g_me && (g_me_foreign || !listed(g_pids, n, own)))
+    VS_DEBUG("card %d: NVML does not tell which of its processes this one is (%u listed before its first context, %u "
+             "after): its contexts are measured without NVML's figure", card, g_nbefore, n);
+}
+
+/* The bytes NVML says this process holds on card: 0 with *used, 1 when NVML
+ * does not list it there (no context; or a PID namespace NVML does not see
+ * into, where the first context did not tell which pid is this process's),
+ * -1 when NVML is missing. Caller holds g_refresh_lock. */
+static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
+  unsigned n = 0, pid = g_me ? g_me : (unsigned)vs_plat_pid();
+  if (nvml_procs(card, may_load, &n) != 0) return -1;
+  if (!g_me && g_me_foreign) return 1;
+  for (unsigned i = 0; i < n; i++)
+    if (g_pids[i] == pid) {
+      *used = g_used[i];
+      /* Windows under WDDM reports no per-process figure */
+      return g_used[i] == (unsigned long long)NVML_VALUE_NOT_AVAILABLE ? 1 : 0;
+    }
+  return 1;
 }
 
 /* The last measurement per card (what NVML said the process holds, what
- * the shim counted), and the lock that orders measurements (the
- * background thread and the context hooks both measure). */
+ * the shim counted), under g_refresh_lock (above), which orders the
+ * measurements: the background thread and the context hooks both measure. */
 static vs_footprint_reading g_last[MAX_CARDS];
-static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A measurement taken while a driver call is in flight is off for an
  * instant: the driver holds memory the shim no longer counts or does not
@@ -374,8 +455,14 @@ void vs_footprint_ctx_begun(int card, uint64_t handle, int primary) {
    * measured now, by NVML or without it. */
   if (vs_quota_open(card) != 0) return;
   /* the program's thread: NVML is loaded here, if it is anywhere. NVML
-   * that does not list the process (a container's PID namespace) is as
-   * good as none for its footprint. */
+   * that does not list the process (a container's PID namespace where its
+   * first context did not tell which pid it is: identify) is as good as
+   * none for its footprint. */
+  if (vs_nvml_for_shim(1)) {
+    pthread_mutex_lock(&g_refresh_lock);
+    identify(card);
+    pthread_mutex_unlock(&g_refresh_lock);
+  }
   if (!vs_nvml_for_shim(1) || refresh(card, 1) == 1) fallback_begun(card, handle, primary);
 }
 
@@ -395,4 +482,9 @@ void vs_nvml_cards_atfork_child(void) {
   /* the child has no context of its own: the parent's are not its footprint */
   g_nctx = 0;
   memset(g_took, 0, sizeof g_took);
+  /* a new pid, which NVML may list under another: found at its first context */
+  g_me = 0;
+  g_me_foreign = 0;
+  atomic_store(&g_ctx_seen, 0);
+  g_before_card = -1;
 }
