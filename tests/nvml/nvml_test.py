@@ -312,6 +312,21 @@ def ledger_meets_nvml(config, pids):
         time.sleep(0.5)
 
 
+def four_meet_nvml(config, e, first, how):
+    """first and three more holders of 100 MiB (300 MiB of context each):
+    the tenant's ledger usage equals what the sim's NVML says the four hold,
+    the outsider's memory in none of it. The holders, their pids, the card
+    and the tenant."""
+    procs = [first] + [holder(e, 100) for _ in range(3)]
+    pids = sorted(p.pid for p in procs)
+    card, t, nvml_sum = ledger_meets_nvml(config, pids)
+    check(t["used"] == nvml_sum == 4 * 400 * MiB,
+          "%s, ledger usage of the tenant %d = what NVML says its four processes hold" % (how, t["used"]))
+    check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
+          % t["overhead"])
+    return procs, pids, card, t
+
+
 def case_unlisted():
     import shutil
     shutil.rmtree(os.path.join(WORK, "ledger"), ignore_errors=True)   # a card nobody measured yet
@@ -334,13 +349,7 @@ def case_unlisted():
     with open(log) as f:
         said = f.read()
     check("as pid %d" % (base + first.pid) in said, "its log names the pid NVML lists it under (%d)" % (base + first.pid))
-    procs = [first] + [holder(e, 100) for _ in range(3)]
-    pids = sorted(p.pid for p in procs)
-    card, t, nvml_sum = ledger_meets_nvml(config, pids)
-    check(t["used"] == nvml_sum == 4 * 400 * MiB,
-          "ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
-    check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
-          % t["overhead"])
+    procs = four_meet_nvml(config, e, first, "found under their host pids")[0]
     release(procs + [outsider])
 
 
@@ -357,13 +366,7 @@ def case_fallback():
     card, t = tenant_of(status_json(config), "app")
     check(t and t["used"] == 100 * MiB and t["overhead"] == 0,
           "the first process without NVML: 100 MiB counted, its context not charged yet (%r)" % (t and t["overhead"]))
-    procs = [first] + [holder(e, 100) for _ in range(3)]
-    pids = sorted(p.pid for p in procs)
-    card, t, nvml_sum = ledger_meets_nvml(config, pids)
-    check(t["used"] == nvml_sum == 4 * 400 * MiB,
-          "without NVML, ledger usage of the tenant %d = what NVML says its four processes hold" % t["used"])
-    check(t["overhead"] == 4 * 300 * MiB, "of it, overhead %d (4 contexts; the outsider's 800 MiB in none)"
-          % t["overhead"])
+    procs, pids, card, t = four_meet_nvml(config, e, first, "without NVML")
     mine = [p for p in card["processes"] if p["pid"] in pids]
     check(len(mine) == 4 and all(p["overhead"] == 300 * MiB for p in mine), "each process: overhead 300 MiB")
     # a context that ends gives its share back
