@@ -107,7 +107,7 @@ static void found_by_its_first_context(void **state) {
   /* a process that ended meanwhile, and one listed twice, change nothing */
   unsigned a5[] = {800, 1000042, 1000042};
   assert_int_equal(vs_footprint_identity(b1, 2, a5, 3, 42, &foreign), 1000042);
-  /* NVML lists nobody (a MIG instance's processes are not on its parent card) */
+  /* NVML lists nobody on the card */
   assert_int_equal(vs_footprint_identity(NULL, 0, NULL, 0, 42, &foreign), 0);
   assert_false(foreign);
 }

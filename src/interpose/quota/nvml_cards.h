@@ -34,10 +34,12 @@ void vs_footprint_refresh_all(void);
  * context's own cost is measured against the card's reading in the ledger
  * (docs/nvml.md, "Without NVML"). */
 void vs_footprint_ctx_begun(int card, uint64_t handle, int primary);
-/* Before the driver is asked for a context on card: until this process's
- * first context has begun, NVML's list of the card's processes is kept, so
- * that vs_footprint_ctx_begun finds which pid NVML lists this process
- * under (a PID namespace of its own: a container's). */
+void vs_footprint_ctx_ended(uint64_t handle, int card);
+/* Before the driver is asked for a context on card (the program's thread,
+ * outside the recursion guard): until this process's first context has
+ * begun, NVML's list of the card's processes is kept, so that
+ * vs_footprint_ctx_begun finds which pid NVML lists this process under (a
+ * PID namespace of its own: a container's). */
 void vs_footprint_ctx_begins(int card);
 /* That rule: the pid NVML lists this process under, from its lists of a
  * card's processes just before (before, nb) and just after (after, na)
@@ -48,7 +50,6 @@ void vs_footprint_ctx_begins(int card);
  * process's pid in NVML's lists (exposed for its unit test). */
 unsigned vs_footprint_identity(const unsigned *before, unsigned nb, const unsigned *after, unsigned na, unsigned own,
                                int *own_foreign);
-void vs_footprint_ctx_ended(uint64_t handle, int card);
 
 /* One measurement of the footprint: what NVML said the process holds on
  * the card, what the shim counted there (its charge less the overhead,
