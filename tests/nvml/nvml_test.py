@@ -348,7 +348,8 @@ def case_unlisted():
           "the first process is charged its context at once, by NVML's figure (%r)" % t)
     with open(log) as f:
         said = f.read()
-    check("as pid %d" % (base + first.pid) in said, "its log names the pid NVML lists it under (%d)" % (base + first.pid))
+    check("as pid %d" % (base + first.pid) in said,
+          "its log names the pid NVML lists it under (%d)" % (base + first.pid))
     procs = four_meet_nvml(config, e, first, "found under their host pids")[0]
     release(procs + [outsider])
 
