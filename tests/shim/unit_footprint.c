@@ -84,7 +84,7 @@ static void a_context_counts_no_charge_made_meanwhile(void **state) {
  * just after the process's first context began (vs_footprint_identity). */
 static void found_by_its_first_context(void **state) {
   (void)state;
-  int foreign = -1;
+  int foreign = 0;
   /* on the host: its own pid appears */
   unsigned b1[] = {700, 800}, a1[] = {700, 800, 4242};
   assert_int_equal(vs_footprint_identity(b1, 2, a1, 3, 4242, &foreign), 4242);
@@ -93,13 +93,6 @@ static void found_by_its_first_context(void **state) {
   unsigned a2[] = {700, 1004242, 800};
   assert_int_equal(vs_footprint_identity(b1, 2, a2, 3, 42, &foreign), 1004242);
   assert_false(foreign);
-  /* its own pid is another process's on the host: listed before its context */
-  unsigned b3[] = {700, 42}, a3[] = {700, 42, 1000042};
-  assert_int_equal(vs_footprint_identity(b3, 2, a3, 3, 42, &foreign), 1000042);
-  assert_true(foreign);
-  /* ... and with no new pid, that pid is still not taken for this process */
-  assert_int_equal(vs_footprint_identity(b3, 2, b3, 2, 42, &foreign), 0);
-  assert_true(foreign);
   /* two began a context in the same moment: which one is this cannot be told */
   unsigned a4[] = {700, 800, 1000042, 1000043};
   assert_int_equal(vs_footprint_identity(b1, 2, a4, 4, 42, &foreign), 0);
@@ -110,6 +103,22 @@ static void found_by_its_first_context(void **state) {
   /* NVML lists nobody on the card */
   assert_int_equal(vs_footprint_identity(NULL, 0, NULL, 0, 42, &foreign), 0);
   assert_false(foreign);
+  /* its own pid is another process's on the host: listed before its context */
+  unsigned b3[] = {700, 42}, a3[] = {700, 42, 1000042};
+  assert_int_equal(vs_footprint_identity(b3, 2, a3, 3, 42, &foreign), 1000042);
+  assert_true(foreign);
+  /* ... and with no new pid, that pid is still not taken for this process */
+  foreign = 0;
+  assert_int_equal(vs_footprint_identity(b3, 2, b3, 2, 42, &foreign), 0);
+  assert_true(foreign);
+  /* ... nor on a card looked at later, where it is new: that other
+   * process began a context there; beside it, the one other new pid is
+   * this process */
+  unsigned b6[] = {700}, a6[] = {700, 42};
+  assert_int_equal(vs_footprint_identity(b6, 1, a6, 2, 42, &foreign), 0);
+  unsigned a7[] = {700, 42, 1000042};
+  assert_int_equal(vs_footprint_identity(b6, 1, a7, 3, 42, &foreign), 1000042);
+  assert_true(foreign);
 }
 
 int main(void) {

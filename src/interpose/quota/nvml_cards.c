@@ -124,16 +124,18 @@ static int nvml_procs(int card, int may_load, unsigned *n) {
  * NVML names processes by their pids on the host. A process in a container
  * with its own PID namespace (a Kubernetes pod's) has another pid there,
  * and its own pid may even be some other process's on the host. So the
- * shim finds itself once, at its first context: the pids NVML lists on the
- * card just before the context begins and just after (the process holds
- * no context before it, so it is not in the first list; the driver lists a
- * context's process from its creation on). vs_footprint_identity's rule;
- * under g_refresh_lock. */
+ * shim finds itself at its first context on a card: the pids NVML lists
+ * on the card just before the context begins and just after (the process
+ * holds no context there before it, so it is not in the first list; the
+ * driver lists a context's process from its creation on). Once found, for
+ * every card; until then, again at the first context on another card.
+ * vs_footprint_identity's rule; under g_refresh_lock. */
 static unsigned g_me;                 /* the pid NVML lists this process under; 0: not known */
 static int g_me_foreign;              /* this process's own pid is another process's in NVML's lists */
-static _Atomic int g_ctx_seen;        /* a context of this process began: no more first-context lists */
-static int g_before_card = -1;        /* the card of the list taken before a first context, or -1 */
+static _Atomic uint64_t g_ctx_seen;   /* a bit per card where a context of this process began: no list there */
+static int g_before_card = -1;        /* the card of the list taken before a first context there, or -1 */
 static unsigned g_before[MAX_PROCS], g_nbefore;
+_Static_assert(MAX_CARDS <= 64, "g_ctx_seen has a bit per card");
 
 static int listed(const unsigned *pids, unsigned n, unsigned pid) {
   for (unsigned i = 0; i < n; i++)
@@ -143,11 +145,11 @@ static int listed(const unsigned *pids, unsigned n, unsigned pid) {
 
 unsigned vs_footprint_identity(const unsigned *before, unsigned nb, const unsigned *after, unsigned na, unsigned own,
                                int *own_foreign) {
-  *own_foreign = listed(before, nb, own);
+  if (listed(before, nb, own)) *own_foreign = 1;
   if (!*own_foreign && listed(after, na, own)) return own;
   unsigned found = 0;
   for (unsigned i = 0; i < na; i++) {
-    if (listed(before, nb, after[i]) || after[i] == found) continue;
+    if (listed(before, nb, after[i]) || after[i] == found || (*own_foreign && after[i] == own)) continue;
     if (found) return 0;   /* two began at once: which is this one cannot be told */
     found = after[i];
   }
@@ -155,12 +157,14 @@ unsigned vs_footprint_identity(const unsigned *before, unsigned nb, const unsign
 }
 
 void vs_footprint_ctx_begins(int card) {
-  if (card < 0 || card >= MAX_CARDS || atomic_load(&g_ctx_seen)) return;
+  if (card < 0 || card >= MAX_CARDS || (atomic_load(&g_ctx_seen) & (1ull << card))) return;
   fill();
   if (!vs_nvml_for_shim(1)) return;
   pthread_mutex_lock(&g_refresh_lock);
   unsigned n = 0;
-  if (!g_me && nvml_procs(card, 1, &n) == 0) {
+  /* Another thread's first context on another card may take the one list
+   * over: that card is then looked at, and this one at its next context. */
+  if (!g_me && !(atomic_load(&g_ctx_seen) & (1ull << card)) && nvml_procs(card, 1, &n) == 0) {
     memcpy(g_before, g_pids, n * sizeof *g_pids);
     g_nbefore = n;
     g_before_card = card;
@@ -170,23 +174,21 @@ void vs_footprint_ctx_begins(int card) {
 
 /* Caller holds g_refresh_lock; a context of this process just began on
  * card. Compares NVML's list now with the one vs_footprint_ctx_begins took
- * on the card before it, once. */
+ * on the card before the process's first context there. */
 static void identify(int card) {
-  int first = !atomic_exchange(&g_ctx_seen, 1);
+  uint64_t was = atomic_fetch_or(&g_ctx_seen, 1ull << card);
   unsigned n = 0;
-  if (!first || g_me || g_before_card != card || nvml_procs(card, 1, &n) != 0) {
-    g_before_card = -1;
-    return;
-  }
+  if (g_before_card != card) return;
   g_before_card = -1;
+  if ((was & (1ull << card)) || g_me || nvml_procs(card, 1, &n) != 0) return;
   unsigned own = (unsigned)vs_plat_pid();
   g_me = vs_footprint_identity(g_before, g_nbefore, g_pids, n, own, &g_me_foreign);
   if (g_me && g_me != own)
     VS_INFO("NVML lists this process (pid %u here) as pid %u: a PID namespace of its own; its footprint is read "
             "under that pid (docs/nvml.md)", own, g_me);
   else if (!g_me && (g_me_foreign || !listed(g_pids, n, own)))
-    VS_DEBUG("card %d: NVML does not tell which of its processes this one is (%u listed before its first context, %u "
-             "after): its contexts are measured without NVML's figure", card, g_nbefore, n);
+    VS_DEBUG("card %d: NVML does not tell which of its processes this one is (%u listed before its first context "
+             "there, %u after): its contexts are measured without NVML's figure", card, g_nbefore, n);
 }
 
 /* The bytes NVML says this process holds on card: 0 with *used, 1 when NVML
@@ -485,6 +487,6 @@ void vs_nvml_cards_atfork_child(void) {
   /* a new pid, which NVML may list under another: found at its first context */
   g_me = 0;
   g_me_foreign = 0;
-  atomic_store(&g_ctx_seen, 0);
+  atomic_store(&g_ctx_seen, 0);   /* the parent's contexts are not the child's */
   g_before_card = -1;
 }

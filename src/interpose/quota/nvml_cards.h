@@ -46,8 +46,9 @@ void vs_footprint_ctx_begins(int card);
  * the process's first context began there; own: this process's pid as it
  * sees it. own where it appeared; else the one pid that appeared, if one
  * did; 0 when none or several did (another process began a context at the
- * same moment). *own_foreign: own was listed before, so it is another
- * process's pid in NVML's lists (exposed for its unit test). */
+ * same moment). *own_foreign, in and out: set where own was listed before
+ * (here, or on a card looked at earlier): own is then another process's
+ * pid in NVML's lists and is never taken (exposed for its unit test). */
 unsigned vs_footprint_identity(const unsigned *before, unsigned nb, const unsigned *after, unsigned na, unsigned own,
                                int *own_foreign);
 
