@@ -143,15 +143,21 @@ static int ledger_of(int card, vs_ledger_snapshot *snap) {
   return -1;
 }
 
+/* This process's ledger slot on a card, read now; NULL when it has none. */
+static const vs_snap_proc *my_slot(int card) {
+  static vs_ledger_snapshot snap;
+  if (ledger_of(card, &snap) != 0) return NULL;
+  for (int i = 0; i < snap.nprocs; i++)
+    if (snap.procs[i].pid == (int)getpid()) return &snap.procs[i];
+  return NULL;
+}
+
 /* What the shim counted for this process on a card: its ledger slot's held
  * bytes less its overhead (NVML's footprint beyond the count, measured about
  * once a second: docs/nvml.md). */
 static uint64_t books(int card) {
-  static vs_ledger_snapshot snap;
-  if (ledger_of(card, &snap) != 0) return 0;
-  for (int i = 0; i < snap.nprocs; i++)
-    if (snap.procs[i].pid == (int)getpid()) return snap.procs[i].held - snap.procs[i].overhead;
-  return 0;
+  const vs_snap_proc *me = my_slot(card);
+  return me ? me->held - me->overhead : 0;
 }
 
 /* What the driver rounds the live blocks on a card up to beyond their sizes
@@ -966,11 +972,9 @@ static void *storm_thread(void *arg) {
  * thread's allocation was in flight (charged after the shim's count was
  * read, on the card before NVML's figure was) must not charge it. */
 static void check_overhead(int card, const char *after) {
-  static vs_ledger_snapshot snap;
-  if (ledger_of(card, &snap) != 0) return;
-  uint64_t o = 0, most = contexts_cost(card) + SLOTS * 512;
-  for (int i = 0; i < snap.nprocs; i++)
-    if (snap.procs[i].pid == (int)getpid()) o = snap.procs[i].overhead;
+  const vs_snap_proc *me = my_slot(card);
+  if (!me) return;
+  uint64_t o = me->overhead, most = contexts_cost(card) + SLOTS * 512;
   STORM_CHECK(o <= most, "seed %u round %d, after %s: %llu bytes charged to this process on card %d as overhead, "
               "its contexts and the driver's rounding are at most %llu", g_seed, g_step, after,
               (unsigned long long)o, card, (unsigned long long)most);
