@@ -186,7 +186,7 @@ static void identify(int card) {
   if (g_me && g_me != own)
     VS_INFO("NVML lists this process (pid %u here) as pid %u: a PID namespace of its own; its footprint is read "
             "under that pid (docs/nvml.md)", own, g_me);
-  else if (!g_me && (g_me_foreign || !listed(g_pids, n, own)))
+  else if (!g_me)   /* own was not taken: foreign, or not in the list after */
     VS_DEBUG("card %d: NVML does not tell which of its processes this one is (%u listed before its first context "
              "there, %u after): its contexts are measured without NVML's figure", card, g_nbefore, n);
 }
