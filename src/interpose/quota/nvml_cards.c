@@ -460,12 +460,13 @@ void vs_footprint_ctx_begun(int card, uint64_t handle, int primary) {
    * that does not list the process (a container's PID namespace where its
    * first context did not tell which pid it is: identify) is as good as
    * none for its footprint. */
-  if (vs_nvml_for_shim(1)) {
+  int nvml = vs_nvml_for_shim(1) != NULL;
+  if (nvml) {
     pthread_mutex_lock(&g_refresh_lock);
     identify(card);
     pthread_mutex_unlock(&g_refresh_lock);
   }
-  if (!vs_nvml_for_shim(1) || refresh(card, 1) == 1) fallback_begun(card, handle, primary);
+  if (!nvml || refresh(card, 1) == 1) fallback_begun(card, handle, primary);
 }
 
 void vs_footprint_ctx_ended(uint64_t handle, int card) {
