@@ -17,12 +17,12 @@
 
 static void insert_find_remove(void **state) {
   (void)state;
-  vs_alloc_info a = {0x7f0000001000ULL, 4096, 0, 0, 0, 0, 0, 0, 0}, out;
+  vs_alloc_info a = {.key = 0x7f0000001000ULL, .size = 4096}, out;
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
   assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
   assert_int_equal(out.size, 4096);
   assert_int_equal(vs_tracker_find(VS_SPACE_HANDLE, a.key, &out), -1);   /* spaces are separate */
-  vs_alloc_info h = {a.key, 77, 0, 5, 0, 0, 0, 0, 0};
+  vs_alloc_info h = {.key = a.key, .size = 77, .kind = 5};
   assert_int_equal(vs_tracker_insert(VS_SPACE_HANDLE, &h, NULL), 0);     /* same number, other space */
   assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 1, &out), -1); /* wrong kind stays */
   assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, 1u << 0, &out), 0);
@@ -33,9 +33,34 @@ static void insert_find_remove(void **state) {
   assert_int_equal(out.size, 77);
 }
 
+/* A record's sync_memops is set and cleared in place, for a live key only;
+ * the key's next record (a dead one revived, the same address allocated
+ * again) starts from the inserted value. */
+static void sync_memops_set_in_place(void **state) {
+  (void)state;
+  vs_alloc_info a = {.key = 0x7f0000002000ULL, .size = 512}, out;
+  assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
+  assert_int_equal(vs_tracker_set_sync_memops(VS_SPACE_DEVPTR, a.key, 2), 0);
+  assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
+  assert_int_equal(out.sync_memops, 1);
+  assert_int_equal(out.size, 512);
+  assert_int_equal(vs_tracker_set_sync_memops(VS_SPACE_HANDLE, a.key, 1), -1);   /* other space */
+  assert_int_equal(vs_tracker_set_sync_memops(VS_SPACE_DEVPTR, a.key, 0), 0);
+  assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
+  assert_int_equal(out.sync_memops, 0);
+  assert_int_equal(vs_tracker_set_sync_memops(VS_SPACE_DEVPTR, a.key, 1), 0);
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, ~0u, &out), 0);
+  assert_int_equal(out.sync_memops, 1);
+  assert_int_equal(vs_tracker_set_sync_memops(VS_SPACE_DEVPTR, a.key, 1), -1);   /* removed: dead */
+  assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);             /* revived */
+  assert_int_equal(vs_tracker_find(VS_SPACE_DEVPTR, a.key, &out), 0);
+  assert_int_equal(out.sync_memops, 0);
+  assert_int_equal(vs_tracker_remove(VS_SPACE_DEVPTR, a.key, ~0u, &out), 0);
+}
+
 static void stale_record_is_returned(void **state) {
   (void)state;
-  vs_alloc_info a = {0x1000, 100, 1, 0, 0, 0, 0, 0, 0}, b = {0x1000, 200, 1, 0, 0, 0, 0, 0, 0}, stale;
+  vs_alloc_info a = {.key = 0x1000, .size = 100, .card = 1}, b = {.key = 0x1000, .size = 200, .card = 1}, stale;
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL), 0);
   assert_int_equal(vs_tracker_insert(VS_SPACE_DEVPTR, &b, &stale), 1);
   assert_int_equal(stale.size, 100);
@@ -64,7 +89,7 @@ static void removed_records_stay_removed(void **state) {
     uint64_t key = 0x7f0000000000ULL + (uint64_t)k * 4096;
     vs_alloc_info out;
     if (op < 4) {   /* insert: fresh (0) unless the model holds it (stale, 1) */
-      vs_alloc_info a = {key, (uint64_t)step + 1, 0, 0, 0, 0, (uint64_t)(k % 3) + 1, 0, 0};
+      vs_alloc_info a = {.key = key, .size = (uint64_t)step + 1, .ctx_id = (uint64_t)(k % 3) + 1};
       int r = vs_tracker_insert(VS_SPACE_DEVPTR, &a, &out);
       assert_int_equal(r, m[k].live ? 1 : 0);
       if (r == 1) assert_int_equal(out.size, m[k].info.size);
@@ -111,7 +136,7 @@ static void removed_records_stay_removed(void **state) {
 static void fork_child_drops_everything(void **state) {
   (void)state;
   for (uint64_t i = 1; i <= 100; i++) {
-    vs_alloc_info a = {i * 512, i, 0, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {.key = i * 512, .size = i};
     assert_int_equal(vs_tracker_insert(VS_SPACE_VA, &a, NULL), 0);
   }
   assert_int_equal(vs_tracker_count(VS_SPACE_VA), 100);
@@ -121,7 +146,7 @@ static void fork_child_drops_everything(void **state) {
   assert_true(pid >= 0);
   if (pid == 0) {
     vs_tracker_atfork_child();
-    vs_alloc_info a = {512, 1, 0, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {.key = 512, .size = 1};
     int ok = vs_tracker_count(VS_SPACE_VA) == 0 && vs_tracker_insert(VS_SPACE_VA, &a, NULL) == 0 &&
              vs_tracker_remove(VS_SPACE_VA, 512, ~0u, NULL) == 0;
     _exit(ok ? 0 : 1);
@@ -162,7 +187,7 @@ static void counters_and_peak(void **state) {
 static void *churn(void *arg) {
   uint64_t base = (uint64_t)(uintptr_t)arg << 40;
   for (uint64_t i = 0; i < PER_THREAD; i++) {
-    vs_alloc_info a = {base + i * 512, 512, 0, 0, 0, 0, 0, 0, 0};
+    vs_alloc_info a = {.key = base + i * 512, .size = 512};
     if (vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL) != 0) return (void *)1;
     vs_acct_live_add(0, 512);
     if (i >= 8) {
@@ -179,7 +204,7 @@ static void *churn(void *arg) {
    * record revived in place, while other threads do the same in the same
    * stripes. */
   for (uint64_t i = 0; i < PER_THREAD; i++) {
-    vs_alloc_info a = {base + (i % 3) * 512, 512, 0, 0, 0, 0, 0, 0, 0}, out;
+    vs_alloc_info a = {.key = base + (i % 3) * 512, .size = 512}, out;
     if (vs_tracker_insert(VS_SPACE_DEVPTR, &a, NULL) != 0) return (void *)4;
     if (vs_tracker_remove(VS_SPACE_DEVPTR, a.key, ~0u, &out) != 0 || out.key != a.key) return (void *)5;
     if (vs_tracker_find(VS_SPACE_DEVPTR, a.key, NULL) != -1) return (void *)6;
@@ -208,6 +233,7 @@ static void threads_keep_exact_counts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(insert_find_remove),
+      cmocka_unit_test(sync_memops_set_in_place),
       cmocka_unit_test(stale_record_is_returned),
       cmocka_unit_test(removed_records_stay_removed),
       cmocka_unit_test(fork_child_drops_everything),

@@ -3,8 +3,10 @@
  * block's own (start, requested size), not the chunk or VMM range around
  * it; other attributes are the driver's; the VMM queries
  * (cuMemRetainAllocationHandle, cuMemGetAccess) are refused as for any
- * cuMemAlloc block; SYNC_MEMOPS is set and reads back. The same program passes with arena = off, where the
- * driver answers everything. */
+ * cuMemAlloc block; SYNC_MEMOPS is each block's own: 0 until set, set and
+ * cleared on one block without moving its neighbours in the same chunk, 0
+ * again for a new block at a freed one's address. The same program passes
+ * with arena = off, where the driver answers everything. */
 #include "shim_test.h"
 
 static void check_block(CUdeviceptr p, size_t n) {
@@ -62,6 +64,41 @@ static void check_block(CUdeviceptr p, size_t n) {
   }
 }
 
+static unsigned char sync_of(CUdeviceptr q) {
+  unsigned char v = 7;
+  T_CU(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q));
+  unsigned char w = 7;
+  CUpointer_attribute a = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
+  void *data[] = {&w};
+  T_CU(cuPointerGetAttributes(1, &a, data, q));
+  T_CHECK(v == w, "SYNC_MEMOPS of 0x%llx: %u, the plural call %u", (unsigned long long)q, v, w);
+  return v;
+}
+
+static void set_sync(CUdeviceptr q, unsigned v) { T_CU(cuPointerSetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q)); }
+
+/* SYNC_MEMOPS belongs to the allocation (cuda-bindings' own driver tests
+ * set it, read it, clear it and read it again): blocks a[i] and b[i] are
+ * two allocations of one size, so most pairs share a chunk. */
+static void sync_memops_per_block(const CUdeviceptr *a, const CUdeviceptr *b, int n) {
+  for (int i = 0; i < n; i++)
+    T_CHECK(sync_of(a[i]) == 0 && sync_of(b[i]) == 0, "SYNC_MEMOPS of new blocks %d: %u / %u", i, sync_of(a[i]),
+            sync_of(b[i]));
+  for (int i = 0; i < n; i++) set_sync(a[i], 1);
+  for (int i = 0; i < n; i++)
+    T_CHECK(sync_of(a[i]) == 1 && sync_of(b[i]) == 0, "set on block a %d only: %u / %u", i, sync_of(a[i]),
+            sync_of(b[i]));
+  for (int i = 0; i < n; i++) {
+    set_sync(b[i], 1);
+    set_sync(b[i] + 1, 0);   /* any address inside the allocation names it */
+  }
+  for (int i = 0; i < n; i++)
+    T_CHECK(sync_of(a[i]) == 1 && sync_of(b[i]) == 0, "set and cleared on block b %d: %u / %u", i, sync_of(a[i]),
+            sync_of(b[i]));
+  for (int i = 0; i < n; i++) set_sync(a[i], 0);
+  for (int i = 0; i < n; i++) T_CHECK(sync_of(a[i]) == 0, "cleared on block a %d: %u", i, sync_of(a[i]));
+}
+
 int main(void) {
   t_shim();
   t_context(cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent);
@@ -71,11 +108,22 @@ int main(void) {
   /* Two of each, so most blocks sit inside a chunk shared with others. */
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < N; i++) T_CU(cuMemAlloc(&p[r][i], sizes[i]));
+  sync_memops_per_block(p[0], p[1], N);
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < N; i++) {
       T_CHECK(p[r][i] % 512 == 0, "512-byte alignment of 0x%llx", (unsigned long long)p[r][i]);
       check_block(p[r][i], sizes[i]);
     }
+  /* check_block left SYNC_MEMOPS set on every block: a new allocation in
+   * a freed one's place (an arena's slot comes back at once) reads 0. */
+  for (int i = 0; i < N; i++) {
+    CUdeviceptr again = 0;
+    T_CU(cuMemFree(p[0][i]));
+    T_CU(cuMemAlloc(&again, sizes[i]));
+    T_CHECK(sync_of(again) == 0, "SYNC_MEMOPS of a new %zu-byte block at 0x%llx (freed: 0x%llx): %u", sizes[i],
+            (unsigned long long)again, (unsigned long long)p[0][i], sync_of(again));
+    p[0][i] = again;
+  }
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < N; i++) T_CU(cuMemFree(p[r][i]));
   /* A reset clears what was set: a block of the new context reads 0. */

@@ -224,8 +224,8 @@
   X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev))   \
   /* arena_backend.c: a stream ordered after the arena's lane */                                    \
   X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags)) \
-  /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync; SYNC_MEMOPS of a VMM  \
-   * block as its context's flag */                                                                \
+  /* hooks_query.c: the pool of an arena block served for cuMemAllocAsync; SYNC_MEMOPS set on a  \
+   * VMM block as its context's flag */                                                            \
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))           \
   X(cuCtxGetFlags, (unsigned int *flags), (flags))                                                 \
   X(cuCtxSetFlags, (unsigned int flags), (flags))                                                  \

@@ -99,77 +99,63 @@ CUresult vs_hook_cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize
  * buffer id, device memory of its card, IPC-capable, no VMM handle types;
  * a block served for a cuMemAllocAsync as the driver describes one from the
  * device's default pool (that pool's handle, not legacy IPC-capable).
- * The attributes that describe the memory underneath rather than the
- * allocation (sync_memops, access flags, RDMA, the mapping, P2P tokens)
- * are the driver's answer at the same address. A pointer in arena memory
- * outside every live block is unknown, as the driver says of a freed one. */
+ * SYNC_MEMOPS is the block's own (below). The attributes that describe the
+ * memory underneath rather than the allocation (access flags, RDMA, the
+ * mapping, P2P tokens) are the driver's answer at the same address. A
+ * pointer in arena memory outside every live block is unknown, as the
+ * driver says of a freed one. */
 enum { ATTR_DRIVER = 0, ATTR_SET };
 
-/* ---- SYNC_MEMOPS of VMM-backed blocks ----------------------------------
- * The one attribute a program may set (cuPointerSetAttribute). On a chunk
- * the driver takes it (cuMemAlloc memory: it then covers the block's
- * neighbours too, whose synchronous copies only synchronise more); on VMM
- * memory it refuses it with CUDA_ERROR_NOT_SUPPORTED, where the program
- * asked for cuMemAlloc memory and the driver would have said yes (UCX,
- * libfabric and CUDA-aware MPI set it on every GPU buffer they register;
- * libfabric's EFA provider fails the transfer when refused). So the block's
- * context gets CU_CTX_SYNC_MEMOPS instead (cuCtxSetFlags, CUDA 12.1: what
- * UCX itself does for VMM memory): every synchronous memory operation of
- * the context synchronises, which includes the block's. Such contexts are
- * remembered (a few: contexts that register buffers for a NIC), and
- * SYNC_MEMOPS of their blocks reads 1 while the context keeps the flag.
- * Clearing it (value 0) is accepted and changes nothing: memory that
- * synchronises more is never wrong. */
-#define SYNC_CTX_MAX 16
-static _Atomic uint64_t g_sync_ctx[SYNC_CTX_MAX];
+/* ---- SYNC_MEMOPS of arena blocks ----------------------------------------
+ * The one attribute a program may set (cuPointerSetAttribute), and it is the
+ * allocation's: on cuMemAlloc memory it reads what was last set on that
+ * allocation (0 until then). An arena block shares the driver's memory with
+ * other blocks, so the shim keeps the block's own value (the record's
+ * sync_memops) and answers it, and gives the memory underneath what the
+ * value asks for:
+ * - Set: on a chunk the driver takes it (it then covers the block's
+ *   neighbours too, whose synchronous copies only synchronise more); on VMM
+ *   memory the driver refuses it with CUDA_ERROR_NOT_SUPPORTED, where the
+ *   program asked for cuMemAlloc memory and the driver would have said yes
+ *   (UCX, libfabric and CUDA-aware MPI set it on every GPU buffer they
+ *   register; libfabric's EFA provider fails the transfer when refused), so
+ *   the block's context gets CU_CTX_SYNC_MEMOPS instead (cuCtxSetFlags, CUDA
+ *   12.1: what UCX itself does for VMM memory): every synchronous memory
+ *   operation of the context synchronises, which includes the block's.
+ * - Cleared: the block reads 0 again, and the memory underneath keeps what
+ *   it had: clearing a chunk's would take it from a neighbour that set it,
+ *   and memory that synchronises more is never wrong. */
 
-static int sync_ctx_has(uint64_t ctx) {
-  for (int i = 0; i < SYNC_CTX_MAX; i++) {
-    uint64_t v = atomic_load_explicit(&g_sync_ctx[i], memory_order_acquire);
-    if (!v) return 0;
-    if (v == ctx) return 1;
-  }
-  return 0;
-}
-
-static void sync_ctx_add(uint64_t ctx) {
-  for (int i = 0; i < SYNC_CTX_MAX; i++) {
-    uint64_t none = 0;
-    if (atomic_compare_exchange_strong(&g_sync_ctx[i], &none, ctx) || none == ctx) return;
-  }
-}
-
-/* The flags of context ctx (pushed for the call when another is current);
- * with set, CU_CTX_SYNC_MEMOPS added to them first. */
-static CUresult ctx_flags(const vs_real_table *real, uint64_t ctx, int set, unsigned *flags) {
+/* Adds CU_CTX_SYNC_MEMOPS to context ctx's flags (pushed for the call when
+ * another is current). */
+static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
   if (!real->cuCtxGetFlags || !real->cuCtxSetFlags || !real->cuCtxGetCurrent || !real->cuCtxPushCurrent_v2 ||
       !real->cuCtxPopCurrent_v2)
     return CUDA_ERROR_NOT_SUPPORTED;
   CUcontext cur = NULL, popped;
+  unsigned flags = 0;
   CUresult r = real->cuCtxGetCurrent(&cur);
   int push = r == CUDA_SUCCESS && (uint64_t)(uintptr_t)cur != ctx;
   if (push && (r = real->cuCtxPushCurrent_v2((CUcontext)(uintptr_t)ctx)) != CUDA_SUCCESS) return r;
-  if (r == CUDA_SUCCESS) r = real->cuCtxGetFlags(flags);
-  if (r == CUDA_SUCCESS && set && !(*flags & CU_CTX_SYNC_MEMOPS)) {
-    r = real->cuCtxSetFlags(*flags | CU_CTX_SYNC_MEMOPS);
-    if (r == CUDA_SUCCESS) *flags |= CU_CTX_SYNC_MEMOPS;
-  }
+  if (r == CUDA_SUCCESS) r = real->cuCtxGetFlags(&flags);
+  if (r == CUDA_SUCCESS && !(flags & CU_CTX_SYNC_MEMOPS)) r = real->cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
   if (push) (void)real->cuCtxPopCurrent_v2(&popped);
   return r;
 }
 
-static CUresult ctx_sync_memops(const vs_real_table *real, uint64_t ctx) {
-  unsigned flags = 0;
-  CUresult r = ctx_flags(real, ctx, 1, &flags);
-  if (r == CUDA_SUCCESS) sync_ctx_add(ctx);
+/* SYNC_MEMOPS set (value non-zero) or cleared on arena block b. */
+static CUresult block_sync_memops(const vs_real_table *real, const void *value, CUdeviceptr ptr,
+                                  const vs_mem_block *b) {
+  int on = *(const unsigned int *)value != 0;
+  CUresult r = CUDA_SUCCESS;
+  if (on) {
+    r = real->cuPointerSetAttribute(value, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, ptr);
+    if (r == CUDA_ERROR_NOT_SUPPORTED && ctx_sync_memops(real, b->ctx_handle) == CUDA_SUCCESS) r = CUDA_SUCCESS;
+  }
+  /* Freed meanwhile (the program's own race): what the driver says of a
+   * pointer it does not know. */
+  if (r == CUDA_SUCCESS && vs_mem_block_set_sync_memops(b->base, on) != 0) r = CUDA_ERROR_INVALID_VALUE;
   return r;
-}
-
-/* SYNC_MEMOPS of a block of a context the shim gave CU_CTX_SYNC_MEMOPS:
- * 1 while the context still has it (a reset clears the driver's flags). */
-static int ctx_syncs(const vs_real_table *real, uint64_t ctx) {
-  unsigned flags = 0;
-  return sync_ctx_has(ctx) && ctx_flags(real, ctx, 0, &flags) == CUDA_SUCCESS && (flags & CU_CTX_SYNC_MEMOPS);
 }
 
 CUresult vs_hook_cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr) {
@@ -180,12 +166,10 @@ CUresult vs_hook_cuPointerSetAttribute(const void *value, CUpointer_attribute at
   CUresult r;
   if (k == VS_AT_GAP) {
     r = CUDA_ERROR_INVALID_VALUE;   /* a pointer the driver would not know */
+  } else if (k == VS_AT_BLOCK && value && attribute == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
+    r = block_sync_memops(real, value, ptr, &b);
   } else {
     r = real->cuPointerSetAttribute(value, attribute, ptr);
-    if (r == CUDA_ERROR_NOT_SUPPORTED && k == VS_AT_BLOCK && value && attribute == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
-      r = *(const unsigned int *)value ? ctx_sync_memops(real, b.ctx_handle) : CUDA_SUCCESS;
-      if (r != CUDA_SUCCESS) r = CUDA_ERROR_NOT_SUPPORTED;   /* as the driver said */
-    }
   }
   vs_guard_leave();
   return r;
@@ -220,10 +204,7 @@ static int block_attr(const vs_real_table *real, CUpointer_attribute a, void *da
   case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = (size_t)b->size; break;
   case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: *(unsigned long long *)data = 0; break;
   case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = NULL; break;
-  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-    if (!ctx_syncs(real, b->ctx_handle)) return ATTR_DRIVER;
-    *(unsigned char *)data = 1;   /* a bool, as the driver writes it */
-    break;
+  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *(unsigned char *)data = (unsigned char)b->sync_memops; break;   /* a bool */
   default: return ATTR_DRIVER;
   }
   return ATTR_SET;

@@ -194,6 +194,7 @@ static int alloc_begin(vs_mem_op *op, vs_mem_kind kind, int card, uint64_t size,
   op->rec.kind = (int32_t)kind;
   op->rec.owner = VS_OWNER_DRIVER;
   op->rec.charged = 0;
+  op->rec.sync_memops = 0;
   op->rec.ctx_id = 0;
   op->rec.buffer_id = 0;
   op->rec.pool = 0;
@@ -568,9 +569,14 @@ int vs_mem_block_at(uint64_t ptr, vs_mem_block *out) {
     int found = vs_tracker_find(VS_SPACE_DEVPTR, b, &rec) == 0;
     out->buffer_id = found ? rec.buffer_id : 0;
     out->stream_ordered = found && rec.kind == VS_MEM_ASYNC;
+    out->sync_memops = found && rec.sync_memops;
     return VS_AT_BLOCK;
   }
   return vs_arena_glue_holds(ptr) ? VS_AT_GAP : VS_AT_DRIVER;   /* released meanwhile: the driver's */
+}
+
+int vs_mem_block_set_sync_memops(uint64_t base, int on) {
+  return vs_tracker_set_sync_memops(VS_SPACE_DEVPTR, base, on);
 }
 
 /* The records context c owned in one key space leave every book. */

@@ -188,6 +188,7 @@ typedef struct vs_mem_block {
   uint64_t buffer_id;    /* unique per allocation, never repeated */
   int card;
   int stream_ordered;    /* served for a cuMemAllocAsync (its pool is the device's default one) */
+  int sync_memops;       /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as the program last set it on this block */
 } vs_mem_block;
 enum { VS_AT_DRIVER = 0, VS_AT_BLOCK, VS_AT_GAP };
 /* VS_AT_BLOCK with *out: ptr is in an arena block. VS_AT_GAP: ptr is
@@ -195,6 +196,9 @@ enum { VS_AT_DRIVER = 0, VS_AT_BLOCK, VS_AT_GAP };
  * end, say): the driver would say it knows no such allocation.
  * VS_AT_DRIVER: ask the driver. */
 int vs_mem_block_at(uint64_t ptr, vs_mem_block *out);
+/* The block at base (a vs_mem_block's base) reads SYNC_MEMOPS on (0 or 1)
+ * from now on; 0 done, -1 no such block (freed meanwhile). */
+int vs_mem_block_set_sync_memops(uint64_t base, int on);
 
 /* Contexts (hooks_ctx.c). A context began (cuCtxCreate*, primary = 0; a
  * retain of dev's primary context, primary = 1). */

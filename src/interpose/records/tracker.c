@@ -71,7 +71,7 @@ typedef struct stripe {
   rec anchor;
 } __attribute__((aligned(64))) stripe;
 
-#define STRIPE_INIT {VS_SPINLOCK_INIT, NULL, {0}, NULL, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
+#define STRIPE_INIT {VS_SPINLOCK_INIT, NULL, {0}, NULL, NULL, {{0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {0}}}
 #define S4 STRIPE_INIT, STRIPE_INIT, STRIPE_INIT, STRIPE_INIT
 _Static_assert(VS_STRIPES == 32, "the initialiser spells out 32 stripes");
 static stripe g_stripes[VS_STRIPES] = {S4, S4, S4, S4, S4, S4, S4, S4};
@@ -171,15 +171,30 @@ int vs_tracker_remove(vs_space space, uint64_t value, unsigned kind_mask, vs_all
   return 0;
 }
 
-int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
+/* The live record of (space, value) in *r (NULL if none), with its
+ * stripe's lock taken; the caller gives it back. */
+static stripe *find_locked(vs_space space, uint64_t value, rec **r) {
   key k = {value, (uint64_t)space};
   uint64_t mix = key_mix(&k);
   stripe *s = stripe_of(mix);
-  rec *r = NULL;
   vs_spin_lock(&s->lock);
-  HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, r);
-  if (r == s->dead) r = NULL;
+  HASH_FIND_BYHASHVALUE(hh, s->head, &k, sizeof(key), (unsigned)mix, *r);
+  if (*r == s->dead) *r = NULL;
+  return s;
+}
+
+int vs_tracker_find(vs_space space, uint64_t value, vs_alloc_info *out) {
+  rec *r = NULL;
+  stripe *s = find_locked(space, value, &r);
   if (r && out) *out = r->info;
+  vs_spin_unlock(&s->lock);
+  return r ? 0 : -1;
+}
+
+int vs_tracker_set_sync_memops(vs_space space, uint64_t value, int on) {
+  rec *r = NULL;
+  stripe *s = find_locked(space, value, &r);
+  if (r) r->info.sync_memops = on != 0;
   vs_spin_unlock(&s->lock);
   return r ? 0 : -1;
 }

@@ -28,7 +28,8 @@ typedef struct vs_alloc_info {
   int32_t card;
   int32_t kind;     /* vs_mem_kind */
   int32_t owner;    /* VS_OWNER_DRIVER: the driver's own allocation; VS_OWNER_ARENA: a block of the arena */
-  uint32_t charged; /* 1 when its bytes were charged to the tenant quota at allocation */
+  uint16_t charged; /* 1 when its bytes were charged to the tenant quota at allocation */
+  uint16_t sync_memops; /* an arena block's CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as the program last set it */
   uint64_t ctx_id;  /* the context it was allocated in (contexts.h), 0 for memory no context owns */
   uint64_t buffer_id; /* an arena block's CU_POINTER_ATTRIBUTE_BUFFER_ID; 0 for the driver's own */
   uint64_t pool;      /* a driver pool's block: its pool's entry (pool_charge.h), else 0 */
@@ -45,6 +46,8 @@ int vs_tracker_insert(vs_space space, const vs_alloc_info *info, vs_alloc_info *
 int vs_tracker_remove(vs_space space, uint64_t key, unsigned kind_mask, vs_alloc_info *out);
 /* 0 found (copied to *out), -1 unknown key. */
 int vs_tracker_find(vs_space space, uint64_t key, vs_alloc_info *out);
+/* The record's sync_memops becomes on (0 or 1); 0 found, -1 unknown key. */
+int vs_tracker_set_sync_memops(vs_space space, uint64_t key, int on);
 uint64_t vs_tracker_count(vs_space space);
 /* Removes every record of space whose ctx_id is ctx_id and whose kind is
  * in kind_mask; returns how many, with their copies in *out (malloc'd, the
