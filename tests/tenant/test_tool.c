@@ -60,6 +60,13 @@ static void check_example(void **state) {
   snprintf(args, sizeof args, "check '%s' --card-capacity 8GiB", path);
   assert_int_equal(run_tool(args, out, sizeof out), 0);
   assert_non_null(strstr(out, "  s                         0 B     1.00 GiB       1.00 GiB  spill:2.00 GiB     -\n"));
+  /* A limit of zero is valid, and said to refuse everything. */
+  tt_write_file(g_tmp, "zero.conf", "[tenant z]\nreserve = 0\nlimit = 0%\n[tenant y]\nlimit = 1 MiB\n", path,
+                sizeof path);
+  snprintf(args, sizeof args, "check '%s'", path);
+  assert_int_equal(run_tool(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "zero.conf:3: [tenant z] limit = 0: every device allocation"));
+  assert_null(strstr(out, "[tenant y] limit"));
   assert_int_equal(run_tool("check", out, sizeof out), 2);
   assert_int_equal(run_tool(VS_EXAMPLE " --card-capacity 10%", out, sizeof out), 2);
 }

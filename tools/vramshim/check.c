@@ -50,7 +50,16 @@ static void print_exes(const vs_tenant_cfg *t) {
  * there finds the index only through the card's ledger, after a process
  * that knew it used the card. A UUID means one card in every process. */
 /* To stderr under --json, so stdout stays one document. */
-static void warn_indexes(const vs_config *cfg, FILE *out) {
+/* What is valid but likely not meant: cards named by index, and a limit of
+ * zero (HAMi-core's variables read 0 as no limit; in the config it refuses
+ * every allocation the tenant's processes make). */
+static void warn_config(const vs_config *cfg, FILE *out) {
+  for (int t = 0; t < cfg->ntenants; t++) {
+    const vs_tenant_cfg *tc = &cfg->tenants[t];
+    if (tc->has_limit && (tc->limit.is_pct ? tc->limit.ppm : tc->limit.bytes) == 0)
+      fprintf(out, "vramshim: warning: %s:%d: [tenant %s] limit = 0: every device allocation of the tenant's "
+              "processes is refused; leave 'limit' out for no limit\n", cfg->file, tc->limit_line, tc->name);
+  }
   int n = 0;
   for (int k = 0; k < cfg->ncards; k++)
     if (cfg->cards[k].index >= 0 && n++ < 8)
@@ -338,7 +347,7 @@ int cmd_check(int argc, char **argv) {
     rc = 1;
   } else {
     if (!json) printf("vramshim: %s is valid (config generation %016" PRIx64 ")\n", file, cfg->generation);
-    warn_indexes(cfg, json ? stderr : stdout);
+    warn_config(cfg, json ? stderr : stdout);
     if (!ncaps) {
       if (!json) {
         printf("vramshim: no --card-capacity given: percentages are not resolved and reservations are not checked\n"
