@@ -75,7 +75,9 @@ static unsigned char sync_of(CUdeviceptr q) {
   return v;
 }
 
-static void set_sync(CUdeviceptr q, unsigned v) { T_CU(cuPointerSetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q)); }
+static void set_sync(CUdeviceptr q, unsigned v) {
+  T_CU(cuPointerSetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, q));
+}
 
 /* SYNC_MEMOPS belongs to the allocation (cuda-bindings' own driver tests
  * set it, read it, clear it and read it again): blocks a[i] and b[i] are
