@@ -44,15 +44,15 @@ static void print_exes(const vs_tenant_cfg *t) {
   if (!t->nexes) printf("-");
 }
 
-/* Without capacities: the tenants as written. */
-/* Rules that name a card by index (issue 22): the index is the card's in a
- * process without CUDA_VISIBLE_DEVICES; a process that names cards by UUID
- * there finds the index only through the card's ledger, after a process
- * that knew it used the card. A UUID means one card in every process. */
-/* To stderr under --json, so stdout stays one document. */
-/* What is valid but likely not meant: cards named by index, and a limit of
- * zero (HAMi-core's variables read 0 as no limit; in the config it refuses
- * every allocation the tenant's processes make). */
+/* What is valid but likely not meant (to stderr under --json, so stdout
+ * stays one document):
+ * - a limit of zero: HAMi-core's variables read 0 as no limit; in the
+ *   config it refuses every allocation the tenant's processes make;
+ * - rules that name a card by index (issue 22): the index is the card's in
+ *   a process without CUDA_VISIBLE_DEVICES; a process that names cards by
+ *   UUID there finds the index only through the card's ledger, after a
+ *   process that knew it used the card. A UUID means one card in every
+ *   process. */
 static void warn_config(const vs_config *cfg, FILE *out) {
   for (int t = 0; t < cfg->ntenants; t++) {
     const vs_tenant_cfg *tc = &cfg->tenants[t];
@@ -74,6 +74,7 @@ static void warn_config(const vs_config *cfg, FILE *out) {
              cfg->tenants[t].name);
 }
 
+/* Without capacities: the tenants as written. */
 static void print_unresolved(const vs_config *cfg) {
   char a[32], b[32], c[32];
   for (int k = 0; k < cfg->ncards; k++) {
