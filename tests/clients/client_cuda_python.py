@@ -92,6 +92,28 @@ if MODE == "off":   # pass-through: the driver holds exactly what the program as
     assert s.driver_calls[CALL_MEM_ALLOC] - base.driver_calls[CALL_MEM_ALLOC] == len(sizes)
 for p, n in zip(ptrs, sizes):   # RANGE_SIZE of a shim pointer is the allocation's own
     assert ok(cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)) == n
+# 1b. Pointer attributes as cuda-bindings' own driver tests read them: the
+# plural call agrees with the singular one (MEMORY_TYPE aside: a real
+# driver's plural call answers it differently, docs/gpu-validation.md), and
+# SYNC_MEMOPS, the one a program sets, is each allocation's own: set, read,
+# cleared and read again on one block while its neighbour stays unset.
+A = cu.CUpointer_attribute
+attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, A.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+         A.CU_POINTER_ATTRIBUTE_BUFFER_ID, A.CU_POINTER_ATTRIBUTE_IS_MANAGED, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+         A.CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, A.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+         A.CU_POINTER_ATTRIBUTE_RANGE_SIZE, A.CU_POINTER_ATTRIBUTE_MAPPED, A.CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+         A.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE]
+for p in ptrs:
+    one = [cu.cuPointerGetAttribute(a, p) for a in attrs]
+    many = ok(cu.cuPointerGetAttributes(len(attrs), attrs, p))
+    for a, (err, v), w in zip(attrs, one, many):
+        assert err == cu.CUresult.CUDA_SUCCESS, (a, err)
+        assert str(v) == str(w), (a, v, w)
+first, neighbour = ptrs[2], ptrs[0]   # 4 KiB and 1 MiB: with the arena, in one chunk or VMM range
+for val in (True, False, True, False):
+    ok(cu.cuPointerSetAttribute(val, A.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, first))
+    assert ok(cu.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, first)) == val, val
+    assert ok(cu.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, neighbour)) is False, val
 for p in ptrs:
     ok(cu.cuMemFree(p))
 n_free += len(sizes)
