@@ -254,8 +254,15 @@ static void pool_stats(void) {
   T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), a + c, "used bytes after a lane free");
   T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + b + c, "the used high after a lane free");
   cuuint64_t zero = 0;
+  uint64_t reserved_high = pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH);
   T_CU(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
   T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + c, "the used high once reset");
+  /* The two highs are reset apart, as the driver keeps them. */
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), reserved_high, "the reserved high after the used reset");
+  T_CU(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero));
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+           "the reserved high once reset");
+  T_EQ_U64(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH), a + c, "the used high after the reserved reset");
   T_CU(cuMemFreeAsync(r, CU_STREAM_PER_THREAD));
   T_CU(cuMemFreeAsync(p, NULL));
   T_CU(cuStreamSynchronize(NULL));

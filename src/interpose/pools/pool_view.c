@@ -8,7 +8,8 @@
  *     the pool's, so "reserved" grows by exactly what is used);
  *   USED_MEM_HIGH / RESERVED_MEM_HIGH: the driver's high plus the high of
  *     those bytes, exact when only one of the two serves (the usual case),
- *     else an upper bound; setting either high to 0 resets the arena's too.
+ *     else an upper bound; setting a high to 0 resets the arena's part of
+ *     that high alone, as the driver keeps the two apart.
  * cuMemPoolTrimTo on a default pool trims that device's arenas as well,
  * each down to minBytesToKeep of cached memory. Every other pool, and
  * every other attribute, is the driver's alone: the driver is asked first
@@ -35,9 +36,9 @@ static int default_pool_card(const vs_real_table *real, CUmemoryPool pool, int (
 }
 
 static int has_pool_bytes(int card) {
-  uint64_t live, high;
-  vs_acct_pool_bytes(card, &live, &high);
-  return live || high;
+  uint64_t live, used_high, reserved_high;
+  vs_acct_pool_bytes(card, &live, &used_high, &reserved_high);
+  return live || used_high || reserved_high;
 }
 
 static int is_high(CUmemPool_attribute attr) {
@@ -56,9 +57,11 @@ CUresult vs_hook_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   if (r != CUDA_SUCCESS || !value || !is_byte_count(attr)) return r;
   int card = default_pool_card(real, pool, has_pool_bytes);
   if (card < 0) return r;
-  uint64_t live, high;
-  vs_acct_pool_bytes(card, &live, &high);
-  *(cuuint64_t *)value += is_high(attr) ? high : live;
+  uint64_t live, used_high, reserved_high;
+  vs_acct_pool_bytes(card, &live, &used_high, &reserved_high);
+  *(cuuint64_t *)value += attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH       ? used_high
+                          : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? reserved_high
+                                                                      : live;
   return r;
 }
 
@@ -72,7 +75,7 @@ CUresult vs_hook_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   /* The driver accepts only 0 for a high: a reset. */
   if (r != CUDA_SUCCESS || !is_high(attr)) return r;
   int card = default_pool_card(real, pool, has_pool_bytes);
-  if (card >= 0) vs_acct_pool_reset_high(card);
+  if (card >= 0) vs_acct_pool_reset_high(card, attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH);
   return r;
 }
 

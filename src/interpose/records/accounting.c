@@ -14,7 +14,7 @@ typedef struct card_counters {
   _Atomic uint64_t live, peak_live;
   _Atomic uint64_t reserved, peak_reserved;
   _Atomic int64_t va, ipc, ipc_count;
-  _Atomic uint64_t pool_live, pool_high;
+  _Atomic uint64_t pool_live, pool_used_high, pool_reserved_high;
 } __attribute__((aligned(64))) card_counters;
 
 static card_counters g_cards[VRAMSHIM_MAX_CARDS];
@@ -101,21 +101,26 @@ void vs_acct_pool_add(int card, int64_t bytes) {
   card_counters *c = card_of(card);
   if (!c) return;
   uint64_t now = atomic_fetch_add_explicit(&c->pool_live, (uint64_t)bytes, memory_order_relaxed) + (uint64_t)bytes;
-  if (bytes > 0) raise_peak(&c->pool_high, now);
+  if (bytes > 0) {
+    raise_peak(&c->pool_used_high, now);
+    raise_peak(&c->pool_reserved_high, now);
+  }
 }
 
-void vs_acct_pool_bytes(int card, uint64_t *live, uint64_t *high) {
+void vs_acct_pool_bytes(int card, uint64_t *live, uint64_t *used_high, uint64_t *reserved_high) {
   int in = card >= 0 && card < VRAMSHIM_MAX_CARDS;
   *live = in ? atomic_load_explicit(&g_cards[card].pool_live, memory_order_relaxed) : 0;
-  *high = in ? atomic_load_explicit(&g_cards[card].pool_high, memory_order_relaxed) : 0;
+  if (used_high) *used_high = in ? atomic_load_explicit(&g_cards[card].pool_used_high, memory_order_relaxed) : 0;
+  if (reserved_high)
+    *reserved_high = in ? atomic_load_explicit(&g_cards[card].pool_reserved_high, memory_order_relaxed) : 0;
 }
 
 /* The high becomes the bytes live now; a block served meanwhile raises it
  * again by itself (raise_peak), so no lock is needed. */
-void vs_acct_pool_reset_high(int card) {
+void vs_acct_pool_reset_high(int card, int reserved) {
   card_counters *c = card_of(card);
-  if (c) atomic_store_explicit(&c->pool_high, atomic_load_explicit(&c->pool_live, memory_order_relaxed),
-                               memory_order_relaxed);
+  if (c) atomic_store_explicit(reserved ? &c->pool_reserved_high : &c->pool_used_high,
+                               atomic_load_explicit(&c->pool_live, memory_order_relaxed), memory_order_relaxed);
 }
 
 void vs_acct_request(int card, int is_alloc) {

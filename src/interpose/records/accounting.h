@@ -26,11 +26,12 @@ uint64_t vs_acct_live_bytes(int card);
 
 /* Stream-ordered blocks the arena serves in place of the device's default
  * memory pool (stream_alloc.h): their live bytes, and the high of those
- * since the start or the program's last reset of the pool's high marks
- * (pool_view.c adds both to what the driver's pool reports). */
+ * since the start or the program's last reset of the pool's used high and,
+ * apart, of its reserved high (pool_view.c adds them to what the driver's
+ * pool reports). Either high may be NULL. */
 void vs_acct_pool_add(int card, int64_t bytes);   /* signed: served / freed */
-void vs_acct_pool_bytes(int card, uint64_t *live, uint64_t *high);
-void vs_acct_pool_reset_high(int card);
+void vs_acct_pool_bytes(int card, uint64_t *live, uint64_t *used_high, uint64_t *reserved_high);
+void vs_acct_pool_reset_high(int card, int reserved);   /* reserved: RESERVED_MEM_HIGH, else USED_MEM_HIGH */
 
 void vs_acct_request(int card, int is_alloc);     /* alloc_requests / free_requests */
 void vs_acct_failed(int card);

@@ -106,8 +106,8 @@ CUresult vs_hook_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *ma
     if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && map[i].location.id != card &&
         map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
       closed |= vs_arena_glue_open_card(card, map[i].location.id);
-  uint64_t live = 0, high = 0;
-  if (card >= 0) vs_acct_pool_bytes(card, &live, &high);
+  uint64_t live = 0;
+  if (card >= 0) vs_acct_pool_bytes(card, &live, NULL, NULL);
   if (closed && live && !atomic_exchange(&g_said_access, 1))
     VS_WARN("cuMemPoolSetAccess: from now on cuMemAllocAsync goes to the driver's pool; the %llu bytes of "
             "stream-ordered blocks the arena (chunks) served before on card %d stay reachable from their own "
