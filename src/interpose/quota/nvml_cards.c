@@ -197,8 +197,8 @@ static void identify(int card) {
  * -1 when NVML is missing. Caller holds g_refresh_lock. */
 static int nvml_used_by_me(int card, uint64_t *used, int may_load) {
   unsigned n = 0, pid = g_me ? g_me : (unsigned)vs_plat_pid();
+  if (!g_me && g_me_foreign) return 1;   /* no pid to look for: the list is not read */
   if (nvml_procs(card, may_load, &n) != 0) return -1;
-  if (!g_me && g_me_foreign) return 1;
   for (unsigned i = 0; i < n; i++)
     if (g_pids[i] == pid) {
       *used = g_used[i];
