@@ -64,8 +64,9 @@ elseif(VRAMSHIM_PROFILE_USE)
 endif()
 
 option(VRAMSHIM_LTO "link-time optimisation of libvramshim.so (GCC)" ON)
+# Not in a Debug build (what is debugged is the code as written).
 if(VRAMSHIM_LTO AND CMAKE_C_COMPILER_ID STREQUAL "GNU" AND NOT WIN32 AND NOT VRAMSHIM_PROFILE_GENERATE
-   AND NOT (VRAMSHIM_SANITIZE OR VRAMSHIM_TSAN OR VRAMSHIM_FUZZ))
+   AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND NOT (VRAMSHIM_SANITIZE OR VRAMSHIM_TSAN OR VRAMSHIM_FUZZ))
   include(CheckIPOSupported)
   check_ipo_supported(RESULT vs_lto_ok OUTPUT vs_lto_why LANGUAGES C)
   if(vs_lto_ok)
